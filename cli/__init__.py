@@ -1,0 +1,1 @@
+"""The `gitstore` command line: the only package that imports click."""

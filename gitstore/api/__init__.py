@@ -1,0 +1,37 @@
+"""The Flask app factory: the only package (with webhook receivers) that imports flask.
+
+Each resource family is one blueprint; views parse, call the `Store` facade and render.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from flask import Flask
+
+from gitstore.api import catalog, environments, errors, values
+from gitstore.store import Store
+
+#: Blueprints in registration order. Later issues add theirs here.
+BLUEPRINTS = [catalog.bp, environments.bp, values.bp]
+
+
+def create_app(config: dict[str, Any] | None = None, store: Store | None = None) -> Flask:
+    """Build the app for `store` (or the store at config GITSTORE_ROOT / $GITSTORE_ROOT)."""
+    app = Flask("gitstore")
+    app.config.update(GITSTORE_ROOT=os.environ.get("GITSTORE_ROOT"))
+    app.config.update(config or {})
+    if store is None:
+        root = app.config.get("GITSTORE_ROOT")
+        if not root:
+            raise RuntimeError("create_app needs a store or GITSTORE_ROOT")
+        store = Store(root)
+    store.check()
+    app.extensions["gitstore"] = store
+    app.json.sort_keys = False
+    app.url_map.strict_slashes = False
+    errors.register(app)
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
+    return app

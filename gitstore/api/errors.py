@@ -1,0 +1,69 @@
+"""The one place where errors become HTTP: a table from class to status, one JSON shape.
+
+Every error body is `{"status": <code>, "message": "..."}` with an optional `"errors": [...]`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, jsonify
+from werkzeug.exceptions import HTTPException
+
+from gitstore import errors
+
+log = logging.getLogger("gitstore.api")
+
+#: Most specific class first is not needed: the handler walks each error's MRO.
+STATUS = {
+    errors.UnknownRevision: 404,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
+    errors.ValidationFailed: 400,
+    errors.InvalidInput: 400,
+    errors.Unauthorized: 401,
+    errors.Forbidden: 403,
+    errors.TooManyRequests: 429,
+    errors.Unavailable: 503,
+    errors.GitstoreError: 400,
+}
+
+
+def status_of(exc: errors.GitstoreError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
+
+
+def error_response(status: int, message: str, details: list | None = None, headers=None):
+    body: dict = {"status": status, "message": message}
+    if details:
+        body["errors"] = details
+    response = jsonify(body)
+    response.status_code = status
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def register(app: Flask) -> None:
+    @app.errorhandler(errors.GitstoreError)
+    def _gitstore_error(exc: errors.GitstoreError):
+        headers = getattr(exc, "headers", None)
+        return error_response(status_of(exc), exc.message, exc.errors or None, headers)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException):
+        message = exc.description or exc.name
+        if exc.code == 404:
+            message = "no such route: check the URL against docs/api.md"
+        response = error_response(exc.code or 500, message)
+        if exc.code == 405 and exc.valid_methods:
+            response.headers["Allow"] = ", ".join(exc.valid_methods)
+        return response
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception):
+        log.exception("internal error")
+        return error_response(500, "internal error: this is a bug, please report it")

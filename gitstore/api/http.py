@@ -1,0 +1,98 @@
+"""Request parsing and response rendering shared by every blueprint.
+
+Views parse with these helpers, call the facade and render with `served`: the version headers,
+the ETag derived from the answer's inputs, `If-None-Match` and caching rules live here once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from flask import Response, current_app, g, request
+
+from gitstore.backend.repository import Author
+from gitstore.errors import InvalidInput
+from gitstore.names import parse_flag
+from gitstore.served import Served
+
+_FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+IMMUTABLE = "public, max-age=31536000, immutable"
+MOVING = "public, max-age=5"
+
+
+def json_body() -> Any:
+    """The request body parsed as JSON; malformed or missing JSON is a 400."""
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        raise InvalidInput("request body is empty; a JSON document is expected")
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"request body is not valid JSON: {exc}") from exc
+
+
+def flag(name: str) -> bool:
+    return parse_flag(request.args.get(name), name)
+
+
+def version_arg(name: str = "version") -> str | None:
+    value = request.args.get(name)
+    if value is not None and not value.strip():
+        raise InvalidInput(f"query parameter {name!r} is empty", key=name)
+    return value
+
+
+def author() -> Author | None:
+    """The author of a write: the authenticated user when there is one."""
+    user = getattr(g, "user", None)
+    if user is None:
+        return None
+    return Author(user, f"{user}@gitstore")
+
+
+def to_json(data: Any) -> bytes:
+    return current_app.json.dumps(data).encode("utf-8")
+
+
+def served(result: Served, status: int = 200) -> Response:
+    """A JSON response for a read, with version headers, ETag and conditional GET."""
+    body = to_json(result.data)
+    response = Response(body, status=status, mimetype="application/json")
+    if result.commit:
+        response.headers["X-Gitstore-Commit"] = result.commit
+    if result.version is not None:
+        response.headers["X-Gitstore-Version"] = str(result.version)
+    if result.masked:
+        response.headers["X-Gitstore-Masked"] = ",".join(result.masked)
+    if request.method in ("GET", "HEAD") and status == 200:
+        _conditional(response, result, body)
+    return response
+
+
+def _conditional(response: Response, result: Served, body: bytes) -> None:
+    if result.inputs:
+        seed = repr((request.path, sorted(request.args.items(multi=True)), result.inputs))
+    else:
+        seed = repr((request.path, body))
+    response.set_etag(hashlib.sha256(seed.encode()).hexdigest()[:32])
+    version = request.args.get("version")
+    pinned = version is not None and _FULL_SHA.match(version.strip().lower())
+    response.headers["Cache-Control"] = IMMUTABLE if pinned else MOVING
+    response.make_conditional(request)
+
+
+def no_content() -> Response:
+    return Response(status=204)
+
+
+def written(result: Served, status: int = 204) -> Response:
+    """A write's response: 204 with the new commit named in the headers."""
+    response = Response(status=status)
+    if result.commit:
+        response.headers["X-Gitstore-Commit"] = result.commit
+    if result.version is not None:
+        response.headers["X-Gitstore-Version"] = str(result.version)
+    return response

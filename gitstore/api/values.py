@@ -1,0 +1,71 @@
+"""`/api/v1/config/environments/<id>/<levels>resources/<resource>/values|overrides[/keys/<op>]`.
+
+`<levels>` is zero or more `level/value/` pairs; a resource name may contain `/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Blueprint, current_app, request
+
+from gitstore.api.http import author, flag, json_body, served, version_arg, written
+from gitstore.config import Query
+from gitstore.errors import NotFound
+from gitstore.layout import KINDS
+
+bp = Blueprint("values", __name__, url_prefix="/api/v1/config/environments")
+
+
+@dataclass(frozen=True)
+class Address:
+    pairs: list[tuple[str, str]]
+    resource: str
+    kind: str
+    op: str | None
+
+
+def parse_address(rest: str) -> Address:
+    """Split the path after the environment id into level pairs, resource, kind and key op."""
+    parts = rest.split("/")
+    pairs: list[tuple[str, str]] = []
+    index = 0
+    while index < len(parts) and parts[index] != "resources":
+        if index + 1 >= len(parts):
+            raise NotFound(f"level {parts[index]!r} has no value in the path")
+        pairs.append((parts[index], parts[index + 1]))
+        index += 2
+    tail = parts[index + 1 :]
+    if len(tail) >= 2 and tail[-1] in KINDS:
+        return Address(pairs, "/".join(tail[:-1]), tail[-1], None)
+    if len(tail) >= 4 and tail[-2] == "keys" and tail[-3] in KINDS:
+        return Address(pairs, "/".join(tail[:-3]), tail[-3], tail[-1])
+    raise NotFound("no such route: expected .../resources/<resource>/values|overrides")
+
+
+def _store():
+    return current_app.extensions["gitstore"]
+
+
+@bp.get("/<int:env_id>/<path:rest>")
+def read(env_id: int, rest: str):
+    address = parse_address(rest)
+    if address.op is not None:
+        raise NotFound("key operations take PUT or PATCH; read a key with GET ?key=")
+    query = Query(effective=flag("effective"), show_lookup=flag("show_lookup"),
+                  key=request.args.get("key"), version=version_arg())
+    return served(_store().config.read(env_id, address.pairs, address.resource, address.kind,
+                                       query))
+
+
+@bp.route("/<int:env_id>/<path:rest>", methods=["PUT", "PATCH"])
+def write(env_id: int, rest: str):
+    address = parse_address(rest)
+    config = _store().config
+    if address.op is None:
+        result = config.put(env_id, address.pairs, address.resource, address.kind, json_body(),
+                            author())
+    else:
+        result = config.update_keys(env_id, address.pairs, address.resource, address.kind,
+                                    address.op, json_body(), author())
+    return written(result)

@@ -1,0 +1,1 @@
+"""Git storage: the only package that imports pygit2."""

@@ -1,0 +1,134 @@
+"""A read-only view of one commit's tree: every read of a request goes through one Snapshot.
+
+A revision is resolved to a commit once; every later read names paths inside that commit, so one
+answer never mixes two versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pygit2
+
+from gitstore import yamlio
+from gitstore.backend.cache import PARSED_BLOBS
+from gitstore.backend.changes import Graft
+from gitstore.errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One child of a folder."""
+
+    name: str
+    is_tree: bool
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    commit: str
+    author: str
+    email: str
+    date: str
+    message: str
+    parents: tuple[str, ...]
+
+
+class Snapshot:
+    """The tree of one commit of one repository."""
+
+    def __init__(self, repo: pygit2.Repository, commit: pygit2.Commit, name: str, version: int):
+        self._repo = repo
+        self._commit = commit
+        self._tree = commit.tree
+        self.repository = name
+        self.commit_id = str(commit.id)
+        self.version = version
+
+    # -- objects ---------------------------------------------------------------------------
+    def _object(self, path: str):
+        path = path.strip("/")
+        if not path:
+            return self._tree
+        try:
+            return self._tree[path]
+        except (KeyError, ValueError):
+            return None
+
+    def exists(self, path: str) -> bool:
+        return self._object(path) is not None
+
+    def is_tree(self, path: str) -> bool:
+        return isinstance(self._object(path), pygit2.Tree)
+
+    def object_id(self, path: str) -> str | None:
+        obj = self._object(path)
+        return str(obj.id) if obj is not None else None
+
+    def graft(self, path: str) -> Graft | None:
+        obj = self._object(path)
+        if obj is None:
+            return None
+        return Graft(str(obj.id), isinstance(obj, pygit2.Tree))
+
+    # -- files -----------------------------------------------------------------------------
+    def read(self, path: str) -> bytes | None:
+        obj = self._object(path)
+        if not isinstance(obj, pygit2.Blob):
+            return None
+        return obj.data
+
+    def read_yaml(self, path: str) -> Any:
+        """The parsed document at `path` (None if absent). Shared cache: never mutate it."""
+        obj = self._object(path)
+        if not isinstance(obj, pygit2.Blob):
+            return None
+        return PARSED_BLOBS.get_or_compute(
+            str(obj.id), lambda: yamlio.load(obj.data, path=f"{self.repository}:{path}")
+        )
+
+    def read_mapping(self, path: str) -> dict | None:
+        """A document that must be a mapping; None if the file is absent."""
+        doc = self.read_yaml(path)
+        if doc is None:
+            return None if not self.exists(path) else {}
+        if not isinstance(doc, dict):
+            raise InvalidInput(f"{path}: document is not a mapping", path=path)
+        return doc
+
+    # -- folders ---------------------------------------------------------------------------
+    def list(self, path: str = "") -> list[Entry]:
+        obj = self._object(path)
+        if not isinstance(obj, pygit2.Tree):
+            return []
+        return [Entry(entry.name, entry.type_str == "tree") for entry in obj]
+
+    def walk(self, path: str = "") -> Iterator[str]:
+        """Every file path below `path` (repository-relative), depth first, sorted."""
+        prefix = path.strip("/")
+        for entry in sorted(self.list(prefix), key=lambda e: e.name):
+            child = f"{prefix}/{entry.name}" if prefix else entry.name
+            if entry.is_tree:
+                yield from self.walk(child)
+            else:
+                yield child
+
+    # -- the commit ------------------------------------------------------------------------
+    def info(self) -> CommitInfo:
+        return commit_info(self._commit)
+
+
+def commit_info(commit: pygit2.Commit) -> CommitInfo:
+    author = commit.author
+    when = datetime.fromtimestamp(author.time, UTC).isoformat().replace("+00:00", "Z")
+    return CommitInfo(
+        commit=str(commit.id),
+        author=author.name,
+        email=author.email,
+        date=when,
+        message=commit.message.strip(),
+        parents=tuple(str(p) for p in commit.parent_ids),
+    )

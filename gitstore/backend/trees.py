@@ -1,0 +1,69 @@
+"""Build a new tree from a base tree and a change set, touching only the changed paths.
+
+Only the trees on the path to a changed file are rebuilt; every other subtree is reused by id,
+so a one-file write costs the depth of the path, not the size of the repository.
+"""
+
+from __future__ import annotations
+
+import pygit2
+
+from gitstore.backend.changes import Graft
+
+_Change = bytes | Graft | None
+
+
+def build_tree(repo: pygit2.Repository, base: pygit2.Tree | None, entries: dict[str, _Change]):
+    """The id of `base` with `entries` applied (an empty result is the empty tree)."""
+    oid = _build(repo, base, entries)
+    return oid if oid is not None else repo.TreeBuilder().write()
+
+
+def _build(repo: pygit2.Repository, tree: pygit2.Tree | None, entries: dict[str, _Change]):
+    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+    direct, nested = _split(entries)
+    for name, change in direct.items():
+        _apply_direct(repo, builder, name, change)
+    for name, sub_entries in nested.items():
+        sub_oid = _build(repo, _subtree(tree, name), sub_entries)
+        if sub_oid is None:
+            _remove(builder, name)
+        else:
+            builder.insert(name, sub_oid, pygit2.GIT_FILEMODE_TREE)
+    if len(builder) == 0:
+        return None
+    return builder.write()
+
+
+def _split(entries: dict[str, _Change]):
+    direct: dict[str, _Change] = {}
+    nested: dict[str, dict[str, _Change]] = {}
+    for path, change in entries.items():
+        head, _, rest = path.strip("/").partition("/")
+        if rest:
+            nested.setdefault(head, {})[rest] = change
+        else:
+            direct[head] = change
+    return direct, nested
+
+
+def _apply_direct(repo, builder, name: str, change: _Change) -> None:
+    if change is None:
+        _remove(builder, name)
+    elif isinstance(change, Graft):
+        mode = pygit2.GIT_FILEMODE_TREE if change.is_tree else pygit2.GIT_FILEMODE_BLOB
+        builder.insert(name, pygit2.Oid(hex=change.object_id), mode)
+    else:
+        builder.insert(name, repo.create_blob(change), pygit2.GIT_FILEMODE_BLOB)
+
+
+def _subtree(tree: pygit2.Tree | None, name: str) -> pygit2.Tree | None:
+    if tree is None or name not in tree:
+        return None
+    entry = tree[name]
+    return entry if isinstance(entry, pygit2.Tree) else None
+
+
+def _remove(builder, name: str) -> None:
+    if builder.get(name) is not None:
+        builder.remove(name)

@@ -1,0 +1,406 @@
+"""Components and resource definitions, kept in `catalog.git` (DESIGN.md §3.1).
+
+`components/<name>.yaml` holds a component and its definitions; definitions that belong to no
+component live in `resource_definitions.yaml`. Resource names are unique across the catalog,
+because environment data files are named by resource name alone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gitstore import documents, keypaths
+from gitstore.backend.changes import ChangeSet
+from gitstore.backend.repository import Author
+from gitstore.backend.snapshot import Snapshot
+from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.names import check_identifier, check_resource_name
+from gitstore.served import Served
+
+if TYPE_CHECKING:
+    from gitstore.store import Store
+
+ORPHANS = "resource_definitions.yaml"
+_DEFINITION_EXTRAS = ("schema", "secret_keys")
+
+
+class CatalogView:
+    """Every component and definition of one catalog commit, with lookups by id or name."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.components: list[dict] = []
+        for entry in snapshot.list("components"):
+            if not entry.is_tree and entry.name.endswith(".yaml"):
+                doc = snapshot.read_mapping(f"components/{entry.name}") or {}
+                self.components.append(doc)
+        self.components.sort(key=lambda c: c.get("id", 0))
+        orphans = snapshot.read_mapping(ORPHANS) or {}
+        self.orphans: list[dict] = list(orphans.get("resource_definitions") or [])
+
+    def component(self, ref: int | str) -> dict:
+        for component in self.components:
+            if _matches(component, ref):
+                return component
+        raise NotFound(f"component {ref!r} does not exist")
+
+    def definitions(self) -> list[dict]:
+        """Every definition as an API entity (with `component_id`), sorted by id."""
+        found = [_definition_entity(d, c.get("id")) for c in self.components
+                 for d in c.get("resource_definitions") or []]
+        found += [_definition_entity(d, None) for d in self.orphans]
+        return sorted(found, key=lambda d: d["id"])
+
+    def definition(self, ref: int | str) -> dict:
+        for definition in self.definitions():
+            if _matches(definition, ref):
+                return definition
+        raise NotFound(f"resource definition {ref!r} does not exist")
+
+    def definitions_of(self, component_names: list[str]) -> list[dict]:
+        ids = {c.get("id") for c in self.components if c.get("name") in component_names}
+        return [d for d in self.definitions() if d["component_id"] in ids]
+
+    def next_component_id(self) -> int:
+        return max((c.get("id", 0) for c in self.components), default=0) + 1
+
+    def next_definition_id(self) -> int:
+        return max((d["id"] for d in self.definitions()), default=0) + 1
+
+
+def _matches(entity: dict, ref: int | str) -> bool:
+    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+        return entity.get("id") == int(ref)
+    return entity.get("name") == ref
+
+
+def _definition_entity(stored: dict, component_id: int | None) -> dict:
+    entity = {
+        "id": stored["id"],
+        "name": stored["name"],
+        "component_id": component_id,
+        "content": stored.get("content", {}),
+    }
+    for extra in _DEFINITION_EXTRAS:
+        if extra in stored:
+            entity[extra] = stored[extra]
+    return entity
+
+
+def _stored_definition(entity: dict) -> dict:
+    stored = {"id": entity["id"], "name": entity["name"]}
+    if entity.get("content") not in (None, {}):
+        stored["content"] = entity["content"]
+    for extra in _DEFINITION_EXTRAS:
+        if entity.get(extra) is not None:
+            stored[extra] = entity[extra]
+    return stored
+
+
+def component_entity(component: dict) -> dict:
+    cid = component.get("id")
+    return {
+        "id": cid,
+        "name": component.get("name"),
+        "resource_definitions": [
+            _definition_entity(d, cid) for d in component.get("resource_definitions") or []
+        ],
+    }
+
+
+def _require_object(body: Any, what: str) -> dict:
+    if not isinstance(body, dict):
+        raise InvalidInput(f"{what} body must be a JSON object")
+    return body
+
+
+def _check_definition_fields(body: dict, *, partial: bool) -> dict:
+    fields: dict[str, Any] = {}
+    if "name" in body or not partial:
+        if "name" not in body:
+            raise InvalidInput("field 'name' is required", key="name")
+        fields["name"] = check_resource_name(body["name"])
+    if "content" in body:
+        fields["content"] = body["content"]
+    if "schema" in body and body["schema"] is not None and not isinstance(body["schema"], dict):
+        raise InvalidInput("field 'schema' must be a JSON object (a JSON schema)", key="schema")
+    if "secret_keys" in body and body["secret_keys"] is not None:
+        keys = body["secret_keys"]
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise InvalidInput("field 'secret_keys' must be a list of strings", key="secret_keys")
+    for extra in _DEFINITION_EXTRAS:
+        if extra in body:
+            fields[extra] = body[extra]
+    return fields
+
+
+class _CatalogService:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def view(self, version: str | None = None) -> CatalogView:
+        return CatalogView(self._store.catalog().snapshot(version))
+
+    def _write(self, operation, author: Author | None) -> tuple[Any, Any]:
+        outcome: dict[str, Any] = {}
+
+        def op(snapshot: Snapshot) -> ChangeSet:
+            changes, outcome["entity"] = operation(CatalogView(snapshot))
+            return changes
+
+        result = self._store.catalog().update(op, author or self._store.default_author)
+        return outcome["entity"], result
+
+    def _used_by(self, resource_names: list[str]) -> dict[int, list[str]]:
+        return self._store.environments.holding_data(resource_names)
+
+
+def _component_path(name: str) -> str:
+    return f"components/{name}.yaml"
+
+
+def _put_component(changes: ChangeSet, view: CatalogView, component: dict) -> None:
+    path = _component_path(component["name"])
+    changes.put(path, documents.encode("catalog", path, component, view.snapshot.read(path)))
+
+
+def _put_orphans(changes: ChangeSet, view: CatalogView) -> None:
+    doc = {"resource_definitions": view.orphans}
+    changes.put(ORPHANS, documents.encode("catalog", ORPHANS, doc, view.snapshot.read(ORPHANS)))
+
+
+class Components(_CatalogService):
+    """Components: named groups of resource definitions."""
+
+    def list(self, version: str | None = None) -> Served:
+        view = self.view(version)
+        entities = [component_entity(c) for c in view.components]
+        return Served(entities, view.snapshot.commit_id, view.snapshot.version)
+
+    def get(self, ref: int | str, version: str | None = None) -> Served:
+        view = self.view(version)
+        entity = component_entity(view.component(ref))
+        return Served(entity, view.snapshot.commit_id, view.snapshot.version)
+
+    def create(self, body: Any, author: Author | None = None) -> Served:
+        body = _require_object(body, "component")
+        name = check_identifier(body.get("name"), "name")
+        definitions = body.get("resource_definitions") or []
+        if not isinstance(definitions, list):
+            raise InvalidInput("field 'resource_definitions' must be a list")
+        fields = [_check_definition_fields(_require_object(d, "resource definition"),
+                                           partial=False) for d in definitions]
+
+        def operation(view: CatalogView):
+            if any(c.get("name") == name for c in view.components):
+                raise Conflict(f"component {name!r} already exists")
+            component = {"id": view.next_component_id(), "name": name,
+                         "resource_definitions": []}
+            _add_definitions(view, component, fields)
+            changes = ChangeSet(f"catalog: create component {name}")
+            _put_component(changes, view, component)
+            return changes, component_entity(component)
+
+        entity, result = self._write(operation, author)
+        return Served(entity, result.commit, result.version)
+
+    def update(self, ref: int | str, body: Any, author: Author | None = None) -> Served:
+        body = _require_object(body, "component")
+        new_name = check_identifier(body["name"], "name") if "name" in body else None
+
+        def operation(view: CatalogView):
+            component = dict(view.component(ref))
+            old_name = component["name"]
+            changes = ChangeSet(f"catalog: update component {old_name}")
+            if new_name and new_name != old_name:
+                self._check_rename(view, component, new_name)
+                changes.delete(_component_path(old_name))
+                component["name"] = new_name
+            _put_component(changes, view, component)
+            return changes, component_entity(component)
+
+        entity, result = self._write(operation, author)
+        return Served(entity, result.commit, result.version)
+
+    def _check_rename(self, view: CatalogView, component: dict, new_name: str) -> None:
+        if any(c.get("name") == new_name for c in view.components):
+            raise Conflict(f"component {new_name!r} already exists")
+        attached = self._store.environments.attaching(component["name"])
+        if attached:
+            raise Conflict(f"component {component['name']!r} is attached to environments "
+                           f"{attached}; detach it before renaming")
+
+    def delete(self, ref: int | str, author: Author | None = None) -> None:
+        def operation(view: CatalogView):
+            component = view.component(ref)
+            names = [d["name"] for d in component.get("resource_definitions") or []]
+            holders = self._used_by(names)
+            if holders:
+                raise Conflict(f"component {component['name']!r} has data in environments "
+                               f"{sorted(holders)}: {holders}")
+            changes = ChangeSet(f"catalog: delete component {component['name']}")
+            changes.delete(_component_path(component["name"]))
+            return changes, None
+
+        self._write(operation, author)
+
+
+def _add_definitions(view: CatalogView, component: dict | None, fields: list[dict]) -> list[dict]:
+    """Give each new definition an id (max+1 inside this write) and attach it."""
+    taken = {d["name"] for d in view.definitions()}
+    added = []
+    next_id = view.next_definition_id()
+    for item in fields:
+        if item["name"] in taken:
+            raise Conflict(f"resource definition {item['name']!r} already exists")
+        taken.add(item["name"])
+        stored = _stored_definition({"id": next_id, **item})
+        next_id += 1
+        target = component["resource_definitions"] if component is not None else view.orphans
+        target.append(stored)
+        added.append(stored)
+    return added
+
+
+class ResourceDefinitions(_CatalogService):
+    """Resource definitions: named documents that environments hold values for."""
+
+    def list(self, component_id: str | None = None, version: str | None = None) -> Served:
+        view = self.view(version)
+        found = view.definitions()
+        if component_id is not None:
+            if component_id == "":
+                found = [d for d in found if d["component_id"] is None]
+            elif component_id.isdigit():
+                found = [d for d in found if d["component_id"] == int(component_id)]
+            else:
+                raise InvalidInput(f"component_id {component_id!r} must be an integer",
+                                   key="component_id")
+        return Served(found, view.snapshot.commit_id, view.snapshot.version)
+
+    def get(self, ref: int | str, version: str | None = None) -> Served:
+        view = self.view(version)
+        return Served(view.definition(ref), view.snapshot.commit_id, view.snapshot.version)
+
+    def create(self, body: Any, author: Author | None = None) -> Served:
+        body = _require_object(body, "resource definition")
+        fields = _check_definition_fields(body, partial=False)
+        component_ref = _component_ref(body)
+
+        def operation(view: CatalogView):
+            component = dict(view.component(component_ref)) if component_ref is not None else None
+            if component is not None:
+                component["resource_definitions"] = list(component["resource_definitions"])
+            stored = _add_definitions(view, component, [fields])[0]
+            changes = ChangeSet(f"catalog: create resource definition {stored['name']}")
+            if component is not None:
+                _put_component(changes, view, component)
+            else:
+                _put_orphans(changes, view)
+            cid = component["id"] if component is not None else None
+            return changes, _definition_entity(stored, cid)
+
+        entity, result = self._write(operation, author)
+        return Served(entity, result.commit, result.version)
+
+    def update(self, ref: int | str, body: Any, author: Author | None = None) -> Served:
+        body = _require_object(body, "resource definition")
+        fields = _check_definition_fields(body, partial=True)
+        move_to = _component_ref(body) if "component_id" in body else _UNCHANGED
+
+        def operation(view: CatalogView):
+            current = view.definition(ref)
+            updated = {**current, **fields}
+            if move_to is not _UNCHANGED:
+                updated["component_id"] = (view.component(move_to)["id"]
+                                           if move_to is not None else None)
+            if updated["name"] != current["name"]:
+                self._check_rename(view, current, updated["name"])
+            changes = ChangeSet(f"catalog: update resource definition {current['name']}")
+            _replace_definition(view, changes, current, updated)
+            return changes, _definition_entity(_stored_definition(updated),
+                                               updated["component_id"])
+
+        entity, result = self._write(operation, author)
+        return Served(entity, result.commit, result.version)
+
+    def _check_rename(self, view: CatalogView, current: dict, new_name: str) -> None:
+        if any(d["name"] == new_name for d in view.definitions()):
+            raise Conflict(f"resource definition {new_name!r} already exists")
+        holders = self._used_by([current["name"]])
+        if holders:
+            raise Conflict(f"resource {current['name']!r} has data in environments "
+                           f"{sorted(holders)}; it cannot be renamed")
+
+    def update_keys(self, ref: int | str, op: str, paths: Any,
+                    author: Author | None = None) -> None:
+        paths = keypaths.check_batch(paths, op)
+
+        def operation(view: CatalogView):
+            current = view.definition(ref)
+            content = current.get("content")
+            if not isinstance(content, dict):
+                raise Conflict(f"resource definition {current['name']!r}: content is not a "
+                               "mapping, key operations need one")
+            updated = {**current, "content": keypaths.apply_batch(content, op, paths)}
+            changes = ChangeSet(f"catalog: {op} {len(paths)} keys of resource definition "
+                                f"{current['name']}")
+            _replace_definition(view, changes, current, updated)
+            return changes, None
+
+        self._write(operation, author)
+
+    def delete(self, ref: int | str, author: Author | None = None) -> None:
+        def operation(view: CatalogView):
+            current = view.definition(ref)
+            holders = self._used_by([current["name"]])
+            if holders:
+                raise Conflict(f"resource {current['name']!r} has data in environments "
+                               f"{sorted(holders)}")
+            changes = ChangeSet(f"catalog: delete resource definition {current['name']}")
+            _replace_definition(view, changes, current, None)
+            return changes, None
+
+        self._write(operation, author)
+
+
+_UNCHANGED = object()
+
+
+def _component_ref(body: dict) -> int | str | None:
+    ref = body.get("component_id")
+    if ref is None or ref == "":
+        return None
+    if isinstance(ref, bool) or not isinstance(ref, int | str):
+        raise InvalidInput("field 'component_id' must be an integer or a name", key="component_id")
+    return ref
+
+
+def _replace_definition(view: CatalogView, changes: ChangeSet, current: dict,
+                        updated: dict | None) -> None:
+    """Remove `current` from its owner and put `updated` (if any) into its owner."""
+    owners: dict[Any, dict | None] = {}
+
+    def owner(cid: int | None) -> dict | None:
+        if cid not in owners:
+            if cid is None:
+                owners[cid] = None
+            else:
+                component = dict(view.component(cid))
+                component["resource_definitions"] = list(component["resource_definitions"])
+                owners[cid] = component
+        return owners[cid]
+
+    source = owner(current["component_id"])
+    defs = source["resource_definitions"] if source is not None else view.orphans
+    defs[:] = [d for d in defs if d["id"] != current["id"]]
+    if updated is not None:
+        target = owner(updated["component_id"])
+        defs = target["resource_definitions"] if target is not None else view.orphans
+        defs.append(_stored_definition(updated))
+        defs.sort(key=lambda d: d["id"])
+    for component in owners.values():
+        if component is None:
+            _put_orphans(changes, view)
+        else:
+            _put_component(changes, view, component)

@@ -1,0 +1,178 @@
+"""ConfigDB values and overrides: read a layer or the effective result, write documents and keys.
+
+Reads never write. Every write is one commit made of one document (DESIGN.md §3.2, §4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gitstore import documents, keypaths
+from gitstore.backend.changes import ChangeSet
+from gitstore.backend.repository import Author
+from gitstore.backend.snapshot import Snapshot
+from gitstore.catalog import CatalogView
+from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.layout import KINDS, EnvironmentView, LevelPairs, layer_file, scope_of
+from gitstore.merge import effective
+from gitstore.served import Served
+
+if TYPE_CHECKING:
+    from gitstore.store import Store
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a read asks for beyond the document address."""
+
+    effective: bool = False
+    show_lookup: bool = False
+    key: str | None = None
+    version: str | None = None
+
+
+class Config:
+    """Values and overrides of resources at levels of an environment."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # -- resolving names -------------------------------------------------------------------
+    def resource_name(self, view: EnvironmentView, ref: str) -> str:
+        """The name of resource `ref` (id or name) if a component of the environment has it."""
+        catalog = CatalogView(self._store.catalog().snapshot())
+        try:
+            definition = catalog.definition(ref)
+        except NotFound:
+            definition = None
+        attached = {d["name"] for d in catalog.definitions_of(view.components)}
+        if definition is None or definition["name"] not in attached:
+            raise NotFound(f"resource {ref!r} is not defined for environment {view.env_id} "
+                           "(no attached component has it)")
+        return definition["name"]
+
+    def definition(self, name: str) -> dict:
+        return CatalogView(self._store.catalog().snapshot()).definition(name)
+
+    # -- reading ---------------------------------------------------------------------------
+    def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str,
+             query: Query = Query()) -> Served:
+        _check_kind(kind)
+        if query.show_lookup and not query.effective:
+            raise Conflict("show_lookup needs effective (add ?effective)")
+        snapshot = self._store.environment_repo(env_id).snapshot(query.version)
+        view = EnvironmentView(snapshot)
+        pairs = view.check_levels(pairs)
+        name = self.resource_name(view, resource)
+        if query.effective:
+            data, inputs = self._effective(view, pairs, name, query)
+        else:
+            path = layer_file(pairs[-1] if pairs else None, kind, name)
+            data = view.snapshot.read_mapping(path) or {}
+            inputs = (view.snapshot.object_id(path),)
+            if query.key is not None:
+                data = keypaths.get_path(data, keypaths.split_dotted(query.key))
+        return Served(data, snapshot.commit_id, snapshot.version,
+                      inputs=(kind, query.effective, query.show_lookup, query.key, *inputs))
+
+    def _effective(self, view: EnvironmentView, pairs: LevelPairs, name: str, query: Query):
+        layers = view.layers(pairs, name)
+        merged = effective.merge_layers(layers, view.merge)
+        inputs = (view.merge, *view.layer_inputs(pairs, name))
+        if query.key is not None:
+            path = keypaths.split_dotted(query.key)
+            value = keypaths.get_path(merged, path)
+            if query.show_lookup:
+                source = effective.lookup_sources(layers).get(path[0], "/")
+                return [value, source], inputs
+            return value, inputs
+        if query.show_lookup:
+            return effective.with_lookup(merged, effective.lookup_sources(layers)), inputs
+        return merged, inputs
+
+    # -- writing ---------------------------------------------------------------------------
+    def put(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, document: Any,
+            author: Author | None = None) -> Served:
+        """Replace one values or overrides document."""
+        _check_kind(kind)
+        if not isinstance(document, dict):
+            raise InvalidInput("the document must be a JSON object (a mapping)")
+
+        def change(view, pairs, name, path, current):
+            count = len(document)
+            message = f"config: set {_where(pairs)} {name} {kind} ({count} keys)"
+            return document, message
+
+        return self._write(env_id, pairs, resource, kind, change, author)
+
+    def update_keys(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, op: str,
+                    paths: Any, author: Author | None = None) -> Served:
+        """Set or delete a batch of key paths atomically (one commit, or nothing)."""
+        _check_kind(kind)
+        if op not in ("set", "delete"):
+            raise NotFound(f"unknown key operation {op!r}; use set or delete")
+        paths = keypaths.check_batch(paths, op)
+
+        def change(view, pairs, name, path, current):
+            updated = keypaths.apply_batch(current, op, paths)
+            keys = ", ".join(keypaths.dotted(p[:-1] if op == "set" else p) for p in paths[:5])
+            more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+            message = f"config: {op} {_where(pairs)} {name} {kind} keys {keys}{more}"
+            return updated, message
+
+        return self._write(env_id, pairs, resource, kind, change, author)
+
+    def _write(self, env_id, pairs, resource, kind, change, author) -> Served:
+        repo = self._store.environment_repo(env_id)
+
+        def operation(snapshot: Snapshot) -> ChangeSet:
+            view = EnvironmentView(snapshot)
+            checked = view.check_levels(pairs)
+            name = self.resource_name(view, resource)
+            path = layer_file(checked[-1] if checked else None, kind, name)
+            old = snapshot.read(path)
+            current = snapshot.read_mapping(path) or {}
+            document, message = change(view, checked, name, path, current)
+            self._validate(name, path, document)
+            changes = ChangeSet(message)
+            changes.put(path, documents.encode(snapshot.repository, path, document, old))
+            return changes
+
+        result = repo.update(operation, author or self._store.default_author)
+        return Served(None, result.commit, result.version)
+
+    def _validate(self, name: str, path: str, document: dict) -> None:
+        from gitstore.validation import check_document_schema
+
+        check_document_schema(self.definition(name), path, document)
+
+    def write_many(self, env_id: int, documents_by_path: dict[tuple, dict], message: str,
+                   author: Author | None = None) -> Served:
+        """Write several documents in one commit: keys are (pairs, resource, kind)."""
+        repo = self._store.environment_repo(env_id)
+
+        def operation(snapshot: Snapshot) -> ChangeSet:
+            view = EnvironmentView(snapshot)
+            changes = ChangeSet(message)
+            for (pairs, resource, kind), document in documents_by_path.items():
+                _check_kind(kind)
+                checked = view.check_levels(list(pairs))
+                name = self.resource_name(view, resource)
+                path = layer_file(checked[-1] if checked else None, kind, name)
+                self._validate(name, path, document)
+                changes.put(path, documents.encode(snapshot.repository, path, document,
+                                                   snapshot.read(path)))
+            return changes
+
+        result = repo.update(operation, author or self._store.default_author)
+        return Served(None, result.commit, result.version)
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise NotFound(f"unknown document kind {kind!r}; use values or overrides")
+
+
+def _where(pairs: LevelPairs) -> str:
+    return scope_of(pairs).strip("/") or "global"

@@ -1,0 +1,272 @@
+"""Environments: one bare repository each, described by `environment.yaml` (DESIGN.md §3.2)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gitstore import documents
+from gitstore.backend.changes import ChangeSet
+from gitstore.backend.repository import Author
+from gitstore.backend.snapshot import Snapshot
+from gitstore.catalog import CatalogView
+from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.layout import ENVIRONMENT_FILE, EnvironmentView
+from gitstore.merge.effective import MODES
+from gitstore.names import check_level_name
+from gitstore.served import Served
+
+if TYPE_CHECKING:
+    from gitstore.store import Store
+
+_FIELDS = ("id", "name", "components", "hierarchy_levels", "merge")
+
+
+def environment_entity(doc: dict, catalog: CatalogView) -> dict:
+    ids = []
+    for name in doc.get("components") or []:
+        try:
+            ids.append(catalog.component(name)["id"])
+        except NotFound:
+            continue  # a component deleted while attached (it held no data here)
+    return {
+        "id": doc.get("id"),
+        "name": doc.get("name"),
+        "components": ids,
+        "hierarchy_levels": list(doc.get("hierarchy") or []),
+        "merge": doc.get("merge", "deep"),
+    }
+
+
+def _check_body(body: Any, *, partial: bool) -> dict:
+    if not isinstance(body, dict):
+        raise InvalidInput("environment body must be a JSON object")
+    unknown = sorted(set(body) - set(_FIELDS))
+    if unknown:
+        raise InvalidInput(f"unknown environment fields: {', '.join(unknown)}", key=unknown[0])
+    fields: dict[str, Any] = {}
+    if "id" in body and body["id"] is not None:
+        if isinstance(body["id"], bool) or not isinstance(body["id"], int) or body["id"] < 1:
+            raise InvalidInput("field 'id' must be a positive integer", key="id")
+        fields["id"] = body["id"]
+    if "name" in body:
+        fields["name"] = _check_name(body["name"])
+    if "components" in body or not partial:
+        fields["components"] = _check_components(body.get("components", []))
+    if "hierarchy_levels" in body or not partial:
+        fields["hierarchy"] = _check_levels(body.get("hierarchy_levels", []))
+    if "merge" in body or not partial:
+        merge = body.get("merge", "deep")
+        if merge not in MODES:
+            raise InvalidInput(f"field 'merge' must be one of {', '.join(MODES)}", key="merge")
+        fields["merge"] = merge
+    return fields
+
+
+def _check_name(name: Any) -> str | None:
+    if name is None:
+        return None
+    if not isinstance(name, str) or len(name) > 200 or any(ord(c) < 32 for c in name):
+        raise InvalidInput("field 'name' must be a string of printable characters", key="name")
+    return name
+
+
+def _check_components(refs: Any) -> list:
+    if not isinstance(refs, list):
+        raise InvalidInput("field 'components' must be a list of ids or names", key="components")
+    for ref in refs:
+        if isinstance(ref, bool) or not isinstance(ref, int | str):
+            raise InvalidInput(f"field 'components': {ref!r} is not an id or a name",
+                               key="components")
+    return refs
+
+
+def _check_levels(levels: Any) -> list[str]:
+    if not isinstance(levels, list):
+        raise InvalidInput("field 'hierarchy_levels' must be a list of names",
+                           key="hierarchy_levels")
+    checked = [check_level_name(level) for level in levels]
+    repeated = sorted({level for level in checked if checked.count(level) > 1})
+    if repeated:
+        raise InvalidInput(f"hierarchy level {repeated[0]!r} is repeated", key="hierarchy_levels")
+    return checked
+
+
+def _component_names(refs: list, catalog: CatalogView) -> list[str]:
+    names = [catalog.component(ref)["name"] for ref in refs]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise Conflict(f"component {repeated[0]!r} is given twice", key="components")
+    return names
+
+
+class Environments:
+    """Create, read, change and archive environments and their hierarchy levels."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # -- reading ---------------------------------------------------------------------------
+    def view(self, env_id: int, version: str | None = None) -> EnvironmentView:
+        return EnvironmentView(self._store.environment_repo(env_id).snapshot(version))
+
+    def _catalog(self) -> CatalogView:
+        return CatalogView(self._store.catalog().snapshot())
+
+    def list(self) -> Served:
+        catalog = self._catalog()
+        entities = []
+        for env_id in self._store.environment_ids():
+            try:
+                entities.append(environment_entity(self.view(env_id).doc, catalog))
+            except NotFound:
+                continue  # archived between listing and reading
+        return Served(entities)
+
+    def get(self, env_id: int, version: str | None = None) -> Served:
+        view = self.view(env_id, version)
+        return Served(environment_entity(view.doc, self._catalog()), view.snapshot.commit_id,
+                      view.snapshot.version)
+
+    def levels(self, env_id: int, version: str | None = None) -> Served:
+        view = self.view(env_id, version)
+        return Served(view.level_entities(), view.snapshot.commit_id, view.snapshot.version)
+
+    def level(self, env_id: int, name: str, version: str | None = None) -> Served:
+        view = self.view(env_id, version)
+        for entity in view.level_entities():
+            if entity["name"] == name:
+                return Served(entity, view.snapshot.commit_id, view.snapshot.version)
+        raise NotFound(f"environment {env_id} has no hierarchy level {name!r}")
+
+    # -- writing ---------------------------------------------------------------------------
+    def create(self, body: Any, author: Author | None = None) -> Served:
+        fields = _check_body(body, partial=False)
+        catalog = self._catalog()
+        doc = {"id": None}
+        if fields.get("name") is not None:
+            doc["name"] = fields["name"]
+        doc.update(components=_component_names(fields["components"], catalog),
+                   hierarchy=fields["hierarchy"], merge=fields["merge"])
+        author = author or self._store.default_author
+        if "id" in fields:
+            self._create_repo(fields["id"], doc, author)
+        else:
+            self._create_with_next_id(doc, author)
+        return self.get(doc["id"])
+
+    def _create_with_next_id(self, doc: dict, author: Author) -> None:
+        for _ in range(100):
+            env_id = max(self._store.environment_ids(), default=0) + 1
+            try:
+                return self._create_repo(env_id, doc, author)
+            except Conflict:
+                continue  # another creator took this id first
+        raise Conflict("could not allocate an environment id")
+
+    def _create_repo(self, env_id: int, doc: dict, author: Author) -> None:
+        doc["id"] = env_id
+        first = ChangeSet(f"environment {env_id}: create")
+        first.put(ENVIRONMENT_FILE, documents.encode(f"environment {env_id}", ENVIRONMENT_FILE,
+                                                     doc))
+        self._store.create_environment_repo(env_id, first, author)
+
+    def update(self, env_id: int, body: Any, author: Author | None = None) -> Served:
+        fields = _check_body(body, partial=True)
+        if "id" in fields and fields["id"] != env_id:
+            raise InvalidInput("field 'id' cannot be changed", key="id")
+        catalog = self._catalog()
+        names = (_component_names(fields["components"], catalog)
+                 if "components" in fields else None)
+
+        def operation(snapshot: Snapshot) -> ChangeSet:
+            view = EnvironmentView(snapshot)
+            doc = dict(view.doc)
+            if names is not None:
+                self._check_detach(view, catalog, names)
+                doc["components"] = names
+            if "hierarchy" in fields:
+                _check_dropped_levels(view, fields["hierarchy"])
+                doc["hierarchy"] = fields["hierarchy"]
+            for key in ("name", "merge"):
+                if key in fields:
+                    doc[key] = fields[key]
+            return _put_environment(view, doc, f"environment {env_id}: update settings")
+
+        self._store.environment_repo(env_id).update(operation, author or self._store.default_author)
+        return self.get(env_id)
+
+    def _check_detach(self, view: EnvironmentView, catalog: CatalogView, names: list[str]) -> None:
+        dropped = [n for n in view.components if n not in names]
+        resources = [d["name"] for d in catalog.definitions_of(dropped)]
+        held = [r for r in resources if view.resource_has_data(r)]
+        if held:
+            raise Conflict(f"environment {view.env_id} holds data for resources {held} of the "
+                           f"components being detached", key="components")
+
+    def rename_level(self, env_id: int, name: str, body: Any,
+                     author: Author | None = None) -> Served:
+        if not isinstance(body, dict) or "name" not in body:
+            raise InvalidInput("body must be an object with field 'name'", key="name")
+        new_name = check_level_name(body["name"])
+
+        def operation(snapshot: Snapshot) -> ChangeSet:
+            view = EnvironmentView(snapshot)
+            if name not in view.hierarchy:
+                raise NotFound(f"environment {env_id} has no hierarchy level {name!r}")
+            if new_name != name and new_name in view.hierarchy:
+                raise Conflict(f"environment {env_id} already has a level {new_name!r}")
+            doc = dict(view.doc)
+            doc["hierarchy"] = [new_name if lvl == name else lvl for lvl in view.hierarchy]
+            changes = _put_environment(view, doc, f"environment {env_id}: rename level "
+                                                  f"{name} to {new_name}")
+            graft = snapshot.graft(name)
+            if graft is not None and new_name != name:
+                changes.graft(new_name, graft)
+                changes.delete(name)
+            return changes
+
+        repo = self._store.environment_repo(env_id)
+        repo.update(operation, author or self._store.default_author)
+        return self.level(env_id, new_name)
+
+    def delete(self, env_id: int) -> None:
+        self._store.archive_environment(env_id)
+
+    # -- questions other services ask ------------------------------------------------------
+    def holding_data(self, resource_names: list[str]) -> dict[int, list[str]]:
+        """For each environment holding data for any of `resource_names`, which ones."""
+        holders: dict[int, list[str]] = {}
+        for env_id in self._store.environment_ids():
+            try:
+                view = self.view(env_id)
+            except NotFound:
+                continue
+            held = [r for r in resource_names if view.resource_has_data(r)]
+            if held:
+                holders[env_id] = held
+        return holders
+
+    def attaching(self, component_name: str) -> list[int]:
+        found = []
+        for env_id in self._store.environment_ids():
+            try:
+                if component_name in self.view(env_id).components:
+                    found.append(env_id)
+            except NotFound:
+                continue
+        return found
+
+
+def _check_dropped_levels(view: EnvironmentView, new_levels: list[str]) -> None:
+    for level in view.hierarchy:
+        if level not in new_levels and view.snapshot.list(level):
+            raise Conflict(f"hierarchy level {level!r} of environment {view.env_id} holds data; "
+                           "it cannot be removed", key="hierarchy_levels")
+
+
+def _put_environment(view: EnvironmentView, doc: dict, message: str) -> ChangeSet:
+    changes = ChangeSet(message)
+    old = view.snapshot.read(ENVIRONMENT_FILE)
+    changes.put(ENVIRONMENT_FILE,
+                documents.encode(view.snapshot.repository, ENVIRONMENT_FILE, doc, old))
+    return changes

@@ -1,0 +1,82 @@
+"""The one exception tree of gitstore.
+
+    GitstoreError                 root: every expected failure of the library
+    ├── NotFound                  an addressed thing does not exist
+    │   └── UnknownRevision       a `version` that names no commit
+    ├── Conflict                  the request is well formed but clashes with the stored state
+    ├── InvalidInput              a malformed request: bad name, bad field, bad body
+    │   └── ValidationFailed      a document breaks the store's rules (schema, graph, layout)
+    ├── Unauthorized              no or bad credentials
+    ├── Forbidden                 valid credentials, insufficient role
+    ├── TooManyRequests           too many failed authentications
+    └── Unavailable               a needed facility is not configured (e.g. no keyring)
+
+The core knows no HTTP: `gitstore.api.errors` maps these classes to status codes in one table.
+Leaves carry structured attributes so front ends can render more than a string.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class GitstoreError(Exception):
+    """Root of every expected gitstore failure."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        key: str | None = None,
+        errors: list[dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.key = key
+        self.errors = errors or []
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotFound(GitstoreError):
+    """An addressed entity, level, resource, file or key does not exist."""
+
+
+class UnknownRevision(NotFound):
+    """A `version` that names no commit of the addressed repository."""
+
+    def __init__(self, revision: str, repository: str = "") -> None:
+        where = f" in {repository}" if repository else ""
+        super().__init__(f"unknown version {revision!r}{where}")
+        self.revision = revision
+
+
+class Conflict(GitstoreError):
+    """The request clashes with the stored state (duplicate, data in the way, bad key path)."""
+
+
+class InvalidInput(GitstoreError):
+    """A malformed request: the message names the bad field, name or body part."""
+
+
+class ValidationFailed(InvalidInput):
+    """A document breaks the store's rules; `errors` lists each problem with file/line/key."""
+
+
+class Unauthorized(GitstoreError):
+    """No or bad credentials."""
+
+
+class Forbidden(GitstoreError):
+    """Valid credentials without the role the operation needs."""
+
+
+class TooManyRequests(GitstoreError):
+    """Too many failed authentications from one address."""
+
+
+class Unavailable(GitstoreError):
+    """A facility the request needs is not configured on this store."""

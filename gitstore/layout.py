@@ -1,0 +1,140 @@
+"""Where things live inside an environment repository, and a read view of one commit of it.
+
+A level pair `(nodes, 1)` is the folder `nodes/1/` whatever ancestors a request names; a scope is
+the request path up to a level (`/`, `/role/compute/`, `/role/compute/nodes/1/`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gitstore.backend.cache import LRUCache
+from gitstore.backend.snapshot import Snapshot
+from gitstore.errors import InvalidInput, NotFound
+from gitstore.merge.effective import DEEP, Layer
+from gitstore.names import check_level_value
+
+ENVIRONMENT_FILE = "environment.yaml"
+GLOBAL = "global"
+KINDS = ("values", "overrides")
+NODES_LEVEL = "nodes"
+INVENTORY_NODES = "inventory/nodes"
+
+LevelPairs = Sequence[tuple[str, str]]
+
+_FQDN_MAPS = LRUCache(max_entries=256)
+
+
+def scope_of(pairs: LevelPairs) -> str:
+    """`/` for global, `/l1/v1/.../` for a path of level pairs."""
+    return "/" + "".join(f"{level}/{value}/" for level, value in pairs)
+
+
+def layer_file(pair: tuple[str, str] | None, kind: str, resource: str) -> str:
+    """Repository path of one document: `global/values/r.yaml` or `nodes/1/overrides/r.yaml`."""
+    folder = GLOBAL if pair is None else f"{pair[0]}/{pair[1]}"
+    return f"{folder}/{kind}/{resource}.yaml"
+
+
+def parse_levels(text: str) -> list[tuple[str, str]]:
+    """`nodes=1,role=compute` (the CLI's and query strings' form) as level pairs."""
+    pairs = []
+    for part in text.split(","):
+        level, sep, value = part.partition("=")
+        if not sep or not level.strip() or not value.strip():
+            raise InvalidInput(f"level {part!r} must look like name=value", key="level")
+        pairs.append((level.strip(), value.strip()))
+    return pairs
+
+
+class EnvironmentView:
+    """`environment.yaml` and the level folders of one commit of an environment."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        doc = snapshot.read_mapping(ENVIRONMENT_FILE)
+        if doc is None:
+            raise NotFound(f"{snapshot.repository} has no {ENVIRONMENT_FILE} at this version")
+        self.doc = doc
+        self.env_id = doc.get("id")
+        self.hierarchy: list[str] = list(doc.get("hierarchy") or [])
+        self.merge: str = doc.get("merge") or DEEP
+        self.components: list[str] = list(doc.get("components") or [])
+
+    # -- levels ----------------------------------------------------------------------------
+    def check_levels(self, pairs: LevelPairs) -> list[tuple[str, str]]:
+        """Pairs that are a prefix of the hierarchy, node fqdns resolved to ids."""
+        if len(pairs) > len(self.hierarchy):
+            raise NotFound(f"environment {self.env_id} has {len(self.hierarchy)} hierarchy "
+                           f"levels {self.hierarchy}; the request names {len(pairs)}")
+        checked = []
+        for (level, value), expected in zip(pairs, self.hierarchy, strict=False):
+            if level != expected:
+                raise NotFound(f"environment {self.env_id}: level {level!r} is not next in the "
+                               f"hierarchy; expected {expected!r}")
+            check_level_value(value, level)
+            checked.append((level, self.resolve_value(level, value)))
+        return checked
+
+    def resolve_value(self, level: str, value: str) -> str:
+        """A node named by its inventory fqdn becomes its id; other values stay as given."""
+        if level != NODES_LEVEL:
+            return value
+        fqdns = self._fqdn_map()
+        if value in fqdns.values() or self.snapshot.exists(f"{level}/{value}"):
+            return value
+        return fqdns.get(value, value)
+
+    def _fqdn_map(self) -> dict[str, str]:
+        tree_id = self.snapshot.object_id(INVENTORY_NODES)
+        if tree_id is None:
+            return {}
+        return _FQDN_MAPS.get_or_compute(tree_id, self._read_fqdns)
+
+    def _read_fqdns(self) -> dict[str, str]:
+        found = {}
+        for entry in self.snapshot.list(INVENTORY_NODES):
+            if entry.is_tree or not entry.name.endswith(".yaml"):
+                continue
+            node = self.snapshot.read_yaml(f"{INVENTORY_NODES}/{entry.name}") or {}
+            if isinstance(node, dict) and node.get("fqdn"):
+                found[str(node["fqdn"])] = str(node.get("id", entry.name[: -len(".yaml")]))
+        return found
+
+    def level_values(self, level: str) -> list[str]:
+        return sorted(entry.name for entry in self.snapshot.list(level) if entry.is_tree)
+
+    def level_entities(self) -> list[dict]:
+        entities = []
+        for index, level in enumerate(self.hierarchy):
+            parent = self.hierarchy[index - 1] if index else None
+            entities.append({"name": level, "parent": parent, "values": self.level_values(level)})
+        return entities
+
+    # -- documents -------------------------------------------------------------------------
+    def chain(self, pairs: LevelPairs) -> list[tuple[str, tuple[str, str] | None]]:
+        """(scope, pair) from global down to the last pair."""
+        chain: list[tuple[str, tuple[str, str] | None]] = [("/", None)]
+        for depth, pair in enumerate(pairs, start=1):
+            chain.append((scope_of(pairs[:depth]), pair))
+        return chain
+
+    def layers(self, pairs: LevelPairs, resource: str) -> list[Layer]:
+        """Values then overrides at each scope, least specific first."""
+        layers = []
+        for scope, pair in self.chain(pairs):
+            for kind in KINDS:
+                path = layer_file(pair, kind, resource)
+                layers.append(Layer(scope, kind, self.snapshot.read_mapping(path), path))
+        return layers
+
+    def layer_inputs(self, pairs: LevelPairs, resource: str) -> tuple:
+        """Blob ids of every layer file (None where absent): what an effective answer reads."""
+        return tuple(self.snapshot.object_id(layer_file(pair, kind, resource))
+                     for _, pair in self.chain(pairs) for kind in KINDS)
+
+    def resource_has_data(self, resource: str) -> bool:
+        folders = [GLOBAL] + [f"{lvl}/{val}" for lvl in self.hierarchy
+                              for val in self.level_values(lvl)]
+        return any(self.snapshot.exists(f"{folder}/{kind}/{resource}.yaml")
+                   for folder in folders for kind in KINDS)

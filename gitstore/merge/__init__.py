@@ -1,0 +1,1 @@
+"""Pure merging: effective values (and, later, graphs). No I/O, no git, no HTTP."""

@@ -1,0 +1,100 @@
+"""Effective values: layers merged from the least to the most specific (DESIGN.md §4).
+
+Pure functions. Layer data may come from a shared parse cache, so nothing here mutates its
+inputs: merged mappings are new dicts that share unchanged subtrees with their layers.
+
+We do not use `deepmerge` here: its Merger edits the base in place (cached layers would need a
+deep copy per request) and it has no notion of the `--key` knockout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DEEP = "deep"
+SHALLOW = "shallow"
+MODES = (DEEP, SHALLOW)
+KNOCKOUT = "--"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One document of the chain: a scope (`/` or `/nodes/1/`), a kind and its data."""
+
+    scope: str
+    kind: str  # "values" or "overrides"
+    data: Mapping[str, Any] | None
+    file: str = ""
+
+
+def _knocked(key: Any) -> str | None:
+    if isinstance(key, str) and key.startswith(KNOCKOUT) and len(key) > len(KNOCKOUT):
+        return key[len(KNOCKOUT) :]
+    return None
+
+
+def strip_knockouts(value: Any) -> Any:
+    """A value with every `--key` entry removed (nothing below it to knock out)."""
+    if not isinstance(value, Mapping):
+        return value
+    if not any(_knocked(k) is not None or isinstance(v, Mapping) for k, v in value.items()):
+        return value
+    return {k: strip_knockouts(v) for k, v in value.items() if _knocked(k) is None}
+
+
+def deep_merge(base: Any, layer: Any) -> Any:
+    """`layer` over `base`: mappings merge recursively, lists and scalars are replaced."""
+    if not isinstance(base, Mapping) or not isinstance(layer, Mapping):
+        return strip_knockouts(layer)
+    result = dict(base)
+    for key, value in layer.items():
+        target = _knocked(key)
+        if target is not None:
+            result.pop(target, None)
+        elif isinstance(result.get(key), Mapping) and isinstance(value, Mapping):
+            result[key] = deep_merge(result[key], value)
+        else:
+            result[key] = strip_knockouts(value)
+    return result
+
+
+def shallow_merge(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    """`layer` over `base`, top-level keys replaced whole (the legacy ConfigDB behaviour)."""
+    result = dict(base)
+    for key, value in layer.items():
+        target = _knocked(key)
+        if target is not None:
+            result.pop(target, None)
+        else:
+            result[key] = value
+    return result
+
+
+def merge_layers(layers: Iterable[Layer], mode: str = DEEP) -> dict[str, Any]:
+    """The effective document of `layers`, given least specific first."""
+    merge = deep_merge if mode == DEEP else shallow_merge
+    result: dict[str, Any] = {}
+    for layer in layers:
+        if layer.data:
+            result = merge(result, layer.data)
+    return result
+
+
+def lookup_sources(layers: Iterable[Layer]) -> dict[str, str]:
+    """For each top-level key of the result, the scope of the most specific layer that set it."""
+    sources: dict[str, str] = {}
+    for layer in layers:
+        for key in layer.data or {}:
+            target = _knocked(key)
+            if target is not None:
+                sources.pop(target, None)
+            else:
+                sources[key] = layer.scope
+    return sources
+
+
+def with_lookup(result: Mapping[str, Any], sources: Mapping[str, str]) -> dict[str, list]:
+    """`show_lookup` form: every top-level key becomes `[value, scope]`."""
+    return {key: [value, sources.get(key, "/")] for key, value in result.items()}

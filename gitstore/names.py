@@ -1,0 +1,89 @@
+"""Validation of every name and path segment that comes from a request.
+
+Nothing from a request touches a git tree before it passes one of these checks, so no request
+can address a path outside the document it names.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gitstore.errors import InvalidInput
+
+#: Top-level names of an environment repository that are not levels (DESIGN.md §3.2).
+RESERVED_TOP_LEVEL = frozenset(
+    {"environment.yaml", "global", "graphs", "inventory", "settings", "transactions", "network"}
+)
+#: Level names that would make request paths ambiguous.
+RESERVED_LEVEL_NAMES = RESERVED_TOP_LEVEL | {"resources"}
+#: Resource name segments that would make request paths ambiguous.
+RESERVED_RESOURCE_SEGMENTS = frozenset({"values", "overrides", "keys"})
+
+_IDENTIFIER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_MAX_SEGMENT = 200
+
+
+def check_segment(value: object, field: str) -> str:
+    """A single path segment: no `/`, not `.`/`..`, no leading `.`, no control characters."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{field} must be a non-empty string", key=field)
+    if len(value) > _MAX_SEGMENT:
+        raise InvalidInput(f"{field} {value[:40]!r}... is longer than {_MAX_SEGMENT}", key=field)
+    if "/" in value or "\\" in value:
+        raise InvalidInput(f"{field} {value!r} must not contain '/'", key=field)
+    if value.startswith("."):
+        raise InvalidInput(f"{field} {value!r} must not start with '.'", key=field)
+    if _CONTROL.search(value):
+        raise InvalidInput(f"{field} {value!r} contains control characters", key=field)
+    return value
+
+
+def check_level_value(value: object, level: str = "level") -> str:
+    """A level value such as `node-1`: one safe path segment."""
+    return check_segment(value, f"value of level {level!r}")
+
+
+def check_identifier(value: object, field: str) -> str:
+    """A plain identifier (component, level, graph type names): letters, digits, `_.-`."""
+    check_segment(value, field)
+    if not _IDENTIFIER.match(value):  # type: ignore[arg-type]
+        raise InvalidInput(
+            f"{field} {value!r} may contain only letters, digits, '_', '.' and '-'", key=field
+        )
+    return value  # type: ignore[return-value]
+
+
+def check_level_name(value: object) -> str:
+    """A hierarchy level name: an identifier that is not reserved."""
+    name = check_identifier(value, "hierarchy level")
+    if name in RESERVED_LEVEL_NAMES:
+        raise InvalidInput(f"hierarchy level {name!r} is a reserved name", key="hierarchy_levels")
+    return name
+
+
+def check_resource_name(value: object) -> str:
+    """A resource name: `/`-separated identifiers, none reserved, not all digits."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput("resource name must be a non-empty string", key="name")
+    for segment in value.split("/"):
+        check_identifier(segment, "resource name segment")
+        if segment in RESERVED_RESOURCE_SEGMENTS:
+            raise InvalidInput(
+                f"resource name {value!r}: segment {segment!r} is reserved", key="name"
+            )
+    if value.isdigit():
+        raise InvalidInput(f"resource name {value!r} must not be all digits", key="name")
+    return value
+
+
+def parse_flag(raw: str | None, name: str) -> bool:
+    """A query flag: absent = off; bare, `1/true/yes` = on; `0/false/no` = off; else invalid."""
+    if raw is None:
+        return False
+    value = raw.strip().lower()
+    if value in ("", "1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise InvalidInput(f"flag {name!r} must be one of 1/true/yes or 0/false/no, not {raw!r}")

@@ -1,0 +1,133 @@
+"""The facade: the one object every front end (REST, CLI, hooks) calls.
+
+A Store is a root folder holding `catalog.git` and `environments/<id>.git` (DESIGN.md §3). It
+owns the repository handles and exposes one service per entity family; the services hold the
+domain rules and reach git only through `gitstore.backend`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from gitstore.backend.changes import ChangeSet
+from gitstore.backend.hooks import install_hooks
+from gitstore.backend.repository import Author, Repository
+from gitstore.catalog import Components, ResourceDefinitions
+from gitstore.config import Config
+from gitstore.environments import Environments
+from gitstore.errors import Conflict, NotFound
+
+DEFAULT_AUTHOR = Author("gitstore", "gitstore@localhost")
+CATALOG = "catalog.git"
+ENVIRONMENTS = "environments"
+ARCHIVE = "archive"
+
+
+class Store:
+    """A gitstore root and its services."""
+
+    def __init__(self, root: str | os.PathLike, *, author: Author = DEFAULT_AUTHOR) -> None:
+        self.root = Path(root)
+        self.default_author = author
+        self._repos: dict[Path, Repository] = {}
+        self._lock = threading.Lock()
+        self.components = Components(self)
+        self.definitions = ResourceDefinitions(self)
+        self.environments = Environments(self)
+        self.config = Config(self)
+
+    # -- creation --------------------------------------------------------------------------
+    @classmethod
+    def init(cls, root: str | os.PathLike, *, author: Author = DEFAULT_AUTHOR) -> Store:
+        """Create an empty store at `root` (an existing store is left as it is)."""
+        root = Path(root)
+        (root / ENVIRONMENTS).mkdir(parents=True, exist_ok=True)
+        if not (root / CATALOG).exists():
+            first = ChangeSet("catalog: initialise the store")
+            _create_atomically(root / CATALOG, "catalog", first, author)
+        return cls(root, author=author)
+
+    def check(self) -> None:
+        """Raise NotFound unless `root` holds a store."""
+        if not (self.root / CATALOG).is_dir():
+            raise NotFound(f"{self.root} is not a gitstore root (no {CATALOG}); run gitstore init")
+
+    # -- repositories ----------------------------------------------------------------------
+    def _repository(self, path: Path, name: str) -> Repository:
+        with self._lock:
+            repo = self._repos.get(path)
+            if repo is None:
+                repo = self._repos[path] = Repository(path, name)
+            return repo
+
+    def catalog(self) -> Repository:
+        self.check()
+        return self._repository(self.root / CATALOG, "catalog")
+
+    def environment_path(self, env_id: int) -> Path:
+        return self.root / ENVIRONMENTS / f"{int(env_id)}.git"
+
+    def environment_repo(self, env_id: int) -> Repository:
+        path = self.environment_path(env_id)
+        if not (path / "HEAD").exists():
+            raise NotFound(f"environment {env_id} does not exist")
+        return self._repository(path, f"environment {env_id}")
+
+    def environment_ids(self) -> list[int]:
+        folder = self.root / ENVIRONMENTS
+        if not folder.is_dir():
+            return []
+        ids = []
+        for child in folder.iterdir():
+            stem = child.name.removesuffix(".git")
+            if child.name.endswith(".git") and stem.isdigit() and (child / "HEAD").exists():
+                ids.append(int(stem))
+        return sorted(ids)
+
+    def create_environment_repo(self, env_id: int, first: ChangeSet, author: Author) -> None:
+        """Create `environments/<id>.git` with its first commit; Conflict if the id is taken."""
+        path = self.environment_path(env_id)
+        if path.exists():
+            raise Conflict(f"environment {env_id} already exists")
+        _create_atomically(path, f"environment {env_id}", first, author)
+
+    def archive_environment(self, env_id: int) -> Path:
+        """Move an environment's repository aside (never destroyed); its id then answers 404."""
+        source = self.environment_path(env_id)
+        if not (source / "HEAD").exists():
+            raise NotFound(f"environment {env_id} does not exist")
+        target_dir = self.root / ARCHIVE / ENVIRONMENTS
+        target_dir.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        target = target_dir / f"{env_id}-{stamp}-{os.getpid()}-{time.monotonic_ns()}.git"
+        try:
+            os.rename(source, target)
+        except FileNotFoundError as exc:
+            raise NotFound(f"environment {env_id} does not exist") from exc
+        with self._lock:
+            self._repos.pop(source, None)
+        return target
+
+
+def _create_atomically(path: Path, name: str, first: ChangeSet, author: Author) -> None:
+    """Build the repository in a temporary folder, then rename it into place in one step.
+
+    A concurrent creator of the same path loses the rename and gets Conflict; a crash leaves
+    only a temporary folder, never a half-made repository at `path`.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".creating-", dir=path.parent))
+    try:
+        Repository.create(tmp / "repo.git", name, first, author)
+        install_hooks(tmp / "repo.git")
+        try:
+            os.rename(tmp / "repo.git", path)
+        except OSError as exc:
+            raise Conflict(f"{name} already exists") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
