@@ -1,20 +1,210 @@
-"""`gitstore init` and `gitstore serve`."""
+"""`gitstore init` (create a store, optionally with the sample) and `gitstore serve` (gunicorn).
+
+Both take the store root as `--root` (or `GITSTORE_ROOT`, or the group's `--root`), because
+they work on a folder, never through a server.
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import os
+import ssl
+from pathlib import Path
+from typing import Any
+
 import click
+
+from gitstore.access import ACCESS_REQUIRED, ANONYMOUS_READ, AccessFile
+from gitstore.importer import SAMPLE_DIR, LoadReport, load_tree
+from gitstore.store import CATALOG, Store
+
+#: gthread workers keep connections alive between requests (sync workers close every one).
+WORKER_CLASS = "gthread"
+DEFAULT_THREADS = 4
+KEEPALIVE_SECONDS = 5
 
 
 def register(group: click.Group) -> None:
     group.add_command(init)
+    group.add_command(serve)
+
+
+def _root(root_opt: str | None) -> Path:
+    """The command's --root, else the group's --root; a usage error if neither was given."""
+    ctx = click.get_current_context()
+    root = root_opt or ctx.find_root().params.get("root")
+    if not root:
+        raise click.UsageError("--root (or GITSTORE_ROOT) is required", ctx=ctx)
+    return Path(root).resolve()
+
+
+_root_option = click.option(
+    "--root", "root_opt", envvar="GITSTORE_ROOT", type=click.Path(file_okay=False),
+    help="Store root (default: $GITSTORE_ROOT).")
 
 
 @click.command()
-@click.option("--root", "root_opt", envvar="GITSTORE_ROOT", required=True,
-              type=click.Path(file_okay=False), help="Store root to create.")
-def init(root_opt: str) -> None:
-    """Create a store (catalog.git and environments/) at --root."""
-    from gitstore.store import Store
+@_root_option
+@click.option("--sample", is_flag=True, help="Load the sample deployment (sample_repo/).")
+@click.option("--sample-dir", type=click.Path(file_okay=False, exists=True),
+              help="Load this folder instead of the shipped sample (implies --sample).")
+def init(root_opt: str | None, sample: bool, sample_dir: str | None) -> None:
+    """Create a store (catalog.git and environments/) at --root; never touches existing data.
 
-    Store.init(root_opt)
-    click.echo(f"initialised gitstore at {root_opt}")
+    With --sample, also load the catalog and environments of the sample deployment. Running
+    it again keeps everything that exists and only adds what is missing.
+    """
+    root = _root(root_opt)
+    existed = (root / CATALOG).is_dir()
+    store = Store.init(root)
+    click.echo(f"gitstore already initialised at {root}; kept as it is" if existed
+               else f"initialised gitstore at {root}")
+    if sample or sample_dir:
+        source = Path(sample_dir) if sample_dir else SAMPLE_DIR
+        if not source.is_dir():
+            raise click.UsageError(f"no sample at {source}; pass --sample-dir")
+        for line in _describe(load_tree(store, source), source):
+            click.echo(line)
+
+
+def _describe(report: LoadReport, source: Path) -> list[str]:
+    if not report.changed:
+        return [f"{source.name} already loaded: nothing changed"]
+    lines = []
+    if report.catalog_added:
+        lines.append(f"catalog: added {', '.join(report.catalog_added)}")
+    for env_id in report.environments_created:
+        lines.append(f"environment {env_id}: created from {source.name}")
+    for env_id in report.environments_kept:
+        lines.append(f"environment {env_id}: already exists, kept as it is")
+    return lines
+
+
+def _default_workers() -> int:
+    return 2 * len(os.sched_getaffinity(0))
+
+
+@click.command()
+@_root_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--workers", type=click.IntRange(min=1),
+              help="Worker processes (default: 2 per CPU core).")
+@click.option("--threads", default=DEFAULT_THREADS, show_default=True,
+              type=click.IntRange(min=1), help="Threads per worker.")
+@click.option("--access-log/--no-access-log", default=False, show_default=True,
+              help="Log each request to stderr.")
+@click.option("--open", "open_store", is_flag=True,
+              help="Allow a non-loopback --host for a store without access file (an OPEN store: "
+                   "anyone who reaches it may read and write).")
+@click.option("--allow-anonymous-read", is_flag=True,
+              help="With an access file, let requests without credentials read.")
+@click.option("--certfile", type=click.Path(dir_okay=False, exists=True),
+              help="TLS certificate (PEM, chain included): serve HTTPS.")
+@click.option("--keyfile", type=click.Path(dir_okay=False, exists=True),
+              help="Private key of --certfile (PEM).")
+@click.option("--ca-certs", type=click.Path(dir_okay=False, exists=True),
+              help="CA bundle: require client certificates signed by it (mutual TLS).")
+def serve(root_opt: str | None, host: str, port: int, workers: int | None, threads: int,
+          access_log: bool, open_store: bool, allow_anonymous_read: bool,
+          certfile: str | None, keyfile: str | None, ca_certs: str | None) -> None:
+    """Serve the REST API of the store at --root under gunicorn.
+
+    Equivalent to `GITSTORE_ROOT=<root> gunicorn -k gthread 'gitstore.api:create_app()'`.
+    Without an access file (`gitstore user add` makes one) the store is open and the server
+    listens on loopback addresses only, unless --open is given.
+    """
+    root = _root(root_opt)
+    Store(root).check()  # fail here with one line, not in every worker
+    config = _access_config(root, host, open_store, allow_anonymous_read)
+    tls = _tls_options(certfile, keyfile, ca_certs)
+    bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    options = {
+        "bind": bind,
+        "workers": workers or _default_workers(),
+        "worker_class": WORKER_CLASS,
+        "threads": threads,
+        "keepalive": KEEPALIVE_SECONDS,
+        "accesslog": "-" if access_log else None,
+        "errorlog": "-",
+        "proc_name": "gitstore",
+        **tls,
+    }
+    scheme = "https" if tls else "http"
+    click.echo(f"serving {root} on {scheme}://{bind} ({options['workers']} workers x {threads} "
+               "threads)", err=True)
+    run_server(root, options, config)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve anywhere
+
+
+def _access_config(root: Path, host: str, open_store: bool, anonymous_read: bool) -> dict:
+    """The app's access settings; says at start whether access control is on, and refuses to
+    expose an open store beyond loopback unless --open was given (Redis's protected mode)."""
+    access_file = AccessFile(root)
+    loopback = _is_loopback(host)
+    if access_file.exists():
+        access_file.policy()  # a broken access file fails here, once, with its message
+        click.echo(f"access control on ({access_file.path})"
+                   + ("; anonymous reads allowed" if anonymous_read else ""), err=True)
+    elif loopback:
+        click.echo(f"no access file at {access_file.path}: the store is OPEN, so only loopback "
+                   "addresses are served; `gitstore user add` turns access control on", err=True)
+    elif not open_store:
+        raise click.UsageError(
+            f"refusing to listen on {host}: the store has no access file ({access_file.path}) "
+            "and would be open to the network; add a user with `gitstore user add`, or pass "
+            "--open to serve it open anyway")
+    else:
+        click.echo(f"WARNING: serving an OPEN store on {host} (--open): anyone who can reach it "
+                   "may read and write", err=True)
+    # bound beyond loopback with access control: a deleted access file must not open the store
+    required = access_file.exists() and not loopback and not open_store
+    return {ACCESS_REQUIRED: required, ANONYMOUS_READ: anonymous_read}
+
+
+def _tls_options(certfile: str | None, keyfile: str | None, ca_certs: str | None) -> dict:
+    if bool(certfile) != bool(keyfile):
+        raise click.UsageError("--certfile and --keyfile go together")
+    if ca_certs and not certfile:
+        raise click.UsageError("--ca-certs needs --certfile and --keyfile (it verifies clients "
+                               "of an HTTPS server)")
+    if not certfile:
+        return {}
+    tls = {"certfile": str(Path(certfile).resolve()), "keyfile": str(Path(keyfile).resolve())}
+    if ca_certs:
+        tls.update(ca_certs=str(Path(ca_certs).resolve()), cert_reqs=ssl.CERT_REQUIRED)
+    return tls
+
+
+def run_server(root: Path, options: dict[str, Any], config: dict[str, Any] | None = None) -> None:
+    """Run gunicorn with `options`; each worker builds its own app and store after the fork.
+
+    Building the store after the fork matters: pygit2 handles must not cross processes. gunicorn
+    sets TCP_NODELAY on its listening socket, so keep-alive responses do not stall. gunicorn is
+    imported here, not at the top, so that other commands do not pay for it.
+    """
+    from gunicorn.app.base import BaseApplication
+
+    class Server(BaseApplication):
+        def load_config(self) -> None:
+            for key, value in options.items():
+                self.cfg.set(key, value)
+            if "control_socket_disable" in self.cfg.settings:
+                # gunicorn >= 25.1 opens one control socket per user at a fixed path: a second
+                # server (a test next to the demo) would take it over. We do not use it.
+                self.cfg.set("control_socket_disable", True)
+
+        def load(self):
+            from gitstore.api import create_app
+
+            return create_app({"GITSTORE_ROOT": str(root), **(config or {})})
+
+    Server().run()

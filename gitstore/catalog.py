@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 ORPHANS = "resource_definitions.yaml"
 _DEFINITION_EXTRAS = ("schema", "secret_keys")
+_COMPONENT_FIELDS = ("id", "name", "resource_definitions")
+_DEFINITION_FIELDS = ("id", "name", "component_id", "content", *_DEFINITION_EXTRAS)
+_NESTED_FIELDS = ("id", "name", "content", *_DEFINITION_EXTRAS)
 
 
 class CatalogView:
@@ -108,10 +111,26 @@ def component_entity(component: dict) -> dict:
     }
 
 
-def _require_object(body: Any, what: str) -> dict:
+def _require_object(body: Any, what: str, fields: tuple[str, ...]) -> dict:
+    """`body` as a dict holding only `fields` (an unknown field is a 400 naming it)."""
     if not isinstance(body, dict):
         raise InvalidInput(f"{what} body must be a JSON object")
+    unknown = sorted(str(k) for k in body if k not in fields)
+    if unknown:
+        raise InvalidInput(f"unknown {what} field {unknown[0]!r}; known fields: "
+                           f"{', '.join(fields)}", key=unknown[0])
     return body
+
+
+def _check_same_id(body: dict, entity: dict, what: str) -> None:
+    """An `id` in an update body may only repeat the entity's own id."""
+    if body.get("id") is not None and body["id"] != entity.get("id"):
+        raise InvalidInput(f"field 'id' of a {what} cannot be changed", key="id")
+
+
+def holders_text(holders: dict[int, list[str]]) -> str:
+    """`1 (astute, globals), 3 (astute)`: environments and the resources they hold data for."""
+    return ", ".join(f"{env} ({', '.join(names)})" for env, names in sorted(holders.items()))
 
 
 def _check_definition_fields(body: dict, *, partial: bool) -> dict:
@@ -183,17 +202,19 @@ class Components(_CatalogService):
         return Served(entity, view.snapshot.commit_id, view.snapshot.version)
 
     def create(self, body: Any, author: Author | None = None) -> Served:
-        body = _require_object(body, "component")
+        body = _require_object(body, "component", _COMPONENT_FIELDS)
+        if body.get("id") is not None:
+            raise InvalidInput("field 'id' of a component is allocated by the store", key="id")
         name = check_identifier(body.get("name"), "name")
-        definitions = body.get("resource_definitions") or []
-        if not isinstance(definitions, list):
-            raise InvalidInput("field 'resource_definitions' must be a list")
-        fields = [_check_definition_fields(_require_object(d, "resource definition"),
-                                           partial=False) for d in definitions]
+        items = _definition_items(body.get("resource_definitions", []))
+        if any(def_id is not None for def_id, _ in items):
+            raise InvalidInput("a new component cannot take existing resource definitions "
+                               "(items with 'id')", key="resource_definitions")
+        fields = [item for _, item in items]
 
         def operation(view: CatalogView):
             if any(c.get("name") == name for c in view.components):
-                raise Conflict(f"component {name!r} already exists")
+                raise Conflict(f"component {name!r} already exists", key="name")
             component = {"id": view.next_component_id(), "name": name,
                          "resource_definitions": []}
             _add_definitions(view, component, fields)
@@ -205,17 +226,23 @@ class Components(_CatalogService):
         return Served(entity, result.commit, result.version)
 
     def update(self, ref: int | str, body: Any, author: Author | None = None) -> Served:
-        body = _require_object(body, "component")
+        """Change the fields given: `name`, and `resource_definitions` (the new list)."""
+        body = _require_object(body, "component", _COMPONENT_FIELDS)
         new_name = check_identifier(body["name"], "name") if "name" in body else None
+        items = (_definition_items(body["resource_definitions"])
+                 if "resource_definitions" in body else None)
 
         def operation(view: CatalogView):
             component = dict(view.component(ref))
+            _check_same_id(body, component, "component")
             old_name = component["name"]
             changes = ChangeSet(f"catalog: update component {old_name}")
             if new_name and new_name != old_name:
                 self._check_rename(view, component, new_name)
                 changes.delete(_component_path(old_name))
                 component["name"] = new_name
+            if items is not None and self._replace_definitions(view, component, items):
+                _put_orphans(changes, view)
             _put_component(changes, view, component)
             return changes, component_entity(component)
 
@@ -224,25 +251,97 @@ class Components(_CatalogService):
 
     def _check_rename(self, view: CatalogView, component: dict, new_name: str) -> None:
         if any(c.get("name") == new_name for c in view.components):
-            raise Conflict(f"component {new_name!r} already exists")
+            raise Conflict(f"component {new_name!r} already exists", key="name")
         attached = self._store.environments.attaching(component["name"])
         if attached:
             raise Conflict(f"component {component['name']!r} is attached to environments "
-                           f"{attached}; detach it before renaming")
+                           f"{', '.join(map(str, attached))}; detach it before renaming",
+                           key="name")
 
-    def delete(self, ref: int | str, author: Author | None = None) -> None:
+    def _replace_definitions(self, view: CatalogView, component: dict,
+                             items: list[tuple[int | None, dict]]) -> bool:
+        """Make `items` the component's definitions; True if orphans were adopted.
+
+        Items with an id keep (and may change) an own definition or adopt an orphan; items
+        without one are created; own definitions not listed are deleted unless an environment
+        holds data for them.
+        """
+        own = {d["id"]: d for d in component.get("resource_definitions") or []}
+        orphans = {d["id"]: d for d in view.orphans}
+        kept = [self._keep(view, own.get(i) or orphans.get(i), i, fields)
+                for i, fields in items if i is not None]
+        kept_ids = {d["id"] for d in kept}
+        dropped = [d["name"] for i, d in own.items() if i not in kept_ids]
+        holders = self._used_by(dropped)
+        if holders:
+            raise Conflict(f"component {component['name']!r}: environments hold data for "
+                           f"definitions being removed: {holders_text(holders)}",
+                           key="resource_definitions")
+        component["resource_definitions"] = kept
+        _add_definitions(view, component, [f for i, f in items if i is None])
+        names = [d["name"] for d in component["resource_definitions"]]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise Conflict(f"resource definition {repeated[0]!r} is given twice",
+                           key="resource_definitions")
+        adopted = kept_ids & set(orphans)
+        view.orphans = [d for d in view.orphans if d["id"] not in adopted]
+        return bool(adopted)
+
+    def _keep(self, view: CatalogView, stored: dict | None, def_id: int, fields: dict) -> dict:
+        """Definition `def_id` (own or orphan) with `fields` applied, as it will be stored."""
+        if stored is None:
+            owner = view.definition(def_id)["component_id"]
+            raise Conflict(f"resource definition {def_id} belongs to component {owner}; "
+                           "move it with PUT /resource_definitions/<id>",
+                           key="resource_definitions")
+        updated = {**stored, **fields}
+        if updated["name"] != stored["name"]:
+            self._store.definitions.check_rename(view, stored, updated["name"])
+        return _stored_definition(updated)
+
+    def delete(self, ref: int | str, author: Author | None = None) -> Served:
+        """Delete a component and its definitions, unless an environment holds data for them."""
         def operation(view: CatalogView):
             component = view.component(ref)
             names = [d["name"] for d in component.get("resource_definitions") or []]
             holders = self._used_by(names)
             if holders:
-                raise Conflict(f"component {component['name']!r} has data in environments "
-                               f"{sorted(holders)}: {holders}")
+                raise Conflict(f"component {component['name']!r} cannot be deleted: "
+                               f"environments hold data for its resources: "
+                               f"{holders_text(holders)}")
             changes = ChangeSet(f"catalog: delete component {component['name']}")
             changes.delete(_component_path(component["name"]))
             return changes, None
 
-        self._write(operation, author)
+        _, result = self._write(operation, author)
+        return Served(None, result.commit, result.version)
+
+
+def _definition_items(value: Any) -> list[tuple[int | None, dict]]:
+    """`resource_definitions` of a component body: (id or None, checked fields) per item."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidInput("field 'resource_definitions' must be a list",
+                           key="resource_definitions")
+    items: list[tuple[int | None, dict]] = []
+    for item in value:
+        if isinstance(item, int) and not isinstance(item, bool):
+            items.append((item, {}))
+            continue
+        item = _require_object(item, "resource definition", _NESTED_FIELDS)
+        def_id = item.get("id")
+        if def_id is not None and (isinstance(def_id, bool) or not isinstance(def_id, int)):
+            raise InvalidInput("field 'resource_definitions': 'id' must be an integer",
+                               key="resource_definitions")
+        items.append((def_id, _check_definition_fields(item, partial=def_id is not None)))
+    ids = [i for i, _ in items if i is not None]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise InvalidInput(f"field 'resource_definitions': id {repeated[0]} is given twice",
+                           key="resource_definitions")
+    return items
 
 
 def _add_definitions(view: CatalogView, component: dict | None, fields: list[dict]) -> list[dict]:
@@ -283,7 +382,10 @@ class ResourceDefinitions(_CatalogService):
         return Served(view.definition(ref), view.snapshot.commit_id, view.snapshot.version)
 
     def create(self, body: Any, author: Author | None = None) -> Served:
-        body = _require_object(body, "resource definition")
+        body = _require_object(body, "resource definition", _DEFINITION_FIELDS)
+        if body.get("id") is not None:
+            raise InvalidInput("field 'id' of a resource definition is allocated by the store",
+                               key="id")
         fields = _check_definition_fields(body, partial=False)
         component_ref = _component_ref(body)
 
@@ -304,18 +406,22 @@ class ResourceDefinitions(_CatalogService):
         return Served(entity, result.commit, result.version)
 
     def update(self, ref: int | str, body: Any, author: Author | None = None) -> Served:
-        body = _require_object(body, "resource definition")
+        """Change the fields given; moving to another component is `component_id`."""
+        body = _require_object(body, "resource definition", _DEFINITION_FIELDS)
         fields = _check_definition_fields(body, partial=True)
         move_to = _component_ref(body) if "component_id" in body else _UNCHANGED
 
         def operation(view: CatalogView):
             current = view.definition(ref)
+            _check_same_id(body, current, "resource definition")
             updated = {**current, **fields}
             if move_to is not _UNCHANGED:
-                updated["component_id"] = (view.component(move_to)["id"]
-                                           if move_to is not None else None)
+                target = view.component(move_to) if move_to is not None else None
+                updated["component_id"] = target["id"] if target is not None else None
+                if updated["component_id"] != current["component_id"]:
+                    self._check_move(current, target)
             if updated["name"] != current["name"]:
-                self._check_rename(view, current, updated["name"])
+                self.check_rename(view, current, updated["name"])
             changes = ChangeSet(f"catalog: update resource definition {current['name']}")
             _replace_definition(view, changes, current, updated)
             return changes, _definition_entity(_stored_definition(updated),
@@ -324,21 +430,36 @@ class ResourceDefinitions(_CatalogService):
         entity, result = self._write(operation, author)
         return Served(entity, result.commit, result.version)
 
-    def _check_rename(self, view: CatalogView, current: dict, new_name: str) -> None:
+    def check_rename(self, view: CatalogView, current: dict, new_name: str) -> None:
+        """Conflict if `new_name` is taken or an environment holds data under the old name."""
         if any(d["name"] == new_name for d in view.definitions()):
-            raise Conflict(f"resource definition {new_name!r} already exists")
+            raise Conflict(f"resource definition {new_name!r} already exists", key="name")
         holders = self._used_by([current["name"]])
         if holders:
-            raise Conflict(f"resource {current['name']!r} has data in environments "
-                           f"{sorted(holders)}; it cannot be renamed")
+            raise Conflict(f"resource {current['name']!r} cannot be renamed: environments "
+                           f"hold data for it: {holders_text(holders)}", key="name")
+
+    def _check_move(self, current: dict, target: dict | None) -> None:
+        """Conflict if an environment holding data would no longer see the definition."""
+        holders = self._used_by([current["name"]])
+        attached = (set(self._store.environments.attaching(target["name"]))
+                    if target is not None else set())
+        blind = {env: names for env, names in holders.items() if env not in attached}
+        if blind:
+            raise Conflict(f"resource {current['name']!r} cannot move: environments hold data "
+                           f"for it and do not attach the target component: "
+                           f"{holders_text(blind)}", key="component_id")
 
     def update_keys(self, ref: int | str, op: str, paths: Any,
-                    author: Author | None = None) -> None:
+                    author: Author | None = None) -> Served:
+        """Set or delete key paths of a definition's `content` (atomic, one commit)."""
         paths = keypaths.check_batch(paths, op)
 
         def operation(view: CatalogView):
             current = view.definition(ref)
             content = current.get("content")
+            if content is None:
+                content = {}
             if not isinstance(content, dict):
                 raise Conflict(f"resource definition {current['name']!r}: content is not a "
                                "mapping, key operations need one")
@@ -348,20 +469,23 @@ class ResourceDefinitions(_CatalogService):
             _replace_definition(view, changes, current, updated)
             return changes, None
 
-        self._write(operation, author)
+        _, result = self._write(operation, author)
+        return Served(None, result.commit, result.version)
 
-    def delete(self, ref: int | str, author: Author | None = None) -> None:
+    def delete(self, ref: int | str, author: Author | None = None) -> Served:
+        """Delete a definition unless an environment holds data for it."""
         def operation(view: CatalogView):
             current = view.definition(ref)
             holders = self._used_by([current["name"]])
             if holders:
-                raise Conflict(f"resource {current['name']!r} has data in environments "
-                               f"{sorted(holders)}")
+                raise Conflict(f"resource {current['name']!r} cannot be deleted: environments "
+                               f"hold data for it: {holders_text(holders)}")
             changes = ChangeSet(f"catalog: delete resource definition {current['name']}")
             _replace_definition(view, changes, current, None)
             return changes, None
 
-        self._write(operation, author)
+        _, result = self._write(operation, author)
+        return Served(None, result.commit, result.version)
 
 
 _UNCHANGED = object()

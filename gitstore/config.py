@@ -16,7 +16,9 @@ from gitstore.catalog import CatalogView
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import KINDS, EnvironmentView, LevelPairs, layer_file, scope_of
 from gitstore.merge import effective
+from gitstore.scopes import effective_document
 from gitstore.served import Served
+from gitstore.validation import check_plain_data
 
 if TYPE_CHECKING:
     from gitstore.store import Store
@@ -30,6 +32,8 @@ class Query:
     show_lookup: bool = False
     key: str | None = None
     version: str | None = None
+    #: Open secret values instead of masking them (the caller must be allowed to see them).
+    reveal: bool = False
 
 
 class Config:
@@ -57,7 +61,11 @@ class Config:
 
     # -- reading ---------------------------------------------------------------------------
     def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str,
-             query: Query = Query()) -> Served:
+             query: Query = Query(), who: str | None = None) -> Served:
+        """One layer document or the effective document, secrets masked unless revealed.
+
+        A reveal is recorded in the audit log as made by `who`.
+        """
         _check_kind(kind)
         if query.show_lookup and not query.effective:
             raise Conflict("show_lookup needs effective (add ?effective)")
@@ -66,30 +74,41 @@ class Config:
         pairs = view.check_levels(pairs)
         name = self.resource_name(view, resource)
         if query.effective:
-            data, inputs = self._effective(view, pairs, name, query)
+            data, inputs, shown = self._effective(env_id, view, pairs, name, query)
+            what = f"{scope_of(pairs)} {name} effective"
         else:
             path = layer_file(pairs[-1] if pairs else None, kind, name)
-            data = view.snapshot.read_mapping(path) or {}
+            data, shown = self._store.secrets.show(
+                env_id, view, view.snapshot.read_mapping(path) or {}, path,
+                cache_key=("layer", view.snapshot.object_id(path)), reveal=query.reveal)
             inputs = (view.snapshot.object_id(path),)
             if query.key is not None:
                 data = keypaths.get_path(data, keypaths.split_dotted(query.key))
+            what = path
+        shown = _under(shown, query.key)
+        if query.reveal:
+            self._store.secrets.record_reveal(who, env_id, what, snapshot.commit_id, shown)
         return Served(data, snapshot.commit_id, snapshot.version,
-                      inputs=(kind, query.effective, query.show_lookup, query.key, *inputs))
+                      inputs=(kind, query.effective, query.show_lookup, query.key, query.reveal,
+                              *inputs), masked=() if query.reveal else shown)
 
-    def _effective(self, view: EnvironmentView, pairs: LevelPairs, name: str, query: Query):
+    def _effective(self, env_id: int, view: EnvironmentView, pairs: LevelPairs, name: str,
+                   query: Query):
         layers = view.layers(pairs, name)
-        merged = effective.merge_layers(layers, view.merge)
+        merged = effective_document(view, pairs, name)  # cached by layer blob ids: never mutate
+        merged, shown = self._store.secrets.show_effective(env_id, view, pairs, name, merged,
+                                                           reveal=query.reveal)
         inputs = (view.merge, *view.layer_inputs(pairs, name))
         if query.key is not None:
             path = keypaths.split_dotted(query.key)
             value = keypaths.get_path(merged, path)
             if query.show_lookup:
                 source = effective.lookup_sources(layers).get(path[0], "/")
-                return [value, source], inputs
-            return value, inputs
+                return [value, source], inputs, shown
+            return value, inputs, shown
         if query.show_lookup:
-            return effective.with_lookup(merged, effective.lookup_sources(layers)), inputs
-        return merged, inputs
+            return effective.with_lookup(merged, effective.lookup_sources(layers)), inputs, shown
+        return merged, inputs, shown
 
     # -- writing ---------------------------------------------------------------------------
     def put(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, document: Any,
@@ -110,7 +129,7 @@ class Config:
                     paths: Any, author: Author | None = None) -> Served:
         """Set or delete a batch of key paths atomically (one commit, or nothing)."""
         _check_kind(kind)
-        if op not in ("set", "delete"):
+        if op not in keypaths.KEY_OPS:
             raise NotFound(f"unknown key operation {op!r}; use set or delete")
         paths = keypaths.check_batch(paths, op)
 
@@ -134,18 +153,21 @@ class Config:
             old = snapshot.read(path)
             current = snapshot.read_mapping(path) or {}
             document, message = change(view, checked, name, path, current)
+            check_plain_data(document, path)
             self._validate(name, path, document)
             changes = ChangeSet(message)
-            changes.put(path, documents.encode(snapshot.repository, path, document, old))
+            changes.put(path, documents.encode(snapshot.repository, path, document, old,
+                                               sealer=self._store.secrets.sealer(env_id, view)))
             return changes
 
         result = repo.update(operation, author or self._store.default_author)
         return Served(None, result.commit, result.version)
 
     def _validate(self, name: str, path: str, document: dict) -> None:
-        from gitstore.validation import check_document_schema
+        """The push gate's rule for one resource file, applied to the one document written."""
+        from gitstore.validation import check_resource_document
 
-        check_document_schema(self.definition(name), path, document)
+        check_resource_document(self.definition(name), path, document)
 
     def write_many(self, env_id: int, documents_by_path: dict[tuple, dict], message: str,
                    author: Author | None = None) -> Served:
@@ -154,6 +176,7 @@ class Config:
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
+            sealer = self._store.secrets.sealer(env_id, view)
             changes = ChangeSet(message)
             for (pairs, resource, kind), document in documents_by_path.items():
                 _check_kind(kind)
@@ -162,7 +185,7 @@ class Config:
                 path = layer_file(checked[-1] if checked else None, kind, name)
                 self._validate(name, path, document)
                 changes.put(path, documents.encode(snapshot.repository, path, document,
-                                                   snapshot.read(path)))
+                                                   snapshot.read(path), sealer=sealer))
             return changes
 
         result = repo.update(operation, author or self._store.default_author)
@@ -172,6 +195,13 @@ class Config:
 def _check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise NotFound(f"unknown document kind {kind!r}; use values or overrides")
+
+
+def _under(paths: tuple[str, ...], key: str | None) -> tuple[str, ...]:
+    """The dotted paths at or below `key` (all of them without a key)."""
+    if key is None:
+        return paths
+    return tuple(p for p in paths if p == key or p.startswith(key + "."))
 
 
 def _where(pairs: LevelPairs) -> str:

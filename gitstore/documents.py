@@ -1,20 +1,49 @@
 """The one door through which a document becomes the bytes of a file in a repository.
 
 Every write path (REST, CLI, facts upload, upgrade clones) calls `encode`, so rules that apply to
-stored bytes (comment-preserving rewrites today, encryption of secret leaves with the secrets
-issue) live in exactly one place.
+stored bytes (comment-preserving rewrites, encryption of secret leaves) live in exactly one place.
+A writer of environment documents passes the `sealer` of `store.secrets`; only documents that
+can hold no secret (catalog files, `environment.yaml`, inventory records) are encoded without.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitstore import yamlio
+from gitstore.backend.snapshot import parsed_blob
 from gitstore.errors import InvalidInput
 
+if TYPE_CHECKING:
+    from gitstore.secrets.seal import Sealer
 
-def encode(repository: str, path: str, document: Any, old: bytes | None = None) -> bytes:
-    """Bytes for `document` at `path` of `repository`, keeping comments and order of `old`."""
+_UNREADABLE = object()
+
+
+def encode(repository: str, path: str, document: Any, old: bytes | None = None, *,
+           sealer: Sealer | None = None) -> bytes:
+    """Bytes for `document` at `path` of `repository`, keeping comments and order of `old`.
+
+    With `sealer`, secret leaves are sealed first; values unchanged against `old` keep their
+    ciphertext byte for byte.
+    """
     if not isinstance(document, dict):
         raise InvalidInput(f"{path}: document must be a mapping", path=path)
-    return yamlio.rewrite(old, document)
+    parsed = _parse(repository, path, old)
+    if sealer is not None:
+        document = sealer.seal(path, document, parsed if isinstance(parsed, dict) else None)
+    if not old:
+        return yamlio.rewrite(old, document)
+    if parsed is _UNREADABLE:
+        return yamlio.dump(document)  # an unreadable old file is simply replaced
+    return yamlio.rewrite(old, document, parsed=parsed)
+
+
+def _parse(repository: str, path: str, old: bytes | None) -> Any:
+    if not old:
+        return None
+    try:
+        # The write just read `old` through a Snapshot: its parse is in the blob cache.
+        return parsed_blob(old, f"{repository}:{path}")
+    except InvalidInput:
+        return _UNREADABLE

@@ -13,12 +13,18 @@ from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import ENVIRONMENT_FILE, EnvironmentView
 from gitstore.merge.effective import MODES
 from gitstore.names import check_level_name
+from gitstore.releases import owner_fields, owner_refs
+from gitstore.secrets.rules import parse_patterns
 from gitstore.served import Served
 
 if TYPE_CHECKING:
     from gitstore.store import Store
 
-_FIELDS = ("id", "name", "components", "hierarchy_levels", "merge")
+#: The largest environment id (a signed 64-bit integer, like the cluster ids of Fuel's database).
+MAX_ENVIRONMENT_ID = 2**63 - 1
+
+_FIELDS = ("id", "name", "components", "hierarchy_levels", "merge", "release", "plugins",
+           "secret_keys")
 
 
 def environment_entity(doc: dict, catalog: CatalogView) -> dict:
@@ -34,6 +40,9 @@ def environment_entity(doc: dict, catalog: CatalogView) -> dict:
         "components": ids,
         "hierarchy_levels": list(doc.get("hierarchy") or []),
         "merge": doc.get("merge", "deep"),
+        **({"secret_keys": doc["secret_keys"]} if doc.get("secret_keys") else {}),
+        **owner_fields(doc, catalog.snapshot),
+        **({"upgrade": doc["upgrade"]} if "upgrade" in doc else {}),
     }
 
 
@@ -45,8 +54,11 @@ def _check_body(body: Any, *, partial: bool) -> dict:
         raise InvalidInput(f"unknown environment fields: {', '.join(unknown)}", key=unknown[0])
     fields: dict[str, Any] = {}
     if "id" in body and body["id"] is not None:
-        if isinstance(body["id"], bool) or not isinstance(body["id"], int) or body["id"] < 1:
-            raise InvalidInput("field 'id' must be a positive integer", key="id")
+        env_id = body["id"]
+        if isinstance(env_id, bool) or not isinstance(env_id, int) or not (
+                1 <= env_id <= MAX_ENVIRONMENT_ID):
+            raise InvalidInput(f"field 'id' must be an integer from 1 to {MAX_ENVIRONMENT_ID}",
+                               key="id")
         fields["id"] = body["id"]
     if "name" in body:
         fields["name"] = _check_name(body["name"])
@@ -59,6 +71,10 @@ def _check_body(body: Any, *, partial: bool) -> dict:
         if merge not in MODES:
             raise InvalidInput(f"field 'merge' must be one of {', '.join(MODES)}", key="merge")
         fields["merge"] = merge
+    fields.update((key, body[key]) for key in ("release", "plugins") if key in body)
+    if "secret_keys" in body:  # more key paths whose values are sealed (docs/secrets.md)
+        parse_patterns(body["secret_keys"], "field 'secret_keys'")
+        fields["secret_keys"] = list(body["secret_keys"] or [])
     return fields
 
 
@@ -133,10 +149,8 @@ class Environments:
 
     def level(self, env_id: int, name: str, version: str | None = None) -> Served:
         view = self.view(env_id, version)
-        for entity in view.level_entities():
-            if entity["name"] == name:
-                return Served(entity, view.snapshot.commit_id, view.snapshot.version)
-        raise NotFound(f"environment {env_id} has no hierarchy level {name!r}")
+        entity = _level_entity(view, name)
+        return Served(entity, view.snapshot.commit_id, view.snapshot.version)
 
     # -- writing ---------------------------------------------------------------------------
     def create(self, body: Any, author: Author | None = None) -> Served:
@@ -147,6 +161,11 @@ class Environments:
             doc["name"] = fields["name"]
         doc.update(components=_component_names(fields["components"], catalog),
                    hierarchy=fields["hierarchy"], merge=fields["merge"])
+        if fields.get("secret_keys"):
+            doc["secret_keys"] = fields["secret_keys"]
+        doc.update(owner_refs(fields, catalog.snapshot))
+        if doc.get("plugins"):
+            self._store.graphs.check_plugins(doc["plugins"], catalog.snapshot)
         author = author or self._store.default_author
         if "id" in fields:
             self._create_repo(fields["id"], doc, author)
@@ -177,6 +196,9 @@ class Environments:
         catalog = self._catalog()
         names = (_component_names(fields["components"], catalog)
                  if "components" in fields else None)
+        owners = owner_refs(fields, catalog.snapshot)
+        if owners.get("plugins"):
+            self._store.graphs.check_plugins(owners["plugins"], catalog.snapshot)
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
@@ -187,12 +209,18 @@ class Environments:
             if "hierarchy" in fields:
                 _check_dropped_levels(view, fields["hierarchy"])
                 doc["hierarchy"] = fields["hierarchy"]
-            for key in ("name", "merge"):
+            for key in ("name", "merge", "secret_keys"):
                 if key in fields:
                     doc[key] = fields[key]
+            if not doc.get("secret_keys"):
+                doc.pop("secret_keys", None)
+            doc.update(owners)
             return _put_environment(view, doc, f"environment {env_id}: update settings")
 
         self._store.environment_repo(env_id).update(operation, author or self._store.default_author)
+        if owners:  # the merged roles and tags changed: re-elect primaries
+            self._store.nodes.reconcile(env_id, "reconcile nodes after a release or plugin "
+                                                "change", author)
         return self.get(env_id)
 
     def _check_detach(self, view: EnvironmentView, catalog: CatalogView, names: list[str]) -> None:
@@ -205,16 +233,23 @@ class Environments:
 
     def rename_level(self, env_id: int, name: str, body: Any,
                      author: Author | None = None) -> Served:
-        if not isinstance(body, dict) or "name" not in body:
-            raise InvalidInput("body must be an object with field 'name'", key="name")
-        new_name = check_level_name(body["name"])
+        """Rename level `name` (body `{"name": new}`): its folder moves in the same commit.
+
+        `parent` and `values` of the level entity are derived, so a body may repeat them but
+        not change them.
+        """
+        new_name = _check_level_body(body)
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
-            if name not in view.hierarchy:
-                raise NotFound(f"environment {env_id} has no hierarchy level {name!r}")
+            current = _level_entity(view, name)
+            for field in ("parent", "values"):
+                if field in body and body[field] != current[field]:
+                    raise InvalidInput(f"field {field!r} of a hierarchy level is read-only; "
+                                       "reorder levels with PUT /environments/<id>", key=field)
             if new_name != name and new_name in view.hierarchy:
-                raise Conflict(f"environment {env_id} already has a level {new_name!r}")
+                raise Conflict(f"environment {env_id} already has a level {new_name!r}",
+                               key="name")
             doc = dict(view.doc)
             doc["hierarchy"] = [new_name if lvl == name else lvl for lvl in view.hierarchy]
             changes = _put_environment(view, doc, f"environment {env_id}: rename level "
@@ -223,6 +258,7 @@ class Environments:
             if graft is not None and new_name != name:
                 changes.graft(new_name, graft)
                 changes.delete(name)
+                self._store.secrets.moved_folder(env_id, snapshot, name, new_name, changes)
             return changes
 
         repo = self._store.environment_repo(env_id)
@@ -230,7 +266,9 @@ class Environments:
         return self.level(env_id, new_name)
 
     def delete(self, env_id: int) -> None:
+        peer = self._store.upgrades.peer_of(env_id)  # read before the repository goes
         self._store.archive_environment(env_id)
+        self._store.upgrades.forget(peer, env_id)
 
     # -- questions other services ask ------------------------------------------------------
     def holding_data(self, resource_names: list[str]) -> dict[int, list[str]]:
@@ -255,6 +293,23 @@ class Environments:
             except NotFound:
                 continue
         return found
+
+
+def _level_entity(view: EnvironmentView, name: str) -> dict:
+    for entity in view.level_entities():
+        if entity["name"] == name:
+            return entity
+    raise NotFound(f"environment {view.env_id} has no hierarchy level {name!r}")
+
+
+def _check_level_body(body: Any) -> str:
+    if not isinstance(body, dict) or "name" not in body:
+        raise InvalidInput("hierarchy level body must be an object with field 'name'",
+                           key="name")
+    unknown = sorted(str(k) for k in body if k not in ("name", "parent", "values"))
+    if unknown:
+        raise InvalidInput(f"unknown hierarchy level field {unknown[0]!r}", key=unknown[0])
+    return check_level_name(body["name"])
 
 
 def _check_dropped_levels(view: EnvironmentView, new_levels: list[str]) -> None:

@@ -4,8 +4,12 @@
     ├── NotFound                  an addressed thing does not exist
     │   └── UnknownRevision       a `version` that names no commit
     ├── Conflict                  the request is well formed but clashes with the stored state
+    ├── NotAllowed                the operation does not apply to the addressed entity
     ├── InvalidInput              a malformed request: bad name, bad field, bad body
-    │   └── ValidationFailed      a document breaks the store's rules (schema, graph, layout)
+    │   ├── ValidationFailed      a document breaks the store's rules (schema, graph, layout)
+    │   └── UnknownPin            a `version` pin that names no commit, where NotFound would
+    │                             mean something else (an unknown node of a Hiera node document)
+    ├── Undecryptable             a sealed secret that does not open where it is stored
     ├── Unauthorized              no or bad credentials
     ├── Forbidden                 valid credentials, insufficient role
     ├── TooManyRequests           too many failed authentications
@@ -58,12 +62,38 @@ class Conflict(GitstoreError):
     """The request clashes with the stored state (duplicate, data in the way, bad key path)."""
 
 
+class NotAllowed(GitstoreError):
+    """The operation does not apply to the entity it addresses (a node that is not in the
+    original of the seed it is assigned to): Fuel's 405."""
+
+
 class InvalidInput(GitstoreError):
     """A malformed request: the message names the bad field, name or body part."""
 
 
 class ValidationFailed(InvalidInput):
     """A document breaks the store's rules; `errors` lists each problem with file/line/key."""
+
+
+class UnknownPin(InvalidInput):
+    """A `version` pin that names no commit, kept apart from NotFound for one reason.
+
+    In the Hiera node document NotFound means "unknown node" (which a client may treat as "no
+    data"); a bad pin must never be mistaken for that.
+    """
+
+    def __init__(self, revision: str, repository: str = "") -> None:
+        where = f" in {repository}" if repository else ""
+        super().__init__(f"unknown version {revision!r}{where}: the pin names no commit",
+                         key="version")
+        self.revision = revision
+
+
+class Undecryptable(GitstoreError):
+    """A sealed secret that does not open: unknown key, moved or copied ciphertext, tampering.
+
+    `path` is the file and `key` the dotted key path; the message never holds the value.
+    """
 
 
 class Unauthorized(GitstoreError):

@@ -8,12 +8,19 @@ mapping it is a key. Failures raise Conflict naming the dotted path, so a batch 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from gitstore.errors import Conflict, InvalidInput
 
 _MISSING = object()
+#: ASCII digits only: `str.isdigit` also accepts `²` and other digits `int` refuses.
+_INTEGER = re.compile(r"-?[0-9]+")
+#: The batch operations of `.../keys/<op>`.
+KEY_OPS = ("set", "delete")
+#: Longest key path of a batch, so documents stay shallow enough for recursive YAML writers.
+MAX_PATH = 64
 
 
 def dotted(path: Sequence[Any]) -> str:
@@ -28,12 +35,8 @@ def split_dotted(key: str) -> list[str]:
 
 def _child(container: Any, segment: Any) -> Any:
     if isinstance(container, dict):
-        if segment in container:
-            return container[segment]
-        as_int = _as_int(segment)
-        if as_int is not None and as_int in container:
-            return container[as_int]
-        return _MISSING
+        key = _existing_key(container, segment)
+        return _MISSING if key is _MISSING else container[key]
     if isinstance(container, list):
         index = _as_int(segment)
         if index is None or not 0 <= index < len(container):
@@ -47,16 +50,27 @@ def _as_int(segment: Any) -> int | None:
         return None
     if isinstance(segment, int):
         return segment
-    if isinstance(segment, str) and segment.lstrip("-").isdigit():
+    if isinstance(segment, str) and _INTEGER.fullmatch(segment):
         return int(segment)
     return None
 
 
+def _existing_key(container: dict, segment: Any) -> Any:
+    """The key of `container` that `segment` names: itself, or its integer or string form.
+
+    YAML keys may be integers (`1: x`) while a dotted or JSON path gives strings, and the
+    other way round.
+    """
+    for candidate in (segment, _as_int(segment), str(segment)):
+        if candidate is not None and candidate in container:
+            return candidate
+    return _MISSING
+
+
 def _dict_key(container: dict, segment: Any) -> Any:
-    if segment in container:
-        return segment
-    as_int = _as_int(segment)
-    return as_int if as_int is not None and as_int in container else segment
+    """The key `segment` names in `container`; a new key is a string, as JSON's keys are."""
+    key = _existing_key(container, segment)
+    return str(segment) if key is _MISSING else key
 
 
 def get_path(document: Any, path: Sequence[Any]) -> Any:
@@ -77,6 +91,8 @@ def check_batch(body: Any, op: str) -> list[list[Any]]:
     for path in body:
         if len(path) < minimum:
             raise InvalidInput(f"key path {path!r} is too short for {op!r}")
+        if len(path) > MAX_PATH:
+            raise InvalidInput(f"key path {dotted(path[:3])}... is longer than {MAX_PATH}")
         if not all(isinstance(seg, str | int) and not isinstance(seg, bool) for seg in path[:-1]):
             raise InvalidInput(f"key path {path!r}: segments must be strings or integers")
         if op == "delete" and isinstance(path[-1], bool | float | dict | list | None):
@@ -101,6 +117,9 @@ def _set(document: dict, keys: list[Any], value: Any) -> None:
         child = _child(node, segment)
         if child is _MISSING and isinstance(node, dict):
             child = node[_dict_key(node, segment)] = {}
+        if child is _MISSING:
+            raise Conflict(f"list index {dotted(keys[: depth + 1])!r} does not exist "
+                           "(set never appends)", key=dotted(keys))
         if not isinstance(child, dict | list):
             raise Conflict(f"key {dotted(keys[: depth + 1])!r} is not a mapping or list",
                            key=dotted(keys))

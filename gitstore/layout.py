@@ -12,7 +12,7 @@ from gitstore.backend.cache import LRUCache
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import InvalidInput, NotFound
 from gitstore.merge.effective import DEEP, Layer
-from gitstore.names import check_level_value
+from gitstore.names import check_level_value, check_segment
 
 ENVIRONMENT_FILE = "environment.yaml"
 GLOBAL = "global"
@@ -63,7 +63,14 @@ class EnvironmentView:
 
     # -- levels ----------------------------------------------------------------------------
     def check_levels(self, pairs: LevelPairs) -> list[tuple[str, str]]:
-        """Pairs that are a prefix of the hierarchy, node fqdns resolved to ids."""
+        """Pairs that are a prefix of the hierarchy, node fqdns resolved to ids.
+
+        Every segment is validated first (400), so a malformed name never reaches the
+        comparison with the hierarchy (404).
+        """
+        for level, value in pairs:
+            check_segment(level, "hierarchy level")
+            check_level_value(value, level)
         if len(pairs) > len(self.hierarchy):
             raise NotFound(f"environment {self.env_id} has {len(self.hierarchy)} hierarchy "
                            f"levels {self.hierarchy}; the request names {len(pairs)}")
@@ -72,7 +79,6 @@ class EnvironmentView:
             if level != expected:
                 raise NotFound(f"environment {self.env_id}: level {level!r} is not next in the "
                                f"hierarchy; expected {expected!r}")
-            check_level_value(value, level)
             checked.append((level, self.resolve_value(level, value)))
         return checked
 

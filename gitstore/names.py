@@ -82,8 +82,8 @@ def parse_flag(raw: str | None, name: str) -> bool:
     if raw is None:
         return False
     value = raw.strip().lower()
-    if value in ("", "1", "true", "yes", "on"):
+    if value in ("", "1", "true", "yes"):
         return True
-    if value in ("0", "false", "no", "off"):
+    if value in ("0", "false", "no"):
         return False
     raise InvalidInput(f"flag {name!r} must be one of 1/true/yes or 0/false/no, not {raw!r}")

@@ -12,15 +12,30 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.hooks import install_hooks
-from gitstore.backend.repository import Author, Repository
+from gitstore.backend.repository import Author, Operation, Repository
 from gitstore.catalog import Components, ResourceDefinitions
 from gitstore.config import Config
-from gitstore.environments import Environments
+from gitstore.environments import MAX_ENVIRONMENT_ID, Environments
 from gitstore.errors import Conflict, NotFound
+from gitstore.gitops import GitOps
+from gitstore.graphs import Graphs
+from gitstore.hiera import Hiera
+from gitstore.inventory import Nodes
+from gitstore.moves import Moves
+from gitstore.networks import Networks
+from gitstore.plans import Plans
+from gitstore.releases import Plugins, Releases
+from gitstore.secrets.service import Secrets
+from gitstore.settings import Settings
+from gitstore.tags import Tags
+from gitstore.transactions import Transactions
+from gitstore.upgrade import Upgrades
+from gitstore.versions import Versions
 
 DEFAULT_AUTHOR = Author("gitstore", "gitstore@localhost")
 CATALOG = "catalog.git"
@@ -40,6 +55,21 @@ class Store:
         self.definitions = ResourceDefinitions(self)
         self.environments = Environments(self)
         self.config = Config(self)
+        self.gitops = GitOps(self)
+        self.versions = Versions(self)
+        self.hiera = Hiera(self)
+        self.releases = Releases(self)
+        self.plugins = Plugins(self)
+        self.nodes = Nodes(self)
+        self.tags = Tags(self)
+        self.secrets = Secrets(self)
+        self.plans = Plans(self)
+        self.graphs = Graphs(self)
+        self.transactions = Transactions(self)
+        self.settings = Settings(self)
+        self.networks = Networks(self)
+        self.moves = Moves(self)
+        self.upgrades = Upgrades(self)
 
     # -- creation --------------------------------------------------------------------------
     @classmethod
@@ -49,8 +79,17 @@ class Store:
         (root / ENVIRONMENTS).mkdir(parents=True, exist_ok=True)
         if not (root / CATALOG).exists():
             first = ChangeSet("catalog: initialise the store")
-            _create_atomically(root / CATALOG, "catalog", first, author)
-        return cls(root, author=author)
+            _create_atomically(root / CATALOG, "catalog",
+                               lambda tmp: Repository.create(tmp, "catalog", first, author))
+        store = cls(root, author=author)
+        store.secrets.keyring.create()  # the keys that seal secrets live beside the repositories
+        store.install_hooks()
+        return store
+
+    def install_hooks(self) -> None:
+        """(Re)write the git hooks (the push gate) of every repository of the store."""
+        for path in [self.root / CATALOG, *map(self.environment_path, self.environment_ids())]:
+            install_hooks(path)
 
     def check(self) -> None:
         """Raise NotFound unless `root` holds a store."""
@@ -70,6 +109,9 @@ class Store:
         return self._repository(self.root / CATALOG, "catalog")
 
     def environment_path(self, env_id: int) -> Path:
+        """`environments/<id>.git`; an id no environment can have is NotFound, never an OSError."""
+        if not 0 <= int(env_id) <= MAX_ENVIRONMENT_ID:
+            raise NotFound(f"environment {env_id} does not exist")
         return self.root / ENVIRONMENTS / f"{int(env_id)}.git"
 
     def environment_repo(self, env_id: int) -> Repository:
@@ -94,7 +136,20 @@ class Store:
         path = self.environment_path(env_id)
         if path.exists():
             raise Conflict(f"environment {env_id} already exists")
-        _create_atomically(path, f"environment {env_id}", first, author)
+        name = f"environment {env_id}"
+        _create_atomically(path, name, lambda tmp: Repository.create(tmp, name, first, author))
+
+    def clone_environment_repo(self, source_id: int, env_id: int, operation: Operation,
+                               author: Author) -> None:
+        """Create `environments/<id>.git` holding `source_id`'s history plus one commit made by
+        `operation` on it (an upgrade seed); Conflict if the id is taken."""
+        source = self.environment_repo(source_id)
+        path = self.environment_path(env_id)
+        if path.exists():
+            raise Conflict(f"environment {env_id} already exists")
+        name = f"environment {env_id}"
+        _create_atomically(path, name, lambda tmp: Repository.create_clone(
+            tmp, name, source, operation, author))
 
     def archive_environment(self, env_id: int) -> Path:
         """Move an environment's repository aside (never destroyed); its id then answers 404."""
@@ -114,7 +169,7 @@ class Store:
         return target
 
 
-def _create_atomically(path: Path, name: str, first: ChangeSet, author: Author) -> None:
+def _create_atomically(path: Path, name: str, build: Callable[[Path], Repository]) -> None:
     """Build the repository in a temporary folder, then rename it into place in one step.
 
     A concurrent creator of the same path loses the rename and gets Conflict; a crash leaves
@@ -123,7 +178,7 @@ def _create_atomically(path: Path, name: str, first: ChangeSet, author: Author) 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".creating-", dir=path.parent))
     try:
-        Repository.create(tmp / "repo.git", name, first, author)
+        build(tmp / "repo.git")
         install_hooks(tmp / "repo.git")
         try:
             os.rename(tmp / "repo.git", path)

@@ -1,28 +1,566 @@
-"""Rules a stored document must satisfy, shared by REST writes, the push gate and `validate`."""
+"""Rules a stored tree or document must satisfy: one place for REST writes, the push gate and
+`gitstore validate`.
+
+`validate_tree` checks one commit of a catalog or an environment repository and returns every
+problem as `{"file", "line"?, "key"?, "message"}` with `file` relative to the repository. A REST
+write calls `check_resource_document` on the one document it changes: the same rule the tree
+check applies to every resource file, so the two never drift apart.
+
+Checks are registered per repository kind in `CHECKS`. A later rule family (the graph rules)
+plugs in with `@register_check("environment")` or `@register_check("catalog")`: a check is a
+function of one `TreeCheck` that calls `report` for each problem it finds.
+
+Entries whose top-level name starts with `.` (`.github/`, `.gitlab-ci.yml`) are forge metadata:
+never served, never checked.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import jsonschema
 
-from gitstore.errors import ValidationFailed
+from gitstore import yamlio
+from gitstore.backend.cache import LRUCache
+from gitstore.backend.snapshot import Snapshot
+from gitstore.catalog import ORPHANS, CatalogView
+from gitstore.errors import InvalidInput, ValidationFailed
+from gitstore.layout import ENVIRONMENT_FILE, GLOBAL, KINDS
+from gitstore.merge.effective import MODES
+from gitstore.names import (
+    RESERVED_TOP_LEVEL,
+    check_identifier,
+    check_level_name,
+    check_level_value,
+    check_resource_name,
+)
+from gitstore.secrets import gate as secrets_gate
+
+ENVIRONMENT = "environment"
+CATALOG = "catalog"
+#: Folders of an environment whose `.yaml` files must each be a mapping.
+MAPPING_FOLDERS = ("inventory", "settings", "network", "transactions")
+YAML_SUFFIXES = (".yaml", ".yml")
+
+Problem = dict[str, Any]
+Check = Callable[["TreeCheck"], None]
+
+#: Repository kind -> checks, run in order. Later issues append theirs with `register_check`.
+CHECKS: dict[str, list[Check]] = {ENVIRONMENT: [], CATALOG: []}
+
+_UNREADABLE = object()
+_VALIDATORS = LRUCache(max_entries=256)
 
 
-def check_document_schema(definition: dict, path: str, document: dict) -> None:
-    """Validate `document` against its resource definition's `schema`, if it declares one."""
+def register_check(*kinds: str) -> Callable[[Check], Check]:
+    """Decorator: run `check` on every tree of the given repository kinds."""
+
+    def add(check: Check) -> Check:
+        for kind in kinds:
+            CHECKS[kind].append(check)
+        return check
+
+    return add
+
+
+# -- the one entry point --------------------------------------------------------------------
+def validate_tree(snapshot: Snapshot, kind: str, *, catalog: CatalogView | None = None,
+                  env_id: int | None = None) -> list[Problem]:
+    """Every problem of one commit of a `catalog` or `environment` repository.
+
+    `catalog` is the catalog an environment is checked against (its components, resources and
+    schemas); without it the checks that need one are skipped. `env_id`, when known, must match
+    the id in `environment.yaml`.
+    """
+    if kind not in CHECKS:
+        raise InvalidInput(f"unknown repository kind {kind!r}; use catalog or environment")
+    tree = TreeCheck(snapshot, kind, catalog, env_id)
+    for check in CHECKS[kind]:
+        check(tree)
+    return sorted(tree.problems, key=lambda p: (p["file"], p.get("line") or 0))
+
+
+def detect_kind(snapshot: Snapshot) -> str:
+    """`environment` for a tree with `environment.yaml`, else `catalog`."""
+    return ENVIRONMENT if snapshot.exists(ENVIRONMENT_FILE) else CATALOG
+
+
+def format_problem(problem: Problem) -> str:
+    """`nodes/1/values/a.yaml:3: key 'x.y': message` (line and key when known)."""
+    where = problem["file"] + (f":{problem['line']}" if problem.get("line") else "")
+    key = f" key {problem['key']!r}:" if problem.get("key") else ""
+    return f"{where}:{key} {problem['message']}"
+
+
+def raise_problems(problems: list[Problem], what: str) -> None:
+    """Raise ValidationFailed listing `problems` (nothing when the list is empty)."""
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValidationFailed(f"{what}: {format_problem(problems[0])}{more}",
+                               path=problems[0]["file"], key=problems[0].get("key"),
+                               errors=problems)
+
+
+# -- one document (REST writes call these too) ----------------------------------------------
+def resource_document_problems(definition: dict, path: str, document: Any,
+                               lines: dict | None = None) -> list[Problem]:
+    """Problems of one values/overrides document: a mapping that satisfies the `schema`."""
+    if not isinstance(document, dict):
+        return [{"file": path, "line": 1,
+                 "message": f"document must be a mapping, not {_kind_of(document)}"}]
     schema = definition.get("schema")
     if not schema:
+        return []
+    validator = _validator(schema, definition.get("name", "?"), path)
+    problems = []
+    for error in sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.path]):
+        keys = [str(p) for p in error.path]
+        problem: Problem = {"file": path}
+        line = _line(lines or {}, keys)
+        if line:
+            problem["line"] = line
+        if keys:
+            problem["key"] = ".".join(keys)
+        problem["message"] = f"{error.message} (schema of resource {definition.get('name')!r})"
+        problems.append(problem)
+    return problems
+
+
+def check_resource_document(definition: dict, path: str, document: Any) -> None:
+    """Raise ValidationFailed if `document` breaks the rules of its resource definition."""
+    raise_problems(resource_document_problems(definition, path, document), "invalid document")
+
+
+def _validator(schema: dict, resource: str, path: str):
+    key = json.dumps(schema, sort_keys=True, default=str)
+
+    def build():
+        try:
+            cls = jsonschema.validators.validator_for(schema)
+            cls.check_schema(schema)
+        except jsonschema.exceptions.SchemaError as exc:
+            raise ValidationFailed(f"{path}: the schema of resource {resource!r} is invalid: "
+                                   f"{exc.message}", path=path) from exc
+        return cls(schema)
+
+    return _VALIDATORS.get_or_compute(key, build)
+
+
+def _line(lines: dict, keys: Sequence[str]) -> int | None:
+    """The line of the deepest key of `keys` that the file names (lists are not entered)."""
+    for depth in range(len(keys), 0, -1):
+        found = lines.get(tuple(keys[:depth]))
+        if found:
+            return found
+    return None
+
+
+def _kind_of(value: Any) -> str:
+    return {list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number"}.get(type(value), type(value).__name__)
+
+
+# -- the tree under check -------------------------------------------------------------------
+class TreeCheck:
+    """One commit under validation: its files, their parsed documents, the problems found."""
+
+    def __init__(self, snapshot: Snapshot, kind: str, catalog: CatalogView | None,
+                 env_id: int | None) -> None:
+        self.snapshot = snapshot
+        self.kind = kind
+        self.catalog = catalog
+        self.env_id = env_id
+        self.problems: list[Problem] = []
+        self._reported: set[tuple] = set()
+        self.files = [p for p in snapshot.walk() if not p.startswith(".")]
+        self._below = _index_by_folder(self.files)
+        self._parsed: dict[str, Any] = {}
+        self._lines: dict[str, dict] = {}
+        self._memo: dict[str, Any] = {}
+
+    def report(self, file: str, message: str, *, key: str | None = None,
+               line: int | None = None) -> None:
+        """Record a problem; the line is looked up from `key` when not given."""
+        if line is None and key:
+            line = self.line_of(file, key.split("."))
+        problem: Problem = {"file": file}
+        if line:
+            problem["line"] = line
+        if key:
+            problem["key"] = key
+        problem["message"] = message
+        identity = (file, line, key, message)
+        if identity not in self._reported:  # a file reached by two checks is named once
+            self._reported.add(identity)
+            self.problems.append(problem)
+
+    def document(self, path: str) -> Any:
+        """The parsed file (None when absent or empty); parse errors are reported once."""
+        if path not in self._parsed:
+            self._parsed[path] = self._parse(path)
+        return self._parsed[path]
+
+    def _parse(self, path: str) -> Any:
+        data = self.snapshot.read(path)
+        if data is None:
+            return None
+        try:
+            return yamlio.load_strict(data, path=path)
+        except InvalidInput as exc:
+            for problem in exc.errors or [{"file": path, "message": exc.message}]:
+                self.report(problem["file"], problem["message"], line=problem.get("line"))
+            return _UNREADABLE
+
+    def mapping(self, path: str) -> dict | None:
+        """The file as a mapping (`{}` when empty); None, with a problem, when it is not one."""
+        doc = self.document(path)
+        if doc is _UNREADABLE or (doc is None and not self.snapshot.exists(path)):
+            return None
+        if doc is None:
+            return {}
+        if not isinstance(doc, dict):
+            self.report(path, f"document must be a mapping, not {_kind_of(doc)}", line=1)
+            return None
+        return doc
+
+    def memo(self, name: str, compute: Callable[[], Any]) -> Any:
+        """A value computed once per tree (checks share what they derive)."""
+        if name not in self._memo:
+            self._memo[name] = compute()
+        return self._memo[name]
+
+    def lines(self, path: str) -> dict[tuple[str, ...], int]:
+        """The line of every mapping key of the file, by key path."""
+        if path not in self._lines:
+            data = self.snapshot.read(path)
+            self._lines[path] = yamlio.key_lines(data) if data else {}
+        return self._lines[path]
+
+    def line_of(self, path: str, keys: Sequence[str]) -> int | None:
+        return _line(self.lines(path), keys)
+
+    def files_under(self, folder: str) -> list[str]:
+        """Every file below `folder`, at any depth."""
+        return self._below.get(folder.strip("/"), [])
+
+    def children(self, folder: str) -> list[tuple[str, bool]]:
+        """(name, is_folder) of the entries of `folder`, from the file list (no tree reads)."""
+        prefix = folder.strip("/") + "/" if folder.strip("/") else ""
+        found: dict[str, bool] = {}
+        for path in self.files_under(folder):
+            name, sep, _ = path[len(prefix):].partition("/")
+            found[name] = found.get(name, False) or bool(sep)
+        return sorted(found.items())
+
+    def first_file(self, folder: str) -> str:
+        """A file to name for a problem with a whole folder (the folder if it holds none)."""
+        if folder not in self._below:
+            return folder  # a file
+        found = self.files_under(folder)
+        return found[0] if found else folder.rstrip("/") + "/"
+
+
+def _index_by_folder(files: list[str]) -> dict[str, list[str]]:
+    """Folder -> every file below it (the root is ``""``), in one pass over the file list."""
+    below: dict[str, list[str]] = {"": list(files)}
+    for path in files:
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            below.setdefault("/".join(parts[:depth]), []).append(path)
+    return below
+
+
+# -- checks of both kinds -------------------------------------------------------------------
+@register_check(ENVIRONMENT, CATALOG)
+def _yaml_parses(tree: TreeCheck) -> None:
+    for path in tree.files:
+        if path.endswith(YAML_SUFFIXES):
+            tree.document(path)
+
+
+# -- environment repositories ---------------------------------------------------------------
+@register_check(ENVIRONMENT)
+def _environment_file(tree: TreeCheck) -> None:
+    doc = tree.mapping(ENVIRONMENT_FILE)
+    if doc is None:
+        if not tree.snapshot.exists(ENVIRONMENT_FILE):
+            tree.report(ENVIRONMENT_FILE, "missing: every environment repository needs one")
+        return
+    _check_env_id(tree, doc.get("id"))
+    name = doc.get("name")
+    if name is not None and not isinstance(name, str):
+        tree.report(ENVIRONMENT_FILE, "must be a string", key="name")
+    merge = doc.get("merge", MODES[0])
+    if merge not in MODES:
+        tree.report(ENVIRONMENT_FILE, f"{merge!r} is not one of {', '.join(MODES)}", key="merge")
+    _check_hierarchy(tree, doc.get("hierarchy"))
+    _check_env_components(tree, doc.get("components"))
+
+
+def _check_env_id(tree: TreeCheck, env_id: Any) -> None:
+    if isinstance(env_id, bool) or not isinstance(env_id, int) or env_id < 1:
+        tree.report(ENVIRONMENT_FILE, f"must be a positive integer, not {env_id!r}", key="id")
+    elif tree.env_id is not None and env_id != tree.env_id:
+        tree.report(ENVIRONMENT_FILE, f"is {env_id} but this is the repository of environment "
+                                      f"{tree.env_id}", key="id")
+
+
+def _check_hierarchy(tree: TreeCheck, levels: Any) -> None:
+    if levels is None:
+        return
+    if not isinstance(levels, list):
+        tree.report(ENVIRONMENT_FILE, "must be a list of level names", key="hierarchy")
+        return
+    for level in levels:
+        try:
+            check_level_name(level)
+        except InvalidInput as exc:
+            tree.report(ENVIRONMENT_FILE, exc.message, key="hierarchy")
+    for level in sorted({lvl for lvl in levels if isinstance(lvl, str) and levels.count(lvl) > 1}):
+        tree.report(ENVIRONMENT_FILE, f"level {level!r} is repeated", key="hierarchy")
+
+
+def _check_env_components(tree: TreeCheck, components: Any) -> None:
+    if components is None:
+        return
+    if not isinstance(components, list) or not all(isinstance(c, str) for c in components):
+        tree.report(ENVIRONMENT_FILE, "must be a list of component names", key="components")
+        return
+    known = {c.get("name") for c in tree.catalog.components} if tree.catalog else None
+    for name in components:
+        if known is not None and name not in known:
+            tree.report(ENVIRONMENT_FILE, f"component {name!r} does not exist in the catalog",
+                        key="components")
+
+
+def _hierarchy(tree: TreeCheck) -> list[str]:
+    """The declared levels usable for the layout checks (valid names only)."""
+    doc = tree.document(ENVIRONMENT_FILE)
+    levels = doc.get("hierarchy") if isinstance(doc, dict) else None
+    if not isinstance(levels, list):
+        return []
+    return [lvl for lvl in levels if isinstance(lvl, str) and lvl not in RESERVED_TOP_LEVEL]
+
+
+@register_check(ENVIRONMENT)
+def _top_level(tree: TreeCheck) -> None:
+    levels = _hierarchy(tree)
+    for entry in tree.snapshot.list(""):
+        name = entry.name
+        if name.startswith("."):
+            continue
+        if entry.is_tree and name not in RESERVED_TOP_LEVEL and name not in levels:
+            tree.report(tree.first_file(name),
+                        f"top-level folder {name!r} is neither a level declared in "
+                        f"{ENVIRONMENT_FILE} (hierarchy: {levels}) nor a reserved name")
+        elif not entry.is_tree and name != ENVIRONMENT_FILE:
+            if name in RESERVED_TOP_LEVEL or name in levels:
+                tree.report(name, f"{name!r} must be a folder")
+            elif name.endswith(YAML_SUFFIXES):
+                tree.report(name, "a YAML file at the top level is not part of the layout "
+                                  f"(only {ENVIRONMENT_FILE}); data lives in global/ or a level")
+
+
+@register_check(ENVIRONMENT)
+def _layers(tree: TreeCheck) -> None:
+    _check_scope(tree, GLOBAL)
+    for level in _hierarchy(tree):
+        for name, is_folder in tree.children(level):
+            where = f"{level}/{name}"
+            if not is_folder:
+                tree.report(where, f"level folder {level}/ holds only one folder per level "
+                                   "value, not files")
+                continue
+            try:
+                check_level_value(name, level)
+            except InvalidInput as exc:
+                tree.report(tree.first_file(where), f"invalid level value: {exc.message}")
+                continue
+            _check_scope(tree, where)
+
+
+def _check_scope(tree: TreeCheck, folder: str) -> None:
+    """`folder` (`global` or `<level>/<value>`) holds only values/ and overrides/ documents."""
+    for name, is_folder in tree.children(folder):
+        if name not in KINDS or not is_folder:
+            tree.report(tree.first_file(f"{folder}/{name}"),
+                        f"{folder}/ may hold only the folders values/ and overrides/")
+    definitions = tree.memo("definitions", lambda: _attached_definitions(tree))
+    for kind in KINDS:
+        for path in tree.files_under(f"{folder}/{kind}"):
+            _check_resource_file(tree, path, path[len(folder) + len(kind) + 2:], definitions)
+
+
+def _check_resource_file(tree: TreeCheck, path: str, name: str,
+                         definitions: dict[str, dict] | None) -> None:
+    if not name.endswith(".yaml"):
+        tree.report(path, "resource files are named <resource>.yaml")
+        return
+    resource = name[: -len(".yaml")]
+    try:
+        check_resource_name(resource)
+    except InvalidInput as exc:
+        tree.report(path, exc.message)
+        return
+    if definitions is not None and resource not in definitions:
+        tree.report(path, f"resource {resource!r} is not defined by any component attached to "
+                          "this environment (environment.yaml components)")
+        return
+    doc = tree.mapping(path)
+    if doc is None or definitions is None:
         return
     try:
-        validator_cls = jsonschema.validators.validator_for(schema)
-        validator = validator_cls(schema)
-        problems = sorted(validator.iter_errors(document), key=lambda e: list(e.path))
-    except jsonschema.exceptions.SchemaError as exc:
-        raise ValidationFailed(f"{path}: the schema of resource {definition['name']!r} is "
-                               f"invalid: {exc.message}", path=path) from exc
-    if problems:
-        errors = [{"file": path, "key": ".".join(str(p) for p in e.path) or None,
-                   "message": e.message} for e in problems]
-        first = errors[0]
-        where = f" key {first['key']!r}" if first["key"] else ""
-        raise ValidationFailed(f"{path}:{where} {first['message']}", path=path,
-                               key=first["key"], errors=errors)
+        problems = resource_document_problems(definitions[resource], path, doc)
+    except ValidationFailed as exc:
+        problems = [{"file": path, "message": exc.message}]
+    for problem in problems:
+        tree.report(problem["file"], problem["message"], key=problem.get("key"),
+                    line=problem.get("line"))
+
+
+def _attached_definitions(tree: TreeCheck) -> dict[str, dict] | None:
+    """Resource name -> definition for the environment's components (None: no catalog)."""
+    if tree.catalog is None:
+        return None
+    doc = tree.document(ENVIRONMENT_FILE)
+    names = doc.get("components") if isinstance(doc, dict) else None
+    if not isinstance(names, list):
+        return {}
+    names = [n for n in names if isinstance(n, str)]
+    return {d["name"]: d for d in tree.catalog.definitions_of(names)}
+
+
+@register_check(ENVIRONMENT)
+def _no_plain_secrets(tree: TreeCheck) -> None:
+    secrets_gate.check_tree(tree)  # docs/secrets.md: the rules and the sealed format
+
+
+@register_check(ENVIRONMENT)
+def _mapping_files(tree: TreeCheck) -> None:
+    for folder in MAPPING_FOLDERS:
+        for path in tree.files_under(folder):
+            if path.endswith(YAML_SUFFIXES):
+                tree.mapping(path)
+
+
+# -- catalog repositories -------------------------------------------------------------------
+@register_check(CATALOG)
+def _catalog_documents(tree: TreeCheck) -> None:
+    seen_components: dict[int, str] = {}
+    seen_definitions: dict[str, dict] = {"ids": {}, "names": {}}  # id/name -> file
+    for entry in tree.snapshot.list("components"):
+        path = f"components/{entry.name}"
+        if entry.is_tree or not entry.name.endswith(".yaml"):
+            tree.report(tree.first_file(path), "components/ holds one <name>.yaml per component")
+            continue
+        doc = tree.mapping(path)
+        if doc is not None:
+            _check_component(tree, path, doc, seen_components)
+            _check_definitions(tree, path, doc, seen_definitions)
+    if tree.snapshot.exists(ORPHANS):
+        doc = tree.mapping(ORPHANS)
+        if doc is not None:
+            _check_definitions(tree, ORPHANS, doc, seen_definitions)
+
+
+def _check_component(tree: TreeCheck, path: str, doc: dict, seen: dict[int, str]) -> None:
+    stem = path[len("components/"): -len(".yaml")]
+    try:
+        check_identifier(stem, "component name")
+    except InvalidInput as exc:
+        tree.report(path, exc.message)
+    if doc.get("name") != stem:
+        tree.report(path, f"must be {stem!r}, the name of the file", key="name")
+    cid = doc.get("id")
+    if isinstance(cid, bool) or not isinstance(cid, int) or cid < 1:
+        tree.report(path, f"must be a positive integer, not {cid!r}", key="id")
+    elif cid in seen:
+        tree.report(path, f"id {cid} is also the id of {seen[cid]}", key="id")
+    else:
+        seen[cid] = path
+
+
+def _check_definitions(tree: TreeCheck, path: str, doc: dict, seen: dict[str, dict]) -> None:
+    definitions = doc.get("resource_definitions", [])
+    if not isinstance(definitions, list):
+        tree.report(path, "must be a list of resource definitions", key="resource_definitions")
+        return
+    for index, definition in enumerate(definitions):
+        key = f"resource_definitions.{index}"
+        if not isinstance(definition, dict):
+            tree.report(path, "a resource definition must be a mapping", key=key)
+            continue
+        _check_definition(tree, path, key, definition, seen)
+
+
+def _check_definition(tree: TreeCheck, path: str, key: str, definition: dict,
+                      seen: dict[str, dict]) -> None:
+    did, name = definition.get("id"), definition.get("name")
+    if isinstance(did, bool) or not isinstance(did, int) or did < 1:
+        tree.report(path, f"must be a positive integer, not {did!r}", key=f"{key}.id")
+    elif did in seen["ids"]:
+        tree.report(path, f"id {did} is also used in {seen['ids'][did]}", key=f"{key}.id")
+    else:
+        seen["ids"][did] = path
+    try:
+        check_resource_name(name)
+        if name in seen["names"]:
+            tree.report(path, f"resource {name!r} is also defined in {seen['names'][name]}",
+                        key=f"{key}.name")
+        seen["names"][name] = path
+    except InvalidInput as exc:
+        tree.report(path, exc.message, key=f"{key}.name")
+    schema = definition.get("schema")
+    if schema is not None:
+        _check_schema(tree, path, f"{key}.schema", schema, str(name))
+    secret_keys = definition.get("secret_keys")
+    if secret_keys is not None and (not isinstance(secret_keys, list)
+                                    or not all(isinstance(k, str) for k in secret_keys)):
+        tree.report(path, "must be a list of strings", key=f"{key}.secret_keys")
+
+
+def _check_schema(tree: TreeCheck, path: str, key: str, schema: Any, resource: str) -> None:
+    if not isinstance(schema, dict):
+        tree.report(path, "must be a mapping (a JSON schema)", key=key)
+        return
+    try:
+        _validator(schema, resource, path)
+    except ValidationFailed as exc:
+        tree.report(path, exc.message.split(": ", 1)[-1], key=key)
+
+
+#: How deeply a request body may nest: deep enough for any configuration, shallow enough that
+#: no recursive reader or writer (YAML, merging, JSON) runs out of stack.
+MAX_DEPTH = 64
+
+
+def check_plain_data(value: Any, where: str = "request body") -> Any:
+    """JSON data a document may hold: bounded nesting, finite numbers, encodable strings."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidInput(f"{where} nests deeper than {MAX_DEPTH} levels")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise InvalidInput(f"{where} holds {item!r}: only finite numbers are stored")
+        if isinstance(item, str):
+            _check_text(item, where)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str):
+                    _check_text(key, where)
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return value
+
+
+def _check_text(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{where} holds a string that is not valid Unicode "
+                           f"({exc.reason})") from exc

@@ -1,8 +1,8 @@
 """The one module that reads and writes YAML.
 
 Reads use PyYAML's C safe loader (fast; results are cached by blob id upstream). Writes that
-change an existing file go through ruamel.yaml round-trip so that people's comments and key order
-survive an API edit.
+change an existing file keep its comments and key order (`rewrite`): unchanged entries keep their
+text, and a file with comments goes through ruamel.yaml round-trip.
 """
 
 from __future__ import annotations
@@ -13,11 +13,17 @@ from typing import Any
 import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarbool import ScalarBoolean
+from ruamel.yaml.scalarstring import SingleQuotedScalarString
 
 from gitstore.errors import InvalidInput
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_UNPARSED = object()
+#: How PyYAML resolves a plain scalar (YAML 1.1), to know which strings need quotes.
+_PLAIN = yaml.resolver.Resolver()
+_STR = "tag:yaml.org,2002:str"
 
 
 def _round_trip() -> YAML:
@@ -50,6 +56,43 @@ def load_mapping(data: bytes | str, *, path: str) -> dict:
     return doc
 
 
+class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
+    """The fast loader, refusing a key repeated in one mapping (YAML would keep the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: set = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges are resolved by the base constructor
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, list | dict):
+                continue  # unhashable keys are refused by the base constructor
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is repeated in one mapping", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_strict(data: bytes | str, *, path: str) -> Any:
+    """Parse for validation: as `load`, also refusing repeated keys.
+
+    A failure is InvalidInput whose `errors` holds one `{file, line?, message}` problem.
+    """
+    try:
+        return yaml.load(data, Loader=_StrictLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        found: dict[str, Any] = {"file": path}
+        if mark is not None:
+            found["line"] = mark.line + 1
+        found["message"] = f"YAML does not parse: {problem}"
+        where = f" line {found['line']}" if "line" in found else ""
+        raise InvalidInput(f"{path}:{where} {found['message']}", path=path,
+                           errors=[found]) from exc
+
+
 def load_all_first(data: bytes | str, *, path: str = "<stdin>") -> tuple[Any, int]:
     """The first document of a stream and how many documents there were."""
     try:
@@ -57,6 +100,31 @@ def load_all_first(data: bytes | str, *, path: str = "<stdin>") -> tuple[Any, in
     except yaml.YAMLError as exc:
         raise InvalidInput(f"{path}: YAML does not parse: {exc}", path=path) from exc
     return (docs[0] if docs else None), len(docs)
+
+
+def key_lines(data: bytes | str) -> dict[tuple[str, ...], int]:
+    """The 1-based line of every mapping key, by key path (keys as strings; lists not entered).
+
+    Used to point at the line that set a value; a file that does not parse has no lines.
+    """
+    try:
+        root = yaml.compose(data, Loader=_Loader)
+    except yaml.YAMLError:
+        return {}
+    lines: dict[tuple[str, ...], int] = {}
+    _collect_lines(root, (), lines)
+    return lines
+
+
+def _collect_lines(node: Any, prefix: tuple[str, ...], lines: dict) -> None:
+    if not isinstance(node, yaml.MappingNode):
+        return
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            continue
+        path = (*prefix, key_node.value)
+        lines[path] = key_node.start_mark.line + 1  # a repeated key: the last one wins
+        _collect_lines(value_node, path, lines)
 
 
 def dump(data: Any) -> bytes:
@@ -88,23 +156,145 @@ def update_in_place(old: Any, new: Any) -> Any:
         for key in [k for k in old if k not in new]:
             del old[key]
         for key, value in new.items():
-            old[key] = update_in_place(old[key], value) if key in old else value
+            if key in old:
+                old[key] = update_in_place(old[key], value)
+            else:
+                old[_read_back_safe(key)] = _read_back_safe(value)
         return old
     if isinstance(old, CommentedSeq) and isinstance(new, list) and len(old) == len(new):
         for index, value in enumerate(new):
             old[index] = update_in_place(old[index], value)
         return old
-    return new
+    if _same_scalar(old, new):
+        return old  # keeps the quoting and number format the file's author chose
+    return _read_back_safe(new)
 
 
-def rewrite(old_bytes: bytes | None, new: dict) -> bytes:
-    """Bytes of a file whose content becomes `new`, keeping what it can of `old_bytes`."""
+def _read_back_safe(value: Any) -> Any:
+    """`value` with every string that PyYAML would read as something else marked for quotes.
+
+    ruamel.yaml writes YAML 1.2, where `yes`, `on` or `0777` are plain strings; PyYAML, which
+    reads every stored file, resolves YAML 1.1 and would turn them into booleans and numbers.
+    """
+    if isinstance(value, dict):
+        return {_read_back_safe(k): _read_back_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_read_back_safe(item) for item in value]
+    if isinstance(value, str) and _PLAIN.resolve(yaml.ScalarNode, value, (True, False)) != _STR:
+        return SingleQuotedScalarString(value)
+    return value
+
+
+def _same_scalar(old: Any, new: Any) -> bool:
+    """`old` is a round-trip scalar (a str/int/float subclass) equal in value and kind to `new`."""
+    if type(new) not in (str, int, float) or isinstance(old, bool | ScalarBoolean):
+        return False
+    return isinstance(old, type(new)) and old == new
+
+
+def rewrite(old_bytes: bytes | None, new: dict, *, parsed: Any = _UNPARSED) -> bytes:
+    """Bytes of a file whose content becomes `new`, keeping what it can of `old_bytes`.
+
+    `parsed`, when the caller already has it, is `load(old_bytes)` (read only here). A document
+    that does not change keeps its bytes. A file without comments is spliced: top-level entries
+    that keep their value keep their text, the others are dumped anew (a large document costs
+    a dump of what changed, not a round trip of everything). A file with comments goes through
+    ruamel.yaml round-trip, which keeps them.
+    """
     if not old_bytes:
         return dump(new)
+    if parsed is _UNPARSED:
+        try:
+            parsed = load(old_bytes)
+        except InvalidInput:
+            return dump(new)  # an unreadable old file is simply replaced
+    if _same(parsed, new):
+        return old_bytes  # byte for byte, and without the slow round-trip parse
+    spliced = _splice(old_bytes, parsed, new)
+    if spliced is not None:
+        return spliced
     try:
         old = load_round_trip(old_bytes)
     except Exception:  # noqa: BLE001 - an unreadable old file is simply replaced
         return dump(new)
     if not isinstance(old, CommentedMap):
         return dump(new)
-    return dump_round_trip(update_in_place(old, new))
+    kept = dump_round_trip(update_in_place(old, new))
+    if not _reads_back_as(kept, new):
+        return dump(_ordered_like(parsed, new))  # lose the comments rather than change data
+    return kept
+
+
+def _ordered_like(old: Any, new: Any) -> Any:
+    """`new` with the key order `update_in_place` would give: kept keys first, in old order."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        ordered = {key: _ordered_like(old[key], new[key]) for key in old if key in new}
+        ordered.update((key, value) for key, value in new.items() if key not in old)
+        return ordered
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [_ordered_like(x, y) for x, y in zip(old, new, strict=True)]
+    return new
+
+
+def _reads_back_as(data: bytes, document: Any) -> bool:
+    try:
+        return _same(load(data), document)
+    except InvalidInput:
+        return False
+
+
+def _splice(old_bytes: bytes, plain: Any, new: dict) -> bytes | None:
+    """`new` written entry by entry over the text of `old_bytes`; None where that is unsafe.
+
+    Unsafe: comments (only the round trip keeps them), anchors (a kept entry could name an
+    anchor of a rewritten one), and any file whose lines do not split into exactly one chunk per
+    top-level key.
+    """
+    if not new or not isinstance(plain, dict) or b"#" in old_bytes or b"&" in old_bytes:
+        return None
+    if not old_bytes.endswith(b"\n"):
+        return None  # the last entry would run into the next one
+    chunks = _top_level_chunks(old_bytes)
+    if chunks is None or len(chunks) != len(plain):
+        return None
+    kept = dict(zip(plain, chunks, strict=True))
+    out = [kept[key] if _same(value, new[key]) else dump({key: new[key]})
+           for key, value in plain.items() if key in new]
+    out += [dump({key: value}) for key, value in new.items() if key not in plain]
+    return b"".join(out)
+
+
+def _top_level_chunks(data: bytes) -> list[bytes] | None:
+    """The text of each top-level entry of a block mapping (`data` ends with a newline).
+
+    Without comments, a line at column 0 that is neither blank nor a `- ` sequence item starts
+    an entry: every top-level key does, so as many chunks as keys means each chunk is one key
+    (a quoted scalar or a `---` that ran to column 0 would add a chunk and fail that count).
+    """
+    chunks: list[list[bytes]] = []
+    for line in data.splitlines(keepends=True):
+        if _starts_entry(line):
+            chunks.append([line])
+        elif chunks:
+            chunks[-1].append(line)
+        elif line.strip():
+            return None  # indented text before the first key: not a plain block mapping
+    return [b"".join(lines) for lines in chunks]
+
+
+def _starts_entry(line: bytes) -> bool:
+    first = line[:1]
+    if first in (b"", b" ", b"\t", b"\r", b"\n"):
+        return False
+    return not (first == b"-" and line[1:2] in (b"", b" ", b"\t", b"\r", b"\n"))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal with equal types all the way down (`1 == True` and `1 == 1.0` must not count)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b

@@ -10,11 +10,33 @@ from typing import Any
 
 from flask import Flask
 
-from gitstore.api import catalog, environments, errors, values
+from gitstore.api import (
+    access,
+    auth,
+    batch,
+    catalog,
+    environments,
+    errors,
+    git_http,
+    hiera,
+    status,
+    values,
+    versions,
+)
+from gitstore.api import clusters as cluster_routes
+from gitstore.api import graphs as graph_routes
+from gitstore.api import plans as plan_routes
+from gitstore.api import secrets as secret_routes
+from gitstore.api import tags as tag_routes
+from gitstore.api import upgrade as upgrade_routes
 from gitstore.store import Store
+from webhooks import receivers as webhook_receivers
 
 #: Blueprints in registration order. Later issues add theirs here.
-BLUEPRINTS = [catalog.bp, environments.bp, values.bp]
+BLUEPRINTS = [catalog.bp, environments.bp, values.bp, hiera.bp, versions.bp, batch.bp,
+              cluster_routes.bp, tag_routes.bp, graph_routes.bp, plan_routes.bp,
+              upgrade_routes.bp,
+              git_http.bp, status.bp, webhook_receivers.bp, access.bp, secret_routes.bp]
 
 
 def create_app(config: dict[str, Any] | None = None, store: Store | None = None) -> Flask:
@@ -32,6 +54,7 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
     errors.register(app)
+    auth.register(app)  # one access check before every request of every blueprint
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     return app

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, request
 
-from gitstore.api.http import author, json_body, no_content, served, version_arg
+from gitstore.api.http import author, json_body, served, version_arg, written
 from gitstore.errors import NotFound
+from gitstore.keypaths import KEY_OPS
 
 bp = Blueprint("catalog", __name__, url_prefix="/api/v1/config")
 
@@ -36,8 +37,7 @@ def update_component(component_id: int):
 
 @bp.delete("/components/<int:component_id>")
 def delete_component(component_id: int):
-    _store().components.delete(component_id, author())
-    return no_content()
+    return written(_store().components.delete(component_id, author()))
 
 
 @bp.get("/resource_definitions")
@@ -63,13 +63,11 @@ def update_definition(definition_id: int):
 
 @bp.delete("/resource_definitions/<int:definition_id>")
 def delete_definition(definition_id: int):
-    _store().definitions.delete(definition_id, author())
-    return no_content()
+    return written(_store().definitions.delete(definition_id, author()))
 
 
 @bp.route("/resource_definitions/<int:definition_id>/keys/<op>", methods=["PUT", "PATCH"])
 def definition_keys(definition_id: int, op: str):
-    if op not in ("set", "delete"):
+    if op not in KEY_OPS:
         raise NotFound(f"unknown key operation {op!r}; use set or delete")
-    _store().definitions.update_keys(definition_id, op, json_body(), author())
-    return no_content()
+    return written(_store().definitions.update_keys(definition_id, op, json_body(), author()))

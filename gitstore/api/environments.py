@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, current_app
 
 from gitstore.api.http import author, json_body, no_content, served, version_arg
+from gitstore.errors import InvalidInput
 
 bp = Blueprint("environments", __name__, url_prefix="/api/v1/config/environments")
 
@@ -15,6 +16,10 @@ def _store():
 
 @bp.get("")
 def list_environments():
+    if version_arg() is not None:
+        raise InvalidInput("the environment list spans repositories and takes no 'version'; "
+                           "read one environment with /environments/<id>?version=...",
+                           key="version")
     return served(_store().environments.list())
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, jsonify
+from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from gitstore import errors
@@ -19,7 +19,10 @@ STATUS = {
     errors.UnknownRevision: 404,
     errors.NotFound: 404,
     errors.Conflict: 409,
+    errors.NotAllowed: 405,
     errors.ValidationFailed: 400,
+    errors.UnknownPin: 422,
+    errors.Undecryptable: 422,
     errors.InvalidInput: 400,
     errors.Unauthorized: 401,
     errors.Forbidden: 403,
@@ -47,6 +50,20 @@ def error_response(status: int, message: str, details: list | None = None, heade
     return response
 
 
+def _http_message(exc: HTTPException) -> str:
+    """Werkzeug's generic texts replaced by ones that name the request."""
+    default = type(exc).description
+    if exc.description and exc.description != default:
+        return exc.description
+    where = f"{request.method} {request.path}"
+    if exc.code == 404:
+        return f"no such route: {where} (see docs/api.md)"
+    if exc.code == 405:
+        allowed = ", ".join(sorted(exc.valid_methods or []))
+        return f"method not allowed: {where}; this route allows {allowed}"
+    return f"{exc.name}: {where}"
+
+
 def register(app: Flask) -> None:
     @app.errorhandler(errors.GitstoreError)
     def _gitstore_error(exc: errors.GitstoreError):
@@ -55,12 +72,9 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
-        message = exc.description or exc.name
-        if exc.code == 404:
-            message = "no such route: check the URL against docs/api.md"
-        response = error_response(exc.code or 500, message)
+        response = error_response(exc.code or 500, _http_message(exc))
         if exc.code == 405 and exc.valid_methods:
-            response.headers["Allow"] = ", ".join(exc.valid_methods)
+            response.headers["Allow"] = ", ".join(sorted(exc.valid_methods))
         return response
 
     @app.errorhandler(Exception)

@@ -17,6 +17,7 @@ from gitstore.backend.repository import Author
 from gitstore.errors import InvalidInput
 from gitstore.names import parse_flag
 from gitstore.served import Served
+from gitstore.validation import check_plain_data
 
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -29,13 +30,21 @@ def json_body() -> Any:
     if not raw.strip():
         raise InvalidInput("request body is empty; a JSON document is expected")
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"request body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise InvalidInput("request body is not valid JSON: nested too deeply") from exc
+    return check_plain_data(body)
 
 
 def flag(name: str) -> bool:
-    return parse_flag(request.args.get(name), name)
+    """A query flag; every occurrence must be valid and they must agree."""
+    values = {parse_flag(raw, name) for raw in request.args.getlist(name)}
+    if len(values) > 1:
+        raise InvalidInput(f"flag {name!r} is given more than once with different values",
+                           key=name)
+    return values.pop() if values else False
 
 
 def version_arg(name: str = "version") -> str | None:
@@ -53,12 +62,26 @@ def author() -> Author | None:
     return Author(user, f"{user}@gitstore")
 
 
+def may_reveal(env_id: int) -> bool:
+    """Whether the caller may see the secrets of environment `env_id` in plain text: it holds
+    the `secrets` role there, or the store is open (no access file)."""
+    identity = getattr(g, "identity", None)
+    if identity is not None:
+        return identity.has("secrets", env_id)
+    access = current_app.extensions.get("gitstore.access")
+    return access is None or access.policy() is None
+
+
 def to_json(data: Any) -> bytes:
     return current_app.json.dumps(data).encode("utf-8")
 
 
-def served(result: Served, status: int = 200) -> Response:
-    """A JSON response for a read, with version headers, ETag and conditional GET."""
+def served(result: Served, status: int = 200, *, weak: bool = False) -> Response:
+    """A JSON response for a read, with version headers, ETag and conditional GET.
+
+    `weak` marks the ETag weak (`W/"..."`): for documents whose bytes name the commit they were
+    read at while the ETag follows only the data inputs (equal meaning, not equal bytes).
+    """
     body = to_json(result.data)
     response = Response(body, status=status, mimetype="application/json")
     if result.commit:
@@ -68,16 +91,16 @@ def served(result: Served, status: int = 200) -> Response:
     if result.masked:
         response.headers["X-Gitstore-Masked"] = ",".join(result.masked)
     if request.method in ("GET", "HEAD") and status == 200:
-        _conditional(response, result, body)
+        _conditional(response, result, body, weak)
     return response
 
 
-def _conditional(response: Response, result: Served, body: bytes) -> None:
+def _conditional(response: Response, result: Served, body: bytes, weak: bool = False) -> None:
     if result.inputs:
         seed = repr((request.path, sorted(request.args.items(multi=True)), result.inputs))
     else:
         seed = repr((request.path, body))
-    response.set_etag(hashlib.sha256(seed.encode()).hexdigest()[:32])
+    response.set_etag(hashlib.sha256(seed.encode()).hexdigest()[:32], weak=weak)
     version = request.args.get("version")
     pinned = version is not None and _FULL_SHA.match(version.strip().lower())
     response.headers["Cache-Control"] = IMMUTABLE if pinned else MOVING

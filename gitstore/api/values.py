@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, current_app, g, request
+from werkzeug.exceptions import MethodNotAllowed
 
 from gitstore.api.http import author, flag, json_body, served, version_arg, written
 from gitstore.config import Query
 from gitstore.errors import NotFound
+from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS
+from gitstore.names import check_segment
 
 bp = Blueprint("values", __name__, url_prefix="/api/v1/config/environments")
 
@@ -37,10 +40,16 @@ def parse_address(rest: str) -> Address:
         index += 2
     tail = parts[index + 1 :]
     if len(tail) >= 2 and tail[-1] in KINDS:
-        return Address(pairs, "/".join(tail[:-1]), tail[-1], None)
+        return Address(pairs, _resource_ref(tail[:-1]), tail[-1], None)
     if len(tail) >= 4 and tail[-2] == "keys" and tail[-3] in KINDS:
-        return Address(pairs, "/".join(tail[:-3]), tail[-3], tail[-1])
+        return Address(pairs, _resource_ref(tail[:-3]), tail[-3], tail[-1])
     raise NotFound("no such route: expected .../resources/<resource>/values|overrides")
+
+
+def _resource_ref(segments: list[str]) -> str:
+    for segment in segments:
+        check_segment(segment, "resource name segment")
+    return "/".join(segments)
 
 
 def _store():
@@ -51,20 +60,33 @@ def _store():
 def read(env_id: int, rest: str):
     address = parse_address(rest)
     if address.op is not None:
-        raise NotFound("key operations take PUT or PATCH; read a key with GET ?key=")
+        raise MethodNotAllowed(valid_methods=["PUT", "PATCH"],
+                               description="key operations take PUT or PATCH; read a key "
+                               "with GET .../values?key=a.b")
     query = Query(effective=flag("effective"), show_lookup=flag("show_lookup"),
-                  key=request.args.get("key"), version=version_arg())
+                  key=request.args.get("key"), version=version_arg(), reveal=flag("reveal"))
+    if flag("explain"):
+        return served(_store().versions.explain(env_id, address.pairs, address.resource,
+                                                query.key, query.version,
+                                                effective=query.effective, reveal=query.reveal,
+                                                who=g.user))
     return served(_store().config.read(env_id, address.pairs, address.resource, address.kind,
-                                       query))
+                                       query, who=g.user))
 
 
 @bp.route("/<int:env_id>/<path:rest>", methods=["PUT", "PATCH"])
 def write(env_id: int, rest: str):
     address = parse_address(rest)
     config = _store().config
+    if address.op is None and request.method == "PATCH":
+        raise MethodNotAllowed(valid_methods=["GET", "HEAD", "PUT"],
+                               description="a values or overrides document is replaced with "
+                               "PUT; PATCH applies only to .../keys/set|delete")
     if address.op is None:
         result = config.put(env_id, address.pairs, address.resource, address.kind, json_body(),
                             author())
+    elif address.op not in KEY_OPS:
+        raise NotFound(f"unknown key operation {address.op!r}; use set or delete")
     else:
         result = config.update_keys(env_id, address.pairs, address.resource, address.kind,
                                     address.op, json_body(), author())

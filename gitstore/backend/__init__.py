@@ -1,1 +1,16 @@
-"""Git storage: the only package that imports pygit2."""
+"""Git storage: the only package that imports pygit2.
+
+libgit2 keeps a parsed tree in its per-repository object cache only if the tree is at most
+4 KiB. A level folder of a large environment (`nodes/` with thousands of value folders) is far
+bigger, so every path lookup below it would inflate and parse it again (about 1 ms each for
+2,000 nodes): measured, validating 2,000 nodes took 12 s instead of 1 s. Trees up to
+`TREE_CACHE_LIMIT` are cached (libgit2 bounds the whole cache, 256 MiB by default).
+"""
+
+from __future__ import annotations
+
+import pygit2
+
+TREE_CACHE_LIMIT = 16 * 1024 * 1024
+
+pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)

@@ -3,11 +3,20 @@
 The facade builds a ChangeSet from a Snapshot; the repository turns it into new tree objects.
 This is the one door every write goes through, which is where encryption of secret leaves will
 slot in.
+
+Entries apply in the order they were made, the way a sequence of file-system operations would:
+`delete("a")` then `put("a/b", ...)` leaves a folder `a` holding only `b`, and `put("a/b", ...)`
+then `delete("a")` leaves no `a`. To keep that true when the tree is built, an entry replaces
+every earlier entry at or below its path and moves to the end.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from gitstore.errors import InvalidInput
+
+_BAD_SEGMENTS = frozenset({"", ".", "..", ".git"})
 
 
 @dataclass(frozen=True)
@@ -26,14 +35,32 @@ class ChangeSet:
     entries: dict[str, bytes | Graft | None] = field(default_factory=dict)
 
     def put(self, path: str, data: bytes) -> None:
-        self.entries[path] = data
+        """Write file `path` (replacing a file or a whole folder there)."""
+        self._record(path, bytes(data))
 
     def delete(self, path: str) -> None:
-        """Delete a file or a whole folder."""
-        self.entries[path] = None
+        """Delete a file or a whole folder (nothing happens if `path` does not exist)."""
+        self._record(path, None)
 
     def graft(self, path: str, graft: Graft) -> None:
-        self.entries[path] = graft
+        """Place an existing tree or blob at `path`."""
+        self._record(path, graft)
+
+    def _record(self, path: str, change: bytes | Graft | None) -> None:
+        path = _normal(path)
+        below = path + "/"
+        for earlier in [p for p in self.entries if p == path or p.startswith(below)]:
+            del self.entries[earlier]
+        self.entries[path] = change
 
     def __bool__(self) -> bool:
         return bool(self.entries)
+
+
+def _normal(path: str) -> str:
+    """`path` without surrounding slashes; InvalidInput if a segment cannot name a tree entry."""
+    normal = path.strip("/")
+    if any(segment in _BAD_SEGMENTS for segment in normal.split("/")):
+        raise InvalidInput(f"path {path!r} cannot be stored: empty, '.', '..' or '.git' segment",
+                           path=path)
+    return normal

@@ -6,10 +6,19 @@ launcher script that runs them with the interpreter that runs gitstore.
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
-#: Hook name -> launcher body. Filled by the GitOps gate (pre-receive); empty means none.
-HOOKS: dict[str, str] = {}
+_PRE_RECEIVE = """#!/bin/sh
+# The gitstore push gate (webhooks/pre_receive.py). Written by gitstore when a repository is
+# created and by `gitstore init`; edits are overwritten.
+exec {python} -P -m webhooks.pre_receive
+"""
+
+#: Hook name -> launcher template; `{python}` becomes the interpreter running gitstore at
+#: install time, so the hook runs with the same packages whatever PATH git gives it.
+HOOKS: dict[str, str] = {"pre-receive": _PRE_RECEIVE}
 
 
 def install_hooks(repo_path: Path) -> None:
@@ -17,6 +26,8 @@ def install_hooks(repo_path: Path) -> None:
     hooks_dir = Path(repo_path) / "hooks"
     hooks_dir.mkdir(exist_ok=True)
     for name, body in HOOKS.items():
-        target = hooks_dir / name
-        target.write_text(body)
-        target.chmod(0o755)
+        # Written aside, then renamed: a push running meanwhile sees the old or the new hook.
+        partial = hooks_dir / f".{name}.tmp"
+        partial.write_text(body.format(python=shlex.quote(sys.executable)))
+        partial.chmod(0o755)
+        partial.replace(hooks_dir / name)

@@ -16,21 +16,26 @@ from __future__ import annotations
 import fcntl
 import os
 import random
+import re
+import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pygit2
 
-from gitstore.backend import refs
-from gitstore.backend.cache import LRUCache
-from gitstore.backend.changes import ChangeSet
+from gitstore import yamlio
+from gitstore.backend import refs, revisions
+from gitstore.backend.cache import PARSED_BLOBS, LRUCache
+from gitstore.backend.changes import ChangeSet, Graft
+from gitstore.backend.revisions import FileChange, TagInfo
 from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
 from gitstore.backend.trees import build_tree
-from gitstore.errors import Conflict, NotFound, UnknownRevision
+from gitstore.errors import Conflict, NotFound, Unavailable, UnknownRevision
 
 MAIN = "refs/heads/main"
 MAX_ATTEMPTS = 50
@@ -38,6 +43,9 @@ _WRITE_LOCK = "gitstore-write.lock"
 
 #: First-parent depth (the integer version) by commit id: immutable, so shared by the process.
 _DEPTHS = LRUCache(max_entries=200_000)
+#: Commit id of version N as seen from a head: (path, head, N) never changes meaning.
+_AT_VERSION = LRUCache(max_entries=10_000)
+_FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,24 @@ class Repository:
         repo._commit_on(None, first, author)
         return repo
 
+    @classmethod
+    def create_clone(cls, path: Path, name: str, source: Repository, operation: Operation,
+                     author: Author) -> Repository:
+        """Initialise a bare repository at `path` holding the history of `source`'s main plus
+        one commit that `operation` makes on top of it, so `git log` and `git diff` connect them.
+
+        The objects are copied (a local `git fetch`), never shared through alternates: the new
+        repository stays whole when `source` is archived.
+        """
+        pygit2.init_repository(str(path), bare=True, initial_head="main")
+        _fetch_main(source, Path(path))
+        repo = cls(path, name)
+        head = repo.head()
+        if head is None:
+            raise NotFound(f"repository {source.name} has no commits")
+        repo._commit_on(head, operation(repo._snapshot_of(repo.git[head])), author)
+        return repo
+
     @property
     def git(self) -> pygit2.Repository:
         """This thread's pygit2 handle (handles are not shared between threads)."""
@@ -93,7 +119,9 @@ class Repository:
 
     def snapshot(self, version: str | int | None = None) -> Snapshot:
         """The tree of `version` (None: the head of main)."""
-        commit = self._resolve(version)
+        return self._snapshot_of(self._resolve(version))
+
+    def _snapshot_of(self, commit: pygit2.Commit) -> Snapshot:
         return Snapshot(self.git, commit, self.name, self.depth(str(commit.id)))
 
     def _resolve(self, version: str | int | None) -> pygit2.Commit:
@@ -103,9 +131,17 @@ class Repository:
                 raise NotFound(f"repository {self.name} has no commits")
             return self.git[head]
         text = str(version).strip()
+        if _FULL_SHA.fullmatch(text):
+            return self._commit_by_id(text)
         if text.isdigit():
             return self._commit_at_version(int(text), text)
         return self._revparse(text)
+
+    def _commit_by_id(self, text: str) -> pygit2.Commit:
+        try:
+            return self.git[text].peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
+            raise UnknownRevision(text, self.name) from exc
 
     def _revparse(self, text: str) -> pygit2.Commit:
         if text.startswith("-") or any(ch in text for ch in "\0\n\r"):
@@ -124,9 +160,14 @@ class Repository:
         steps = self.depth(head) - number
         if steps < 0:
             raise UnknownRevision(text, self.name)
+        key = (self.path, head, number)
+        known = _AT_VERSION.get(key)
+        if known is not None:
+            return self.git[known]
         commit = self.git[head]
         for _ in range(steps):
             commit = self.git[commit.parent_ids[0]]
+        _AT_VERSION.put(key, str(commit.id))
         return commit
 
     def depth(self, commit_id: str) -> int:
@@ -152,7 +193,9 @@ class Repository:
     def commit_info(self, commit_id: str) -> CommitInfo:
         return commit_info(self.git[commit_id])
 
-    def first_parent_log(self, start: str | None = None, limit: int | None = None):
+    def first_parent_log(
+        self, start: str | None = None, limit: int | None = None
+    ) -> Iterator[CommitInfo]:
         """CommitInfo of the first-parent chain from `start` (default head), newest first."""
         head = start or self.head()
         commit = self.git[head] if head else None
@@ -161,6 +204,54 @@ class Repository:
             yield commit_info(commit)
             count += 1
             commit = self.git[commit.parent_ids[0]] if commit.parent_ids else None
+
+    # -- several commits (history, diff, revert, labels) ---------------------------------
+    def parent(self, commit_id: str) -> str | None:
+        """The first parent of a commit (None for the root)."""
+        parents = self.git[commit_id].parent_ids
+        return str(parents[0]) if parents else None
+
+    def object_ids(self, commit_id: str, paths: Sequence[str]) -> tuple[str | None, ...]:
+        """The object id of each path in the commit's tree (None where absent)."""
+        tree = self.git[commit_id].tree
+        return tuple(_id_of(revisions.lookup(tree, path)) for path in paths)
+
+    def changed_files(self, commit_id: str, under: Sequence[str] = ("",),
+                      skip: Sequence[str] = ()) -> list[FileChange]:
+        """Files the commit changed against its first parent, below the folders `under`.
+
+        `skip` names top-level entries left out when `under` holds the root (``""``).
+        """
+        commit = self.git[commit_id]
+        before = self.git[commit.parent_ids[0]].tree if commit.parent_ids else None
+        changes = []
+        for path in under:
+            old, new = revisions.lookup(before, path), revisions.lookup(commit.tree, path)
+            changes.extend(revisions.compare(old, new, path.strip("/"), skip if not path else ()))
+        return changes
+
+    def blob(self, blob_id: str) -> bytes:
+        return self.git[blob_id].data
+
+    def blob_yaml(self, blob_id: str, label: str) -> Any:
+        """The parsed YAML of a blob (shared cache: never mutate it)."""
+        return PARSED_BLOBS.get_or_compute(
+            blob_id, lambda: yamlio.load(self.git[blob_id].data, path=f"{self.name}:{label}"))
+
+    def revert_entries(self, commit_id: str, head_id: str) -> dict[str, Graft | None]:
+        """Changes that undo commit `commit_id` on top of `head_id`; Conflict names clashes."""
+        return revisions.revert_entries(self.git, self.git[commit_id], self.git[head_id])
+
+    def tags(self) -> list[TagInfo]:
+        return revisions.tags(self.git)
+
+    def create_tag(self, name: str, commit_id: str, author: Author, message: str) -> TagInfo:
+        """Tag `commit_id` as `name` (annotated); Conflict if the tag exists (never moved)."""
+        tag_id = revisions.tag_object(self.git, name, commit_id, (author.name, author.email),
+                                      message)
+        if not refs.compare_and_swap(self.path, revisions.TAGS + name, None, tag_id):
+            raise Conflict(f"label {name!r} already exists in {self.name}", key="name")
+        return revisions.tag_info(self.git, revisions.TAGS + name)
 
     # -- writing ---------------------------------------------------------------------------
     def update(self, operation: Operation, author: Author) -> WriteResult:
@@ -175,7 +266,7 @@ class Repository:
 
     def _attempt(self, operation: Operation, author: Author) -> WriteResult | None:
         head = self.head()
-        snapshot = self.snapshot(head) if head else None
+        snapshot = self._snapshot_of(self.git[head]) if head else None
         changes = operation(snapshot)
         return self._commit_on(head, changes, author)
 
@@ -190,9 +281,17 @@ class Repository:
         parents = [pygit2.Oid(hex=head)] if head else []
         message = (changes.message or "gitstore: update").rstrip() + "\n"
         commit_id = str(git.create_commit(None, signature, committer, message, tree_id, parents))
-        if not refs.compare_and_swap(self.path, MAIN, head, commit_id):
+        if not refs.compare_and_swap(self.path, MAIN, head, commit_id, durable=self._durable()):
             return None
         return WriteResult(commit_id, self.depth(commit_id), changed=True)
+
+    def _durable(self) -> bool:
+        """Whether writes must survive a power loss: git's `core.fsyncObjectFiles`, which
+        libgit2 already obeys for the objects; the ref is then flushed after them."""
+        try:
+            return self.git.config.get_bool("core.fsyncObjectFiles")
+        except (KeyError, pygit2.GitError):
+            return False
 
     @contextmanager
     def _write_lock(self):
@@ -203,3 +302,19 @@ class Repository:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+
+def _fetch_main(source: Repository, target: Path) -> None:
+    """Copy `source`'s main, with every object it reaches, into `target`'s main."""
+    command = ["git", "--git-dir", str(target), "fetch", "--quiet", "--no-tags",
+               "--no-write-fetch-head", "--update-head-ok", "--", str(source.path.resolve()),
+               f"+{MAIN}:{MAIN}"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        detail = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise Unavailable(f"copying the history of {source.name} failed: {detail}")
+
+
+def _id_of(obj) -> str | None:
+    return str(obj.id) if obj is not None else None

@@ -121,6 +121,16 @@ class Snapshot:
         return commit_info(self._commit)
 
 
+def parsed_blob(data: bytes, label: str) -> Any:
+    """The parsed YAML of file content `data`, from the blob-id cache every Snapshot shares.
+
+    Never mutate the result. A parse error is InvalidInput naming `label`.
+    """
+    return PARSED_BLOBS.get_or_compute(
+        str(pygit2.hash(data)), lambda: yamlio.load(data, path=label)
+    )
+
+
 def commit_info(commit: pygit2.Commit) -> CommitInfo:
     author = commit.author
     when = datetime.fromtimestamp(author.time, UTC).isoformat().replace("+00:00", "Z")

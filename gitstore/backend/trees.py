@@ -1,7 +1,8 @@
 """Build a new tree from a base tree and a change set, touching only the changed paths.
 
 Only the trees on the path to a changed file are rebuilt; every other subtree is reused by id,
-so a one-file write costs the depth of the path, not the size of the repository.
+so a one-file write costs the depth of the path, not the size of the repository. A folder left
+empty disappears (git stores no empty trees below the root).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from gitstore.backend.changes import Graft
 _Change = bytes | Graft | None
 
 
-def build_tree(repo: pygit2.Repository, base: pygit2.Tree | None, entries: dict[str, _Change]):
-    """The id of `base` with `entries` applied (an empty result is the empty tree)."""
+def build_tree(
+    repo: pygit2.Repository, base: pygit2.Tree | None, entries: dict[str, _Change]
+) -> pygit2.Oid:
+    """The id of `base` with `entries` applied in order (an empty result is the empty tree)."""
     oid = _build(repo, base, entries)
     return oid if oid is not None else repo.TreeBuilder().write()
 
@@ -25,7 +28,8 @@ def _build(repo: pygit2.Repository, tree: pygit2.Tree | None, entries: dict[str,
     for name, change in direct.items():
         _apply_direct(repo, builder, name, change)
     for name, sub_entries in nested.items():
-        sub_oid = _build(repo, _subtree(tree, name), sub_entries)
+        base = _base_below(repo, tree, name, direct)
+        sub_oid = _build(repo, base, sub_entries)
         if sub_oid is None:
             _remove(builder, name)
         else:
@@ -36,6 +40,10 @@ def _build(repo: pygit2.Repository, tree: pygit2.Tree | None, entries: dict[str,
 
 
 def _split(entries: dict[str, _Change]):
+    """Changes of direct children, and per child folder the changes below it.
+
+    A direct change of `name` supersedes the changes below `name` made before it.
+    """
     direct: dict[str, _Change] = {}
     nested: dict[str, dict[str, _Change]] = {}
     for path, change in entries.items():
@@ -44,7 +52,18 @@ def _split(entries: dict[str, _Change]):
             nested.setdefault(head, {})[rest] = change
         else:
             direct[head] = change
+            nested.pop(head, None)
     return direct, nested
+
+
+def _base_below(repo, tree: pygit2.Tree | None, name: str, direct: dict[str, _Change]):
+    """The folder that changes below `name` apply to: what a direct change put there, if any."""
+    if name not in direct:
+        return _subtree(tree, name)
+    change = direct[name]
+    if isinstance(change, Graft) and change.is_tree:
+        return repo[change.object_id]
+    return None  # deleted, or replaced by a file: the folder starts empty
 
 
 def _apply_direct(repo, builder, name: str, change: _Change) -> None:

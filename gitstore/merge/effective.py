@@ -44,16 +44,29 @@ def strip_knockouts(value: Any) -> Any:
     return {k: strip_knockouts(v) for k, v in value.items() if _knocked(k) is None}
 
 
+def _without_knocked(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `base` without the keys `layer` knocks out.
+
+    Knock-outs apply to what the layer inherits, before its own keys: `{--a: ~, a: {x: 1}}`
+    replaces an inherited mapping `a` whole instead of merging into it, in any key order.
+    """
+    result = dict(base)
+    for key in layer:
+        target = _knocked(key)
+        if target is not None:
+            result.pop(target, None)
+    return result
+
+
 def deep_merge(base: Any, layer: Any) -> Any:
     """`layer` over `base`: mappings merge recursively, lists and scalars are replaced."""
     if not isinstance(base, Mapping) or not isinstance(layer, Mapping):
         return strip_knockouts(layer)
-    result = dict(base)
+    result = _without_knocked(base, layer)
     for key, value in layer.items():
-        target = _knocked(key)
-        if target is not None:
-            result.pop(target, None)
-        elif isinstance(result.get(key), Mapping) and isinstance(value, Mapping):
+        if _knocked(key) is not None:
+            continue
+        if isinstance(result.get(key), Mapping) and isinstance(value, Mapping):
             result[key] = deep_merge(result[key], value)
         else:
             result[key] = strip_knockouts(value)
@@ -61,20 +74,20 @@ def deep_merge(base: Any, layer: Any) -> Any:
 
 
 def shallow_merge(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
-    """`layer` over `base`, top-level keys replaced whole (the legacy ConfigDB behaviour)."""
-    result = dict(base)
+    """`layer` over `base`, top-level keys replaced whole (the legacy ConfigDB behaviour).
+
+    A top-level `--key` knocks an inherited key out here too; no `--` key reaches the result.
+    """
+    result = _without_knocked(base, layer)
     for key, value in layer.items():
-        target = _knocked(key)
-        if target is not None:
-            result.pop(target, None)
-        else:
-            result[key] = value
+        if _knocked(key) is None:
+            result[key] = strip_knockouts(value)
     return result
 
 
 def merge_layers(layers: Iterable[Layer], mode: str = DEEP) -> dict[str, Any]:
     """The effective document of `layers`, given least specific first."""
-    merge = deep_merge if mode == DEEP else shallow_merge
+    merge = shallow_merge if mode == SHALLOW else deep_merge
     result: dict[str, Any] = {}
     for layer in layers:
         if layer.data:
@@ -86,12 +99,9 @@ def lookup_sources(layers: Iterable[Layer]) -> dict[str, str]:
     """For each top-level key of the result, the scope of the most specific layer that set it."""
     sources: dict[str, str] = {}
     for layer in layers:
-        for key in layer.data or {}:
-            target = _knocked(key)
-            if target is not None:
-                sources.pop(target, None)
-            else:
-                sources[key] = layer.scope
+        data = layer.data or {}
+        sources = _without_knocked(sources, data)
+        sources.update((key, layer.scope) for key in data if _knocked(key) is None)
     return sources
 
 

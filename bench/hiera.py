@@ -1,0 +1,320 @@
+"""Benchmark: 200 Hiera keys of one node in one compile, YAML files against the gitstore backend.
+
+(a) Hiera's own `yaml_data` backend reads the node's data exported to files, one file per level;
+(b) `gitstore::data_hash` reads the same data from the real server (gunicorn, 2 workers) with one
+request per compile. Both use the Fuel hierarchy of `puppet/examples/hiera.yaml` and Fuel's
+astute.yaml of a compute node (shared/data/fuel), so every key walks the same levels.
+
+Two measurements, five runs each after a warm-up, medians, ratio (b)/(a):
+- the `puppet lookup --compile` command (a process per compile: what an operator runs);
+- warm compiles in one Ruby process (`bench/hiera_compile.rb`: what a Puppet master does).
+
+Usage: .venv/bin/python bench/hiera.py [--runs N] [--smoke]
+`--smoke` (for CI) makes one warm compile per backend, checks that both backends return the
+same 200 values, and skips the command-line part: a few seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+
+from gitstore import Store  # noqa: E402 - after the path set-up for running as a script
+from gitstore.backend.changes import ChangeSet  # noqa: E402
+from gitstore.backend.repository import Author  # noqa: E402
+
+FUEL_DATA = PROJECT.parent / "shared" / "data" / "fuel"
+EXAMPLE_HIERA = PROJECT / "puppet" / "examples" / "hiera.yaml"
+WARM_SCRIPT = PROJECT / "bench" / "hiera_compile.rb"
+NODE, FQDN = "127", "node-127.test.domain.local"
+KEYS = 200
+AUTHOR = Author("bench", "bench@example.com")
+MISSING = "__missing__"
+ACCESS_LOG = "access.log"
+PLUGIN_KEYS = {"lma_collector": {"enabled": True}, "elasticsearch_kibana": {"enabled": False},
+               "influxdb_grafana": {"enabled": True}, "zabbix_monitoring": {"enabled": False},
+               "contrail": {"enabled": False}}
+
+
+# -- data ------------------------------------------------------------------------------------
+def fuel_documents() -> dict[tuple, dict]:
+    """Node 127's levels: astute as uploaded, globals derived from it, plugin and node data."""
+    astute = yaml.safe_load((FUEL_DATA / "astute" / "compute.yaml").read_text())
+    globals_ = {f"{key}_{sub}": value for key, section in astute.items()
+                if isinstance(section, dict) for sub, value in section.items()}
+    node = (("nodes", NODE),)
+    override = lambda name: yaml.safe_load((FUEL_DATA / "hiera-override" / name).read_text())  # noqa: E731
+    return {
+        (node, "astute", "values"): astute,
+        (node, "globals", "values"): {**globals_, "lookup_options": {
+            "configuration": {"merge": "deep"}}},
+        ((), "override/plugins", "values"): {**PLUGIN_KEYS, "debug": True,
+                                             **override("openstack-network-plugins-ml2.yaml")},
+        (node, "override/node", "values"): {"libvirt_type": "kvm", "debug": False},
+        ((), "override/configuration/cluster", "values"): override("keystone-keystone.yaml"),
+        (node, "override/configuration/role", "values"):
+            override("openstack-network-server-config.yaml"),
+        (node, "override/configuration/node", "values"):
+            override("openstack-network-agents-dhcp.yaml"),
+    }
+
+
+def build_store(root: Path) -> Store:
+    store = Store.init(root)
+    levels = [entry["uri"] for entry in yaml.safe_load(EXAMPLE_HIERA.read_text())["hierarchy"]]
+    store.components.create({"name": "fuel",
+                             "resource_definitions": [{"name": n} for n in levels]})
+    store.environments.create({"id": 1, "components": ["fuel"], "hierarchy_levels": ["nodes"]})
+    store.config.write_many(1, fuel_documents(), "bench: Fuel data of node 127", AUTHOR)
+
+    def inventory(snapshot):
+        changes = ChangeSet("inventory: node 127")
+        changes.put(f"inventory/nodes/{NODE}.yaml", f"id: {NODE}\nfqdn: {FQDN}\n".encode())
+        return changes
+
+    store.environment_repo(1).update(inventory, AUTHOR)
+    return store
+
+
+def bench_keys(document: dict) -> list[str]:
+    """200 keys found at different levels: astute's, the derived globals, the plugins'."""
+    resources = document["resources"]
+    keys = list(resources["astute"]) + list(PLUGIN_KEYS)
+    keys += [k for k in resources["globals"] if k != "lookup_options"]
+    return list(dict.fromkeys(keys))[:KEYS]
+
+
+def export_yaml(document: dict, datadir: Path) -> None:
+    """Each resource's effective values at the node as `<datadir>/<resource>.yaml`."""
+    for name, values in document["resources"].items():
+        path = datadir / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(values, sort_keys=False))
+
+
+# -- the server ------------------------------------------------------------------------------
+def start_server(root: Path, logs: Path) -> tuple[subprocess.Popen, str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    env = {"PATH": os.environ["PATH"], "HOME": str(logs), "GITSTORE_ROOT": str(root)}
+    with (logs / "gunicorn.log").open("w") as log:
+        process = subprocess.Popen([str(gunicorn), "-w", "2", "-b", f"127.0.0.1:{port}",
+                                    "--access-logfile", str(logs / ACCESS_LOG),
+                                    "gitstore.api:create_app()"], env=env, stdout=log,
+                                   stderr=log, cwd=PROJECT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/api/v1/config/environments", timeout=5).close()
+            return process, url
+        except (urllib.error.URLError, OSError):
+            if process.poll() is not None:
+                break
+            time.sleep(0.1)
+    process.terminate()
+    raise SystemExit(f"gunicorn did not start: {(logs / 'gunicorn.log').read_text()[-2000:]}")
+
+
+def node_document(url: str) -> dict:
+    """The node document, fetched a few times so both workers have warmed their caches."""
+    for _ in range(4):
+        with urllib.request.urlopen(f"{url}/api/v1/hiera/1/{FQDN}", timeout=10) as response:
+            document = json.load(response)
+    return document
+
+
+def hiera_requests(logs: Path) -> int:
+    """How many node documents the server has served (gunicorn's access log)."""
+    path = logs / ACCESS_LOG
+    return sum("/api/v1/hiera/" in line for line in path.read_text().splitlines())
+
+
+# -- Puppet ----------------------------------------------------------------------------------
+class Site:
+    """Puppet confined to one folder, with environments `yaml_files` and `gitstore`."""
+
+    FOLDERS = {"confdir": "conf", "codedir": "code", "vardir": "var", "logdir": "log",
+               "rundir": "run", "ssldir": "ssl"}
+
+    def __init__(self, base: Path, url: str, keys: list[str], document: dict) -> None:
+        self.base = base
+        for sub in self.FOLDERS.values():
+            (base / sub).mkdir(parents=True, exist_ok=True)
+        (base / "code/modules").mkdir()
+        (base / "code/modules/gitstore").symlink_to(PROJECT / "puppet")
+        example = yaml.safe_load(EXAMPLE_HIERA.read_text())
+        gitstore = {**example, "defaults": {"data_hash": "gitstore::data_hash", "options": {
+            "url": url, "environment": 1, "node": "%{trusted.certname}"}}}
+        files = {"version": 5, "defaults": {"data_hash": "yaml_data", "datadir": "data"},
+                 "hierarchy": [{"name": e["name"], "path": f"{e['uri']}.yaml"}
+                               for e in example["hierarchy"]]}
+        self._environment("gitstore", gitstore, keys)
+        self._environment("yaml_files", files, keys)
+        export_yaml(document, base / "code/environments/yaml_files/data")
+        self.facts = {"clientcert": FQDN, "hostname": FQDN.split(".")[0],
+                      "domain": FQDN.split(".", 1)[1], "fqdn": FQDN}
+        (base / "facts.yaml").write_text(yaml.safe_dump(self.facts))
+
+    def _environment(self, name: str, hiera: dict, keys: list[str]) -> None:
+        folder = self.base / "code/environments" / name
+        (folder / "manifests").mkdir(parents=True)
+        (folder / "hiera.yaml").write_text(yaml.safe_dump(hiera, sort_keys=False))
+        listed = ",\n  ".join(f"'{key}'" for key in keys)
+        (folder / "manifests/site.pp").write_text(
+            f"$keys = [\n  {listed},\n]\n"
+            f"$values = Hash($keys.map |$key| {{ [$key, lookup($key, undef, undef, "
+            f"'{MISSING}')] }})\n")
+
+    def args(self) -> list[str]:
+        return [f"--{opt}={self.base / sub}" for opt, sub in self.FOLDERS.items()]
+
+    def lookup_command(self, environment: str, key: str) -> list[str]:
+        return ["puppet", "lookup", *self.args(), "--environment", environment, "--node", FQDN,
+                "--facts", str(self.base / "facts.yaml"), "--facts_terminus", "yaml",
+                "--compile", key]
+
+    def env(self) -> dict[str, str]:
+        return {"PATH": os.environ["PATH"], "HOME": str(self.base), "LANG": "C.UTF-8"}
+
+
+def server_cpu(master: int) -> float:
+    """CPU seconds used so far by gunicorn's master `master` and its workers (from /proc)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # a process that ended while we looked
+        if int(stat.parent.name) == master or int(fields[1]) == master:
+            total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def cli_times(site: Site, key: str, runs: int, master: int) -> dict[str, dict[str, list]]:
+    """`puppet lookup --compile` per backend, interleaved, after one warm-up of each.
+
+    For each run: wall time, and CPU time of the command plus (for gitstore) the server's.
+    """
+    results = {env: {"times": [], "cpu": []} for env in ("yaml_files", "gitstore")}
+    for attempt in range(runs + 1):
+        for environment, result in results.items():
+            started, cpu, served = time.perf_counter(), _children_cpu(), server_cpu(master)
+            subprocess.run(site.lookup_command(environment, key), env=site.env(), check=True,
+                           capture_output=True)
+            if attempt:
+                result["times"].append(time.perf_counter() - started)
+                result["cpu"].append(_children_cpu() - cpu + server_cpu(master) - served)
+    return results
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def warm_results(site: Site, runs: int, warmups: int, master: int) -> dict:
+    """Per-backend compile times and looked-up values from one Ruby process.
+
+    The server's CPU during the run, spread over the gitstore compiles (warm-ups included, so
+    slightly high), is added to each gitstore compile's CPU time.
+    """
+    settings = site.base / "warm.json"
+    settings.write_text(json.dumps({
+        "puppet_args": site.args(), "certname": FQDN, "facts": site.facts,
+        "environments": ["yaml_files", "gitstore"], "runs": runs, "warmups": warmups}))
+    served, requests = server_cpu(master), hiera_requests(site.base.parent)
+    done = subprocess.run(["ruby", str(WARM_SCRIPT), str(settings)], env=site.env(),
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"warm compiles failed:\n{done.stderr[-3000:]}")
+    time.sleep(0.2)  # gunicorn writes the access log line after the response
+    made = hiera_requests(site.base.parent) - requests
+    if made != runs + warmups:
+        raise SystemExit(f"{runs + warmups} gitstore compiles made {made} requests, not one each")
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    per_compile = (server_cpu(master) - served) / (runs + warmups)
+    results["gitstore"]["cpu"] = [cpu + per_compile for cpu in results["gitstore"]["cpu"]]
+    return results
+
+
+def check_same_values(results: dict, keys: list[str]) -> None:
+    """Both backends must return the same value for every key, and find every key."""
+    files, gitstore = results["yaml_files"]["values"], results["gitstore"]["values"]
+    missing = [key for key in keys if gitstore.get(key) == MISSING]
+    different = [key for key in keys if files.get(key) != gitstore.get(key)]
+    if missing or different or len(gitstore) != len(keys):
+        raise SystemExit(f"backends disagree: missing {missing[:5]}, different {different[:5]}")
+
+
+# -- report ----------------------------------------------------------------------------------
+def report(title: str, results: dict[str, dict[str, list]]) -> float:
+    """Print wall and CPU medians per backend; return the wall-time ratio gitstore/yaml."""
+    ratios = {}
+    for measure in ("times", "cpu"):
+        files = statistics.median(results["yaml_files"][measure])
+        gitstore = statistics.median(results["gitstore"][measure])
+        ratios[measure] = gitstore / files
+        label = "wall" if measure == "times" else "cpu (client + server)"
+        print(f"{title}, {label}: yaml files {files * 1000:.1f} ms, gitstore "
+              f"{gitstore * 1000:.1f} ms (medians of {len(results['gitstore'][measure])}); "
+              f"ratio {ratios[measure]:.3f}")
+    return ratios["times"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="measured runs per backend")
+    parser.add_argument("--smoke", action="store_true", help="quick correctness run for CI")
+    options = parser.parse_args(argv)
+    if shutil.which("puppet") is None:
+        raise SystemExit("puppet is not installed (apt-get install -y puppet)")
+    base = Path(tempfile.mkdtemp(prefix="gitstore-bench-hiera-"))
+    server = None
+    try:
+        store = build_store(base / "store")
+        server, url = start_server(store.root, base)
+        document = node_document(url)
+        keys = bench_keys(document)
+        site = Site(base / "puppet", url, keys, document)
+        warm = warm_results(site, 1 if options.smoke else options.runs, 1, server.pid)
+        check_same_values(warm, keys)
+        print(f"{len(keys)} keys, node {FQDN}, {len(document['resources'])} hierarchy levels; "
+              "both backends return the same values")
+        print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+        warm_ratio = report("warm compile (one Ruby process)", warm)
+        if options.smoke:
+            return 0
+        cli = cli_times(site, keys[0], options.runs, server.pid)
+        cli_ratio = report("puppet lookup --compile (command)", cli)
+        print(f"targets: command <= 1.05 ({'met' if cli_ratio <= 1.05 else 'MISSED'}), "
+              f"warm <= 1.3 ({'met' if warm_ratio <= 1.3 else 'MISSED'})")
+        return 0
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=10)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Where a command talks: the top-level connection options and the client built from them.
+
+The root group stores a `Connection` on the click context; a store command asks it for its
+client with `@pass_client`. The client is built on first use (once per run), so commands with
+their own required arguments (`init`, `serve`) never need --url or --root.
+
+Other command modules use this module as is::
+
+    from cli.connection import pass_client
+
+    @click.command()
+    @pass_client
+    def history(client, ...): ...
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from cli.client import Client, HttpClient, LocalClient
+from gitstore.backend.repository import Author
+
+
+@dataclass
+class Connection:
+    """The connection options of one `gitstore` run."""
+
+    url: str | None = None
+    root: str | None = None
+    token: str | None = None
+    user: str | None = None
+    password: str | None = None
+    cacert: str | None = None
+    _client: Client | None = field(default=None, repr=False)
+
+    def client(self) -> Client:
+        """The client for --url or --root; a usage error unless exactly one was given."""
+        if self._client is None:
+            self._client = self._build()
+        return self._client
+
+    def _build(self) -> Client:
+        if bool(self.url) == bool(self.root):
+            given = "both were" if self.url else "neither was"
+            raise click.UsageError(
+                f"give exactly one of --url (GITSTORE_URL) or --root (GITSTORE_ROOT); "
+                f"{given} given", ctx=click.get_current_context(silent=True))
+        if self.root:
+            return LocalClient(self.root, author=self._local_author())
+        self._check_http_options()
+        return HttpClient(self.url, token=self.token, user=self.user, password=self.password,
+                          cacert=self.cacert)
+
+    def _check_http_options(self) -> None:
+        ctx = click.get_current_context(silent=True)
+        scheme = urllib.parse.urlsplit(self.url or "").scheme
+        if scheme not in ("http", "https"):
+            raise click.UsageError(f"--url {self.url!r} must start with http:// or https://",
+                                   ctx=ctx)
+        if self.token and self.user:
+            raise click.UsageError("give --token or --user/--password, not both", ctx=ctx)
+        if bool(self.user) != bool(self.password):
+            raise click.UsageError("--user and --password go together", ctx=ctx)
+
+    def _local_author(self) -> Author | None:
+        """Who a local write is by: --user, else git's author variables, else the default."""
+        if self.user:
+            return Author(self.user, f"{self.user}@gitstore")
+        name = os.environ.get("GIT_AUTHOR_NAME")
+        if name:
+            return Author(name, os.environ.get("GIT_AUTHOR_EMAIL") or f"{name}@gitstore")
+        return None
+
+
+def current_client() -> Client:
+    """The client of the running command (see `Connection.client`)."""
+    return click.get_current_context().find_object(Connection).client()
+
+
+def pass_client(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a click callback so its first argument is the run's client."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return command(current_client(), *args, **kwargs)
+
+    return wrapper

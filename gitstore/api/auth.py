@@ -1,0 +1,219 @@
+"""The one place that decides who may make a request: authentication and authorisation.
+
+`register(app)` installs one `before_request` hook for every route of every blueprint. It works
+out what a request needs from its method and route family (`needed`), reads the credentials
+(HTTP Basic, `Authorization: Bearer <token>`, or `X-Auth-Token: <token>` as the Fuel Hiera
+backend sent), checks them against the store's access file (`gitstore.access`) and sets
+`g.user` (the author of the commits the request makes; also REMOTE_USER for `git push`) and
+`g.identity`.
+
+- No access file: the store is open (`gitstore serve` then listens on loopback only).
+- Anonymous: 401 unless the app allows anonymous reads (`GITSTORE_ALLOW_ANONYMOUS_READ`).
+- Bad credentials: 401 with `WWW-Authenticate`; counted per client address, and more than 20
+  in a minute are answered 429 until the minute has passed (`gitstore.ratelimit`).
+- Valid credentials without the role: 403 naming the role needed.
+- Webhook routes are not checked here: they authenticate by signature only.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Flask, current_app, g, request
+
+from gitstore.access import (
+    ACCESS_REQUIRED,
+    ANONYMOUS_READ,
+    ANY,
+    AccessFile,
+    Credentials,
+    Identity,
+    require,
+)
+from gitstore.api import git_http
+from gitstore.credentials import token_id_of
+from gitstore.errors import NotFound, TooManyRequests, Unauthorized, Unavailable
+from gitstore.names import parse_flag
+from gitstore.ratelimit import FailureLog
+
+log = logging.getLogger("gitstore.api.auth")
+
+CHALLENGE = {"WWW-Authenticate": 'Basic realm="gitstore"'}
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Route families stored in catalog.git, shared by every environment.
+_CATALOG = frozenset({"components", "resource_definitions", "releases", "plugins", "templates",
+                      "roles", "plans"})
+_PER_ENVIRONMENT = frozenset({"environments", "clusters", "hiera"})
+_ENV_REPO_PREFIX = "environments/"
+_ID = re.compile(r"^[0-9]{1,18}$")
+
+
+@dataclass(frozen=True)
+class Need:
+    """What a request needs: every role in `roles` on `scope` (an env id, None = store, ANY)."""
+
+    roles: tuple[str, ...]
+    scope: int | str | None = None
+
+    @property
+    def read_only(self) -> bool:
+        """Whether an anonymous caller may pass when anonymous reads are allowed."""
+        return self.roles in ((), ("reader",))
+
+
+def register(app: Flask) -> None:
+    """Install the access check of every request of `app`."""
+    root = app.extensions["gitstore"].root
+    app.extensions["gitstore.access"] = AccessFile(root)
+    app.extensions["gitstore.failures"] = FailureLog(root)
+    for key in (ANONYMOUS_READ, ACCESS_REQUIRED):
+        if key not in app.config:
+            app.config[key] = parse_flag(os.environ.get(key, "0"), key)
+    app.before_request(_authorise)
+
+
+def needed(method: str, path: str, args: Any) -> Need | None:
+    """The roles and scope a request needs; None for routes that check a signature instead."""
+    parts = [part for part in path.split("/") if part]
+    if parts[:1] == ["webhooks"]:
+        return None
+    if parts[:1] == ["git"]:
+        return _git_need("/".join(parts[1:]), args.get("service"))
+    if parts[:2] == ["api", "v1"]:
+        parts = parts[2:]
+    if parts[:1] == ["config"]:
+        parts = parts[1:]
+    if parts[:2] == ["access", "whoami"]:
+        return Need(())
+    roles, scope = _roles(method, parts, args), _scope(method, parts)
+    if "secrets" in roles and scope == ANY:
+        scope = None  # catalog secrets belong to no environment: revealing them needs '*'
+    return Need(roles, scope)
+
+
+def _roles(method: str, parts: list[str], args: Any) -> tuple[str, ...]:
+    if parts[:1] == ["access"]:
+        return ("admin",)  # user and token management
+    if method in _READS:
+        return ("reader", "secrets") if parse_flag(args.get("reveal"), "reveal") else ("reader",)
+    if method == "DELETE" and not _is_unassignment(parts):
+        return ("admin",)  # deleting an entity
+    return ("writer",)
+
+
+def _is_unassignment(parts: list[str]) -> bool:
+    """`DELETE .../nodes/<node>/tags` removes assignments from a node, and
+    `DELETE /plans/<uuid>/roles/<role>` a role from a plan: writes, not deletions."""
+    if len(parts) == 4 and parts[0] == "plans" and parts[2] == "roles":
+        return True
+    return len(parts) >= 3 and parts[-1] == "tags" and parts[-3] == "nodes"
+
+
+def _scope(method: str, parts: list[str]) -> int | str | None:
+    if len(parts) >= 2 and parts[0] in _PER_ENVIRONMENT and _ID.match(parts[1]):
+        return int(parts[1])
+    if parts[:1] and parts[0] in _CATALOG and method in _READS:
+        return ANY  # every environment is built from the catalog: any reader may read it
+    return None
+
+
+def _git_need(subpath: str, service: str | None) -> Need:
+    """`git clone`/`fetch` need reader, `git push` (receive-pack) needs writer."""
+    try:
+        name, rest = git_http.split_path(subpath)
+    except NotFound:
+        return Need(("reader",), None)  # no repository there: the view answers 404
+    push = rest == "/git-receive-pack" or service == "git-receive-pack"
+    role = "writer" if push else "reader"
+    if name.startswith(_ENV_REPO_PREFIX):
+        return Need((role,), int(name[len(_ENV_REPO_PREFIX):].removesuffix(".git")))
+    return Need((role,), None if push else ANY)  # catalog.git
+
+
+def _authorise() -> None:
+    g.user = None
+    g.identity = None
+    need = needed(request.method, request.path, request.args)
+    if need is None:
+        return
+    access: AccessFile = current_app.extensions["gitstore.access"]
+    if access.policy() is None:
+        if current_app.config[ACCESS_REQUIRED]:
+            raise Unavailable(f"no access file at {access.path}: this server was started to "
+                              "require one; refusing every request")
+        return  # an open store
+    identity = _identify(access, need)
+    if identity is None:
+        return  # an allowed anonymous read
+    for role in need.roles:
+        require(identity, role, need.scope)
+    g.user = identity.name
+    g.identity = identity
+
+
+def _identify(access: AccessFile, need: Need) -> Identity | None:
+    address = request.remote_addr or "unknown"
+    failures: FailureLog = current_app.extensions["gitstore.failures"]
+    presented = _presented()
+    if presented is None:
+        if need.read_only and current_app.config[ANONYMOUS_READ]:
+            return None
+        raise _challenge("authentication required: send HTTP Basic credentials, "
+                         "'Authorization: Bearer <token>' or 'X-Auth-Token: <token>'")
+    wait = failures.blocked_for(address)
+    if wait:
+        error = TooManyRequests(f"too many failed authentications from {address}; "
+                                f"try again in {wait} s")
+        error.headers = {"Retry-After": str(wait)}
+        raise error
+    try:
+        if isinstance(presented, str):
+            raise Unauthorized(presented)
+        return access.authenticate(presented)
+    except Unauthorized as exc:
+        failures.record(address)
+        log.warning("authentication failed from %s: %s (%s)", address, exc.message,
+                    _who(presented))
+        raise _challenge(exc.message) from None
+
+
+def _presented() -> Credentials | str | None:
+    """The request's credentials; a string saying what is wrong when they are malformed."""
+    header = request.headers.get("Authorization", "").strip()
+    if not header:
+        token = request.headers.get("X-Auth-Token", "").strip()
+        return Credentials(token=token) if token else None
+    scheme, _, value = header.partition(" ")
+    value = value.strip()
+    if scheme.lower() == "bearer" and value:
+        return Credentials(token=value)
+    if scheme.lower() != "basic":
+        return f"unsupported authorization scheme {scheme[:20]!r}: use Basic or Bearer"
+    try:
+        user, colon, password = base64.b64decode(value, validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return "malformed Basic credentials"
+    if not colon:
+        return "malformed Basic credentials: no ':' between user and password"
+    return Credentials(user=user, password=password)
+
+
+def _who(presented: Credentials | str) -> str:
+    """What a log line may say about failed credentials: a user name or token id, no secret."""
+    if isinstance(presented, str):
+        return "malformed header"
+    if presented.token is not None:
+        return f"token id {token_id_of(presented.token) or '(not a gitstore token)'}"
+    return f"user {presented.user!r}"
+
+
+def _challenge(message: str) -> Unauthorized:
+    error = Unauthorized(message)
+    error.headers = dict(CHALLENGE)
+    return error

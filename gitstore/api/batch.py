@@ -1,0 +1,79 @@
+"""`PUT /api/v1/config/environments/<id>/documents`: several documents in one commit.
+
+The REST form of `Config.write_many`, used by `gitstore facts upload` so that a node's facts
+land as one commit however many files it has. Body::
+
+    {"message": "facts: upload nodes/1 values (2 resources)",       (optional)
+     "documents": [{"levels": [["nodes", "1"]], "resource": "astute",
+                    "kind": "values", "document": {...}}, ...]}
+
+`levels` defaults to `[]` (global) and `kind` to `values`. Each document replaces the one at its
+address, as a PUT of `.../resources/<resource>/<kind>` would; the batch is all or nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, current_app
+
+from gitstore.api.http import author, json_body, written
+from gitstore.errors import InvalidInput
+
+bp = Blueprint("batch", __name__, url_prefix="/api/v1/config/environments")
+
+MAX_MESSAGE = 500
+MAX_DOCUMENTS = 1000
+
+
+@bp.put("/<int:env_id>/documents")
+def write_documents(env_id: int):
+    documents, message = parse_batch(json_body())
+    return written(current_app.extensions["gitstore"].config.write_many(
+        env_id, documents, message, author()))
+
+
+def parse_batch(body: Any) -> tuple[dict[tuple, dict], str]:
+    """The facade's `{(pairs, resource, kind): document}` and the commit message."""
+    if not isinstance(body, dict) or not isinstance(body.get("documents"), list):
+        raise InvalidInput("body must be an object with a list 'documents'", key="documents")
+    items = body["documents"]
+    if not 0 < len(items) <= MAX_DOCUMENTS:
+        raise InvalidInput(f"'documents' must hold 1 to {MAX_DOCUMENTS} items", key="documents")
+    batch: dict[tuple, dict] = {}
+    for index, item in enumerate(items):
+        address, document = _item(item, f"documents[{index}]")
+        if address in batch:
+            raise InvalidInput(f"documents[{index}] repeats the address of an earlier item",
+                               key="documents")
+        batch[address] = document
+    return batch, _message(body.get("message"), len(batch))
+
+
+def _item(item: Any, where: str) -> tuple[tuple, dict]:
+    if not isinstance(item, dict):
+        raise InvalidInput(f"{where} must be an object", key=where)
+    levels = item.get("levels", [])
+    if not isinstance(levels, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p)
+            for p in levels):
+        raise InvalidInput(f"{where}.levels must be a list of [level, value] pairs",
+                           key=f"{where}.levels")
+    resource, kind = item.get("resource"), item.get("kind", "values")
+    if not isinstance(resource, str) or not isinstance(kind, str):
+        raise InvalidInput(f"{where}.resource and {where}.kind must be strings", key=where)
+    if not isinstance(item.get("document"), dict):
+        raise InvalidInput(f"{where}.document must be an object (a mapping)",
+                           key=f"{where}.document")
+    pairs = tuple((level, value) for level, value in levels)
+    return (pairs, resource, kind), item["document"]
+
+
+def _message(message: Any, count: int) -> str:
+    if message is None:
+        return f"config: write {count} documents"
+    if (not isinstance(message, str) or not message.strip() or len(message) > MAX_MESSAGE
+            or any(ord(c) < 32 for c in message)):
+        raise InvalidInput(f"'message' must be one printable line of at most {MAX_MESSAGE} "
+                           "characters", key="message")
+    return message

@@ -1,0 +1,202 @@
+"""Deployment graphs, merged tasks, DOT, execution and transactions (docs/graphs.md).
+
+`/api/v1/{releases|plugins|clusters}/<id>/deployment_graphs/[<type>]`, `/api/v1/graphs/`,
+`/api/v1/clusters/<id>/deployment_tasks/[own|plugins|release]`,
+`/api/v1/releases/<id>/deployment_tasks/`, `/api/v1/clusters/<id>/deploy_tasks/graph.gv`,
+`/api/v1/clusters/<id>/deployment_graphs/<type>/check`, `/api/v1/graphs/execute/`,
+`/api/v1/transactions/[<id>]`.
+
+Reads take `version` (the environment repository) and `catalog_version` (the catalog; for a
+release or plugin, `version` names the catalog when `catalog_version` is not given). Answers
+name both commits: `X-Gitstore-Commit` and `X-Gitstore-Catalog-Commit`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from flask import Blueprint, Response, current_app, request
+
+from gitstore.api.http import MOVING, author, flag, json_body, no_content, served, version_arg
+from gitstore.errors import InvalidInput
+from gitstore.graphs import Answer
+from gitstore.merge.graphs import DEFAULT_TYPE
+
+bp = Blueprint("graphs", __name__, url_prefix="/api/v1")
+
+#: URL segment -> the owner kind the Graphs service speaks.
+_KINDS = {"releases": "release", "plugins": "plugin", "clusters": "cluster"}
+_FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
+CATALOG_COMMIT = "X-Gitstore-Catalog-Commit"
+
+
+def _each_owner(rule: str, methods: list[str]):
+    """Register a view for `/{releases|plugins|clusters}/<owner_id><rule>` as literal paths."""
+    def register(view):
+        for owners in _KINDS:
+            bp.add_url_rule(f"/{owners}/<int:owner_id>{rule}", f"{view.__name__}_{owners}",
+                            view, methods=methods, defaults={"owners": owners})
+        return view
+    return register
+
+
+def _store():
+    return current_app.extensions["gitstore"]
+
+
+def _versions() -> dict:
+    return {"version": version_arg(), "catalog_version": version_arg("catalog_version")}
+
+
+def _answer(result: Answer, status: int = 200, *, catalog_only: bool = False) -> Response:
+    """`served` plus the catalog commit, cached for good only when both inputs are pinned."""
+    response = served(result, status)
+    return _provenance(response, result, catalog_only)
+
+
+def _provenance(response: Response, result: Answer, catalog_only: bool) -> Response:
+    if result.catalog_commit:
+        response.headers[CATALOG_COMMIT] = result.catalog_commit
+    args = request.args
+    pins = ([args.get("catalog_version") or args.get("version")] if catalog_only
+            else [args.get("version"), args.get("catalog_version")])
+    if "Cache-Control" in response.headers and not all(
+            _FULL_SHA.match((pin or "").strip()) for pin in pins):
+        response.headers["Cache-Control"] = MOVING
+    return response
+
+
+def _names(name: str) -> list[str]:
+    """A comma-separated (or repeated) query parameter as a list of names."""
+    return [part.strip() for raw in request.args.getlist(name) for part in raw.split(",")
+            if part.strip()]
+
+
+def _ids(name: str) -> list[int]:
+    names = _names(name)
+    bad = [n for n in names if not n.isdigit()]
+    if bad:
+        raise InvalidInput(f"{name}: {bad[0]!r} is not an id", key=name)
+    return [int(n) for n in names]
+
+
+def _graph_type() -> str:
+    return request.args.get("graph_type") or DEFAULT_TYPE
+
+
+def _legacy() -> dict:
+    return {"start": request.args.get("start") or None, "end": request.args.get("end") or None,
+            "include": _names("include")}
+
+
+# -- one owner's graphs -------------------------------------------------------------------------
+@_each_owner("/deployment_graphs", ["GET"])
+def list_graphs(owners: str, owner_id: int):
+    result = _store().graphs.list(_KINDS[owners], owner_id, **_versions())
+    return _answer(result, catalog_only=owners != "clusters")
+
+
+@_each_owner("/deployment_graphs/<graph_type>", ["GET"])
+def get_graph(owners: str, owner_id: int, graph_type: str):
+    result = _store().graphs.get(_KINDS[owners], owner_id, graph_type, **_versions())
+    return _answer(result, catalog_only=owners != "clusters")
+
+
+@_each_owner("/deployment_graphs/<graph_type>", ["POST"])
+def create_graph(owners: str, owner_id: int, graph_type: str):
+    result = _store().graphs.create(_KINDS[owners], owner_id, graph_type, json_body(), author())
+    return _answer(result, 201)
+
+
+@_each_owner("/deployment_graphs/<graph_type>", ["PUT"])
+def replace_graph(owners: str, owner_id: int, graph_type: str):
+    result = _store().graphs.replace(_KINDS[owners], owner_id, graph_type, json_body(),
+                                     author())
+    return _answer(result)
+
+
+@_each_owner("/deployment_graphs/<graph_type>", ["PATCH"])
+def patch_graph(owners: str, owner_id: int, graph_type: str):
+    result = _store().graphs.patch(_KINDS[owners], owner_id, graph_type, json_body(), author())
+    return _answer(result)
+
+
+@_each_owner("/deployment_graphs/<graph_type>", ["DELETE"])
+def delete_graph(owners: str, owner_id: int, graph_type: str):
+    _store().graphs.delete(_KINDS[owners], owner_id, graph_type, author())
+    return no_content()
+
+
+@bp.get("/graphs")
+def search_graphs():
+    result = _store().graphs.search(
+        clusters=_ids("clusters_ids"), plugins=_ids("plugins_ids"),
+        releases=_ids("releases_ids"), types=_names("graph_types"),
+        related=flag("fetch_related"), **_versions())
+    return _answer(result)
+
+
+# -- a cluster's tasks ---------------------------------------------------------------------------
+@bp.get("/clusters/<int:env_id>/deployment_tasks")
+def merged_tasks(env_id: int):
+    result = _store().graphs.tasks(env_id, _graph_type(), **_versions(), **_legacy())
+    return _answer(result)
+
+
+@bp.get("/clusters/<int:env_id>/deployment_tasks/<any(own, plugins, release):view>")
+def tasks_view(env_id: int, view: str):
+    result = _store().graphs.tasks(env_id, _graph_type(), view, **_versions(), **_legacy())
+    return _answer(result)
+
+
+@bp.put("/clusters/<int:env_id>/deployment_tasks")
+def put_cluster_tasks(env_id: int):
+    result = _store().graphs.put_cluster_tasks(env_id, _graph_type(), json_body(), author())
+    return _answer(result)
+
+
+@bp.get("/releases/<int:release_id>/deployment_tasks")
+def release_tasks(release_id: int):
+    result = _store().graphs.release_tasks(
+        release_id, _graph_type(), version=version_arg("catalog_version") or version_arg(),
+        **_legacy())
+    return _answer(result, catalog_only=True)
+
+
+@bp.get("/clusters/<int:env_id>/deploy_tasks/graph.gv")
+def graph_dot(env_id: int):
+    result = _store().graphs.dot(env_id, _graph_type(), only=_names("tasks"),
+                                 parents_for=request.args.get("parents_for") or None,
+                                 remove=_names("remove"), **_versions())
+    body = result.data.encode("utf-8")
+    response = Response(body, mimetype="text/vnd.graphviz")
+    response.headers["X-Gitstore-Commit"] = result.commit or ""
+    response.set_etag(hashlib.sha256(repr((request.full_path, body)).encode()).hexdigest()[:32])
+    response.headers["Cache-Control"] = MOVING
+    _provenance(response, result, catalog_only=False)
+    return response.make_conditional(request)
+
+
+@bp.get("/clusters/<int:env_id>/deployment_graphs/<graph_type>/check")
+def check_graph(env_id: int, graph_type: str):
+    return _answer(_store().graphs.check(env_id, graph_type, **_versions()))
+
+
+# -- execution -------------------------------------------------------------------------------------
+@bp.post("/graphs/execute")
+def execute():
+    return served(_store().transactions.execute(json_body(), author()), status=202)
+
+
+@bp.get("/transactions")
+def list_transactions():
+    cluster = request.args.get("cluster_id")
+    if cluster is not None and not cluster.isdigit():
+        raise InvalidInput(f"cluster_id {cluster!r} must be an integer", key="cluster_id")
+    return served(_store().transactions.list(int(cluster) if cluster else None))
+
+
+@bp.get("/transactions/<int:transaction_id>")
+def get_transaction(transaction_id: int):
+    return served(_store().transactions.get(transaction_id))

@@ -1,0 +1,40 @@
+"""`/api/v1/hiera/<env>/<node>`: the node document the Puppet backend reads once per compile.
+
+An unknown node is 404; an unknown `version` pin is 422 (`UnknownPin`), so a client configured
+to treat an unknown node as "no data" never mistakes a bad pin for it. The ETag is weak and
+follows the data the document was merged from: a commit that changes none of it keeps the ETag
+although the body names the newer commit.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, current_app, g, request
+
+from gitstore.api.http import may_reveal, served, version_arg
+from gitstore.errors import InvalidInput
+
+bp = Blueprint("hiera", __name__, url_prefix="/api/v1/hiera")
+
+
+def _store():
+    return current_app.extensions["gitstore"]
+
+
+def _resources_arg() -> list[str] | None:
+    text = request.args.get("resources")
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise InvalidInput(f"query parameter 'resources' {text!r} has an empty name; "
+                           "give names separated by commas", key="resources")
+    return names
+
+
+@bp.get("/<int:env_id>/<node>")
+def node_document(env_id: int, node: str):
+    # Puppet needs the real passwords: the node document reveals them to a caller holding the
+    # `secrets` role (grant it to the Puppet master's user) and masks them for everyone else.
+    result = _store().hiera.node_document(env_id, node, version_arg(), _resources_arg(),
+                                          reveal=may_reveal(env_id), who=g.get("user"))
+    return served(result, weak=True)

@@ -1,0 +1,52 @@
+"""`/api/v1/config/environments/<id>/history|diff|revert|labels`: versions of an environment.
+
+Explain is a flag of the values read (`?effective&explain`), see `values.py`.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, current_app, request
+
+from gitstore.api.http import author, json_body, served, version_arg
+
+bp = Blueprint("versions", __name__, url_prefix="/api/v1/config/environments")
+
+
+def _versions():
+    return current_app.extensions["gitstore"].versions
+
+
+def _scope_arg() -> str | None:
+    """The scope of a request: `path=nodes/1` or `levels=nodes=1` (both spellings work)."""
+    return request.args.get("path") or request.args.get("levels")
+
+
+@bp.get("/<int:env_id>/history")
+def history(env_id: int):
+    args = request.args
+    return served(_versions().history(
+        env_id, path=_scope_arg(), resource=args.get("resource"), key=args.get("key"),
+        limit=args.get("limit"), since=version_arg("since"), version=version_arg()))
+
+
+@bp.get("/<int:env_id>/diff")
+def diff(env_id: int):
+    scopes = request.args.getlist("levels") + request.args.getlist("path")
+    return served(_versions().diff(env_id, version_arg("from"), version_arg("to"),
+                                   levels=scopes, resource=request.args.get("resource")))
+
+
+@bp.post("/<int:env_id>/revert")
+def revert(env_id: int):
+    result = _versions().revert(env_id, json_body(), author())
+    return served(result, status=201 if result.data["changed"] else 200)
+
+
+@bp.get("/<int:env_id>/labels")
+def list_labels(env_id: int):
+    return served(_versions().labels(env_id))
+
+
+@bp.post("/<int:env_id>/labels")
+def create_label(env_id: int):
+    return served(_versions().create_label(env_id, json_body(), author()), status=201)

@@ -1,0 +1,93 @@
+"""Commits that arrive from outside: pushed objects in quarantine, fetches, fast-forwards.
+
+The push gate and mirror mode (GitOps) need a few things the write path does not: to see the
+objects of a push before git accepts them, to ask whether one commit descends from another, to
+run the real `git fetch`, and to move `main` to a commit someone else made.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pygit2
+
+from gitstore.backend import refs
+from gitstore.backend.repository import MAIN, Repository
+from gitstore.errors import Unavailable
+
+ZERO = "0" * 40
+FETCH_TIMEOUT_SECONDS = 120
+
+
+def include_quarantine(repo: Repository) -> None:
+    """Make the objects of a push under way visible to this thread's handle of `repo`.
+
+    In a pre-receive hook git keeps pushed objects in a quarantine folder that libgit2 does not
+    look in by itself (shared/FACTS.md); outside a hook this does nothing.
+    """
+    quarantine = os.environ.get("GIT_QUARANTINE_PATH")
+    if quarantine and Path(quarantine).resolve().is_relative_to(repo.path.resolve()):
+        repo.git.odb.add_disk_alternate(quarantine)
+
+
+def is_ancestor(repo: Repository, ancestor: str, descendant: str) -> bool:
+    """Whether `descendant` is `ancestor` or has it in its history."""
+    if ancestor == descendant:
+        return True
+    return bool(repo.git.descendant_of(pygit2.Oid(hex=descendant), pygit2.Oid(hex=ancestor)))
+
+
+def merge_base(repo: Repository, one: str, other: str) -> str | None:
+    """The best common ancestor of two commits, or None when their histories are unrelated."""
+    base = repo.git.merge_base(pygit2.Oid(hex=one), pygit2.Oid(hex=other))
+    return str(base) if base is not None else None
+
+
+def has_commit(repo: Repository, commit_id: str) -> bool:
+    try:
+        return isinstance(repo.git[commit_id], pygit2.Commit)
+    except (KeyError, ValueError):
+        return False
+
+
+def read_ref(repo: Repository, ref: str) -> str | None:
+    return refs.read_ref(repo.path, ref)
+
+
+def fast_forward(repo: Repository, expected: str | None, new: str) -> bool:
+    """Move `main` from `expected` to `new` by compare-and-swap; False if main moved meanwhile."""
+    return refs.compare_and_swap(repo.path, MAIN, expected, new)
+
+
+def fetch(repo: Repository, url: str, refspecs: Sequence[str]) -> None:
+    """Run the real `git fetch` of `refspecs` from `url` into `repo` (never touching `main`).
+
+    Raises Unavailable naming the remote when git fails (unreachable, unknown branch, auth).
+    """
+    for spec in refspecs:
+        if spec.lstrip("+").split(":")[-1] == MAIN:
+            raise ValueError("a fetch never writes main; fetch into a quarantine ref")
+    command = ["git", "--git-dir", str(repo.path), "fetch", "--quiet", "--no-tags",
+               "--no-write-fetch-head", "--", url, *refspecs]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="true")
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True,
+                              timeout=FETCH_TIMEOUT_SECONDS, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise Unavailable(f"git fetch from {redact(url)} timed out after "
+                          f"{FETCH_TIMEOUT_SECONDS}s") from exc
+    if done.returncode != 0:
+        detail = done.stderr.strip().splitlines()[-1:] or ["no message"]
+        raise Unavailable(f"git fetch from {redact(url)} failed: {detail[0]}")
+
+
+def redact(url: str) -> str:
+    """`url` without credentials (`https://user:token@host/x` -> `https://***@host/x`)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest.split("/", 1)[0]:
+        return url
+    return f"{scheme}://***@{rest.split('@', 1)[1]}"

@@ -1,0 +1,127 @@
+"""Explain an effective document: for every key path, the layers that set it, the winner, and
+the commit that last changed the winning value.
+
+The last change is found by one walk down the first-parent chain for all keys at once: a commit
+is opened only where a winning file's blob id differs from its parent's, and the walk stops as
+soon as every key is attributed. Answers are cached per commit (they never change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gitstore import keypaths, yamlio
+from gitstore.backend.cache import LRUCache
+from gitstore.backend.repository import Repository
+from gitstore.errors import GitstoreError
+from gitstore.layout import EnvironmentView, LevelPairs
+from gitstore.merge.diff import dotted, leaf_paths, same_value
+from gitstore.merge.effective import Layer
+from gitstore.scopes import effective_document
+
+#: Answers by (repository, commit, scope, resource, key): a commit's answer is fixed.
+_ANSWERS = LRUCache(max_entries=512)
+#: Key lines by blob id.
+_LINES = LRUCache(max_entries=4096)
+_MISSING = object()
+
+
+def explain(repo: Repository, view: EnvironmentView, pairs: LevelPairs, resource: str,
+            key: str | None = None) -> dict[str, Any]:
+    """`{"keys": [{path, value, layers, winner, commit, author, date}]}` for the scope."""
+    cache_key = (str(repo.path), view.snapshot.commit_id, tuple(pairs), resource, key)
+    return _ANSWERS.get_or_compute(cache_key,
+                                   lambda: _explain(repo, view, pairs, resource, key))
+
+
+def _explain(repo: Repository, view: EnvironmentView, pairs: LevelPairs, resource: str,
+             key: str | None) -> dict[str, Any]:
+    layers = view.layers(pairs, resource)
+    merged = effective_document(view, pairs, resource)
+    base = tuple(keypaths.split_dotted(key)) if key is not None else ()
+    value = keypaths.get_path(merged, base) if base else merged
+    paths = ([(*base, *p) for p in leaf_paths(value)]
+             if isinstance(value, Mapping) and value else ([base] if base else []))
+    keys = [_explain_key(view, layers, path, keypaths.get_path(merged, path)) for path in paths]
+    _attribute(repo, view.snapshot.commit_id, keys)
+    for item in keys:
+        item.pop("_path")
+    return {"keys": keys}
+
+
+def _explain_key(view: EnvironmentView, layers: list[Layer], path: tuple, value: Any) -> dict:
+    found = []
+    for layer in layers:
+        layer_value = _get(layer.data, path)
+        if layer_value is _MISSING:
+            continue
+        found.append({"scope": layer.scope, "kind": layer.kind, "file": layer.file,
+                      "line": _line(view, layer.file, path), "value": layer_value})
+    return {"path": dotted(path), "value": value, "layers": found,
+            "winner": len(found) - 1 if found else None, "commit": None, "author": None,
+            "date": None, "_path": path}
+
+
+def _get(document: Any, path: tuple) -> Any:
+    """The value at `path` through mappings only (lists are values, not containers here)."""
+    node = document
+    for segment in path:
+        if not isinstance(node, Mapping) or segment not in node:
+            return _MISSING
+        node = node[segment]
+    return node
+
+
+def _line(view: EnvironmentView, file: str, path: tuple) -> int | None:
+    blob_id = view.snapshot.object_id(file)
+    if blob_id is None:
+        return None
+    lines = _LINES.get_or_compute(blob_id, lambda: yamlio.key_lines(view.snapshot.read(file)))
+    return lines.get(tuple(str(segment) for segment in path))
+
+
+def _attribute(repo: Repository, start: str, keys: list[dict]) -> None:
+    """Set commit, author and date of the last change of each key's winning value."""
+    pending: dict[str, list[dict]] = {}
+    for item in keys:
+        if item["winner"] is not None:
+            pending.setdefault(item["layers"][item["winner"]]["file"], []).append(item)
+    files = sorted(pending)
+    current: str | None = start
+    ids = repo.object_ids(start, files)
+    while current is not None and pending:
+        parent = repo.parent(current)
+        parent_ids = repo.object_ids(parent, files) if parent else (None,) * len(files)
+        for file, blob_id, old_id in zip(files, parent_ids, ids, strict=True):
+            if file in pending and blob_id != old_id:
+                _settle(repo, current, file, blob_id, pending)
+        current, ids = parent, parent_ids
+
+
+def _settle(repo: Repository, commit_id: str, file: str, parent_blob: str | None,
+            pending: dict[str, list[dict]]) -> None:
+    """Attribute to `commit_id` every pending key of `file` whose value differs in the parent."""
+    before = _past_document(repo, parent_blob, file)
+    info = repo.commit_info(commit_id)
+    still = []
+    for item in pending[file]:
+        winning = item["layers"][item["winner"]]["value"]
+        old = _get(before, item["_path"])
+        if old is not _MISSING and same_value(old, winning):
+            still.append(item)
+            continue
+        item.update(commit=info.commit, author=info.author, date=info.date)
+    if still:
+        pending[file] = still
+    else:
+        del pending[file]
+
+
+def _past_document(repo: Repository, blob_id: str | None, file: str) -> Any:
+    if blob_id is None:
+        return {}
+    try:
+        return repo.blob_yaml(blob_id, file)
+    except GitstoreError:
+        return {}

@@ -1,0 +1,583 @@
+"""GitOps: the push gate, mirror mode and pull-request review (a facade service).
+
+- **Gate.** The pre-receive hook of every repository calls `check_push` before git moves a ref:
+  `main` is never deleted nor rewound, and the tree that would be served passes `validate_tree`
+  (the rules REST writes apply too). Other refs are not served and are not checked.
+- **Mirror mode.** A repository may follow a branch of a remote (a forge). Its settings live in
+  `<root>/gitops/mirrors.json` (mode 0600: it holds the webhook secret and forge token), never
+  in a served repository. `sync` runs the real `git fetch` into a quarantine ref, gates the
+  fetched commit, and fast-forwards `main` to it only when it passes; the outcome of every sync
+  is recorded in `<root>/gitops/state/` for `status`.
+- **Review.** `review` reports what a change does: validation, effective keys per scope (the
+  versions diff), nodes affected, override files. `render_markdown` formats it for a forge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitstore.backend import remote
+from gitstore.backend.remote import ZERO
+from gitstore.backend.repository import MAIN, Repository
+from gitstore.backend.snapshot import Snapshot
+from gitstore.catalog import CatalogView
+from gitstore.diffs import diff_environment
+from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound
+from gitstore.layout import INVENTORY_NODES, NODES_LEVEL, EnvironmentView, layer_file
+from gitstore.secrets.mask import mask_scopes
+from gitstore.secrets.rules import rules_for_file
+from gitstore.validation import (
+    ENVIRONMENT,
+    Problem,
+    detect_kind,
+    format_problem,
+    raise_problems,
+    validate_tree,
+)
+
+if TYPE_CHECKING:
+    from gitstore.store import Store
+
+log = logging.getLogger("gitstore.gitops")
+
+GITOPS_DIR = "gitops"
+MIRRORS_FILE = "mirrors.json"
+STATE_DIR = "state"
+FORGES = ("github", "gitlab", "gitea")
+#: Where fetched commits wait for the gate: a ref nobody serves.
+INCOMING = "refs/gitstore/mirror/incoming"
+REVIEW_REFS = "refs/gitstore/review/"
+_REPO_NAME = re.compile(r"^(?:catalog\.git|environments/([1-9][0-9]{0,17})\.git)$")
+_BRANCH = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,200}$")
+_SECRET_FIELDS = ("webhook_secret", "api_token")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A repository of the store, named as in `/git/<name>`: `catalog.git`, `environments/1.git`."""
+
+    name: str
+    kind: str
+    env_id: int | None
+
+
+def parse_repository_name(name: str) -> Target:
+    """The repository `name` addresses; NotFound for anything else (no path can escape)."""
+    match = _REPO_NAME.match(name or "")
+    if match is None:
+        raise NotFound(f"no repository {name!r}: use catalog.git or environments/<id>.git")
+    env_id = int(match.group(1)) if match.group(1) else None
+    return Target(name, ENVIRONMENT if env_id else "catalog", env_id)
+
+
+def store_root_of(repo_path: Path) -> Path:
+    """The store root a repository folder belongs to (`<root>/catalog.git`,
+    `<root>/environments/<id>.git`); NotFound for a folder outside that layout."""
+    path = Path(repo_path).resolve()
+    if path.name == "catalog.git":
+        return path.parent
+    if path.parent.name == "environments":
+        return path.parent.parent
+    raise NotFound(f"{path} is not a repository of a gitstore root")
+
+
+def environment_repository(env_id: int) -> str:
+    return f"environments/{int(env_id)}.git"
+
+
+@dataclass
+class Review:
+    """What a change does; `report` is the JSON form `{valid, errors, scopes, ...}`."""
+
+    base: str
+    head: str
+    report: dict[str, Any]
+    changed_files: list[str] = field(default_factory=list)
+
+
+class GitOps:
+    """The push gate, mirror settings and syncs, status, and reviews of one store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.folder = store.root / GITOPS_DIR
+
+    # -- repositories ----------------------------------------------------------------------
+    def repository_path(self, name: str) -> Path:
+        """The folder of repository `name`; NotFound unless it exists in this store."""
+        self._repository(parse_repository_name(name))
+        return self._store.root / name
+
+    def _repository(self, target: Target) -> Repository:
+        if target.env_id is not None:
+            return self._store.environment_repo(target.env_id)
+        return self._store.catalog()
+
+    def _target_of_path(self, repo_path: Path) -> Target:
+        try:
+            name = Path(repo_path).resolve().relative_to(self._store.root.resolve()).as_posix()
+        except ValueError as exc:
+            raise NotFound(f"{repo_path} is not a repository of {self._store.root}") from exc
+        return parse_repository_name(name)
+
+    def names(self) -> list[str]:
+        """Every repository of the store: the catalog first, then environments by id."""
+        return ["catalog.git", *(environment_repository(i) for i in self._store.environment_ids())]
+
+    # -- validation ------------------------------------------------------------------------
+    def validate(self, name: str, revision: str | None = None) -> list[Problem]:
+        """Problems of repository `name` at `revision` (default: the served main)."""
+        target = parse_repository_name(name)
+        repo = self._repository(target)
+        return self._validate_commit(repo, target, repo.snapshot(revision))
+
+    def validate_all(self, revision: str | None = None) -> dict[str, list[Problem]]:
+        return {name: self.validate(name, revision) for name in self.names()}
+
+    def _validate_commit(self, repo: Repository, target: Target, snapshot: Snapshot):
+        catalog = self._served_catalog() if target.kind == ENVIRONMENT else None
+        return validate_tree(snapshot, target.kind, catalog=catalog, env_id=target.env_id)
+
+    def _served_catalog(self) -> CatalogView:
+        return CatalogView(self._store.catalog().snapshot())
+
+    # -- the push gate ---------------------------------------------------------------------
+    def check_push(self, repo_path: Path, old: str, new: str, ref: str) -> None:
+        """Refuse (raise) a ref update of a push: deleting or rewinding main, or a bad tree."""
+        if ref != MAIN:
+            return  # only main is served
+        target = self._target_of_path(repo_path)
+        if new == ZERO:
+            raise Conflict(f"{target.name}: deleting main is refused (it is the served state)")
+        mirror = self._mirrors().get(target.name)
+        if mirror is not None:
+            raise Conflict(f"{target.name} mirrors {remote.redact(mirror['url'])}: push there; "
+                           "the store follows it")
+        repo = Repository(repo_path, target.name)
+        remote.include_quarantine(repo)
+        if old != ZERO and not remote.is_ancestor(repo, old, new):
+            raise Conflict(f"{target.name}: non-fast-forward push to main refused (history is "
+                           "never rewritten); fetch, merge or rebase onto main, and push again")
+        problems = self._validate_commit(repo, target, repo.snapshot(new))
+        raise_problems(problems, f"{target.name}: push rejected, commit {new[:12]} is invalid")
+
+    # -- mirror settings -------------------------------------------------------------------
+    def add_mirror(self, name: str, url: str, *, secret: str, branch: str = "main",
+                   forge: str | None = None, api_url: str | None = None,
+                   api_token: str | None = None) -> dict:
+        """Make repository `name` follow `branch` of `url` (replacing earlier settings)."""
+        target = parse_repository_name(name)
+        self._repository(target)
+        settings = _check_mirror(url, branch, secret, forge, api_url, api_token)
+        with self._settings_lock():
+            mirrors = self._mirrors()
+            mirrors[target.name] = settings
+            _write_private(self.folder / MIRRORS_FILE, {"mirrors": mirrors})
+        return _public(target.name, settings)
+
+    def remove_mirror(self, name: str) -> None:
+        target = parse_repository_name(name)
+        with self._settings_lock():
+            mirrors = self._mirrors()
+            if mirrors.pop(target.name, None) is None:
+                raise NotFound(f"{target.name} has no mirror")
+            _write_private(self.folder / MIRRORS_FILE, {"mirrors": mirrors})
+
+    def mirrors(self) -> list[dict]:
+        """Every mirror, secrets masked."""
+        return [_public(name, s) for name, s in sorted(self._mirrors().items())]
+
+    def _mirrors(self) -> dict[str, dict]:
+        try:
+            data = json.loads((self.folder / MIRRORS_FILE).read_text())
+        except FileNotFoundError:
+            return {}
+        except ValueError as exc:
+            raise InvalidInput(f"{self.folder / MIRRORS_FILE} is not valid JSON: {exc}") from exc
+        return dict(data.get("mirrors") or {})
+
+    def _mirror(self, name: str) -> dict:
+        settings = self._mirrors().get(name)
+        if settings is None:
+            raise NotFound(f"{name} has no mirror (gitstore mirror add)")
+        return settings
+
+    @contextlib.contextmanager
+    def _settings_lock(self) -> Iterator[None]:
+        self.folder.mkdir(mode=0o700, exist_ok=True)
+        with _flock(self.folder / ".lock"):
+            yield
+
+    def authenticate_webhook(self, forge: str, urls: list[str], verify: Callable[[str], bool],
+                             env_id: int | None = None) -> list[str]:
+        """Mirrors a forge event is for and whose webhook secret `verify` accepts.
+
+        Candidates are the mirrors of `forge` (or of no forge) whose URL is one of `urls`, or
+        the mirror of environment `env_id` when the webhook URL names it.
+        """
+        wanted = {_normal_url(u) for u in urls if u}
+        found = []
+        for name, settings in sorted(self._mirrors().items()):
+            if settings.get("forge") not in (None, forge):
+                continue
+            by_env = env_id is not None and name == environment_repository(env_id)
+            if (by_env or _normal_url(settings["url"]) in wanted) and verify(
+                    settings["webhook_secret"]):
+                found.append(name)
+        return found
+
+    def forge_api(self, name: str) -> tuple[str | None, str | None]:
+        """The forge REST base URL and token configured for mirror `name`."""
+        settings = self._mirror(name)
+        return settings.get("api_url"), settings.get("api_token")
+
+    def branch_of(self, name: str) -> str:
+        return self._mirror(name)["branch"]
+
+    # -- syncing ---------------------------------------------------------------------------
+    def sync(self, name: str) -> dict:
+        """Fetch the mirror of `name`, gate the new commit, fast-forward main if it passes.
+
+        A failing commit leaves main where it was; the failure is recorded and returned in
+        the status. An unreachable remote raises Unavailable (also recorded; the newest remote
+        commit seen before stays in the status).
+        """
+        target = parse_repository_name(name)
+        settings = self._mirror(target.name)
+        repo = self._repository(target)
+        with _flock(repo.path / "gitstore-mirror.lock"):
+            state = {**self._state(target.name), "last_fetch": _now()}
+            try:
+                remote.fetch(repo, settings["url"],
+                             [f"+refs/heads/{settings['branch']}:{INCOMING}"])
+            except GitstoreError as exc:
+                state["failure"] = {"message": exc.message}
+                self._record(target.name, state)
+                raise
+            state["remote_commit"] = remote.read_ref(repo, INCOMING)
+            state["failure"] = self._advance(repo, target, state["remote_commit"])
+            self._record(target.name, state)
+        return self.status_of(target.name)
+
+    def sync_all(self) -> list[dict]:
+        """Sync every mirror; one failing mirror does not stop the others."""
+        results = []
+        for name in sorted(self._mirrors()):
+            try:
+                results.append(self.sync(name))
+            except GitstoreError as exc:
+                log.warning("mirror sync of %s failed: %s", name, exc.message)
+                results.append(self.status_of(name))
+        return results
+
+    def _advance(self, repo: Repository, target: Target, incoming: str | None) -> dict | None:
+        served = repo.head()
+        if incoming is None or incoming == served:
+            return None
+        if served and remote.is_ancestor(repo, incoming, served):
+            return None  # the remote is behind what we serve: nothing new
+        if served and not remote.is_ancestor(repo, served, incoming):
+            return {"commit": incoming, "message": f"the remote branch does not contain the "
+                    f"served commit {served[:12]} (history rewritten, or commits made here); "
+                    "not served"}
+        problems = self._validate_commit(repo, target, repo.snapshot(incoming))
+        if problems:
+            return {"commit": incoming, "message": f"commit {incoming[:12]} is invalid; "
+                    f"{served[:12] if served else 'nothing'} stays served", "errors": problems}
+        if not remote.fast_forward(repo, served, incoming):
+            return {"commit": incoming, "message": "main moved during the sync; sync again"}
+        return None
+
+    # -- status ----------------------------------------------------------------------------
+    def status(self) -> dict:
+        """Per repository: served commit, mirror, newest remote commit, last fetch, failure."""
+        return {"repositories": [self.status_of(name) for name in self.names()]}
+
+    def status_of(self, name: str) -> dict:
+        target = parse_repository_name(name)
+        settings = self._mirrors().get(name)
+        state = self._state(name)
+        return {
+            "repository": name,
+            "env_id": target.env_id,
+            "served_commit": self._repository(target).head(),
+            "mirror": _public(name, settings) if settings else None,
+            "remote_commit": state.get("remote_commit"),
+            "last_fetch": state.get("last_fetch"),
+            "failure": state.get("failure"),
+        }
+
+    def _state_path(self, name: str) -> Path:
+        return self.folder / STATE_DIR / (name.replace("/", "_") + ".json")
+
+    def _state(self, name: str) -> dict:
+        try:
+            return json.loads(self._state_path(name).read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    def _record(self, name: str, state: dict) -> None:
+        path = self._state_path(name)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _write_private(path, state)
+
+    # -- review ----------------------------------------------------------------------------
+    def review_in_store(self, name: str, base: str, head: str) -> Review:
+        target = parse_repository_name(name)
+        catalog = self._served_catalog() if target.kind == ENVIRONMENT else None
+        return review(self._repository(target), base, head, catalog, target.env_id)
+
+    def review_pull_request(self, name: str, number: int, head_ref: str, base_branch: str,
+                            base_sha: str | None, head_sha: str | None) -> Review:
+        """Fetch a pull request of mirror `name` and review it against its merge base."""
+        target = parse_repository_name(name)
+        settings = self._mirror(name)
+        repo = self._repository(target)
+        prefix = f"{REVIEW_REFS}{int(number)}"
+        remote.fetch(repo, settings["url"], [f"+{_check_ref(head_ref)}:{prefix}/head",
+                                             f"+refs/heads/{_check_branch(base_branch)}:"
+                                             f"{prefix}/base"])
+        head = _known(repo, head_sha) or remote.read_ref(repo, f"{prefix}/head")
+        base = _known(repo, base_sha) or remote.read_ref(repo, f"{prefix}/base")
+        base = remote.merge_base(repo, base, head) or base
+        return self.review_in_store(name, base, head)
+
+
+# -- review ------------------------------------------------------------------------------
+def review(repo: Repository, base: str, head: str, catalog: CatalogView | None = None,
+           env_id: int | None = None) -> Review:
+    """What going from `base` to `head` does (see the module docstring)."""
+    before, after = repo.snapshot(base), repo.snapshot(head)
+    kind = detect_kind(after)
+    errors = validate_tree(after, kind, catalog=catalog, env_id=env_id)
+    changed = _changed_files(before, after)
+    scopes: dict = {}
+    nodes: list[int | str] = []
+    if kind == ENVIRONMENT:
+        with contextlib.suppress(GitstoreError):  # the errors already say why
+            old, new = EnvironmentView(before), EnvironmentView(after)
+            scopes = diff_environment(old, new)
+            nodes = nodes_affected(old, new, scopes)
+            scopes = _masked(scopes, new, catalog)
+    report = {"valid": not errors, "errors": errors, "scopes": scopes,
+              "nodes_affected": nodes,
+              "override_files": [f for f in changed if "/overrides/" in f"/{f}"]}
+    return Review(before.commit_id, after.commit_id, report, changed)
+
+
+
+# -- helpers ------------------------------------------------------------------------------
+def _masked(scopes: dict, view: EnvironmentView, catalog: CatalogView | None) -> dict:
+    """The diff with secret values masked: a review report may reach a forge comment."""
+    definitions = ({d["name"]: d for d in catalog.definitions_of(view.components)}
+                   if catalog is not None else None)
+    shown, _ = mask_scopes(scopes, lambda resource: rules_for_file(
+        layer_file(None, "values", resource), definitions, view.doc))
+    return shown
+
+
+def nodes_affected(before: EnvironmentView, after: EnvironmentView,
+                   scopes: dict) -> list[int | str]:
+    """Nodes whose effective values differ: a changed `/nodes/<id>/` scope, or a change of
+    global for a node with no data of its own (its effective values are global's)."""
+    with_data = set(before.level_values(NODES_LEVEL)) | set(after.level_values(NODES_LEVEL))
+    nodes = with_data | _inventory_ids(before) | _inventory_ids(after)
+    affected = {n for n in with_data if f"/{NODES_LEVEL}/{n}/" in scopes}
+    if "/" in scopes:
+        affected |= nodes - with_data
+    ordered = sorted(affected, key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n))
+    return [int(n) if n.isdigit() else n for n in ordered]
+
+
+def _inventory_ids(view: EnvironmentView) -> set[str]:
+    return {e.name[: -len(".yaml")] for e in view.snapshot.list(INVENTORY_NODES)
+            if not e.is_tree and e.name.endswith(".yaml")}
+
+
+def _changed_files(before: Snapshot, after: Snapshot) -> list[str]:
+    old = {p: before.object_id(p) for p in before.walk()}
+    new = {p: after.object_id(p) for p in after.walk()}
+    return sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
+
+
+def _known(repo: Repository, commit: str | None) -> str | None:
+    return commit if commit and remote.has_commit(repo, commit) else None
+
+
+def _check_branch(branch: str) -> str:
+    if not isinstance(branch, str) or not _BRANCH.match(branch):
+        raise InvalidInput(f"branch {branch!r} is not a valid branch name", key="branch")
+    return branch
+
+
+def _check_ref(ref: str) -> str:
+    if not ref.startswith("refs/"):
+        raise InvalidInput(f"ref {ref!r} must start with refs/", key="ref")
+    _check_branch(ref)
+    return ref
+
+
+def _check_mirror(url: str, branch: str, secret: str, forge: str | None,
+                  api_url: str | None, api_token: str | None) -> dict:
+    if not url or not isinstance(url, str) or url.startswith("-"):
+        raise InvalidInput("the mirror URL must be a git URL", key="url")
+    if not secret:
+        raise InvalidInput("a webhook secret is required (--webhook-secret)", key="webhook_secret")
+    if forge is not None and forge not in FORGES:
+        raise InvalidInput(f"forge {forge!r} is not one of {', '.join(FORGES)}", key="forge")
+    settings = {"url": url, "branch": _check_branch(branch), "forge": forge,
+                "webhook_secret": secret, "api_url": api_url, "api_token": api_token}
+    return {k: v for k, v in settings.items() if v is not None}
+
+
+def _public(name: str, settings: dict) -> dict:
+    shown = {"repository": name, **settings, "url": remote.redact(settings["url"])}
+    for key in _SECRET_FIELDS:
+        if shown.get(key):
+            shown[key] = "***"
+    return shown
+
+
+def _normal_url(url: str) -> str:
+    url = remote.redact(url.strip()).replace("***@", "").rstrip("/")
+    return url.removesuffix(".git").lower()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _write_private(path: Path, data: dict) -> None:
+    """Write JSON atomically, readable by the owner only (it may hold secrets)."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def _flock(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+# -- repositories outside a store (CI) -------------------------------------------------------
+def open_repository(path: str | os.PathLike) -> Repository:
+    """A repository by path: a bare store repository or any clone (CI checks out one)."""
+    path = Path(path)
+    if not (path / "HEAD").exists() and not (path / ".git").exists():
+        raise NotFound(f"{path} is not a git repository")
+    return Repository(path, path.name)
+
+
+def _catalog_at(path: str | os.PathLike | None, repo_path: Path) -> CatalogView | None:
+    """The catalog of `--catalog PATH`, or of the store `repo_path` lives in, or None."""
+    if path is None:
+        root = repo_path.resolve().parent.parent
+        if repo_path.resolve().parent.name != "environments" or not (root / "catalog.git").is_dir():
+            return None
+        path = root / "catalog.git"
+    return CatalogView(open_repository(path).snapshot("HEAD"))
+
+
+def validate_repository(path: str | os.PathLike, revision: str | None = None,
+                        catalog: str | os.PathLike | None = None) -> list[Problem]:
+    """Problems of the repository at `path` at `revision` (default HEAD)."""
+    repo = open_repository(path)
+    snapshot = repo.snapshot(revision or "HEAD")
+    kind = detect_kind(snapshot)
+    view = _catalog_at(catalog, repo.path) if kind == ENVIRONMENT else None
+    return validate_tree(snapshot, kind, catalog=view)
+
+
+def review_repository(path: str | os.PathLike, base: str, head: str,
+                      catalog: str | os.PathLike | None = None) -> Review:
+    """`GitOps.review` for a repository by path, with no store and no server."""
+    repo = open_repository(path)
+    return review(repo, base, head, _catalog_at(catalog, repo.path))
+
+
+# -- the report as a forge comment ------------------------------------------------------------
+def render_markdown(review: Review) -> str:
+    """The review as Markdown for a pull-request comment or a CI log."""
+    report = review.report
+    verdict = "valid" if report["valid"] else f"INVALID ({len(report['errors'])} problems)"
+    lines = [f"### gitstore review: {verdict}", "",
+             f"`{review.base[:12]}` → `{review.head[:12]}`", ""]
+    if report["errors"]:
+        lines += ["**Validation**", ""]
+        lines += [f"- `{format_problem(p)}`" for p in report["errors"]] + [""]
+    lines += ["**Effective changes**", ""]
+    if not report["scopes"]:
+        lines += ["No effective value changes.", ""]
+    for scope, resources in report["scopes"].items():
+        for resource, change in resources.items():
+            lines += [f"`{scope}` {resource}", "", "| key | old | new |", "|---|---|---|"]
+            lines += _change_rows(change) + [""]
+    nodes = report["nodes_affected"]
+    lines += [f"**Nodes affected** ({len(nodes)}): " + (", ".join(map(str, nodes)) or "none"),
+              ""]
+    if report["override_files"]:
+        lines += ["**Override files** (owners of `**/overrides/**` review these):", ""]
+        lines += [f"- `{f}`" for f in report["override_files"]] + [""]
+    return "\n".join(lines)
+
+
+def _change_rows(change: dict) -> list[str]:
+    rows = [f"| `{k}` | | {_cell(v)} |" for k, v in change.get("added", {}).items()]
+    rows += [f"| `{k}` | {_cell(v)} | |" for k, v in change.get("removed", {}).items()]
+    rows += [f"| `{k}` | {_cell(v['old'])} | {_cell(v['new'])} |"
+             for k, v in change.get("changed", {}).items()]
+    return rows
+
+
+def _cell(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    text = text if len(text) <= 80 else text[:77] + "..."
+    return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
+
+
+def start_poller(store: Store, seconds: float,
+                 stop: threading.Event | None = None) -> threading.Thread:
+    """Sync every mirror of `store` every `seconds` in a daemon thread (`serve --poll`).
+
+    Run it in one process only (e.g. the gunicorn arbiter's `when_ready`, or the `serve`
+    command before it starts gunicorn): syncs are serialised per repository anyway.
+    """
+    if seconds <= 0:
+        raise InvalidInput("--poll needs a positive number of seconds", key="poll")
+    stop = stop or threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(seconds):
+            try:
+                store.gitops.sync_all()
+            except Exception:  # noqa: BLE001 - a poller must outlive any one bad round
+                log.exception("mirror poll failed")
+
+    thread = threading.Thread(target=loop, name="gitstore-mirror-poll", daemon=True)
+    thread.start()
+    return thread

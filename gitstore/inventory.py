@@ -1,0 +1,504 @@
+"""Node inventory of an environment: `inventory/nodes/<id>.yaml` (DESIGN.md §3.2).
+
+A `Cluster` is one environment commit read together with its catalog owners (the release and
+enabled plugins named in `environment.yaml`): merged role and tag metadata, and the nodes.
+
+Every write that changes nodes or roles goes through `Nodes.write`, which re-runs the primary
+election and commits the elected `primary_tags` into the node files of the same commit, so who
+is primary is visible, versioned and revertible.
+
+Node ids are unique across the store. Creators in different environments write to different
+repositories, so no per-repository compare-and-swap can see a clash: node creation holds a
+store-level lock file (`<root>/inventory.lock`, `flock`, released by the kernel if the holder
+dies) while it picks the id and commits the node. A `git push` that adds node files bypasses
+the lock; the push gate is where such a push has to be checked.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import ipaddress
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from gitstore import documents
+from gitstore.backend.changes import ChangeSet
+from gitstore.backend.repository import Author, WriteResult
+from gitstore.backend.snapshot import Snapshot
+from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.layout import INVENTORY_NODES, EnvironmentView
+from gitstore.merge import tags as tagging
+from gitstore.merge.tags import Metadata
+from gitstore.names import check_segment
+from gitstore.releases import PLUGIN, RELEASE, ROLES, TAGS, OwnerCatalog
+from gitstore.served import Served
+
+if TYPE_CHECKING:
+    from gitstore.store import Store
+
+CLUSTER_TAGS = "inventory/tags.yaml"
+CLUSTER_ROLES = "inventory/roles.yaml"
+LOCK_FILE = "inventory.lock"
+STATUSES = ("discover", "provisioning", "provisioned", "deploying", "ready", "error",
+            "removing", "stopped")
+NODE_FIELDS = ("id", "fqdn", "name", "roles", "pending_roles", "tags_added", "tags_removed",
+               "primary_tags", "status", "error_type", "online", "pending_addition",
+               "pending_deletion", "ip_addresses", "meta")
+#: Fields a client may send back from a GET but never sets: they are computed.
+COMPUTED_FIELDS = ("primary_tags", "tags", "cluster")
+_LISTS = ("roles", "pending_roles", "tags_added", "tags_removed")
+_FLAGS = ("online", "pending_addition", "pending_deletion")
+_DEFAULTS: dict[str, Any] = {
+    "roles": [], "pending_roles": [], "tags_added": [], "tags_removed": [], "primary_tags": [],
+    "status": "discover", "error_type": None, "online": True, "pending_addition": False,
+    "pending_deletion": False, "ip_addresses": {},
+}
+
+
+def node_path(node_id: int) -> str:
+    return f"{INVENTORY_NODES}/{int(node_id)}.yaml"
+
+
+# -- the read model -----------------------------------------------------------------------------
+@dataclass
+class Cluster:
+    """One environment commit with its owners' metadata and its nodes."""
+
+    env: EnvironmentView
+    catalog: Snapshot
+    release: dict | None
+    plugins: list[dict]
+    own: Metadata
+    nodes: dict[int, dict]
+    #: Owners `environment.yaml` names that the catalog does not hold.
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def env_id(self) -> int:
+        return int(self.env.env_id)
+
+    @cached_property
+    def meta(self) -> Metadata:
+        """The merged view: release ← cluster ← plugins."""
+        return tagging.merge_metadata(self.owner_metadata(self.own))
+
+    def owner_metadata(self, own: Metadata) -> list[Metadata]:
+        owners = []
+        if self.release is not None:
+            owners.append(Metadata(self.release[ROLES], self.release[TAGS]))
+        owners.append(own)
+        owners += [Metadata(p[ROLES], p[TAGS], implicit_role_tags=True) for p in self.plugins]
+        return owners
+
+    def node(self, ref: int | str) -> dict:
+        """A node by id or fqdn."""
+        text = str(ref)
+        if text.isdigit() and int(text) in self.nodes:
+            return self.nodes[int(text)]
+        for node in self.nodes.values():
+            if node.get("fqdn") == text:
+                return node
+        raise NotFound(f"node {text!r} is not in environment {self.env_id}")
+
+    def tags_by_node(self, nodes: list[dict] | None = None) -> dict[int, list[str]]:
+        meta = self.meta
+        chosen = self.nodes.values() if nodes is None else nodes
+        return {int(n["id"]): tagging.node_tags(n, meta) for n in chosen}
+
+    def entity(self, node: dict, meta: Metadata | None = None) -> dict:
+        """A node as the API shows it: its file, its environment and its computed tags."""
+        return {**stored_node(node), "cluster": self.env_id,
+                "tags": tagging.node_tags(node, meta or self.meta)}
+
+
+def load_cluster(env: Snapshot, catalog: Snapshot) -> Cluster:
+    view = EnvironmentView(env)
+    missing: list[str] = []
+    release = _owner(OwnerCatalog(catalog, RELEASE), view.doc.get("release"), missing)
+    plugin_view = OwnerCatalog(catalog, PLUGIN)
+    plugins = [p for name in view.doc.get("plugins") or []
+               if (p := _owner(plugin_view, name, missing)) is not None]
+    roles = env.read_mapping(CLUSTER_ROLES) or {}
+    tags = env.read_mapping(CLUSTER_TAGS) or {}
+    own = Metadata(dict(roles.get(ROLES) or {}), dict(tags.get(TAGS) or {}))
+    return Cluster(view, catalog, release, plugins, own, _read_nodes(env), missing)
+
+
+def _owner(view: OwnerCatalog, name: str | None, missing: list[str]) -> dict | None:
+    if not name:
+        return None
+    try:
+        return view.entity(name)
+    except NotFound:
+        missing.append(f"{view.kind.name} {name!r}")
+        return None
+
+
+def _read_nodes(env: Snapshot) -> dict[int, dict]:
+    nodes = {}
+    for entry in env.list(INVENTORY_NODES):
+        stem = entry.name.removesuffix(".yaml")
+        if entry.is_tree or not entry.name.endswith(".yaml") or not stem.isdigit():
+            continue
+        doc = env.read_mapping(f"{INVENTORY_NODES}/{entry.name}") or {}
+        nodes[int(stem)] = {**doc, "id": int(stem)}
+    return dict(sorted(nodes.items()))
+
+
+# -- validation ---------------------------------------------------------------------------------
+def check_node_body(body: Any, *, partial: bool) -> dict:
+    """The settable fields of a node body, checked one by one (computed fields are dropped)."""
+    if not isinstance(body, dict):
+        raise InvalidInput("node body must be a JSON object")
+    unknown = sorted(set(body) - set(NODE_FIELDS) - set(COMPUTED_FIELDS))
+    if unknown:
+        raise InvalidInput(f"unknown node field {unknown[0]!r}; known fields: "
+                           f"{', '.join(NODE_FIELDS)}", key=unknown[0])
+    fields = {k: v for k, v in body.items() if k not in COMPUTED_FIELDS}
+    if not partial and "fqdn" not in fields:
+        raise InvalidInput("node field 'fqdn' is required", key="fqdn")
+    for key, value in fields.items():
+        _FIELD_CHECKS.get(key, _check_any)(key, value)
+    return fields
+
+
+def _check_id(key: str, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value < 1):
+        raise InvalidInput("node field 'id' must be a positive integer", key=key)
+
+
+def _check_fqdn(key: str, value: Any) -> None:
+    check_segment(value, "node field 'fqdn'")
+    if value.isdigit():
+        raise InvalidInput(f"node fqdn {value!r} must not be all digits (ids are)", key=key)
+
+
+def _check_list(key: str, value: Any) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"node field {key!r} must be a list of names", key=key)
+
+
+def _check_flag(key: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"node field {key!r} must be true or false", key=key)
+
+
+def _check_status(key: str, value: Any) -> None:
+    if value not in STATUSES:
+        raise InvalidInput(f"node field 'status' must be one of {', '.join(STATUSES)}", key=key)
+
+
+def _check_optional_text(key: str, value: Any) -> None:
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(f"node field {key!r} must be a string or null", key=key)
+
+
+def _check_ips(key: str, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise InvalidInput("node field 'ip_addresses' must map network names to addresses",
+                           key=key)
+    for network, address in value.items():
+        try:
+            ipaddress.ip_interface(str(address))
+        except ValueError as exc:
+            raise InvalidInput(f"ip_addresses.{network}: {address!r} is not an IP address",
+                               key=key) from exc
+
+
+def _check_meta(key: str, value: Any) -> None:
+    if value is not None and not isinstance(value, dict):
+        raise InvalidInput("node field 'meta' must be an object", key=key)
+
+
+def _check_any(key: str, value: Any) -> None:
+    return None
+
+
+_FIELD_CHECKS: dict[str, Callable[[str, Any], None]] = {
+    "id": _check_id, "fqdn": _check_fqdn, "name": _check_optional_text,
+    "error_type": _check_optional_text, "status": _check_status, "ip_addresses": _check_ips,
+    "meta": _check_meta, **{k: _check_list for k in _LISTS}, **{k: _check_flag for k in _FLAGS},
+}
+
+
+def check_roles(node: dict, meta: Metadata, env_id: int) -> None:
+    """Roles exist in the cluster's merged roles and do not conflict with each other."""
+    roles = tagging.node_roles(node)
+    unknown = [r for r in roles if r not in meta.roles]
+    if unknown:
+        raise InvalidInput(f"role {unknown[0]!r} does not exist in environment {env_id}; "
+                           f"known roles: {', '.join(sorted(meta.roles)) or 'none'}", key="roles")
+    for role in roles:
+        conflicts = meta.roles[role].get("conflicts") or []
+        clashing = [r for r in roles if r != role and (conflicts == "*" or r in conflicts)]
+        if clashing:
+            raise InvalidInput(f"role {role!r} conflicts with role {clashing[0]!r} "
+                               f"(node {node.get('fqdn') or node.get('id')})", key="roles")
+
+
+def check_node_tags(node: dict, meta: Metadata, env_id: int) -> None:
+    """Assigned and removed tags are known to the cluster; primary tags are never assigned."""
+    for key in ("tags_added", "tags_removed"):
+        for tag in node.get(key) or []:
+            if tag.startswith(tagging.PRIMARY_PREFIX) and tag not in meta.tags:
+                raise InvalidInput(f"tag {tag!r}: primary tags are elected, not assigned",
+                                   key=key)
+            if not tagging.known_tag(tag, meta):
+                raise NotFound(f"Tag '{tag}' is not found for the cluster {env_id}", key=key)
+
+
+def stored_node(node: dict) -> dict:
+    """The node file's document, fields in their documented order."""
+    return {k: node[k] for k in NODE_FIELDS if k in node and (k not in ("name", "meta")
+                                                              or node[k] is not None)}
+
+
+# -- the service ------------------------------------------------------------------------------
+@dataclass
+class Edit:
+    """What an inventory write changes: node files (None deletes) and other inventory docs."""
+
+    message: str
+    nodes: dict[int, dict | None] = field(default_factory=dict)
+    files: dict[str, dict] = field(default_factory=dict)
+    #: Nodes whose roles and tags must be valid after the change (the ones a request names).
+    checked: list[int] = field(default_factory=list)
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class Written:
+    """The cluster after a write, the edit's result and the commit served now."""
+
+    cluster: Cluster
+    value: Any
+    commit: WriteResult
+
+    def served(self, data: Any) -> Served:
+        return Served(data, self.commit.commit, self.commit.version)
+
+
+class Nodes:
+    """The node inventory of environments, and the one write path that elects primaries."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # -- reading ---------------------------------------------------------------------------
+    def cluster(self, env_id: int, version: str | None = None,
+                catalog_version: str | None = None) -> Cluster:
+        env = self._store.environment_repo(env_id).snapshot(version)
+        cluster = load_cluster(env, self._store.catalog().snapshot(catalog_version))
+        if version is None:  # a node moving into an upgrade seed is served by one side only
+            for node_id in self._store.moves.in_flight(env_id):
+                cluster.nodes.pop(node_id, None)
+        return cluster
+
+    def list(self, env_id: int, version: str | None = None,
+             catalog_version: str | None = None) -> Served:
+        cluster = self.cluster(env_id, version, catalog_version)
+        meta = cluster.meta
+        entities = [cluster.entity(n, meta) for n in cluster.nodes.values()]
+        return _served(entities, cluster)
+
+    def get(self, env_id: int, ref: int | str, version: str | None = None,
+            catalog_version: str | None = None) -> Served:
+        cluster = self.cluster(env_id, version, catalog_version)
+        return _served(cluster.entity(cluster.node(ref)), cluster)
+
+    def find(self, fqdn: str | None = None, cluster_id: int | None = None) -> Served:
+        """Nodes of every environment (or one), optionally only those with `fqdn`."""
+        found = []
+        env_ids = [cluster_id] if cluster_id is not None else self._store.environment_ids()
+        for env_id in env_ids:
+            try:
+                cluster = self.cluster(env_id)
+            except NotFound:
+                if cluster_id is not None:
+                    raise
+                continue  # archived between listing and reading
+            meta = cluster.meta
+            found += [cluster.entity(n, meta) for n in cluster.nodes.values()
+                      if fqdn is None or n.get("fqdn") == fqdn]
+        return Served(sorted(found, key=lambda n: n["id"]))
+
+    # -- writing ---------------------------------------------------------------------------
+    def create(self, env_id: int, body: Any, author: Author | None = None) -> Served:
+        fields = check_node_body(body, partial=False)
+        self._store.environment_repo(env_id)  # 404 before taking the store lock
+        with self._id_lock():
+            node_id = self._allocate(env_id, fields.get("id"))
+
+            def edit(cluster: Cluster) -> Edit:
+                if any(n.get("fqdn") == fields["fqdn"] for n in cluster.nodes.values()):
+                    raise Conflict(f"environment {env_id} already has a node with fqdn "
+                                   f"{fields['fqdn']!r}", key="fqdn")
+                node = {**_DEFAULTS, **fields, "id": node_id, "primary_tags": []}
+                return Edit(f"environment {env_id}: add node {node_id} ({node['fqdn']})",
+                            {node_id: node}, checked=[node_id])
+
+            written = self.write(env_id, edit, author)
+        return written.served(written.cluster.entity(written.cluster.nodes[node_id]))
+
+    def update(self, env_id: int, ref: int | str, body: Any,
+               author: Author | None = None) -> Served:
+        """Change the fields given (PUT and PATCH alike); id and fqdn identify the node."""
+        fields = check_node_body(body, partial=True)
+
+        def edit(cluster: Cluster) -> Edit:
+            node = cluster.node(ref)
+            if fields.get("id") not in (None, node["id"]):
+                raise InvalidInput("node field 'id' cannot be changed", key="id")
+            if "fqdn" in fields and fields["fqdn"] != node.get("fqdn") and any(
+                    n.get("fqdn") == fields["fqdn"] for n in cluster.nodes.values()):
+                raise Conflict(f"environment {env_id} already has a node with fqdn "
+                               f"{fields['fqdn']!r}", key="fqdn")
+            changed = {**node, **fields, "id": node["id"]}
+            return Edit(f"environment {env_id}: update node {node['id']}",
+                        {node["id"]: changed}, checked=[node["id"]], result=node["id"])
+
+        written = self.write(env_id, edit, author)
+        return written.served(written.cluster.entity(written.cluster.nodes[written.value]))
+
+    def delete(self, env_id: int, ref: int | str, author: Author | None = None) -> Served:
+        def edit(cluster: Cluster) -> Edit:
+            node = cluster.node(ref)
+            return Edit(f"environment {env_id}: remove node {node['id']} ({node.get('fqdn')})",
+                        {node["id"]: None})
+
+        return self.write(env_id, edit, author).served(None)
+
+    def reconcile(self, env_id: int, reason: str, author: Author | None = None) -> None:
+        """Re-run the election and drop vanished tags after a catalog change."""
+        self.write(env_id, lambda cluster: Edit(f"environment {env_id}: {reason}"), author)
+
+    def write(self, env_id: int, edit: Callable[[Cluster], Edit],
+              author: Author | None = None) -> Written:
+        """Apply `edit` to the environment in one commit, with the election re-run.
+
+        Only the nodes the edit lists in `checked` have their roles and tags validated, so a
+        catalog change never makes writes about other nodes fail.
+        """
+        outcome: dict[str, Any] = {}
+        self._store.moves.recover()  # an interrupted move completes before any other write
+
+        def operation(snapshot: Snapshot) -> ChangeSet:
+            cluster = load_cluster(snapshot, self._store.catalog().snapshot())
+            change = edit(cluster)
+            after = _apply(cluster, change)
+            for node_id in change.checked:
+                check_roles(after.nodes[node_id], after.meta, env_id)
+                check_node_tags(after.nodes[node_id], after.meta, env_id)
+            after = _settle(after)
+            outcome.update(cluster=after, value=change.result)
+            return _changes(cluster, after, change)
+
+        repo = self._store.environment_repo(env_id)
+        result = repo.update(operation, author or self._store.default_author)
+        return Written(outcome["cluster"], outcome["value"], result)
+
+    # -- node ids --------------------------------------------------------------------------
+    @contextmanager
+    def _id_lock(self) -> Iterator[None]:
+        fd = os.open(self._store.root / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def used_ids(self) -> dict[int, int]:
+        """Every node id in the store and the environment holding it."""
+        used: dict[int, int] = {}
+        for env_id in self._store.environment_ids():
+            try:
+                snapshot = self._store.environment_repo(env_id).snapshot()
+            except NotFound:
+                continue
+            for entry in snapshot.list(INVENTORY_NODES):
+                stem = entry.name.removesuffix(".yaml")
+                if stem.isdigit():
+                    used[int(stem)] = env_id
+        return used
+
+    def _allocate(self, env_id: int, wanted: int | None) -> int:
+        used = self.used_ids()
+        if wanted is None:
+            return next(i for i in range(1, len(used) + 2) if i not in used)
+        if wanted in used:
+            raise Conflict(f"node id {wanted} is taken by a node of environment {used[wanted]}",
+                           key="id")
+        return wanted
+
+
+def _apply(cluster: Cluster, change: Edit) -> Cluster:
+    """The cluster after `change` (nodes are copies: `_settle` may edit them)."""
+    own = cluster.own
+    if CLUSTER_ROLES in change.files or CLUSTER_TAGS in change.files:
+        roles = change.files.get(CLUSTER_ROLES, {ROLES: own.roles})[ROLES]
+        tags = change.files.get(CLUSTER_TAGS, {TAGS: own.tags})[TAGS]
+        own = Metadata(roles, tags)
+    nodes = {i: dict(n) for i, n in cluster.nodes.items()}
+    for node_id, node in change.nodes.items():
+        if node is None:
+            nodes.pop(node_id, None)
+        else:
+            nodes[node_id] = dict(node)
+    return Cluster(cluster.env, cluster.catalog, cluster.release, cluster.plugins, own,
+                   dict(sorted(nodes.items())), cluster.missing)
+
+
+def _settle(cluster: Cluster) -> Cluster:
+    """Drop tags that no longer exist from cluster roles and nodes, then elect primaries.
+
+    Nothing is dropped while an owner named by `environment.yaml` is missing from the
+    catalog: its tags may come back. Node dicts are edited in place (`_apply` copied them).
+    """
+    meta = cluster.meta
+    own = cluster.own
+    if not cluster.missing:
+        for node in cluster.nodes.values():
+            for key in ("tags_added", "tags_removed"):
+                node[key] = [t for t in node.get(key) or [] if tagging.known_tag(t, meta)]
+        for role, tag in tagging.missing_role_tags(own.roles, meta.tags):
+            own = Metadata({**own.roles, role: _without_tag(own.roles[role], tag)}, own.tags)
+    elected = tagging.elect_primaries(list(cluster.nodes.values()), meta)
+    for node_id, primaries in elected.items():
+        cluster.nodes[node_id]["primary_tags"] = primaries
+    return Cluster(cluster.env, cluster.catalog, cluster.release, cluster.plugins, own,
+                   cluster.nodes, cluster.missing)
+
+
+def _without_tag(role: dict, tag: str) -> dict:
+    return {**role, "tags": [t for t in role.get("tags") or [] if t != tag]}
+
+
+def _changes(before: Cluster, after: Cluster, change: Edit) -> ChangeSet:
+    changes = ChangeSet(change.message)
+    repo = before.env.snapshot.repository
+    docs = {CLUSTER_TAGS: (TAGS, before.own.tags, after.own.tags),
+            CLUSTER_ROLES: (ROLES, before.own.roles, after.own.roles)}
+    for path, (key, old_value, new_value) in docs.items():
+        if path in change.files or new_value != old_value:
+            old = before.env.snapshot.read(path)
+            changes.put(path, documents.encode(repo, path, {key: new_value}, old))
+    for node_id in before.nodes.keys() - after.nodes.keys():
+        changes.delete(node_path(node_id))
+    for node_id, node in after.nodes.items():
+        doc = stored_node(node)
+        if node_id in change.nodes or stored_node(before.nodes.get(node_id) or {}) != doc:
+            path = node_path(node_id)
+            old = before.env.snapshot.read(path)
+            changes.put(path, documents.encode(repo, path, doc, old))
+    return changes
+
+
+def _served(data: Any, cluster: Cluster) -> Served:
+    snapshot = cluster.env.snapshot
+    return Served(data, snapshot.commit_id, snapshot.version)

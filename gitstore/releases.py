@@ -1,0 +1,444 @@
+"""Releases and plugins: catalog entities that own roles, tags and graphs (DESIGN.md §3.1).
+
+    releases/<name>/release.yaml   {id, name, version, operating_system, state, ...}
+    releases/<name>/roles.yaml     {roles_metadata: {role: {name, tags, conflicts?, ...}}}
+    releases/<name>/tags.yaml      {tags_metadata: {tag: {has_primary, ...}}}
+    plugins/<name>/plugin.yaml     {id, name, version, roles_metadata?, tags_metadata?, ...}
+
+An owner's folder (`folder_of`) also holds files other modules own (`graphs/<type>.yaml`,
+`settings.yaml`, `upgrade.yaml`): a rename moves them along, a delete removes them. Environments
+name their release and plugins by name, so an owner named by an environment can be neither
+renamed nor deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gitstore import documents
+from gitstore.backend.changes import ChangeSet
+from gitstore.backend.repository import Author, WriteResult
+from gitstore.backend.snapshot import Snapshot
+from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.merge.tags import TAG_NAME, missing_role_tags
+from gitstore.names import check_identifier, check_segment
+from gitstore.served import Served
+
+if TYPE_CHECKING:
+    from gitstore.store import Store
+
+ROLES_FILE = "roles.yaml"
+TAGS_FILE = "tags.yaml"
+ROLES = "roles_metadata"
+TAGS = "tags_metadata"
+RELEASE_STATES = ("available", "unavailable", "manageable", "not_available", "manageonly",
+                  "deprecated")
+#: Where an entity's metadata lives: extra fields go to the main document as given.
+_METADATA = (ROLES, TAGS)
+#: Field order of an entity (other fields follow in the order given, metadata last).
+_ORDER = ("id", "name", "version", "operating_system", "state", "description")
+
+
+@dataclass(frozen=True)
+class OwnerKind:
+    """How one kind of catalog owner is laid out and validated."""
+
+    name: str  # "release" or "plugin"
+    folder: str  # "releases" or "plugins"
+    document: str  # "release.yaml" or "plugin.yaml"
+    split_metadata: bool  # roles and tags in roles.yaml / tags.yaml
+    required: tuple[str, ...]
+    #: Role tags must be defined by this owner (a plugin's roles may name release tags).
+    strict_role_tags: bool
+
+
+RELEASE = OwnerKind("release", "releases", "release.yaml", True,
+                    ("name", "version", "operating_system"), True)
+PLUGIN = OwnerKind("plugin", "plugins", "plugin.yaml", False, ("name", "version"), False)
+
+
+class OwnerCatalog:
+    """The releases (or plugins) of one catalog commit, read once."""
+
+    def __init__(self, snapshot: Snapshot, kind: OwnerKind) -> None:
+        self.snapshot = snapshot
+        self.kind = kind
+        self._entities: list[dict] | None = None
+
+    def entities(self) -> list[dict]:
+        """Every entity, sorted by id."""
+        if self._entities is None:
+            found = [self._read(entry.name) for entry in self.snapshot.list(self.kind.folder)
+                     if entry.is_tree]
+            self._entities = sorted((e for e in found if e is not None),
+                                    key=lambda e: e.get("id") or 0)
+        return self._entities
+
+    def entity(self, ref: int | str) -> dict:
+        """The entity with id `ref` (an int or digits) or name `ref`; NotFound otherwise."""
+        for entity in self.entities():
+            if _matches(entity, ref):
+                return entity
+        raise NotFound(f"{self.kind.name} {ref!r} does not exist")
+
+    def folder_of(self, ref: int | str) -> str:
+        """`releases/<name>`: where the entity's files (and graphs) live."""
+        return f"{self.kind.folder}/{self.entity(ref)['name']}"
+
+    def next_id(self) -> int:
+        return max((e.get("id") or 0 for e in self.entities()), default=0) + 1
+
+    def _read(self, folder_name: str) -> dict | None:
+        folder = f"{self.kind.folder}/{folder_name}"
+        doc = self.snapshot.read_mapping(f"{folder}/{self.kind.document}")
+        if doc is None:
+            return None
+        entity = {**doc, "id": doc.get("id"), "name": folder_name}
+        if self.kind.split_metadata:
+            roles = self.snapshot.read_mapping(f"{folder}/{ROLES_FILE}") or {}
+            tags = self.snapshot.read_mapping(f"{folder}/{TAGS_FILE}") or {}
+        else:
+            roles, tags = doc, doc
+        entity[ROLES] = dict(roles.get(ROLES) or {})
+        entity[TAGS] = dict(tags.get(TAGS) or {})
+        return ordered(entity)
+
+
+def ordered(entity: dict) -> dict:
+    """`entity` with its fields in the documented order."""
+    first = {k: entity[k] for k in _ORDER if k in entity}
+    rest = {k: v for k, v in entity.items() if k not in first and k not in _METADATA}
+    return {**first, **rest, **{k: entity[k] for k in _METADATA if k in entity}}
+
+
+def _matches(entity: dict, ref: int | str) -> bool:
+    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+        return entity.get("id") == int(ref)
+    return entity.get("name") == ref
+
+
+# -- validation ---------------------------------------------------------------------------------
+def check_entity(entity: dict, kind: OwnerKind) -> dict:
+    """A whole entity (after defaults and partial updates) that obeys the owner's rules."""
+    for name in kind.required:
+        value = entity.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInput(f"{kind.name} field {name!r} is required (a non-empty string)",
+                               key=name)
+    check_segment(entity["name"], f"{kind.name} name")
+    if kind is RELEASE and entity.get("state") not in RELEASE_STATES:
+        raise InvalidInput(f"release field 'state' must be one of {', '.join(RELEASE_STATES)}",
+                           key="state")
+    for key in entity:
+        if key not in ("id", *_METADATA):
+            check_identifier(key, f"{kind.name} field name")
+    entity[TAGS] = check_tags_metadata(entity.get(TAGS), kind.name)
+    entity[ROLES] = check_roles_metadata(entity.get(ROLES), kind.name)
+    if kind.strict_role_tags:
+        check_role_tags(entity[ROLES], entity[TAGS])
+    return entity
+
+
+def check_tag_name(name: Any) -> str:
+    """A tag (or role) name: `^[a-zA-Z0-9_-]+$`."""
+    if not isinstance(name, str) or not TAG_NAME.match(name):
+        raise InvalidInput(f"tag name {name!r} must match ^[a-zA-Z0-9_-]+$", key="name")
+    return name
+
+
+def check_tag_meta(meta: Any, tag: str) -> dict:
+    """Tag metadata: a mapping whose `has_primary` is a boolean."""
+    if not isinstance(meta, dict) or not isinstance(meta.get("has_primary"), bool):
+        raise InvalidInput(f"tag {tag!r}: meta.has_primary is required and must be a boolean",
+                           key="meta")
+    return meta
+
+
+def check_tags_metadata(tags: Any, owner: str) -> dict:
+    if tags is None:
+        return {}
+    if not isinstance(tags, dict):
+        raise InvalidInput(f"{owner} field 'tags_metadata' must be a mapping", key=TAGS)
+    for name, meta in tags.items():
+        check_tag_meta(meta, check_tag_name(name))
+    return tags
+
+
+def check_roles_metadata(roles: Any, owner: str) -> dict:
+    if roles is None:
+        return {}
+    if not isinstance(roles, dict):
+        raise InvalidInput(f"{owner} field 'roles_metadata' must be a mapping", key=ROLES)
+    for name, role in roles.items():
+        check_tag_name(name)
+        if not isinstance(role, dict):
+            raise InvalidInput(f"role {name!r} must be a mapping", key=ROLES)
+        tags = role.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise InvalidInput(f"role {name!r}: 'tags' must be a list of tag names", key=ROLES)
+        conflicts = role.get("conflicts", [])
+        if conflicts != "*" and (not isinstance(conflicts, list)
+                                 or not all(isinstance(c, str) for c in conflicts)):
+            raise InvalidInput(f"role {name!r}: 'conflicts' must be a list of roles or '*'",
+                               key=ROLES)
+    return roles
+
+
+def check_role_tags(roles: dict, tags: dict) -> None:
+    """Every tag a role names is defined (a role's own name is implicit)."""
+    for role, tag in missing_role_tags(roles, tags):
+        raise InvalidInput(f"Role {role} contains non-existent tag {tag}", key=ROLES)
+
+
+# -- storage ----------------------------------------------------------------------------------
+def _put_entity(changes: ChangeSet, snapshot: Snapshot, kind: OwnerKind, entity: dict,
+                old_name: str | None) -> None:
+    """Write `entity`'s files; a rename moves every other file of the old folder along."""
+    folder = f"{kind.folder}/{entity['name']}"
+    if old_name is not None and old_name != entity["name"]:
+        old = f"{kind.folder}/{old_name}"
+        for entry in snapshot.list(old):
+            changes.graft(f"{folder}/{entry.name}", snapshot.graft(f"{old}/{entry.name}"))
+        changes.delete(old)
+        old_folder = old
+    else:
+        old_folder = folder
+    main = {k: v for k, v in ordered(entity).items() if k not in _METADATA}
+    files = {kind.document: main}
+    if kind.split_metadata:
+        files[ROLES_FILE] = {ROLES: entity[ROLES]}
+        files[TAGS_FILE] = {TAGS: entity[TAGS]}
+    else:
+        main.update((k, entity[k]) for k in _METADATA if entity.get(k))
+    for name, doc in files.items():
+        old = snapshot.read(f"{old_folder}/{name}")
+        path = f"{folder}/{name}"
+        changes.put(path, documents.encode(snapshot.repository, path, doc, old))
+
+
+_DEFAULTS = {RELEASE.name: {"state": "available"}, PLUGIN.name: {}}
+
+
+class Owners:
+    """Releases or plugins: list, read, create, change (partially) and delete."""
+
+    kind: OwnerKind = RELEASE
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # -- reading ---------------------------------------------------------------------------
+    def view(self, version: str | None = None) -> OwnerCatalog:
+        return OwnerCatalog(self._store.catalog().snapshot(version), self.kind)
+
+    def list(self, version: str | None = None) -> Served:
+        view = self.view(version)
+        return Served(view.entities(), view.snapshot.commit_id, view.snapshot.version)
+
+    def get(self, ref: int | str, version: str | None = None) -> Served:
+        view = self.view(version)
+        return Served(view.entity(ref), view.snapshot.commit_id, view.snapshot.version)
+
+    # -- writing ---------------------------------------------------------------------------
+    def create(self, body: Any, author: Author | None = None) -> Served:
+        body = _require_object(body, self.kind.name)
+        wanted_id = _check_id(body.get("id"))
+
+        def operation(view: OwnerCatalog):
+            entity = {**_DEFAULTS[self.kind.name], **body}
+            entity["id"] = wanted_id or view.next_id()
+            check_entity(entity, self.kind)
+            self._check_unique(view, entity)
+            changes = ChangeSet(f"catalog: create {self.kind.name} {entity['name']}")
+            _put_entity(changes, view.snapshot, self.kind, entity, None)
+            return changes, ordered(entity)
+
+        entity, result = self._write(operation, author)
+        return Served(entity, result.commit, result.version)
+
+    def update(self, ref: int | str, body: Any, author: Author | None = None) -> Served:
+        """Change the fields given (PUT and PATCH alike); the id never changes."""
+        body = _require_object(body, self.kind.name)
+
+        def edit(current: dict, view: OwnerCatalog) -> tuple[dict, str]:
+            if body.get("id") is not None and body["id"] != current["id"]:
+                raise InvalidInput(f"field 'id' of a {self.kind.name} cannot be changed",
+                                   key="id")
+            return {**current, **body, "id": current["id"]}, "update"
+
+        entity, result = self.change(ref, edit, author)
+        if ROLES in body or TAGS in body:
+            self.reconcile_users(entity["name"], "update", author)
+        return Served(entity, result.commit, result.version)
+
+    def reconcile_users(self, name: str, verb: str, author: Author | None) -> None:
+        """Re-elect primaries in every environment using this owner, after a catalog commit
+        changed its roles or tags (one commit per environment, only if something changed)."""
+        for env_id in self.users(name):
+            self._store.nodes.reconcile(env_id, f"reconcile nodes after {self.kind.name} "
+                                                f"{name}: {verb}", author)
+
+    def change(self, ref: int | str, edit: Callable[[dict, OwnerCatalog], tuple[dict, str]],
+               author: Author | None = None) -> tuple[dict, WriteResult]:
+        """Apply `edit(current, view) -> (new entity, verb)` in one catalog write.
+
+        The new entity is validated whole; a rename is refused while environments name it.
+        Other services (tags) change roles and tags through here.
+        """
+        def operation(view: OwnerCatalog):
+            current = view.entity(ref)
+            entity, verb = edit(_copy(current), view)
+            check_entity(entity, self.kind)
+            if entity["name"] != current["name"]:
+                self._check_unique(view, entity, current["id"])
+                self._check_unused(current, "renamed")
+            changes = ChangeSet(f"catalog: {verb} {self.kind.name} {current['name']}")
+            _put_entity(changes, view.snapshot, self.kind, entity, current["name"])
+            return changes, ordered(entity)
+
+        return self._write(operation, author)
+
+    def delete(self, ref: int | str, author: Author | None = None) -> None:
+        def operation(view: OwnerCatalog):
+            current = view.entity(ref)
+            self._check_unused(current, "deleted")
+            changes = ChangeSet(f"catalog: delete {self.kind.name} {current['name']}")
+            changes.delete(f"{self.kind.folder}/{current['name']}")
+            return changes, None
+
+        self._write(operation, author)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _write(self, operation, author: Author | None) -> tuple[Any, WriteResult]:
+        outcome: dict[str, Any] = {}
+
+        def op(snapshot: Snapshot) -> ChangeSet:
+            changes, outcome["entity"] = operation(OwnerCatalog(snapshot, self.kind))
+            return changes
+
+        result = self._store.catalog().update(op, author or self._store.default_author)
+        return outcome["entity"], result
+
+    def _check_unique(self, view: OwnerCatalog, entity: dict, itself: int | None = None) -> None:
+        for other in view.entities():
+            if other["id"] == itself:
+                continue
+            if other["name"] == entity["name"]:
+                raise Conflict(f"{self.kind.name} {entity['name']!r} already exists", key="name")
+            if other["id"] == entity["id"]:
+                raise Conflict(f"{self.kind.name} id {entity['id']} is taken by "
+                               f"{other['name']!r}", key="id")
+
+    def _check_unused(self, entity: dict, what: str) -> None:
+        users = self.users(entity["name"])
+        if users:
+            raise Conflict(f"{self.kind.name} {entity['name']!r} is used by environments "
+                           f"{users}; it cannot be {what}")
+
+    def users(self, name: str) -> list[int]:
+        """Ids of the environments that name this release (or enable this plugin)."""
+        found = []
+        for env_id in self._store.environment_ids():
+            try:
+                doc = self._store.environments.view(env_id).doc
+            except NotFound:
+                continue  # archived meanwhile
+            if name in owner_names(doc, self.kind):
+                found.append(env_id)
+        return found
+
+
+class Releases(Owners):
+    """Releases: roles, tags, graphs and default settings of an OpenStack version."""
+
+    kind = RELEASE
+
+
+class Plugins(Owners):
+    """Plugins: extra roles, tags and graphs an environment can enable."""
+
+    kind = PLUGIN
+
+
+def owner_names(environment_doc: dict, kind: OwnerKind) -> list[str]:
+    """The release (as a one-item list) or the plugins an `environment.yaml` names."""
+    if kind is RELEASE:
+        release = environment_doc.get("release")
+        return [release] if release else []
+    return list(environment_doc.get("plugins") or [])
+
+
+def _require_object(body: Any, what: str) -> dict:
+    if not isinstance(body, dict):
+        raise InvalidInput(f"{what} body must be a JSON object")
+    return dict(body)
+
+
+def _check_id(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput("field 'id' must be a positive integer", key="id")
+    return value
+
+
+def _copy(entity: dict) -> dict:
+    """A copy whose metadata mappings can be edited without touching the parse cache."""
+    copied = dict(entity)
+    copied[ROLES] = {k: dict(v) for k, v in (entity.get(ROLES) or {}).items()}
+    copied[TAGS] = {k: dict(v) for k, v in (entity.get(TAGS) or {}).items()}
+    return copied
+
+
+# -- what environments store --------------------------------------------------------------------
+def owner_refs(fields: dict, catalog: Snapshot) -> dict:
+    """An environment body's `release` and `plugins` (ids or names) as the names to store."""
+    stored: dict[str, Any] = {}
+    if "release" in fields:
+        ref = fields["release"]
+        stored["release"] = (None if ref in (None, "") else
+                             OwnerCatalog(catalog, RELEASE).entity(_owner_ref(ref, "release"))
+                             ["name"])
+    if "plugins" in fields:
+        refs = fields["plugins"] or []
+        if not isinstance(refs, list):
+            raise InvalidInput("field 'plugins' must be a list of ids or names", key="plugins")
+        view = OwnerCatalog(catalog, PLUGIN)
+        names = [view.entity(_owner_ref(ref, "plugins"))["name"] for ref in refs]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise InvalidInput(f"plugin {repeated[0]!r} is enabled twice", key="plugins")
+        stored["plugins"] = names
+    return stored
+
+
+def owner_fields(doc: dict, catalog: Snapshot) -> dict:
+    """An environment entity's `release` (id or None) and `plugins` (ids, enabled order).
+
+    Empty for an environment whose `environment.yaml` names neither (ConfigDB-only
+    environments keep the entity shape of the ConfigDB API).
+    """
+    if "release" not in doc and "plugins" not in doc:
+        return {}
+    ids: dict[str, Any] = {"release": None, "plugins": []}
+    for kind, key in ((RELEASE, "release"), (PLUGIN, "plugins")):
+        view = OwnerCatalog(catalog, kind)
+        for name in owner_names(doc, kind):
+            try:
+                owner_id = view.entity(name)["id"]
+            except NotFound:
+                continue  # removed behind our back (a push); tags_check reports it
+            if key == "release":
+                ids[key] = owner_id
+            else:
+                ids[key].append(owner_id)
+    return ids
+
+
+def _owner_ref(ref: Any, field_name: str) -> int | str:
+    if isinstance(ref, bool) or not isinstance(ref, int | str):
+        raise InvalidInput(f"field {field_name!r}: {ref!r} is not an id or a name",
+                           key=field_name)
+    return ref

@@ -1,0 +1,108 @@
+"""Scopes of an environment and their effective documents, cached by the blobs they merge.
+
+A scope is the list of level pairs a request names (`[]` is global). History, diff and explain
+ask for the effective document of many scopes at many commits; most of them merge the very same
+blobs, so merged results are cached by (merge mode, layer blob ids): immutable ids, so the cache
+never goes stale and its cost does not grow with history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gitstore.backend.cache import LRUCache
+from gitstore.errors import InvalidInput
+from gitstore.layout import GLOBAL, KINDS, EnvironmentView, LevelPairs, layer_file, parse_levels
+from gitstore.merge.effective import merge_layers
+from gitstore.names import RESERVED_TOP_LEVEL, check_level_value
+
+#: Merged effective documents by (mode, layer blob ids). Values are shared: never mutate them.
+_MERGED = LRUCache(max_entries=4096)
+
+_SUFFIX = ".yaml"
+
+
+def effective_document(view: EnvironmentView, pairs: LevelPairs, resource: str) -> dict[str, Any]:
+    """The effective document of `resource` at `pairs` (a shared object: read it, never edit)."""
+    key = (view.merge, view.layer_inputs(pairs, resource))
+    return _MERGED.get_or_compute(key, lambda: merge_layers(view.layers(pairs, resource),
+                                                            view.merge))
+
+
+def layer_paths(pairs: LevelPairs, resource: str) -> list[str]:
+    """The repository paths of every layer file of a scope, least specific first."""
+    pairs = list(pairs)
+    return [layer_file(pair, kind, resource) for pair in [None, *pairs] for kind in KINDS]
+
+
+def folder(pair: tuple[str, str] | None) -> str:
+    """The folder of a level value (`global` for the global level)."""
+    return GLOBAL if pair is None else f"{pair[0]}/{pair[1]}"
+
+
+def default_scopes(*views: EnvironmentView) -> list[list[tuple[str, str]]]:
+    """Global, then every level value holding data in any of `views`, each as a scope alone.
+
+    A value of a deeper level is taken with global only (`/nodes/1/`, not under some role):
+    level values are independent, and which role a node sits under is not stored.
+    """
+    scopes: list[list[tuple[str, str]]] = [[]]
+    seen: set[tuple[str, str]] = set()
+    for view in views:
+        for level in view.hierarchy:
+            seen.update((level, value) for value in view.level_values(level))
+    scopes.extend([pair] for pair in sorted(seen, key=_pair_order(views)))
+    return scopes
+
+
+def _pair_order(views: tuple[EnvironmentView, ...]):
+    levels: list[str] = []
+    for view in views:
+        levels.extend(level for level in view.hierarchy if level not in levels)
+
+    def order(pair: tuple[str, str]):
+        value = pair[1]
+        return levels.index(pair[0]), (0, int(value), "") if value.isdigit() else (1, 0, value)
+
+    return order
+
+
+def resources_at(view: EnvironmentView, pairs: LevelPairs) -> set[str]:
+    """Names of the resources with a document in any folder of the scope."""
+    found: set[str] = set()
+    for pair in [None, *pairs]:
+        for kind in KINDS:
+            base = f"{folder(pair)}/{kind}"
+            found.update(path[len(base) + 1 : -len(_SUFFIX)] for path in view.snapshot.walk(base)
+                         if path.endswith(_SUFFIX))
+    return found
+
+
+def parse_data_path(path: str) -> tuple[tuple[str, str] | None, str, str] | None:
+    """`(pair, kind, resource)` of a layer file path, or None for any other file."""
+    parts = path.split("/")
+    if parts[0] == GLOBAL:
+        pair, rest = None, parts[1:]
+    elif parts[0] not in RESERVED_TOP_LEVEL and len(parts) > 2:
+        pair, rest = (parts[0], parts[1]), parts[2:]
+    else:
+        return None
+    if len(rest) < 2 or rest[0] not in KINDS or not rest[-1].endswith(_SUFFIX):
+        return None
+    return pair, rest[0], "/".join(rest[1:])[: -len(_SUFFIX)]
+
+
+def parse_scope(text: str | None) -> list[tuple[str, str]] | None:
+    """Level pairs from `nodes/1`, `/role/compute/nodes/1/` or `role=compute,nodes=1`."""
+    if text is None:
+        return None
+    text = text.strip()
+    if "=" in text:
+        return parse_levels(text)
+    parts = [part for part in text.strip("/").split("/") if part]
+    if len(parts) % 2:
+        raise InvalidInput(f"path {text!r} must be level/value pairs like nodes/1", key="path")
+    pairs = list(zip(parts[::2], parts[1::2], strict=True))
+    for level, value in pairs:
+        check_level_value(value, level)
+    return pairs

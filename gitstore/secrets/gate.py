@@ -1,0 +1,66 @@
+"""The push gate's secret rule: no plain text at a secret path of a pushed environment tree.
+
+`gitstore.validation` runs `check_tree` on every environment tree it checks (push gate, mirror
+sync, review, `gitstore validate`). It reports, naming file and key (never the value):
+
+- a plain value at a secret path (seal it with `gitstore secrets encrypt` before pushing);
+- a value that looks sealed (`ENC[...`) but is not well formed;
+- an `environment.yaml` whose `secret_keys` is not a list of dotted key paths.
+
+It needs no key: whether a sealed value opens is checked when it is revealed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gitstore.errors import InvalidInput
+from gitstore.layout import ENVIRONMENT_FILE
+from gitstore.secrets import cipher
+from gitstore.secrets.leaves import secret_leaves
+from gitstore.secrets.rules import Rules, parse_patterns, rules_for_file
+
+if TYPE_CHECKING:
+    from gitstore.validation import TreeCheck
+
+_YAML = ".yaml"
+
+
+def check_tree(tree: TreeCheck) -> None:
+    """Report every secret stored in plain text, and every malformed sealed value."""
+    environment = tree.document(ENVIRONMENT_FILE)
+    environment = environment if isinstance(environment, dict) else {}
+    try:
+        parse_patterns(environment.get("secret_keys"), "secret_keys")
+    except InvalidInput as exc:
+        tree.report(ENVIRONMENT_FILE, exc.message, key="secret_keys")
+    definitions = _definitions(tree, environment)
+    for file in tree.files:
+        if not file.endswith(_YAML) or file == ENVIRONMENT_FILE:
+            continue
+        document = tree.document(file)
+        if isinstance(document, dict):
+            _check_document(tree, file, document, rules_for_file(file, definitions, environment))
+
+
+def _definitions(tree: TreeCheck, environment: dict) -> dict[str, dict] | None:
+    if tree.catalog is None:
+        return None
+    components = environment.get("components")
+    if not isinstance(components, list):
+        return {}
+    names = [name for name in components if isinstance(name, str)]
+    return {d["name"]: d for d in tree.catalog.definitions_of(names)}
+
+
+def _check_document(tree: TreeCheck, file: str, document: dict, rules: Rules) -> None:
+    for path, value, secret in secret_leaves(document, rules):
+        key = ".".join(path)
+        if cipher.is_sealed(value):
+            if not cipher.well_formed(value):
+                tree.report(file, "looks sealed (ENC[...) but is not a well-formed "
+                                  "ENC[v1,aesgcm,kid=...,n=...,d=...] value", key=key)
+        elif secret and value is not None:
+            tree.report(file, "a secret stored in plain text; seal it before pushing "
+                              "(`gitstore secrets encrypt FILE --env ID`, see docs/secrets.md)",
+                        key=key)

@@ -1,0 +1,193 @@
+"""The read side: secret leaves masked by default, revealed (opened) for those allowed.
+
+Masking needs no key: a leaf is masked when it is a sealed value, or when a rule makes it secret
+(a plain value at a secret path, stored before the rule existed). It becomes `"******"` and its
+dotted key path is listed. Revealing opens each sealed leaf at the file it is stored in: for an
+effective document that is the most specific layer holding the very same ciphertext at that key
+path. A sealed value never passes through as if it were a value: it opens or it is an error.
+
+Inputs are often shared cached objects: every function here returns new containers (or the input
+itself when nothing is masked) and never edits what it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gitstore.backend.cache import LRUCache
+from gitstore.errors import Unavailable, Undecryptable
+from gitstore.secrets import cipher
+from gitstore.secrets.cipher import Place
+from gitstore.secrets.keyring import Keys
+from gitstore.secrets.leaves import MISSING, rebuild, value_at
+from gitstore.secrets.rules import Rules
+from gitstore.secrets.seal import MASK
+
+#: Masked documents by (the caller's id of the document's inputs, rules). Shared: never edit.
+_MASKED = LRUCache(max_entries=4096)
+#: (file, parsed document) of the layers that may hold a value, most specific first.
+Sources = Sequence[tuple[str, Any]]
+NOTE = "secret changed"
+
+
+def _ancestors_secret(rules: Rules, base: tuple[str, ...]) -> bool:
+    return any(rules.starts_here(base[:depth]) for depth in range(len(base)))
+
+
+def dotted(path: Sequence[str]) -> str:
+    return ".".join(path)
+
+
+def mask(value: Any, rules: Rules, base: tuple[str, ...] = ()) -> tuple[Any, list[str]]:
+    """`value` (found at key path `base`) with secret leaves masked, and their dotted paths."""
+    masked: list[str] = []
+
+    def leaf(item: Any, stored: Any, path: tuple[str, ...], secret: bool) -> Any:
+        if cipher.is_sealed(item) or (secret and item is not None):
+            masked.append(dotted(path))
+            return MASK
+        return item
+
+    result = rebuild(value, rules, leaf, MISSING, base, _ancestors_secret(rules, base))
+    return result, masked
+
+
+def mask_cached(key: Any, document: Any, rules: Rules) -> tuple[Any, tuple[str, ...]]:
+    """`mask` of a document identified by `key` (immutable inputs such as blob ids)."""
+
+    def compute() -> tuple[Any, tuple[str, ...]]:
+        data, masked = mask(document, rules)
+        return data, tuple(masked)
+
+    return _MASKED.get_or_compute((key, rules), compute)
+
+
+class Opener:
+    """Opens sealed values of one environment repository with the keyring's keys."""
+
+    def __init__(self, repository: str, keys: Keys | None, keyring: str = "no keyring") -> None:
+        self.repository = repository
+        self.keys = keys
+        self.keyring = keyring
+
+    def open_at(self, value: str, file: str, path: tuple[str, ...]) -> Any:
+        place = Place(self.repository, file, path)
+        if self.keys is None:
+            raise Unavailable(f"secrets are unavailable ({self.keyring}), so the secret at "
+                              f"{place.named()} cannot be revealed",
+                              path=file, key=place.dotted)
+        return cipher.open_sealed(value, self.keys.keys, place)
+
+    def reveal(self, value: Any, rules: Rules, sources: Sources | str,
+               base: tuple[str, ...] = ()) -> tuple[Any, list[str]]:
+        """`value` (at key path `base`) with sealed leaves opened, and the revealed paths.
+
+        `sources` is the file the value is stored in, or the layers it was merged from: then
+        each sealed leaf opens at the first layer holding the same text at its key path.
+        """
+        revealed: list[str] = []
+
+        def leaf(item: Any, stored: Any, path: tuple[str, ...], secret: bool) -> Any:
+            if cipher.is_sealed(item):
+                revealed.append(dotted(path))
+                file = sources if isinstance(sources, str) else _source_of(item, path, sources)
+                return self.open_at(item, file, path)
+            if secret and item is not None:
+                revealed.append(dotted(path))
+            return item
+
+        result = rebuild(value, rules, leaf, MISSING, base, _ancestors_secret(rules, base))
+        return result, revealed
+
+
+def _source_of(value: str, path: tuple[str, ...], sources: Sources) -> str:
+    for file, document in sources:
+        if value_at(document, path) == value:
+            return file
+    where = sources[0][0] if sources else "?"
+    raise Undecryptable(f"the secret at {where}: key {dotted(path)!r} does not decrypt: no "
+                        "layer holds it at that key", path=where, key=dotted(path))
+
+
+# -- answers that show values of several places -------------------------------------------------
+def mask_explain(data: dict, rules: Rules,
+                 opener: Opener | None = None) -> tuple[dict, list[str]]:
+    """An explain answer with each key's value and layer values masked (or, with `opener`,
+    opened at their own files). Returns the new answer and the masked (or revealed) paths."""
+    keys, touched = [], []
+    for item in data["keys"]:
+        base = tuple(item["path"].split(".")) if item["path"] else ()
+        layers = []
+        for layer in item["layers"]:
+            value, paths = _show(layer["value"], rules, base, opener, layer["file"])
+            layers.append({**layer, "value": value})
+            touched += paths
+        winner = item["layers"][item["winner"]]["file"] if item["winner"] is not None else "?"
+        value, paths = _show(item["value"], rules, base, opener, winner)
+        keys.append({**item, "value": value, "layers": layers})
+        touched += paths
+    return {**data, "keys": keys}, list(dict.fromkeys(touched))
+
+
+def _show(value: Any, rules: Rules, base: tuple[str, ...], opener: Opener | None,
+          file: str) -> tuple[Any, list[str]]:
+    return mask(value, rules, base) if opener is None else opener.reveal(value, rules, file, base)
+
+
+def mask_scopes(scopes: dict, rules_of: Callable[[str], Rules]) -> tuple[dict, list[str]]:
+    """A diff (`{scope: {resource: {added, removed, changed}}}`) with secret values masked;
+    a changed secret reads `{"old": "******", "new": "******", "note": "secret changed"}`.
+    Masked paths are `<scope>:<resource>:<key>`."""
+    result: dict = {}
+    masked: list[str] = []
+    for scope, resources in scopes.items():
+        for resource, change in resources.items():
+            shown, paths = mask_change(change, rules_of(resource))
+            result.setdefault(scope, {})[resource] = shown
+            masked += [f"{scope}:{resource}:{path}" for path in paths]
+    return result, masked
+
+
+def mask_change(change: dict, rules: Rules) -> tuple[dict, list[str]]:
+    """One document's diff (`added`, `removed`, `changed` by dotted key) with secrets masked."""
+    shown: dict = {}
+    masked: list[str] = []
+    for section in ("added", "removed"):
+        entries = {}
+        for key, value in change.get(section, {}).items():
+            entries[key], paths = mask(value, rules, _split(key))
+            masked += paths
+        shown[section] = entries
+    changed = {}
+    for key, pair in change.get("changed", {}).items():
+        old, old_paths = mask(pair["old"], rules, _split(key))
+        new, new_paths = mask(pair["new"], rules, _split(key))
+        changed[key] = {"old": old, "new": new}
+        if old_paths or new_paths:
+            changed[key]["note"] = NOTE
+            masked += list(dict.fromkeys(old_paths + new_paths))
+    shown["changed"] = changed
+    return {**change, **shown}, masked
+
+
+def mask_history(entries: list[dict], rules: Rules, key: str) -> tuple[list[dict], list[str]]:
+    """Entries of one value's history (`old`, `new`) with secrets masked, changes noted."""
+    base = _split(key)
+    shown, masked = [], []
+    for entry in entries:
+        entry = dict(entry)
+        paths: list[str] = []
+        for side in ("old", "new"):
+            if side in entry:
+                entry[side], found = mask(entry[side], rules, base)
+                paths += found
+        if paths:
+            entry["note"] = NOTE
+            masked += paths
+        shown.append(entry)
+    return shown, list(dict.fromkeys(masked))
+
+
+def _split(key: str) -> tuple[str, ...]:
+    return tuple(key.split(".")) if key else ()

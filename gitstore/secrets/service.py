@@ -1,0 +1,252 @@
+"""`store.secrets`: the facade service that seals, masks, reveals and rotates secrets.
+
+Other services call it at their doors: writes ask for a `sealer` and hand it to
+`documents.encode`; reads `show` documents (masked, or revealed for callers allowed to see them)
+and `record_reveal` what they revealed. Maintenance (`rotate`, `keys`, `remove_key`) walks the
+heads of every environment repository.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from gitstore import documents
+from gitstore.backend.cache import LRUCache
+from gitstore.backend.changes import ChangeSet
+from gitstore.backend.repository import Author
+from gitstore.backend.snapshot import Snapshot
+from gitstore.catalog import CatalogView
+from gitstore.errors import GitstoreError, InvalidInput, Unavailable
+from gitstore.layout import EnvironmentView, layer_file
+from gitstore.names import check_segment
+from gitstore.secrets import cipher, mask
+from gitstore.secrets.audit import AuditLog
+from gitstore.secrets.keyring import Keyring, Keys
+from gitstore.secrets.leaves import secret_leaves
+from gitstore.secrets.rules import Rules, describe, rules_for_file
+from gitstore.secrets.seal import Sealer
+from gitstore.served import Served
+
+if TYPE_CHECKING:
+    from gitstore.store import Store
+
+#: Resource definitions by (catalog commit, attached components): immutable inputs.
+_DEFINITIONS = LRUCache(max_entries=256)
+_YAML = ".yaml"
+
+
+def repository_of(env_id: int) -> str:
+    """The repository part of a sealed value's place: `environments/<id>`."""
+    return f"environments/{int(env_id)}"
+
+
+class Secrets:
+    """Secrets of one store: its keyring, rules, sealing, masking, revealing and rotation."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.keyring = Keyring.of_root(store.root)
+        self.audit = AuditLog(store.root)
+
+    # -- rules -------------------------------------------------------------------------------
+    def definitions(self, components: list[str]) -> dict[str, dict]:
+        """Resource name -> definition for `components`, from the served catalog."""
+        catalog = self._store.catalog().snapshot()
+        return _DEFINITIONS.get_or_compute(
+            (catalog.commit_id, tuple(components)),
+            lambda: {d["name"]: d for d in CatalogView(catalog).definitions_of(components)})
+
+    def rules_of(self, view: EnvironmentView) -> Callable[[str], Rules]:
+        """File path -> its rules, for one commit of an environment."""
+        definitions = self.definitions(view.components)
+        return lambda file: rules_for_file(file, definitions, view.doc)
+
+    def rules(self, env_id: int, version: str | None = None) -> Served:
+        """The rules in force in environment `env_id` (`gitstore secrets rules`)."""
+        view = EnvironmentView(self._store.environment_repo(env_id).snapshot(version))
+        definitions = self.definitions(view.components)
+        return Served(describe(definitions, view.doc, definitions), view.snapshot.commit_id,
+                      view.snapshot.version)
+
+    # -- keys --------------------------------------------------------------------------------
+    def _keys(self) -> tuple[Keys | None, str]:
+        """The keyring's keys (None if unusable) and, for errors, why they are missing."""
+        try:
+            keys = self.keyring.current()
+        except Unavailable as exc:
+            return None, exc.message
+        return keys, f"no keyring at {self.keyring.path}"
+
+    # -- writing -----------------------------------------------------------------------------
+    def sealer(self, env_id: int, view: EnvironmentView) -> Sealer:
+        """The sealer of writes to environment `env_id` at the commit of `view`."""
+        keys, problem = self._keys()
+        return Sealer(repository_of(env_id), keys, self.rules_of(view), problem)
+
+    def new_environment_sealer(self, env_id: int, environment: Mapping) -> Sealer:
+        """The sealer of the first commit of an environment (no view of it exists yet)."""
+        keys, problem = self._keys()
+        definitions = self.definitions(list(environment.get("components") or []))
+        return Sealer(repository_of(env_id), keys,
+                      lambda file: rules_for_file(file, definitions, environment), problem)
+
+    def encrypt(self, env_id: int, path: Any, document: Any) -> Served:
+        """`document` as it would be stored at `path` of environment `env_id`: secrets sealed.
+
+        Nothing is written. A value equal to the one stored at the head keeps its ciphertext,
+        so a GitOps change re-sealed this way shows only what changed.
+        """
+        path = _check_file(path)
+        if not isinstance(document, dict):
+            raise InvalidInput("field 'document' must be an object (a mapping)", key="document")
+        snapshot = self._store.environment_repo(env_id).snapshot()
+        view = EnvironmentView(snapshot)
+        old = snapshot.read_yaml(path) if snapshot.exists(path) else None
+        sealed = self.sealer(env_id, view).seal(path, document, old)
+        return Served(sealed, snapshot.commit_id, snapshot.version)
+
+    def moved_folder(self, env_id: int, snapshot: Snapshot, old: str, new: str,
+                     changes: ChangeSet) -> None:
+        """Re-seal, into `changes`, the sealed values of files moving from `old/` to `new/`.
+
+        A sealed value is bound to its file path, so a moved file would no longer open.
+        """
+        sealer = self.sealer(env_id, EnvironmentView(snapshot))
+        for file in snapshot.walk(old):
+            document = _mapping(snapshot, file)
+            if document is None:
+                continue
+            target = new + file[len(old):]
+            moved = sealer.rebind(file, target, document)
+            if moved is not document:
+                changes.put(target, documents.encode(snapshot.repository, target, moved,
+                                                     snapshot.read(file)))
+
+    # -- reading -----------------------------------------------------------------------------
+    def show(self, env_id: int, view: EnvironmentView, document: Any,
+             sources: str | list[tuple[str, Any]], *, cache_key: Any = None,
+             reveal: bool = False, rules_file: str | None = None) -> tuple[Any, tuple[str, ...]]:
+        """`document` masked (the default) or revealed, and the dotted paths masked/revealed.
+
+        Args:
+            sources: the file the document is stored in, or the layers an effective document
+                was merged from as (file, data), most specific first.
+            cache_key: immutable ids of the document's inputs; masked results are cached by it.
+            rules_file: the file whose rules apply (default: `sources` when it is a file).
+        """
+        rules = self.rules_of(view)(rules_file or str(sources))
+        if not reveal:
+            if cache_key is None:
+                data, masked = mask.mask(document, rules)
+                return data, tuple(masked)
+            return mask.mask_cached(cache_key, document, rules)
+        data, revealed = self.opener(env_id).reveal(document, rules, sources)
+        return data, tuple(revealed)
+
+    def opener(self, env_id: int) -> mask.Opener:
+        keys, problem = self._keys()
+        return mask.Opener(repository_of(env_id), keys, problem)
+
+    def show_effective(self, env_id: int, view: EnvironmentView, pairs: Any, resource: str,
+                       document: Any, *, reveal: bool) -> tuple[Any, tuple[str, ...]]:
+        """`show` for the effective document of `resource` at `pairs` of `view`."""
+        if reveal:
+            layers = [(layer.file, layer.data) for layer in reversed(view.layers(pairs, resource))
+                      if layer.data]
+        else:
+            layers = []
+        return self.show(env_id, view, document, layers,
+                         cache_key=("effective", view.merge, view.layer_inputs(pairs, resource)),
+                         reveal=reveal, rules_file=layer_file(None, "values", resource))
+
+    def record_reveal(self, who: str | None, env_id: int, what: str, commit: str | None,
+                      paths: tuple[str, ...] | list[str]) -> None:
+        """Append a reveal to the audit log (nothing when no secret was revealed)."""
+        if paths:
+            self.audit.record(who, env_id, what, commit, paths)
+
+    # -- keys and rotation ---------------------------------------------------------------------
+    def usage(self) -> dict[str, int]:
+        """Key id -> how many values at the heads of the store's environments it seals."""
+        counts: dict[str, int] = {}
+        for env_id in self._store.environment_ids():
+            snapshot = self._store.environment_repo(env_id).snapshot()
+            for file in _yaml_files(snapshot):
+                document = _mapping(snapshot, file)
+                for _, value, _ in secret_leaves(document or {}, Rules(defaults=False)):
+                    if cipher.is_sealed(value):
+                        key_id = cipher.key_id_of(value) or "(malformed)"
+                        counts[key_id] = counts.get(key_id, 0) + 1
+        return counts
+
+    def key_report(self) -> list[dict]:
+        """Every key of the keyring: id, whether active, creation time, values it seals."""
+        keys = self.keyring.require()
+        usage = self.usage()
+        found = [{"id": key_id, "active": key_id == keys.active,
+                  "created": keys.created.get(key_id), "values": usage.pop(key_id, 0)}
+                 for key_id in keys.keys]
+        found += [{"id": key_id, "active": False, "created": None, "values": count,
+                   "missing": True} for key_id, count in sorted(usage.items())]
+        return found
+
+    def remove_key(self, key_id: str) -> None:
+        """Remove an old key; refused while any value at a head still uses it."""
+        self.keyring.remove_key(key_id, lambda kid: self.usage().get(kid, 0))
+
+    def rotate(self, author: Author | None = None, *, new_key: bool = True) -> dict:
+        """Add a key and make it active (unless `new_key` is false), then re-seal every value
+        of every environment with it: one commit per repository that holds secrets."""
+        active = self.keyring.add_key() if new_key else self.keyring.require().active
+        report = {"active": active, "repositories": []}
+        for env_id in self._store.environment_ids():
+            report["repositories"].append(self._reseal(env_id, author))
+        return report
+
+    def _reseal(self, env_id: int, author: Author | None) -> dict:
+        repo = self._store.environment_repo(env_id)
+        counted: dict[str, int] = {}
+
+        def operation(snapshot: Snapshot) -> ChangeSet:
+            sealer = self.sealer(env_id, EnvironmentView(snapshot))
+            changes = ChangeSet()
+            for file in _yaml_files(snapshot):
+                document = _mapping(snapshot, file)
+                if document is None:
+                    continue
+                sealed = sealer.reseal(file, document)
+                if sealed is not document:
+                    changes.put(file, documents.encode(snapshot.repository, file, sealed,
+                                                       snapshot.read(file)))
+            counted["values"] = sealer.sealed
+            active = sealer.keys.active if sealer.keys else "?"
+            changes.message = (f"secrets: re-encrypt {sealer.sealed} values with key {active}")
+            return changes
+
+        result = repo.update(operation, author or self._store.default_author)
+        return {"repository": repository_of(env_id), "values": counted["values"],
+                "commit": result.commit if result.changed else None}
+
+
+def _yaml_files(snapshot: Snapshot) -> list[str]:
+    return [path for path in snapshot.walk() if path.endswith(_YAML) and not path.startswith(".")]
+
+
+def _mapping(snapshot: Snapshot, file: str) -> dict | None:
+    """The parsed file if it is a readable mapping (shared cache: never edit), else None."""
+    try:
+        document = snapshot.read_yaml(file)
+    except GitstoreError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _check_file(path: Any) -> str:
+    if not isinstance(path, str) or not path.strip("/").endswith(_YAML):
+        raise InvalidInput("field 'path' must be the repository path of a .yaml file, e.g. "
+                           "global/values/astute.yaml", key="path")
+    path = path.strip("/")
+    for segment in path.split("/"):
+        check_segment(segment, f"path {path!r} segment")
+    return path

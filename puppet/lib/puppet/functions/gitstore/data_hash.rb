@@ -1,0 +1,42 @@
+# frozen_string_literal: true
+
+require_relative '../../../puppet_x/gitstore/node_document'
+
+# A Hiera 5 `data_hash` backend that reads gitstore's node document over HTTP(S).
+#
+# Each hierarchy entry names a resource with `uri:` (Hiera hands it over as `options['uri']`);
+# the level's data is that resource's effective values at the node. The node document is fetched
+# once per compile and shared by every level, so every key of a compile sees one commit.
+# Options (see docs/hiera.md): url, environment, node, version, timeout, token, user, password,
+# ssl_ca_file, failure (error|graceful, for an unknown node).
+Puppet::Functions.create_function(:'gitstore::data_hash') do
+  dispatch :data_hash do
+    param 'Hash[String, Any]', :options
+    param 'Puppet::LookupContext', :context
+  end
+
+  def data_hash(options, context)
+    resource = options['uri'].to_s
+    if resource.empty?
+      raise PuppetX::Gitstore::Error,
+            'gitstore::data_hash: the hierarchy entry has no uri; name the resource with ' \
+            'uri: (path: entries are only used when a file of that name exists)'
+    end
+    settings = PuppetX::Gitstore::Settings.new(options)
+    document = PuppetX::Gitstore::CompileMemo.document(context, settings)
+    return {} if document.nil?
+
+    level_data(document, resource, settings, context)
+  end
+
+  def level_data(document, resource, settings, context)
+    resources = document['resources']
+    unless resources.key?(resource)
+      raise PuppetX::Gitstore::Error,
+            "gitstore::data_hash: GET #{settings.url}: resource #{resource.inspect} is not " \
+            "defined for environment #{settings.environment} (served: #{resources.keys.join(', ')})"
+    end
+    context.explain { "gitstore: #{resource} at commit #{document['commit']}" }
+    resources[resource] || {}
+  end
+end

@@ -1,0 +1,247 @@
+# frozen_string_literal: true
+
+# The HTTP side of the gitstore Hiera backend: settings checked once, one GET of the node
+# document, and a compile-scoped memo so every hierarchy level of a compile answers from that
+# one response. Ruby's standard library only (net/http, openssl, json), so the module installs
+# on any Puppet master without gems.
+
+require 'json'
+require 'net/http'
+require 'openssl'
+require 'uri'
+
+module PuppetX
+  module Gitstore
+    # Every failure of the backend; messages name the URL and the cause.
+    class Error < Puppet::DataBinding::LookupError; end
+
+    FAILURE_MODES = %w[error graceful].freeze
+    OPTIONS = %w[url environment node version timeout token user password ssl_ca_file
+                 failure].freeze
+    # Keys Hiera itself puts into the options of a hierarchy entry.
+    HIERA_KEYS = %w[uri].freeze
+    DEFAULT_TIMEOUT = 10
+
+    # The options of a hierarchy entry, checked and normalised.
+    class Settings
+      attr_reader :base, :environment, :node, :version, :timeout, :token, :user, :password,
+                  :ssl_ca_file, :failure
+
+      def initialize(options)
+        unknown = options.keys - OPTIONS - HIERA_KEYS
+        unless unknown.empty?
+          raise Error, "gitstore::data_hash: unknown option '#{unknown.first}' " \
+                       "(known: #{OPTIONS.join(', ')})"
+        end
+        @base = base_url(options)
+        @environment = environment_id(options)
+        @node = required(options, 'node')
+        @version = pin(options)
+        @timeout = timeout_of(options)
+        @token, @user, @password, @ssl_ca_file = options.values_at('token', 'user', 'password',
+                                                                    'ssl_ca_file')
+        fail_option('token', 'and user/password exclude each other: give one') if @token && @user
+        @failure = options.fetch('failure', 'error').to_s
+        return if FAILURE_MODES.include?(@failure)
+
+        fail_option('failure', "must be #{FAILURE_MODES.join(' or ')}, not #{@failure.inspect}")
+      end
+
+      # The node document's URL: what the compile-scoped memo is keyed by.
+      def url
+        path = "/api/v1/hiera/#{escape(environment)}/#{escape(node)}"
+        query = version.nil? ? '' : "?version=#{escape(version)}"
+        "#{base}#{path}#{query}"
+      end
+
+      def graceful?
+        failure == 'graceful'
+      end
+
+      private
+
+      def required(options, key)
+        value = options[key].to_s.strip
+        fail_option(key, 'is empty (an interpolated variable may be unset)') if value.empty?
+        value
+      end
+
+      def base_url(options)
+        text = required(options, 'url')
+        uri = URI(text)
+        return text.chomp('/') if %w[http https].include?(uri.scheme) && !uri.host.to_s.empty?
+
+        fail_option('url', "#{text.inspect} must be an http:// or https:// URL")
+      rescue URI::InvalidURIError => e
+        fail_option('url', "#{text.inspect} is not a URL: #{e.message}")
+      end
+
+      def environment_id(options)
+        value = required(options, 'environment')
+        return value if value.match?(/\A\d+\z/)
+
+        fail_option('environment', "must be an environment id, not #{value.inspect}")
+      end
+
+      # An absent pin serves the head of main; a pin that interpolated to '' is a mistake,
+      # never "latest" (a compile would silently float to new commits).
+      def pin(options)
+        return nil unless options.key?('version')
+
+        value = options['version'].to_s.strip
+        return value unless value.empty?
+
+        fail_option('version', 'is empty: an empty pin is an error, not "latest" ' \
+                               '(is the variable it interpolates set for this node?)')
+      end
+
+      def timeout_of(options)
+        value = options.fetch('timeout', DEFAULT_TIMEOUT)
+        number = Float(value, exception: false)
+        return number if number&.positive?
+
+        fail_option('timeout', "must be a positive number of seconds, not #{value.inspect}")
+      end
+
+      def escape(text)
+        URI.encode_www_form_component(text.to_s).gsub('+', '%20')
+      end
+
+      def fail_option(key, problem)
+        raise Error, "gitstore::data_hash: option '#{key}' #{problem}"
+      end
+    end
+
+    # One GET of the node document. Returns the parsed document, or nil for an unknown node
+    # when the failure mode is graceful; raises Error for everything else.
+    class Client
+      def initialize(settings)
+        @settings = settings
+        @uri = URI(settings.url)
+      end
+
+      def fetch
+        response = request
+        case response.code.to_i
+        when 200 then parse(response)
+        when 404 then unknown(response)
+        when 422 then failure("unknown version pin #{@settings.version.inspect}", response)
+        when 401, 403 then failure('authentication failed (check token, user, password)', response)
+        else failure("HTTP #{response.code}", response)
+        end
+      end
+
+      private
+
+      def request
+        connection.start { |http| http.request(get) }
+      rescue Net::OpenTimeout, Net::ReadTimeout, Net::WriteTimeout => e
+        kind = e.class.name.split('::').last
+        raise Error, "#{where}: timed out after #{@settings.timeout}s (#{kind})"
+      rescue OpenSSL::SSL::SSLError => e
+        # Not a SystemCallError: certificate and handshake failures need their own rescue.
+        raise Error, "#{where}: TLS failure: #{e.message}"
+      rescue SystemCallError, SocketError, IOError, EOFError, Net::ProtocolError => e
+        raise Error, "#{where}: cannot connect: #{e.message}"
+      end
+
+      def connection
+        http = Net::HTTP.new(@uri.host, @uri.port)
+        http.use_ssl = @uri.scheme == 'https'
+        if http.use_ssl?
+          http.verify_mode = OpenSSL::SSL::VERIFY_PEER
+          http.ca_file = @settings.ssl_ca_file if @settings.ssl_ca_file
+        end
+        http.open_timeout = http.read_timeout = http.write_timeout = @settings.timeout
+        # Net::HTTP re-sends an idempotent request once after a timeout, doubling the wait.
+        http.max_retries = 0
+        http
+      end
+
+      def get
+        get = Net::HTTP::Get.new(@uri)
+        get['Accept'] = 'application/json'
+        get['User-Agent'] = "gitstore-hiera (Puppet #{Puppet.version})"
+        get['Authorization'] = "Bearer #{@settings.token}" if @settings.token
+        get.basic_auth(@settings.user, @settings.password.to_s) if @settings.user
+        get
+      end
+
+      def parse(response)
+        document = JSON.parse(response.body)
+        return document if document.is_a?(Hash) && document['resources'].is_a?(Hash)
+
+        raise Error, "#{where}: answered 200 without a node document (no 'resources' object)"
+      rescue JSON::ParserError => e
+        raise Error, "#{where}: answered 200 with a body that is not JSON: #{e.message[0, 200]}"
+      end
+
+      # 404 is an unknown node only when the server says so; an unknown environment or a wrong
+      # URL stays an error in every failure mode.
+      def unknown(response)
+        body = server_body(response)
+        node_missing = Array(body['errors']).any? { |e| e.is_a?(Hash) && e['key'] == 'node' }
+        failure('not found', response) unless node_missing
+        return nil if @settings.graceful?
+
+        failure("unknown node #{@settings.node.inspect} " \
+                '(failure: graceful would serve it no data instead)', response)
+      end
+
+      def failure(cause, response)
+        message = server_body(response)['message']
+        detail = message ? ": #{message}" : ''
+        raise Error, "#{where}: #{cause}#{detail}"
+      end
+
+      def server_body(response)
+        body = JSON.parse(response.body.to_s)
+        body.is_a?(Hash) ? body : {}
+      rescue JSON::ParserError
+        {}
+      end
+
+      def where
+        "gitstore::data_hash: GET #{@settings.url}"
+      end
+    end
+
+    # Node documents fetched during one compile, attached to the compiler (Puppet's adapter
+    # idiom): Hiera's own `context.cache` lives for one hierarchy level only, so without this
+    # every level would make its own request and could see a different commit.
+    class CompileMemo < Puppet::Pops::Adaptable::Adapter
+      # The document for `settings` (nil: unknown node, graceful), fetched at most once per
+      # compile.
+      def self.document(context, settings)
+        memo = adapt(holder(context))
+        memo.fetch(settings) { Client.new(settings).fetch }
+      end
+
+      def self.holder(context)
+        scope = context.invocation.scope
+        scope.respond_to?(:compiler) ? scope.compiler : scope
+      end
+
+      def fetch(settings)
+        @documents ||= {}
+        key = settings.url
+        return @documents[key] if @documents.key?(key)
+
+        @documents[key] = yield.tap { |doc| announce(settings, doc) }
+      end
+
+      private
+
+      def announce(settings, document)
+        if document.nil?
+          Puppet.warning("gitstore::data_hash: node #{settings.node.inspect} is unknown in " \
+                         "environment #{settings.environment} at #{settings.url}; " \
+                         'serving no data (failure: graceful)')
+        else
+          Puppet.debug("gitstore::data_hash: #{settings.url} served commit " \
+                       "#{document['commit']} (version #{document['version']})")
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,149 @@
+"""`version=N|<revision>` on every GET, the headers naming what was served, reads never write."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from .helpers import API, ENV, assert_error
+
+CATALOG_GETS = [
+    f"{API}/components", f"{API}/components/1", f"{API}/resource_definitions",
+    f"{API}/resource_definitions/1", f"{API}/resource_definitions?component_id=1",
+]
+ENV_GETS = [
+    ENV, f"{ENV}/hierarchy_levels", f"{ENV}/hierarchy_levels/nodes",
+    f"{ENV}/resources/astute/values", f"{ENV}/nodes/1/resources/astute/overrides",
+    f"{ENV}/nodes/1/resources/astute/values?effective",
+    f"{ENV}/nodes/1/resources/astute/values?effective&show_lookup",
+]
+
+
+def _with(url: str, query: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}{query}"
+
+
+@pytest.mark.parametrize("url", CATALOG_GETS + ENV_GETS)
+def test_every_get_names_its_commit_and_version(fuel_store, client, url):
+    repo = fuel_store.catalog() if url in CATALOG_GETS else fuel_store.environment_repo(1)
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response.headers["X-Gitstore-Commit"] == repo.head()
+    assert response.headers["X-Gitstore-Version"] == str(repo.depth(repo.head()))
+
+
+@pytest.mark.parametrize("url", CATALOG_GETS + ENV_GETS)
+def test_every_get_accepts_version_forms(fuel_store, client, url):
+    repo = fuel_store.catalog() if url in CATALOG_GETS else fuel_store.environment_repo(1)
+    head = repo.head()
+    number = str(repo.depth(head))
+    for version in (number, head, head[:8], "main", "HEAD"):
+        response = client.get(_with(url, f"version={version}"))
+        assert response.status_code == 200, (version, response.get_data(as_text=True))
+        assert response.headers["X-Gitstore-Commit"] == head
+        assert response.headers["X-Gitstore-Version"] == number
+
+
+@pytest.mark.parametrize("url", CATALOG_GETS + ENV_GETS)
+def test_unknown_version_is_404_naming_it(client, url):
+    for version in ("nope", "99", "0", "main~50", "deadbeef", "-1", "a b"):
+        assert_error(client.get(_with(url, f"version={version}")), 404, version)
+
+
+@pytest.mark.parametrize("url", [CATALOG_GETS[0], ENV_GETS[3]])
+def test_empty_version_is_400(client, url):
+    assert_error(client.get(_with(url, "version=")), 400, "version")
+
+
+def test_catalog_versions(client):
+    client.post(f"{API}/components", json={"name": "nova"})
+    assert [c["name"] for c in client.get(f"{API}/components?version=2").get_json()] == ["fuel"]
+    assert client.get(f"{API}/components?version=1").get_json() == []
+    assert_error(client.get(f"{API}/components/2?version=main~1"), 404, "2")
+    now = client.get(f"{API}/components?version=3")
+    assert [c["name"] for c in now.get_json()] == ["fuel", "nova"]
+    assert now.headers["X-Gitstore-Version"] == "3"
+
+
+def test_environment_versions(client):
+    url = f"{ENV}/nodes/1/resources/astute/values"
+    first = client.put(url, json={"v": 1}).headers["X-Gitstore-Commit"]
+    client.put(url, json={"v": 2})
+    client.put(ENV, json={"name": "later"})
+    assert client.get(f"{url}?version=2").get_json() == {"v": 1}
+    assert client.get(f"{url}?version={first}").get_json() == {"v": 1}
+    assert client.get(f"{url}?version={first[:10]}").get_json() == {"v": 1}
+    assert client.get(f"{url}?version=main~1").get_json() == {"v": 2}
+    assert client.get(f"{url}?version=1").get_json() == {}
+    assert client.get(f"{url}?version=main~2&effective&key=v").get_json() == 1
+    assert client.get(f"{ENV}?version=3").get_json()["name"] is None
+    assert client.get(f"{ENV}/hierarchy_levels/nodes?version=1").get_json()["values"] == []
+
+
+def test_version_names_a_tag(fuel_store, client):
+    url = f"{ENV}/resources/globals/values"
+    commit = client.put(url, json={"t": 1}).headers["X-Gitstore-Commit"]
+    client.put(url, json={"t": 2})
+    git = ["git", "-C", str(fuel_store.environment_path(1))]
+    subprocess.run([*git, "tag", "release-1", commit], check=True, env=os.environ)
+    response = client.get(f"{url}?version=release-1")
+    assert response.get_json() == {"t": 1}
+    assert response.headers["X-Gitstore-Commit"] == commit
+
+
+def test_version_refers_to_the_repository_addressed(client):
+    client.put(f"{ENV}/resources/astute/values", json={"x": 1})
+    client.put(f"{ENV}/resources/astute/values", json={"x": 2})
+    client.put(f"{ENV}/resources/astute/values", json={"x": 3})
+    # The catalog has 2 commits; the environment 4: version=4 exists only for the environment.
+    assert client.get(f"{ENV}/resources/astute/values?version=4").get_json() == {"x": 3}
+    assert_error(client.get(f"{API}/components?version=4"), 404, "4")
+
+
+def test_head_answers_like_get_without_a_body(fuel_store, client):
+    url = f"{ENV}/nodes/1/resources/astute/values?effective"
+    response = client.head(url)
+    assert response.status_code == 200 and response.get_data() == b""
+    assert response.headers["X-Gitstore-Commit"] == fuel_store.environment_repo(1).head()
+
+
+def test_an_unchanged_answer_is_304_with_its_etag(client):
+    url = f"{ENV}/nodes/1/resources/astute/values?effective"
+    first = client.get(url)
+    again = client.get(url, headers={"If-None-Match": first.headers["ETag"]})
+    assert again.status_code == 304
+    client.put(f"{ENV}/resources/astute/values", json={"changed": True})
+    assert client.get(url, headers={"If-None-Match": first.headers["ETag"]}).status_code == 200
+
+
+def _repository_state(root) -> dict[str, float]:
+    """Every file below the store root with its size and modification time."""
+    state = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            if name == "gitstore-write.lock":
+                continue
+            path = os.path.join(folder, name)
+            stat = os.stat(path)
+            state[path] = (stat.st_size, stat.st_mtime_ns)
+    return state
+
+
+def test_reads_never_write(fuel_store, client, inventory):
+    client.put(f"{ENV}/nodes/1/resources/astute/values", json={"a": {"b": [1]}})
+    before = _repository_state(fuel_store.root)
+    urls = CATALOG_GETS + ENV_GETS + [
+        f"{ENV}/nodes/42/resources/astute/values",
+        f"{ENV}/nodes/node-3.domain.tld/resources/globals/overrides?effective",
+        f"{ENV}/nodes/new-node/resources/astute/values?effective&show_lookup&key=a",
+        f"{ENV}/nodes/1/resources/astute/values?key=a.b.0",
+        f"{ENV}/nodes/1/resources/astute/values?key=a.missing",
+        f"{ENV}/nodes/1/resources/astute/values/keys/set",
+        f"{ENV}/nodes/1/resources/astute/values?version=1",
+        f"{API}/environments",
+    ]
+    statuses = {client.get(url).status_code for url in urls}
+    assert statuses == {200, 405, 409}
+    assert _repository_state(fuel_store.root) == before

@@ -1,0 +1,172 @@
+"""The root group: where a command talks, auth on the wire, TLS, and how failures print."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import subprocess
+import threading
+
+import pytest
+from cli_helpers import assert_failure, assert_usage_error
+from click.testing import CliRunner
+from werkzeug.serving import make_server
+
+from cli.main import COMMAND_MODULES, cli
+from gitstore.api import create_app
+
+
+def run(*args: str, env: dict | None = None):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def test_help_lists_every_family_and_exits_0():
+    result = run("--help")
+    assert result.exit_code == 0
+    for name in ("config", "env", "component", "def", "level", "facts", "init", "serve"):
+        assert f"  {name} " in result.stdout
+    assert "cli.server" in COMMAND_MODULES
+
+
+def test_a_group_without_a_command_prints_its_help():
+    result = run("config")
+    assert result.exit_code == 2
+    assert "Usage: gitstore config [OPTIONS] COMMAND" in result.output
+    assert "  get " in result.output and "Error" not in result.output
+
+
+@pytest.mark.parametrize("args", [
+    ["config", "get", "-e", "1", "-r", "astute"],
+    ["env", "list"],
+    ["component", "list"],
+    ["def", "list"],
+    ["level", "list", "-e", "1"],
+    ["facts", "download", "-e", "1", "-n", "1", "--dir", "x"],
+])
+def test_store_commands_need_url_or_root(args):
+    assert_usage_error(run(*args), "give exactly one of --url (GITSTORE_URL) or --root")
+
+
+def test_url_and_root_together_is_a_usage_error(store):
+    assert_usage_error(run("--url", "http://127.0.0.1:1", "--root", str(store.root),
+                           "env", "list"), "both were given")
+    env = {"GITSTORE_URL": "http://127.0.0.1:1", "GITSTORE_ROOT": str(store.root)}
+    assert_usage_error(run("env", "list", env=env), "both were given")
+
+
+def test_environment_variables_choose_the_mode(fuel_store):
+    result = run("env", "list", "-f", "json", env={"GITSTORE_ROOT": str(fuel_store.root)})
+    assert result.exit_code == 0 and json.loads(result.stdout)[0]["id"] == 1
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--url", "ftp://host", "env", "list"], "must start with http:// or https://"),
+    (["--url", "http://h", "--token", "t", "--user", "u", "--password", "p", "env", "list"],
+     "give --token or --user/--password, not both"),
+    (["--url", "http://h", "--user", "u", "env", "list"], "--user and --password go together"),
+    (["--cacert", "/nonexistent.pem", "env", "list"], "does not exist"),
+    (["--bogus", "env", "list"], "No such option '--bogus'"),
+    (["frobnicate"], "No such command 'frobnicate'"),
+])
+def test_connection_usage_errors(args, fragment):
+    assert_usage_error(run(*args), fragment)
+
+
+def test_a_folder_that_is_not_a_store_fails_with_a_message(tmp_path):
+    assert_failure(run("--root", str(tmp_path), "env", "list"), "is not a gitstore root")
+
+
+def test_an_unreachable_server_fails_with_a_message():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens once the socket is closed
+    assert_failure(run("--url", f"http://127.0.0.1:{port}", "env", "list"),
+                   f"cannot reach http://127.0.0.1:{port}")
+
+
+def test_local_writes_are_authored_by_the_user(fuel_store):
+    run("--root", str(fuel_store.root), "--user", "alice", "config", "set", "-e", "1", "-r",
+        "astute", "-k", "a", "-t", "int", "-v", "1")
+    info = fuel_store.environment_repo(1).snapshot().info()
+    assert (info.author, info.email) == ("alice", "alice@gitstore")
+
+
+# -- on the wire -------------------------------------------------------------------------------
+def test_token_and_basic_auth_are_sent_as_headers(fuel_store, http_server):
+    http_server.dispatcher.app = create_app({"TESTING": True}, store=fuel_store)
+    url = http_server.url
+    assert run("--url", url, "--token", "s3cret", "env", "list").exit_code == 0
+    assert http_server.dispatcher.authorization == "Bearer s3cret"
+    env = {"GITSTORE_USER": "alice", "GITSTORE_PASSWORD": "pw"}
+    assert run("--url", url + "/", "env", "list", env=env).exit_code == 0
+    assert http_server.dispatcher.authorization == "Basic YWxpY2U6cHc="
+    assert run("--url", url, "env", "list").exit_code == 0
+    assert http_server.dispatcher.authorization is None
+
+
+def error_app(status: int, body: bytes, content_type: str = "application/json"):
+    def app(environ, start_response):
+        start_response(f"{status} X", [("Content-Type", content_type)])
+        return [body]
+
+    return app
+
+
+@pytest.mark.parametrize(("status", "message"), [
+    (401, "token expired"),
+    (403, "role operator needed"),
+    (429, "too many failed logins"),
+    (503, "no keyring configured"),
+])
+def test_server_errors_print_the_server_message(http_server, status, message):
+    body = json.dumps({"status": status, "message": message}).encode()
+    http_server.dispatcher.app = error_app(status, body)
+    result = run("--url", http_server.url, "env", "list")
+    assert_failure(result, f"Error: {message}")
+
+
+def test_validation_errors_list_each_problem(http_server):
+    body = {"status": 400, "message": "astute.yaml breaks the schema",
+            "errors": [{"path": "nodes/1/values/astute.yaml", "key": "fqdn",
+                        "message": "must be a string"}]}
+    http_server.dispatcher.app = error_app(400, json.dumps(body).encode())
+    result = run("--url", http_server.url, "env", "list")
+    assert_failure(result, "Error: astute.yaml breaks the schema\n"
+                           "  nodes/1/values/astute.yaml:fqdn: must be a string")
+
+
+def test_a_server_bug_or_a_non_json_answer_is_reported(http_server):
+    http_server.dispatcher.app = error_app(500, b'{"status": 500, "message": "internal"}')
+    assert_failure(run("--url", http_server.url, "env", "list"), "server error 500: internal")
+    http_server.dispatcher.app = error_app(200, b"<html>", "text/html")
+    assert_failure(run("--url", http_server.url, "env", "list"), "did not answer JSON")
+
+
+# -- TLS ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tls")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(folder / "key.pem"), "-out", str(folder / "cert.pem")],
+                   check=True, capture_output=True)
+    return folder / "cert.pem", folder / "key.pem"
+
+
+def test_https_is_verified_against_cacert(fuel_store, certificate):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    app = create_app({"TESTING": True}, store=fuel_store)
+    server = make_server("127.0.0.1", 0, app, threaded=True, ssl_context=context)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        url = f"https://127.0.0.1:{server.server_port}"
+        trusted = run("--url", url, "--cacert", str(certificate[0]), "env", "list", "-f", "json")
+        assert trusted.exit_code == 0 and json.loads(trusted.stdout)[0]["id"] == 1
+        assert_failure(run("--url", url, "env", "list"), "CERTIFICATE_VERIFY_FAILED")
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()

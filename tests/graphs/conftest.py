@@ -1,0 +1,86 @@
+"""Fixtures of the graph tests: the real Fuel release and graph (Newton), a cluster using them."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gitstore.api import create_app
+
+DATA = Path("/work/shared/data/fuel")
+RELEASE_FIELDS = ("name", "version", "operating_system", "state", "description",
+                  "roles_metadata", "tags_metadata")
+API = "/api/v1"
+CLUSTER = f"{API}/clusters/1"
+RELEASE = f"{API}/releases/1"
+
+
+@pytest.fixture(scope="session")
+def _newton_release() -> dict:
+    data = yaml.safe_load((DATA / "release-newton-10.0.yaml").read_text())
+    return {key: data[key] for key in RELEASE_FIELDS}
+
+
+@pytest.fixture(scope="session")
+def _newton_tasks() -> list[dict]:
+    return yaml.safe_load((DATA / "release-graph-newton-10.0.yaml").read_text())
+
+
+@pytest.fixture
+def newton(_newton_release) -> dict:
+    """The release body of Fuel's Newton release (9 roles, 13 tags)."""
+    return copy.deepcopy(_newton_release)
+
+
+@pytest.fixture
+def newton_tasks(_newton_tasks) -> list[dict]:
+    """The 204 tasks of Newton's default deployment graph, as fuel-library wrote them."""
+    return copy.deepcopy(_newton_tasks)
+
+
+@pytest.fixture
+def graph_store(fuel_store, newton):
+    """The Fuel store plus release 1 (Newton, no graph yet) used by environment 1."""
+    fuel_store.releases.create(newton)
+    fuel_store.environments.update(1, {"release": 1})
+    return fuel_store
+
+
+@pytest.fixture
+def api(graph_store):
+    return create_app({"TESTING": True}, store=graph_store).test_client()
+
+
+@pytest.fixture
+def add_node(api):
+    """POST a node to cluster 1 and return its entity."""
+
+    def add(fqdn: str, roles: list[str], **fields) -> dict:
+        body = {"fqdn": fqdn, "roles": roles, "status": "ready", **fields}
+        response = api.post(f"{CLUSTER}/nodes", json=body)
+        assert response.status_code == 201, response.get_json()
+        return response.get_json()
+
+    return add
+
+
+def task(task_id: str, **fields) -> dict:
+    """A task-based shell task (version 2.1.0) on every node unless fields say otherwise."""
+    return {"id": task_id, "type": "shell", "version": "2.1.0", "roles": "*", **fields}
+
+
+def ids(tasks: list[dict]) -> list[str]:
+    return [t["id"] for t in tasks]
+
+
+def assert_error(response, status: int, *words: str) -> dict:
+    """An error in the one JSON shape with `status`, whose message names every word."""
+    assert response.status_code == status, response.get_data(as_text=True)
+    body = response.get_json()
+    assert set(body) <= {"status", "message", "errors"} and body["status"] == status
+    for word in words:
+        assert word in body["message"], (word, body["message"])
+    return body

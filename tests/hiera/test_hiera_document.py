@@ -1,0 +1,164 @@
+"""The node document (`GET /api/v1/hiera/<env>/<node>`) through the real Flask app."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from gitstore import Store
+from gitstore.api import create_app
+from gitstore.backend.changes import ChangeSet
+
+from .conftest import AUTHOR, COMPUTE, CONTROLLER, FQDN, build_fuel_store
+
+URL = "/api/v1/hiera/1"
+
+
+@pytest.fixture(scope="module")
+def fuel_root(tmp_path_factory):
+    return build_fuel_store(tmp_path_factory.mktemp("hiera-document") / "store").root
+
+
+@pytest.fixture
+def client(fuel_root):
+    """A test client of a store nobody writes to (writing tests use `writable`)."""
+    return create_app({"TESTING": True}, store=Store(fuel_root)).test_client()
+
+
+@pytest.fixture
+def writable(tmp_path):
+    store = build_fuel_store(tmp_path / "store")
+    return store, create_app({"TESTING": True}, store=store).test_client()
+
+
+def test_document_holds_every_resource_effective_at_the_node(client):
+    response = client.get(f"{URL}/{COMPUTE}")
+    assert response.status_code == 200
+    doc = response.get_json()
+    assert doc["environment"] == 1 and doc["node"] == COMPUTE and doc["fqdn"] == FQDN[COMPUTE]
+    assert doc["levels"] == [["nodes", COMPUTE]]
+    assert doc["commit"] == response.headers["X-Gitstore-Commit"]
+    assert doc["version"] == int(response.headers["X-Gitstore-Version"])
+    resources = doc["resources"]
+    assert sorted(resources) == sorted(["astute", "globals", "override/plugins", "override/node",
+                                        "override/configuration/node",
+                                        "override/configuration/role",
+                                        "override/configuration/cluster"])
+    assert resources["astute"]["uid"] == COMPUTE
+    assert resources["override/node"] == {"libvirt_type": "lxc"}
+    assert resources["globals"]["syslog_log_facility_nova"] == "LOG_LOCAL6"
+
+
+def test_a_resource_without_data_at_the_node_is_empty(client):
+    doc = client.get(f"{URL}/{CONTROLLER}").get_json()
+    assert doc["resources"]["override/node"] == {}
+    assert doc["resources"]["astute"]["uid"] == CONTROLLER
+
+
+def test_node_by_fqdn_is_the_node_by_id(client):
+    by_fqdn = client.get(f"{URL}/{FQDN[COMPUTE]}").get_json()
+    by_id = client.get(f"{URL}/{COMPUTE}").get_json()
+    assert by_fqdn == by_id
+
+
+def test_resources_parameter_narrows_the_document(client):
+    doc = client.get(f"{URL}/{COMPUTE}?resources=globals,override/node").get_json()
+    assert list(doc["resources"]) == ["globals", "override/node"]
+
+
+@pytest.mark.parametrize("value, named", [("globals,nope", "nope"), ("globals,,astute", "empty")])
+def test_bad_resources_parameter_is_400_naming_it(client, value, named):
+    response = client.get(f"{URL}/{COMPUTE}?resources={value}")
+    assert response.status_code == 400
+    assert named in response.get_json()["message"]
+
+
+def test_unknown_node_is_404_marked_as_a_node(client):
+    response = client.get(f"{URL}/node-9.test.domain.local")
+    assert response.status_code == 404
+    body = response.get_json()
+    assert "node 'node-9.test.domain.local' is unknown in environment 1" in body["message"]
+    assert body["errors"] == [{"key": "node", "value": "node-9.test.domain.local"}]
+
+
+def test_unknown_environment_is_404_not_marked_as_a_node(client):
+    response = client.get(f"/api/v1/hiera/99/{COMPUTE}")
+    assert response.status_code == 404
+    assert "errors" not in response.get_json()
+
+
+def test_unknown_version_is_422_even_for_an_unknown_node(client):
+    for node in (COMPUTE, "node-9"):
+        response = client.get(f"{URL}/{node}?version=0badc0de")
+        assert response.status_code == 422
+        assert "unknown version '0badc0de'" in response.get_json()["message"]
+
+
+def test_empty_version_is_400(client):
+    response = client.get(f"{URL}/{COMPUTE}?version=")
+    assert response.status_code == 400
+    assert "'version' is empty" in response.get_json()["message"]
+
+
+def test_pinned_version_serves_that_commit_and_is_immutable(writable):
+    store, client = writable
+    first = client.get(f"{URL}/{COMPUTE}")
+    store.config.update_keys(1, [("nodes", COMPUTE)], "override/node", "values", "set",
+                             [["libvirt_type", "kvm"]], AUTHOR)
+    sha = first.headers["X-Gitstore-Commit"]
+    for pin in (sha, sha[:10], first.headers["X-Gitstore-Version"]):
+        pinned = client.get(f"{URL}/{COMPUTE}?version={pin}")
+        assert pinned.get_json()["resources"]["override/node"] == {"libvirt_type": "lxc"}
+        assert pinned.get_json()["commit"] == sha
+    assert client.get(f"{URL}/{COMPUTE}?version={sha}").headers["Cache-Control"].endswith(
+        "immutable")
+    assert client.get(f"{URL}/{COMPUTE}").get_json()["resources"]["override/node"] == {
+        "libvirt_type": "kvm"}
+
+
+def test_etag_survives_an_unrelated_commit_and_changes_with_a_relevant_one(writable):
+    store, client = writable
+    first = client.get(f"{URL}/{COMPUTE}")
+    etag = first.headers["ETag"]
+    assert etag.startswith('W/"')
+    store.config.update_keys(1, [("nodes", CONTROLLER)], "override/node", "values", "set",
+                             [["debug", True]], AUTHOR)
+    again = client.get(f"{URL}/{COMPUTE}", headers={"If-None-Match": etag})
+    assert again.status_code == 304
+    assert again.headers["X-Gitstore-Commit"] != first.headers["X-Gitstore-Commit"]
+    store.config.update_keys(1, [("nodes", COMPUTE)], "override/node", "values", "set",
+                             [["debug", True]], AUTHOR)
+    changed = client.get(f"{URL}/{COMPUTE}", headers={"If-None-Match": etag})
+    assert changed.status_code == 200
+    assert changed.get_json()["resources"]["override/node"]["debug"] is True
+
+
+def test_per_resource_route_accepts_the_fqdn(client):
+    path = "/api/v1/config/environments/1/nodes/{}/resources/override/node/values?effective"
+    by_fqdn = client.get(path.format(FQDN[COMPUTE]))
+    assert by_fqdn.status_code == 200
+    assert by_fqdn.get_json() == client.get(path.format(COMPUTE)).get_json() == {
+        "libvirt_type": "lxc"}
+
+
+def test_levels_above_nodes_come_from_the_inventory_record(tmp_path):
+    store = Store.init(tmp_path / "store")
+    store.components.create({"name": "c", "resource_definitions": [{"name": "r"}]})
+    store.environments.create({"id": 1, "components": ["c"],
+                               "hierarchy_levels": ["rack", "nodes"]})
+    store.config.put(1, [], "r", "values", {"a": "global", "b": "global"})
+    store.config.put(1, [("rack", "r2")], "r", "values", {"a": "rack", "b": "rack"})
+    store.config.put(1, [("rack", "r2"), ("nodes", "7")], "r", "values", {"b": "node"})
+
+    def operation(snapshot):
+        changes = ChangeSet("inventory: node 7 in rack r2, node 8 in no rack")
+        changes.put("inventory/nodes/7.yaml", yaml.safe_dump({"id": 7, "rack": "r2"}).encode())
+        changes.put("inventory/nodes/8.yaml", yaml.safe_dump({"id": 8}).encode())
+        return changes
+
+    store.environment_repo(1).update(operation, AUTHOR)
+    seven = store.hiera.node_document(1, "7").data
+    assert seven["levels"] == [["rack", "r2"], ["nodes", "7"]]
+    assert seven["resources"]["r"] == {"a": "rack", "b": "node"}
+    assert store.hiera.node_document(1, "8").data["resources"]["r"] == {"a": "global",
+                                                                        "b": "global"}

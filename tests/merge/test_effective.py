@@ -1,0 +1,162 @@
+"""Effective values (DESIGN.md §4): pure merging of layers, least specific first."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from gitstore.merge.effective import (
+    DEEP,
+    SHALLOW,
+    Layer,
+    deep_merge,
+    lookup_sources,
+    merge_layers,
+    shallow_merge,
+    strip_knockouts,
+    with_lookup,
+)
+
+NODE = "/nodes/1/"
+
+
+def _chain(global_values=None, global_overrides=None, node_values=None, node_overrides=None):
+    """The four layers of a request for `nodes/1`, in the order the store builds them."""
+    return [
+        Layer("/", "values", global_values, "global/values/r.yaml"),
+        Layer("/", "overrides", global_overrides, "global/overrides/r.yaml"),
+        Layer(NODE, "values", node_values, "nodes/1/values/r.yaml"),
+        Layer(NODE, "overrides", node_overrides, "nodes/1/overrides/r.yaml"),
+    ]
+
+
+# -- precedence ------------------------------------------------------------------------------
+def test_precedence_follows_the_chain():
+    layers = _chain({"a": 1, "b": 1, "c": 1, "d": 1}, {"b": 2, "c": 2, "d": 2},
+                    {"c": 3, "d": 3}, {"d": 4})
+    assert merge_layers(layers) == {"a": 1, "b": 2, "c": 3, "d": 4}
+
+
+@pytest.mark.parametrize("mode", [DEEP, SHALLOW])
+def test_a_deeper_levels_values_beat_a_shallower_override(mode):
+    layers = _chain({"key": "global value"}, {"key": "global override"}, {"key": "node value"})
+    assert merge_layers(layers, mode) == {"key": "node value"}
+
+
+@pytest.mark.parametrize("mode", [DEEP, SHALLOW])
+def test_a_missing_layer_adds_nothing(mode):
+    present = _chain({"a": 1}, None, {"b": 2}, None)
+    assert merge_layers(present, mode) == {"a": 1, "b": 2}
+    assert merge_layers(_chain(), mode) == {}
+    assert merge_layers(_chain({}, {}, {}, {}), mode) == {}
+
+
+def test_siblings_are_never_consulted():
+    """Only the chain's layers count; data of another node in the same store does not."""
+    node_1 = _chain({"a": 1}, None, {"b": 1})
+    node_2_layer = Layer("/nodes/2/", "values", {"b": 2, "c": 2})
+    assert merge_layers(node_1) == {"a": 1, "b": 1}
+    assert "c" not in merge_layers(node_1)
+    assert merge_layers([*node_1[:2], node_2_layer]) == {"a": 1, "b": 2, "c": 2}
+
+
+# -- deep ------------------------------------------------------------------------------------
+def test_deep_merges_mappings_and_replaces_lists_and_scalars():
+    layers = _chain(
+        {"db": {"host": "h", "port": 1, "opts": {"x": 1}}, "list": [1, 2], "s": "a"},
+        {"db": {"port": 2, "opts": {"y": 2}}, "list": [3], "s": "b"},
+    )
+    assert merge_layers(layers, DEEP) == {
+        "db": {"host": "h", "port": 2, "opts": {"x": 1, "y": 2}}, "list": [3], "s": "b"}
+
+
+def test_deep_a_scalar_replaces_a_mapping_and_back():
+    assert deep_merge({"a": {"x": 1}}, {"a": 5}) == {"a": 5}
+    assert deep_merge({"a": 5}, {"a": {"x": 1}}) == {"a": {"x": 1}}
+
+
+def test_knockout_removes_an_inherited_key():
+    layers = _chain({"a": 1, "b": 2}, None, {"--a": None})
+    assert merge_layers(layers, DEEP) == {"b": 2}
+
+
+def test_nested_knockout():
+    layers = _chain({"db": {"host": "h", "port": 1}}, {"db": {"--port": None}})
+    assert merge_layers(layers, DEEP) == {"db": {"host": "h"}}
+
+
+def test_knockout_then_set_replaces_a_mapping_whole_in_any_key_order():
+    base = {"db": {"host": "h", "port": 1}}
+    assert deep_merge(base, {"--db": None, "db": {"port": 2}}) == {"db": {"port": 2}}
+    assert deep_merge(base, {"db": {"port": 2}, "--db": None}) == {"db": {"port": 2}}
+
+
+def test_knockouts_never_reach_the_result():
+    layers = _chain({"a": {"--gone": 1, "kept": {"--also": 2, "x": 1}}}, None, {"--missing": 1})
+    assert merge_layers(layers, DEEP) == {"a": {"kept": {"x": 1}}}
+    assert strip_knockouts({"--": 1}) == {"--": 1}  # a bare `--` names no key
+
+
+def test_a_later_layer_can_set_a_knocked_out_key_again():
+    layers = _chain({"a": 1}, {"--a": None}, {"a": 3})
+    assert merge_layers(layers, DEEP) == {"a": 3}
+
+
+# -- shallow ---------------------------------------------------------------------------------
+def test_shallow_replaces_nested_mappings_whole():
+    layers = _chain({"db": {"host": "h", "port": 1}, "a": 1}, {"db": {"port": 2}})
+    assert merge_layers(layers, SHALLOW) == {"db": {"port": 2}, "a": 1}
+
+
+def test_deep_merges_what_shallow_replaces():
+    layers = _chain({"db": {"host": "h", "port": 1}}, {"db": {"port": 2}})
+    assert merge_layers(layers, DEEP) == {"db": {"host": "h", "port": 2}}
+
+
+def test_shallow_knockout_at_the_top_level():
+    assert shallow_merge({"a": 1, "b": 2}, {"--a": None}) == {"b": 2}
+    assert shallow_merge({}, {"a": {"--x": 1, "y": 2}}) == {"a": {"y": 2}}
+
+
+# -- purity ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", [DEEP, SHALLOW])
+def test_inputs_are_never_mutated(mode):
+    data = [{"db": {"host": "h", "opts": {"x": 1}}, "l": [1]},
+            {"db": {"opts": {"y": 2}, "--host": None}, "--l": None},
+            {"db": {"opts": {"x": 3}}}, None]
+    frozen = copy.deepcopy(data)
+    layers = _chain(*data)
+    result = merge_layers(layers, mode)
+    lookup_sources(layers)
+    with_lookup(result, lookup_sources(layers))
+    assert data == frozen
+    # Layers come from a shared parse cache; the result is new where it differs from them
+    # (unchanged subtrees are shared, so callers treat it as read only, as they do layers).
+    assert all(result is not layer for layer in data)
+    assert merge_layers(layers, mode) == result
+
+
+# -- show_lookup -----------------------------------------------------------------------------
+def test_lookup_sources_names_the_most_specific_layer_per_top_level_key():
+    layers = _chain({"a": 1, "b": 1, "c": {"x": 1}}, {"b": 2}, {"c": {"y": 2}})
+    assert lookup_sources(layers) == {"a": "/", "b": "/", "c": NODE}
+
+
+def test_lookup_of_a_deep_merged_mapping_reports_the_last_contributor():
+    layers = _chain({"db": {"host": "h"}}, None, {"db": {"port": 2}}, None)
+    result = merge_layers(layers, DEEP)
+    assert with_lookup(result, lookup_sources(layers)) == {
+        "db": [{"host": "h", "port": 2}, NODE]}
+
+
+def test_lookup_follows_knockouts():
+    layers = _chain({"a": 1, "b": 1}, None, {"--a": None}, {"--b": None, "b": 4})
+    assert lookup_sources(layers) == {"b": NODE}
+    layers = _chain({"a": 1}, None, {"--a": None})
+    assert lookup_sources(layers) == {}
+
+
+def test_with_lookup_pairs_every_key_with_its_scope():
+    assert with_lookup({"a": 1, "b": [2]}, {"a": "/", "b": NODE}) == {
+        "a": [1, "/"], "b": [[2], NODE]}

@@ -1,0 +1,21 @@
+"""Fixtures of the secrets tests: a store with a password set through REST."""
+
+from __future__ import annotations
+
+import pytest
+from secrets_helpers import PASSWORD, VALUES
+
+from gitstore.api import create_app
+
+
+@pytest.fixture
+def app(fuel_store):
+    return create_app({"TESTING": True}, store=fuel_store)
+
+
+@pytest.fixture
+def with_password(client):
+    """Global astute values holding one password (and two plain keys), set through REST."""
+    document = {"nova": {"db_password": PASSWORD, "user": "nova"}, "region": "one"}
+    assert client.put(VALUES, json=document).status_code == 204
+    return client

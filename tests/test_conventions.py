@@ -1,0 +1,179 @@
+"""Conventions that keep the code base legible, checked mechanically.
+
+1. Imports point one way (read with `ast`, nothing is imported to check).
+2. Every Flask route is in docs/openapi.yaml with each of its methods, and nothing more.
+3. Every error class of `gitstore.errors` has its HTTP status in the one table.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gitstore import errors
+from gitstore.api import create_app
+from gitstore.api.errors import STATUS
+
+PROJECT = Path(__file__).resolve().parents[1]
+PACKAGES = ("gitstore", "cli", "webhooks")
+OPENAPI = PROJECT / "docs" / "openapi.yaml"
+HTTP_METHODS = {"get", "put", "post", "patch", "delete"}
+
+
+def _modules() -> list[tuple[str, Path]]:
+    """(dotted module name, file) of every module of the project's packages."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((PROJECT / package).rglob("*.py")):
+            parts = list(path.relative_to(PROJECT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found.append((".".join(parts), path))
+    return found
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """Every module name `path` imports, relative imports made absolute."""
+    is_package = path.name == "__init__.py"
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+MODULES = _modules()
+IMPORTS = {module: _imports(module, path) for module, path in MODULES}
+
+
+def _offenders(importer_allowed, imported) -> list[str]:
+    return sorted(f"{module} imports {name}" for module, names in IMPORTS.items()
+                  for name in names if imported(name) and not importer_allowed(module))
+
+
+def test_the_project_has_modules_to_check():
+    assert {"gitstore.backend.repository", "gitstore.api", "cli.main"} <= set(IMPORTS)
+
+
+def test_only_the_backend_imports_pygit2():
+    assert _offenders(lambda m: _within(m, "gitstore.backend"),
+                      lambda n: _within(n, "pygit2")) == []
+
+
+def test_only_the_api_and_webhooks_import_flask():
+    allowed = ("gitstore.api", "webhooks")
+    assert _offenders(lambda m: any(_within(m, p) for p in allowed),
+                      lambda n: _within(n, "flask") or _within(n, "werkzeug")) == []
+
+
+def test_only_the_cli_imports_click():
+    assert _offenders(lambda m: _within(m, "cli"), lambda n: _within(n, "click")) == []
+
+
+def test_merge_is_pure():
+    allowed = ("gitstore.merge", "gitstore.errors")
+    found = sorted(f"{module} imports {name}" for module, names in IMPORTS.items()
+                   if _within(module, "gitstore.merge") for name in names
+                   if _within(name, "gitstore") and name != "gitstore"
+                   and not any(_within(name, p) for p in allowed))
+    assert found == []
+
+
+def test_the_library_never_imports_its_front_ends():
+    def front_end(name: str) -> bool:
+        return _within(name, "cli") or _within(name, "webhooks") or _within(name, "gitstore.api")
+
+    assert _offenders(lambda m: not _within(m, "gitstore") or _within(m, "gitstore.api"),
+                      front_end) == []
+    assert _offenders(lambda m: not _within(m, "gitstore.api"),
+                      lambda n: _within(n, "cli")) == []
+
+
+def test_the_import_reader_resolves_relative_imports(tmp_path):
+    module = tmp_path / "effective.py"
+    module.write_text("from ..backend import repository\nfrom . import diff\nimport pygit2\n"
+                      "if True:\n    from flask import request\n")
+    names = _imports("gitstore.merge.effective", module)
+    assert {"gitstore.backend.repository", "gitstore.merge.diff", "pygit2", "flask"} <= names
+    package = tmp_path / "__init__.py"
+    package.write_text("from .errors import STATUS\n")
+    assert "gitstore.api.errors.STATUS" in _imports("gitstore.api", package)
+
+
+# -- routes and the OpenAPI document -------------------------------------------------------
+_CONVERTER = re.compile(r"<(?:[a-z_]+(?:\([^)]*\))?:)?([A-Za-z_][A-Za-z0-9_]*)>")
+
+
+def _app_routes(store) -> set[tuple[str, str]]:
+    app = create_app({"TESTING": True}, store=store)
+    routes = set()
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint == "static":
+            continue
+        path = _CONVERTER.sub(r"{\1}", rule.rule)
+        for method in rule.methods or ():
+            if method.lower() in HTTP_METHODS:
+                routes.add((path.rstrip("/") or "/", method.lower()))
+    return routes
+
+
+def _documented() -> set[tuple[str, str]]:
+    spec = yaml.safe_load(OPENAPI.read_text())
+    return {(path.rstrip("/") or "/", method) for path, item in (spec.get("paths") or {}).items()
+            for method in item if method in HTTP_METHODS}
+
+
+def test_rule_paths_normalise_like_openapi():
+    assert _CONVERTER.sub(r"{\1}", "/e/<int:env_id>/<path:rest>/<name>") == (
+        "/e/{env_id}/{rest}/{name}")
+
+
+def test_every_route_is_documented_in_openapi(store):
+    missing = sorted(_app_routes(store) - _documented())
+    assert missing == [], f"routes missing from {OPENAPI.name}: {missing}"
+
+
+def test_every_documented_path_is_a_route(store):
+    extra = sorted(_documented() - _app_routes(store))
+    assert extra == [], f"{OPENAPI.name} documents routes the app lacks: {extra}"
+
+
+def test_openapi_is_a_valid_openapi_3_document():
+    from openapi_spec_validator import validate
+
+    spec = yaml.safe_load(OPENAPI.read_text())
+    assert spec["openapi"].startswith("3.")
+    assert list(spec)[-1] == "paths", "keep paths: the last top-level key (others append)"
+    validate(spec)
+
+
+# -- errors --------------------------------------------------------------------------------
+ERROR_CLASSES = [cls for _, cls in inspect.getmembers(errors, inspect.isclass)
+                 if issubclass(cls, errors.GitstoreError) and cls.__module__ == errors.__name__]
+
+
+def test_there_are_error_classes():
+    assert errors.GitstoreError in ERROR_CLASSES and len(ERROR_CLASSES) >= 5
+
+
+@pytest.mark.parametrize("cls", ERROR_CLASSES, ids=lambda cls: cls.__name__)
+def test_every_error_class_has_a_status(cls):
+    assert cls in STATUS, f"add {cls.__name__} to gitstore.api.errors.STATUS"
+    assert 400 <= STATUS[cls] < 600

@@ -1,0 +1,178 @@
+"""`gitstore serve`: the real command, gunicorn with two workers, talked to over HTTP."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+
+from gitstore import Store
+from gitstore.importer import SAMPLE_DIR, load_tree
+
+GITSTORE = Path(sys.executable).with_name("gitstore")
+ASTUTE = "/api/v1/config/environments/1/nodes/{node}/resources/astute/{kind}"
+START_TIMEOUT = 30
+
+
+@dataclass
+class Server:
+    url: str
+    port: int
+    process: subprocess.Popen
+    log: Path
+
+    def workers(self) -> list[int]:
+        """Pids of the gunicorn master's children (its workers)."""
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return [int(pid) for pid in children.read_text().split()]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def isolated_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITSTORE_"))}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1")
+    return env
+
+
+def start(root: Path, workdir: Path, *extra: str) -> Server:
+    port = free_port()
+    log = workdir / f"serve-{port}.log"
+    args = [str(GITSTORE), "serve", "--root", str(root), "--port", str(port), *extra]
+    with log.open("wb") as out:
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=isolated_env(workdir))
+    server = Server(f"http://127.0.0.1:{port}", port, process, log)
+    _wait_until_ready(server)
+    return server
+
+
+def _wait_until_ready(server: Server) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            pytest.fail(f"gitstore serve exited early:\n{server.log.read_text()}")
+        try:
+            if requests.get(server.url + "/api/v1/config/environments", timeout=2).ok:
+                return
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    stop(server)
+    pytest.fail(f"gitstore serve did not answer in {START_TIMEOUT}s:\n{server.log.read_text()}")
+
+
+def stop(server: Server) -> int:
+    server.process.send_signal(signal.SIGTERM)
+    try:
+        return server.process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+        raise
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("serve")
+
+
+@pytest.fixture(scope="module")
+def sample_root(workdir) -> Path:
+    root = workdir / "store"
+    load_tree(Store.init(root), SAMPLE_DIR)
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(sample_root, workdir):
+    server = start(sample_root, workdir, "--workers", "2")
+    yield server
+    stop(server)
+
+
+def test_runs_two_workers(server):
+    assert len(server.workers()) == 2
+
+
+def test_effective_values_by_node_id_and_by_fqdn(server):
+    by_id = requests.get(server.url + ASTUTE.format(node=1, kind="values"),
+                         params={"effective": ""}, timeout=10)
+    by_fqdn = requests.get(server.url + ASTUTE.format(node="node-1.domain.tld", kind="values"),
+                           params={"effective": ""}, timeout=10)
+    assert by_id.status_code == by_fqdn.status_code == 200
+    assert by_id.headers["Content-Type"] == "application/json"
+    assert by_id.headers["X-Gitstore-Commit"] == by_fqdn.headers["X-Gitstore-Commit"]
+    assert by_id.json() == by_fqdn.json()
+    assert by_id.json()["fqdn"] == "node-1.domain.tld"
+
+
+def test_a_key_set_through_one_worker_is_read_by_every_worker(server):
+    url = server.url + ASTUTE.format(node=2, kind="overrides")
+    put = requests.put(url + "/keys/set", json=[["nova", "cpu_allocation_ratio", 4.0]],
+                       timeout=10)
+    assert put.status_code == 204
+    commit = put.headers["X-Gitstore-Commit"]
+    effective = server.url + ASTUTE.format(node="node-2.domain.tld", kind="values")
+    for _ in range(12):  # a new connection each time: the workers take turns accepting
+        got = requests.get(effective, params={"effective": "", "key": "nova"}, timeout=10)
+        assert got.status_code == 200
+        assert got.headers["X-Gitstore-Commit"] == commit
+        assert got.json()["cpu_allocation_ratio"] == 4.0
+        assert got.json()["state_path"] == "/var/lib/nova"  # still merged with the values
+
+
+def test_keep_alive_serves_many_requests_on_one_connection(server):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    path = ASTUTE.format(node=3, kind="values") + "?effective&key=libvirt_type"
+    local_ports = set()
+    try:
+        for _ in range(10):
+            conn.request("GET", path)
+            response = conn.getresponse()
+            assert response.status == 200
+            assert response.read() == b'"kvm"'
+            local_ports.add(conn.sock.getsockname()[1])
+    finally:
+        conn.close()
+    assert len(local_ports) == 1
+
+
+def test_errors_are_json(server):
+    got = requests.get(server.url + "/api/v1/config/environments/9", timeout=10)
+    assert got.status_code == 404
+    assert got.json()["status"] == 404
+
+
+def test_sigterm_stops_the_master_and_its_workers(sample_root, workdir):
+    server = start(sample_root, workdir, "--workers", "2")
+    workers = server.workers()
+    assert len(workers) == 2
+
+    assert stop(server) == 0
+
+    for pid in workers:
+        assert not Path(f"/proc/{pid}").exists()
+    with pytest.raises(requests.ConnectionError):
+        requests.get(server.url + "/api/v1/config/environments", timeout=2)
+
+
+def test_serve_refuses_a_folder_that_is_not_a_store(tmp_path):
+    result = subprocess.run([str(GITSTORE), "serve", "--root", str(tmp_path)],
+                            capture_output=True, text=True, timeout=30,
+                            env=isolated_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert result.returncode == 1
+    assert "is not a gitstore root" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,133 @@
+"""The one YAML module: parsing with named errors, and rewrites that keep people's files."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitstore import yamlio
+from gitstore.errors import InvalidInput
+
+COMMENTED = b"""\
+# Deployment facts for the controller nodes.
+b: 1    # why b is one
+a:
+  # nested comment
+  x: "quoted"
+  y: 'single'
+list:
+  - one
+  - two
+"""
+
+
+# -- reading ---------------------------------------------------------------------------------
+def test_load_parses_yaml_and_json():
+    assert yamlio.load(b"a: 1\nb: [x, y]\n") == {"a": 1, "b": ["x", "y"]}
+    assert yamlio.load('{"a": true}') == {"a": True}
+    assert yamlio.load(b"") is None
+
+
+def test_parse_errors_name_the_path_and_line():
+    with pytest.raises(InvalidInput) as caught:
+        yamlio.load(b"a: 1\nb: [1, 2\nc: 3\n", path="global/values/astute.yaml")
+    assert str(caught.value).startswith("global/values/astute.yaml: line 3")
+    assert caught.value.path == "global/values/astute.yaml"
+
+
+def test_load_mapping_accepts_mappings_and_empty_files():
+    assert yamlio.load_mapping(b"a: 1\n", path="f.yaml") == {"a": 1}
+    assert yamlio.load_mapping(b"", path="f.yaml") == {}
+    assert yamlio.load_mapping(b"# only a comment\n", path="f.yaml") == {}
+
+
+@pytest.mark.parametrize("data, kind", [(b"- 1\n", "list"), (b"just text\n", "str"),
+                                        (b"42\n", "int")])
+def test_a_document_that_is_not_a_mapping_is_invalid_input(data, kind):
+    with pytest.raises(InvalidInput, match=f"nodes/1/values/r.yaml: .* not {kind}"):
+        yamlio.load_mapping(data, path="nodes/1/values/r.yaml")
+
+
+# -- writing new files -----------------------------------------------------------------------
+def test_dump_keeps_key_order_in_block_style():
+    text = yamlio.dump({"z": 1, "a": {"k": [1, 2]}, "ü": "ä"}).decode()
+    assert text == "z: 1\na:\n  k:\n  - 1\n  - 2\nü: ä\n"
+
+
+def test_rewrite_of_nothing_is_a_plain_dump():
+    assert yamlio.rewrite(None, {"a": 1}) == b"a: 1\n"
+    assert yamlio.rewrite(b"", {"a": 1}) == b"a: 1\n"
+
+
+# -- rewriting -------------------------------------------------------------------------------
+def test_an_unchanged_document_rewrites_byte_identical():
+    same = {"list": ["one", "two"], "a": {"y": "single", "x": "quoted"}, "b": 1}
+    assert yamlio.rewrite(COMMENTED, same) == COMMENTED
+    flow = b"a: {x: 1, y: [1, 2]}\nb: 'q'\n"
+    assert yamlio.rewrite(flow, {"a": {"x": 1, "y": [1, 2]}, "b": "q"}) == flow
+
+
+def test_a_change_of_type_is_a_change():
+    assert yamlio.load(yamlio.rewrite(b"a: 1\n", {"a": True})) == {"a": True}
+    assert yamlio.load(yamlio.rewrite(b"a: 1\n", {"a": 1.0})) == {"a": 1.0}
+
+
+def test_comments_key_order_and_quotes_survive_a_rewrite():
+    new = {"b": 2, "a": {"x": "quoted", "y": "single"}, "list": ["one", "two"], "c": "new"}
+    text = yamlio.rewrite(COMMENTED, new).decode()
+    assert yamlio.load(text) == new
+    for kept in ("# Deployment facts for the controller nodes.", "# why b is one",
+                 "# nested comment", 'x: "quoted"', "y: 'single'"):
+        assert kept in text
+    assert [line.split(":")[0] for line in text.splitlines() if line[:1].isalpha()] == [
+        "b", "a", "list", "c"]
+
+
+def test_a_removed_key_goes_and_the_others_keep_their_comments():
+    new = {"a": {"x": "quoted"}, "list": ["one", "two"]}
+    text = yamlio.rewrite(COMMENTED, new).decode()
+    assert yamlio.load(text) == new
+    assert "# nested comment" in text and "y:" not in text
+
+
+def test_a_file_without_comments_keeps_the_text_of_unchanged_entries():
+    old = b"hand: {written: [1, 2]}\nquoted: \"text\"\nchanged: 1\ngone: 0\n"
+    new = {"quoted": "text", "changed": {"now": "nested"}, "hand": {"written": [1, 2]},
+           "added": [1]}
+    out = yamlio.rewrite(old, new)
+    assert out == (b"hand: {written: [1, 2]}\nquoted: \"text\"\nchanged:\n  now: nested\n"
+                   b"added:\n- 1\n")
+    assert yamlio.load(out) == new
+
+
+@pytest.mark.parametrize("old", [
+    b"base: &b {x: 1}\nuse: *b\nother: 1\n",          # anchors: a kept entry may name one
+    b"---\na: 1\nb: 2\n",                              # a document marker
+    b"a: 1\nb: 2",                                     # no newline at the end
+    b'a: "runs\nb: on"\nc: 1\n',                       # a quoted scalar back at column 0
+    b"? complex\n: key\na: 1\n",                       # an explicit key
+    b"  a: 1\n  b: 2\n",                               # an indented mapping
+    b"a: 1\n- not a mapping\n",                        # does not parse
+    b"- a list\n",                                     # not a mapping
+])
+def test_unusual_files_are_rewritten_correctly(old, ):
+    new = {"a": 5, "b": "two", "use": {"x": 1}}
+    assert yamlio.load(yamlio.rewrite(old, new)) == new
+
+
+_keys = st.sampled_from(["a", "b", "c", "--d", "yes", "1", "key with space", "ü"])
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(-2, 2),
+                     st.text(max_size=8))
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(_keys, inner, max_size=3)), max_leaves=8)
+_documents = st.dictionaries(_keys, _values, max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(old=_documents, new=_documents, comment=st.booleans())
+def test_any_rewrite_reads_back_as_the_new_document(old, new, comment):
+    old_bytes = yamlio.dump(old)
+    if comment:
+        old_bytes = b"# a comment\n" + old_bytes
+    assert yamlio.load(yamlio.rewrite(old_bytes, new)) == (new or None) or new == {}

@@ -1,0 +1,39 @@
+"""Helpers of the versions tests: authors, writes by level path, and error assertions."""
+
+from __future__ import annotations
+
+from gitstore.backend.repository import Author
+
+ENV = "/api/v1/config/environments/1"
+ALICE = Author("alice", "alice@example.com")
+BOB = Author("bob", "bob@example.com")
+
+
+def pairs_of(scope: str) -> list[tuple[str, str]]:
+    """`nodes/1` as level pairs (`""` is global)."""
+    parts = [p for p in scope.strip("/").split("/") if p]
+    return list(zip(parts[::2], parts[1::2], strict=True))
+
+
+def put(store, scope: str, document: dict, *, kind: str = "values", resource: str = "astute",
+        author: Author = ALICE, env_id: int = 1):
+    """Write one document through the facade; returns the Served naming the commit."""
+    return store.config.put(env_id, pairs_of(scope), resource, kind, document, author)
+
+
+def effective(store, scope: str, resource: str = "astute", version=None, env_id: int = 1):
+    from gitstore.config import Query
+
+    query = Query(effective=True, version=None if version is None else str(version))
+    return store.config.read(env_id, pairs_of(scope), resource, "values", query).data
+
+
+def assert_error(response, status: int, *words: str) -> dict:
+    """`response` is an error in the one JSON shape with `status`, naming every word."""
+    assert response.status_code == status, response.get_data(as_text=True)
+    body = response.get_json()
+    assert set(body) <= {"status", "message", "errors"}, body
+    assert body["status"] == status
+    for word in words:
+        assert word in body["message"], (word, body["message"])
+    return body

@@ -1,0 +1,1 @@
+"""Git hooks (the pre-receive push gate) and forge webhook receivers."""

@@ -1,0 +1,59 @@
+"""The pre-receive hook: the push gate.
+
+git runs it (through the launcher gitstore writes into every repository's `hooks/`) before any
+ref of a push moves, with one `<old> <new> <ref>` line per ref on stdin. A non-zero exit refuses
+the whole push; what this prints on stderr reaches the pusher as `remote:` lines. The rules are
+`GitOps.check_push`; this module only speaks the hook protocol.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from gitstore.errors import GitstoreError
+from gitstore.gitops import store_root_of
+from gitstore.store import Store
+from gitstore.validation import format_problem
+
+
+def gate(lines: list[str], git_dir: Path) -> list[str]:
+    """The refusal messages for a push (empty: accept it)."""
+    root = store_root_of(git_dir)
+    store, name = Store(root), git_dir.relative_to(root).as_posix()
+    messages: list[str] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        old, new, ref = line.split()
+        try:
+            store.gitops.check_push(git_dir, old, new, ref)
+        except GitstoreError as exc:
+            if not exc.errors:
+                messages.append(f"gitstore: {exc.message}")
+                continue
+            count = len(exc.errors)
+            messages.append(f"gitstore: {name}: push to {ref} refused, commit {new[:12]} "
+                            f"has {count} problem{'s' if count > 1 else ''}:")
+            messages.extend(f"gitstore:   {format_problem(p)}" for p in exc.errors)
+    return messages
+
+
+def main(stdin: TextIO = sys.stdin, stderr: TextIO = sys.stderr) -> int:
+    git_dir = Path(os.environ.get("GIT_DIR", ".")).resolve()
+    try:
+        messages = gate(stdin.read().splitlines(), git_dir)
+    except GitstoreError as exc:
+        messages = [f"gitstore: push refused: {exc.message}"]
+    except Exception as exc:  # noqa: BLE001 - fail closed: an unchecked push is never served
+        messages = [f"gitstore: push refused: the gate failed ({type(exc).__name__}: {exc}); "
+                    "this is a bug, please report it"]
+    for message in messages:
+        print(message, file=stderr)
+    return 1 if messages else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
