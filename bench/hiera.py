@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         warm = warm_results(site, 1 if options.smoke else options.runs, 1, server.pid)
         check_same_values(warm, keys)
         print(f"{len(keys)} keys, node {FQDN}, {len(document['resources'])} hierarchy levels; "
-              "both backends return the same values")
+              "both backends return the same values; one request per gitstore compile")
         print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
         warm_ratio = report("warm compile (one Ruby process)", warm)
         if options.smoke:

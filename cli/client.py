@@ -124,7 +124,7 @@ class LocalClient:
     """A store root on this machine, through the facade."""
 
     def __init__(self, root: str, author: Author | None = None) -> None:
-        self.store = Store(root)
+        self.store = Store(root, local_executor=True)  # the operator's own shell
         self.store.check()
         self.author = author
 

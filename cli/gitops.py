@@ -85,7 +85,8 @@ def _print_problems(results: dict[str, list[dict]], fmt: str) -> None:
                               indent=2))
         return
     for name, problems in results.items():
-        verdict = "valid" if not problems else f"{len(problems)} problems"
+        count = len(problems)
+        verdict = "valid" if not count else f"{count} problem{'s' if count != 1 else ''}"
         click.echo(f"{name}: {verdict}")
         for problem in problems:
             click.echo(f"  {format_problem(problem)}")

@@ -16,12 +16,11 @@ from pathlib import Path
 import click
 
 from cli import output
-from cli.client import Client
+from cli.client import Client, LocalClient
 from cli.connection import Connection, pass_client
 from gitstore import yamlio
 from gitstore.errors import InvalidInput
 from gitstore.secrets.local import CloneFile
-from gitstore.store import Store
 
 
 def register(group: click.Group) -> None:
@@ -58,20 +57,18 @@ def rules(client: Client, env: int, fmt: str) -> None:
 
 
 # -- the keyring (on the store's host) ------------------------------------------------------------
-def _local_store() -> Store:
+def _local() -> LocalClient:
     connection = click.get_current_context().find_object(Connection)
     if not connection.root:
         raise click.UsageError("this command works on the store's keyring: give --root (or "
                                "GITSTORE_ROOT) on the server's host")
-    store = Store(connection.root)
-    store.check()
-    return store
+    return connection.client()  # a LocalClient: --root was given
 
 
 @secrets.command("keys")
 def keys() -> None:
     """List the keyring's keys and how many values each seals."""
-    for key in _local_store().secrets.key_report():
+    for key in _local().store.secrets.key_report():
         mark = "*" if key["active"] else " "
         note = "  (NOT IN THE KEYRING)" if key.get("missing") else ""
         click.echo(f"{mark} {key['id']:<8} {key['values']:>6} values  "
@@ -84,9 +81,8 @@ def keys() -> None:
                    "(finish an interrupted rotation, or seal values made secret by new rules).")
 def rotate(no_new_key: bool) -> None:
     """Add a key, make it active, re-encrypt every secret (one commit per environment)."""
-    store = _local_store()
-    connection = click.get_current_context().find_object(Connection)
-    report = store.secrets.rotate(connection._local_author(), new_key=not no_new_key)
+    local = _local()
+    report = local.store.secrets.rotate(local.author, new_key=not no_new_key)
     click.echo(f"active key: {report['active']}")
     for repo in report["repositories"]:
         commit = repo["commit"][:12] if repo["commit"] else "no commit (nothing to re-encrypt)"
@@ -97,7 +93,7 @@ def rotate(no_new_key: bool) -> None:
 @click.argument("key_id")
 def remove_key(key_id: str) -> None:
     """Remove an old key that no value at the head of any environment uses."""
-    _local_store().secrets.remove_key(key_id)
+    _local().store.secrets.remove_key(key_id)
     click.echo(f"removed key {key_id}")
 
 

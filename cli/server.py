@@ -105,9 +105,16 @@ def _default_workers() -> int:
               help="Private key of --certfile (PEM).")
 @click.option("--ca-certs", type=click.Path(dir_okay=False, exists=True),
               help="CA bundle: require client certificates signed by it (mutual TLS).")
+@click.option("--enable-local-executor", is_flag=True,
+              help="Let graph execution use the `local` executor, which runs the graphs' shell "
+                   "tasks on this host as the server's user, for any store-wide writer.")
+@click.option("--poll", type=click.FloatRange(min=1), default=None,
+              help="Fetch every mirror (gitstore mirror add) every SECONDS, for forges that "
+                   "cannot reach this server with webhooks.")
 def serve(root_opt: str | None, host: str, port: int, workers: int | None, threads: int,
           access_log: bool, open_store: bool, allow_anonymous_read: bool,
-          certfile: str | None, keyfile: str | None, ca_certs: str | None) -> None:
+          certfile: str | None, keyfile: str | None, ca_certs: str | None,
+          enable_local_executor: bool, poll: float | None) -> None:
     """Serve the REST API of the store at --root under gunicorn.
 
     Equivalent to `GITSTORE_ROOT=<root> gunicorn -k gthread 'gitstore.api:create_app()'`.
@@ -117,6 +124,7 @@ def serve(root_opt: str | None, host: str, port: int, workers: int | None, threa
     root = _root(root_opt)
     Store(root).check()  # fail here with one line, not in every worker
     config = _access_config(root, host, open_store, allow_anonymous_read)
+    config["GITSTORE_LOCAL_EXECUTOR"] = enable_local_executor
     tls = _tls_options(certfile, keyfile, ca_certs)
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     options = {
@@ -133,7 +141,31 @@ def serve(root_opt: str | None, host: str, port: int, workers: int | None, threa
     scheme = "https" if tls else "http"
     click.echo(f"serving {root} on {scheme}://{bind} ({options['workers']} workers x {threads} "
                "threads)", err=True)
+    if poll:
+        _start_poller_process(root, poll)
+        click.echo(f"polling mirrors every {poll:g}s", err=True)
     run_server(root, options, config)
+
+
+def _start_poller_process(root: Path, seconds: float) -> None:
+    """Run the mirror poller in its own process.
+
+    Not a thread of the gunicorn arbiter: the arbiter forks workers, and a fork taken while the
+    poller thread holds a lock (a cache's, logging's) would leave that lock held forever in the
+    worker. A spawned process shares nothing; as a daemon it ends with the server.
+    """
+    import multiprocessing
+
+    process = multiprocessing.get_context("spawn").Process(
+        target=_poll_forever, args=(str(root), seconds), name="gitstore-poller", daemon=True
+    )
+    process.start()
+
+
+def _poll_forever(root: str, seconds: float) -> None:
+    from gitstore.gitops import start_poller
+
+    start_poller(Store(root), seconds).join()
 
 
 def _is_loopback(host: str) -> bool:

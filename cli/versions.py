@@ -87,11 +87,17 @@ def _subject(message: str) -> str:
     return message.splitlines()[0] if message else ""
 
 
+#: Keys shown per changed document in the table; `--format yaml|json` lists them all.
+_KEYS_SHOWN = 4
+
+
 def _changes(changes: list[dict]) -> str:
     parts = []
     for change in changes:
         keys = ([f"+{k}" for k in change["keys_added"]] + [f"-{k}" for k in change["keys_removed"]]
                 + [f"~{k}" for k in change["keys_changed"]])
+        if len(keys) > _KEYS_SHOWN:
+            keys = [*keys[:_KEYS_SHOWN], f"(+{len(keys) - _KEYS_SHOWN} more)"]
         parts.append(f"{change['level']} {change['resource']} {change['kind']} {' '.join(keys)}"
                      .rstrip())
     return "; ".join(parts)

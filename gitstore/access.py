@@ -23,21 +23,18 @@ through one locked read-modify-write and an atomic rename.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import re
-import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from gitstore import credentials, yamlio
+from gitstore import credentials, files, yamlio
 from gitstore.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized, Unavailable
 from gitstore.names import check_identifier
 
@@ -313,18 +310,11 @@ class AccessFile:
                 current = _parse(self._read(), self.path)
                 data.update(users=current.users, tokens=current.tokens)
             result = change(data)
-            _write_private(self.path, _HEADER + yamlio.dump(data))
+            files.write_private(self.path, _HEADER + yamlio.dump(data))
             return result
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._lock_path, os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+    def _locked(self):
+        return files.exclusive_lock(self._lock_path)
 
 
 def _user(data: dict, name: str) -> dict:
@@ -366,22 +356,6 @@ def _mapping(value: Any, where: str) -> dict:
     if not isinstance(value, dict):
         raise InvalidInput(f"{where} must be a mapping, not {type(value).__name__}")
     return value
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write atomically (a new inode: every worker notices), readable by the owner only."""
-    fd, tmp = tempfile.mkstemp(prefix=".access-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def _now() -> str:

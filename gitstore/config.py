@@ -5,10 +5,12 @@ Reads never write. Every write is one commit made of one document (DESIGN.md §3
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, keypaths
+from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
@@ -22,6 +24,12 @@ from gitstore.validation import check_plain_data
 
 if TYPE_CHECKING:
     from gitstore.store import Store
+
+#: Masked answers by (repository, commit, catalog commit, request): immutable ids. The data is
+#: shared with the merge and mask caches: never mutate it.
+_ANSWERS = LRUCache(max_entries=512)
+#: Catalog views by (thread, catalog commit id); read only.
+_CATALOGS = LRUCache(max_entries=32)
 
 
 @dataclass(frozen=True)
@@ -45,7 +53,7 @@ class Config:
     # -- resolving names -------------------------------------------------------------------
     def resource_name(self, view: EnvironmentView, ref: str) -> str:
         """The name of resource `ref` (id or name) if a component of the environment has it."""
-        catalog = CatalogView(self._store.catalog().snapshot())
+        catalog = self._catalog_view()
         try:
             definition = catalog.definition(ref)
         except NotFound:
@@ -57,7 +65,16 @@ class Config:
         return definition["name"]
 
     def definition(self, name: str) -> dict:
-        return CatalogView(self._store.catalog().snapshot()).definition(name)
+        return self._catalog_view().definition(name)
+
+    def _catalog_view(self) -> CatalogView:
+        """The catalog at its head, built once per catalog commit (every write asks twice).
+
+        Per thread: a view keeps its snapshot, whose pygit2 handle is this thread's.
+        """
+        snapshot = self._store.catalog().snapshot()
+        return _CATALOGS.get_or_compute((threading.get_ident(), snapshot.commit_id),
+                                        lambda: CatalogView(snapshot))
 
     # -- reading ---------------------------------------------------------------------------
     def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str,
@@ -69,7 +86,19 @@ class Config:
         _check_kind(kind)
         if query.show_lookup and not query.effective:
             raise Conflict("show_lookup needs effective (add ?effective)")
-        snapshot = self._store.environment_repo(env_id).snapshot(query.version)
+        repo = self._store.environment_repo(env_id)
+        snapshot = repo.snapshot(query.version)
+        if query.reveal:  # computed every time: every reveal is audited
+            return self._read(env_id, snapshot, pairs, resource, kind, query, who)
+        # A masked answer follows from the environment commit, the catalog commit (definitions,
+        # secret rules) and the request alone: cached by those ids, it never goes stale.
+        key = (repo.path, snapshot.commit_id, self._store.catalog().head(),
+               tuple(map(tuple, pairs)), resource, kind, query)
+        return _ANSWERS.get_or_compute(
+            key, lambda: self._read(env_id, snapshot, pairs, resource, kind, query, who))
+
+    def _read(self, env_id: int, snapshot: Snapshot, pairs: LevelPairs, resource: str,
+              kind: str, query: Query, who: str | None) -> Served:
         view = EnvironmentView(snapshot)
         pairs = view.check_levels(pairs)
         name = self.resource_name(view, resource)
@@ -90,7 +119,8 @@ class Config:
             self._store.secrets.record_reveal(who, env_id, what, snapshot.commit_id, shown)
         return Served(data, snapshot.commit_id, snapshot.version,
                       inputs=(kind, query.effective, query.show_lookup, query.key, query.reveal,
-                              *inputs), masked=() if query.reveal else shown)
+                              *inputs), masked=() if query.reveal else shown,
+                      shared=not query.reveal)
 
     def _effective(self, env_id: int, view: EnvironmentView, pairs: LevelPairs, name: str,
                    query: Query):

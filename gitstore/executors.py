@@ -9,7 +9,7 @@ ones are declared there too (pyproject.toml) and stay usable from a source check
   server runs as), one at a time, in an order that respects every dependency and each node's
   own order. Stages and groups are sync points; other task types are recorded as skipped.
 
-`Executor.run` walks `merge.plans.execution_order` and stops at the first failure of a task
+`Executor.run` walks `merge.execution.execution_order` and stops at the first failure of a task
 whose `fail_on_error` is not false: the tasks after it are recorded as skipped, naming it.
 A history entry is `{task_name, node_id, status: ready|error|skipped, time_start, time_end,
 message?, exit_code?, output?}`.
@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from gitstore.errors import InvalidInput
-from gitstore.merge.plans import SKIPPED, SYNC, execution_order
+from gitstore.merge.execution import SKIPPED, SYNC, execution_order
 
 log = logging.getLogger("gitstore.executors")
 

@@ -15,12 +15,10 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitstore import files
 from gitstore.backend import remote
 from gitstore.backend.remote import ZERO
 from gitstore.backend.repository import MAIN, Repository
@@ -217,7 +216,7 @@ class GitOps:
     @contextlib.contextmanager
     def _settings_lock(self) -> Iterator[None]:
         self.folder.mkdir(mode=0o700, exist_ok=True)
-        with _flock(self.folder / ".lock"):
+        with files.exclusive_lock(self.folder / ".lock"):
             yield
 
     def authenticate_webhook(self, forge: str, urls: list[str], verify: Callable[[str], bool],
@@ -257,7 +256,7 @@ class GitOps:
         target = parse_repository_name(name)
         settings = self._mirror(target.name)
         repo = self._repository(target)
-        with _flock(repo.path / "gitstore-mirror.lock"):
+        with files.exclusive_lock(repo.path / "gitstore-mirror.lock"):
             state = {**self._state(target.name), "last_fetch": _now()}
             try:
                 remote.fetch(repo, settings["url"],
@@ -461,27 +460,7 @@ def _now() -> str:
 
 def _write_private(path: Path, data: dict) -> None:
     """Write JSON atomically, readable by the owner only (it may hold secrets)."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+    files.write_private(path, json.dumps(data, indent=2, sort_keys=True).encode())
 
 
 # -- repositories outside a store (CI) -------------------------------------------------------
@@ -524,7 +503,9 @@ def review_repository(path: str | os.PathLike, base: str, head: str,
 def render_markdown(review: Review) -> str:
     """The review as Markdown for a pull-request comment or a CI log."""
     report = review.report
-    verdict = "valid" if report["valid"] else f"INVALID ({len(report['errors'])} problems)"
+    count = len(report["errors"])
+    plural = "s" if count != 1 else ""
+    verdict = "valid" if report["valid"] else f"INVALID ({count} problem{plural})"
     lines = [f"### gitstore review: {verdict}", "",
              f"`{review.base[:12]}` → `{review.head[:12]}`", ""]
     if report["errors"]:

@@ -394,29 +394,27 @@ class Graphs:
                  if not wanted or t in wanted]
         return Answer(found, None, None, catalog_commit=catalog.commit_id)
 
-    def _search_owners(self, catalog: Snapshot, clusters, plugins, releases, related,
-                       version) -> list[Owner]:
+    def _search_owners(self, catalog: Snapshot, clusters: Sequence[int],
+                       plugins: Sequence[int], releases: Sequence[int], related: bool,
+                       version: str | None) -> list[Owner]:
         if not (clusters or plugins or releases):
             releases = [e["id"] for e in OwnerCatalog(catalog, RELEASE).entities()]
             plugins = [e["id"] for e in OwnerCatalog(catalog, PLUGIN).entities()]
             clusters = self._store.environment_ids()
+        wanted = [(RELEASE, ref) for ref in releases] + [(PLUGIN, ref) for ref in plugins]
         owners: dict[tuple[str, int], Owner] = {}
-        for ref in releases:
-            owner = catalog_owner(catalog, RELEASE, int(ref))
-            owners[(owner.kind, owner.id)] = owner
-        for ref in plugins:
-            owner = catalog_owner(catalog, PLUGIN, int(ref))
-            owners[(owner.kind, owner.id)] = owner
         for env_id in clusters:
-            cluster = load_cluster(self._store.environment_repo(int(env_id)).snapshot(version),
-                                   catalog)
+            env = self._store.environment_repo(int(env_id)).snapshot(version)
+            cluster = load_cluster(env, catalog)
             owners[(CLUSTER, cluster.env_id)] = cluster_owner(cluster)
+            if related and cluster.release is not None:
+                wanted.append((RELEASE, cluster.release["id"]))
             if related:
-                for kind, entity in ([(RELEASE, cluster.release)] if cluster.release else []) \
-                        + [(PLUGIN, p) for p in cluster.plugins]:
-                    owners.setdefault((kind.name, entity["id"]),
-                                      catalog_owner(catalog, kind, entity["id"]))
-        return list(owners.values())
+                wanted += [(PLUGIN, p["id"]) for p in cluster.plugins]
+        for kind, ref in wanted:
+            owner = catalog_owner(catalog, kind, int(ref))
+            owners[(owner.kind, owner.id)] = owner
+        return sorted(owners.values(), key=lambda o: (KINDS.index(o.kind), o.id))
 
     # -- rules other services apply --------------------------------------------------------
     def check_plugins(self, plugin_names: Sequence[str], catalog: Snapshot) -> None:

@@ -17,13 +17,16 @@ from typing import TYPE_CHECKING, Any
 from gitstore.backend.cache import LRUCache
 from gitstore.catalog import CatalogView
 from gitstore.errors import InvalidInput, NotFound, UnknownPin, UnknownRevision
-from gitstore.layout import INVENTORY_NODES, NODES_LEVEL, EnvironmentView
+from gitstore.layout import ENVIRONMENT_FILE, INVENTORY_NODES, NODES_LEVEL, EnvironmentView
 from gitstore.merge import effective
 from gitstore.names import check_level_value
 from gitstore.served import Served
 
 if TYPE_CHECKING:
     from gitstore.store import Store
+
+#: The environment folder of node files and the cluster's own tags and roles.
+INVENTORY = "inventory"
 
 
 @dataclass(frozen=True)
@@ -38,11 +41,35 @@ class Node:
 
 #: A section of the node document besides `resources`: (store, view, node) -> (data, inputs).
 #: It must read at `view.snapshot.commit_id` (one commit per document) and return as `inputs`
-#: the object ids it read (they feed the ETag). `gitstore_instances` (every instance tag of the
-#: cluster, `Store.tags.all_instances`) is meant to be registered here; nothing is registered
-#: until a section is wired and tested end to end with the Puppet backend.
+#: the object ids it read (they feed the ETag). The Puppet backend answers a hierarchy entry
+#: whose `uri` is a section's name from that section (puppet/README.md).
 Section = Callable[["Store", EnvironmentView, Node], tuple[Any, tuple]]
-SECTIONS: dict[str, Section] = {}
+
+#: Instance groupings by (environment, inventory tree, environment.yaml, catalog commit): reading
+#: them walks every node file, which a Puppet master asking for node after node must not repeat
+#: while the inventory stays the same. Values are shared: never mutate them.
+_INSTANCES = LRUCache(max_entries=256)
+
+
+def instances_section(store: Store, view: EnvironmentView, node: Node) -> tuple[dict, tuple]:
+    """`gitstore_instances`: every instance tag of the cluster, `{"mysql": {"1": [1, 3]}}`.
+
+    The same for every node of a commit. It depends on the node files and the cluster's own
+    tags and roles (`inventory/`), on the release and plugins `environment.yaml` names, and on
+    their roles and tags in the catalog, pinned here to one catalog commit.
+    """
+    env_id = int(view.env_id)
+    commit = view.snapshot.commit_id
+    catalog = store.catalog().snapshot().commit_id
+    inputs = (view.snapshot.object_id(INVENTORY), view.snapshot.object_id(ENVIRONMENT_FILE),
+              catalog)
+    value = _INSTANCES.get_or_compute(
+        (env_id, *inputs),
+        lambda: store.tags.all_instances(env_id, version=commit, catalog_version=catalog))
+    return value, inputs
+
+
+SECTIONS: dict[str, Section] = {"gitstore_instances": instances_section}
 
 #: Effective values by (merge mode, blob ids of the layers in order): a pure function of
 #: immutable ids, so shared by every request of the process. Merging a large resource (a node's

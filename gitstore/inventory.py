@@ -16,16 +16,13 @@ the lock; the push gate is where such a push has to be checked.
 
 from __future__ import annotations
 
-import fcntl
 import ipaddress
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from gitstore import documents
+from gitstore import documents, files
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
@@ -403,15 +400,8 @@ class Nodes:
         return Written(outcome["cluster"], outcome["value"], result)
 
     # -- node ids --------------------------------------------------------------------------
-    @contextmanager
-    def _id_lock(self) -> Iterator[None]:
-        fd = os.open(self._store.root / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+    def _id_lock(self):
+        return files.exclusive_lock(self._store.root / LOCK_FILE, 0o644)
 
     def used_ids(self) -> dict[int, int]:
         """Every node id in the store and the environment holding it."""

@@ -7,7 +7,6 @@ mapping it is a key. Failures raise Conflict naming the dotted path, so a batch 
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -101,30 +100,50 @@ def check_batch(body: Any, op: str) -> list[list[Any]]:
 
 
 def apply_batch(document: dict, op: str, paths: list[list[Any]]) -> dict:
-    """A copy of `document` with every path set (`[..keys, value]`) or deleted."""
-    result = copy.deepcopy(document)
+    """A copy of `document` with every path set (`[..keys, value]`) or deleted.
+
+    Only the mappings and lists on the paths are copied; the rest is shared with `document`,
+    which is never edited (it may be a shared cached parse). A deep copy of a large document
+    cost more than the rest of a key write.
+    """
+    result = dict(document)
+    owned = {id(result)}  # containers this batch made: edited in place
     for path in paths:
         if op == "set":
-            _set(result, path[:-1], path[-1])
+            _set(result, path[:-1], path[-1], owned)
         else:
-            _delete(result, path)
+            _delete(result, path, owned)
     return result
 
 
-def _set(document: dict, keys: list[Any], value: Any) -> None:
+def _set(document: dict, keys: list[Any], value: Any, owned: set[int]) -> None:
     node: Any = document
     for depth, segment in enumerate(keys[:-1]):
         child = _child(node, segment)
         if child is _MISSING and isinstance(node, dict):
             child = node[_dict_key(node, segment)] = {}
+            owned.add(id(child))
         if child is _MISSING:
             raise Conflict(f"list index {dotted(keys[: depth + 1])!r} does not exist "
                            "(set never appends)", key=dotted(keys))
         if not isinstance(child, dict | list):
             raise Conflict(f"key {dotted(keys[: depth + 1])!r} is not a mapping or list",
                            key=dotted(keys))
-        node = child
+        node = _own(node, segment, child, owned)
     _assign(node, keys, value)
+
+
+def _own(parent: Any, segment: Any, child: Any, owned: set[int]) -> Any:
+    """`child` (a mapping or list in `parent`), replaced by a copy unless this batch made it."""
+    if id(child) in owned:
+        return child
+    mine = dict(child) if isinstance(child, dict) else list(child)
+    if isinstance(parent, dict):
+        parent[_existing_key(parent, segment)] = mine
+    else:
+        parent[_as_int(segment)] = mine
+    owned.add(id(mine))
+    return mine
 
 
 def _assign(node: Any, keys: list[Any], value: Any) -> None:
@@ -138,8 +157,14 @@ def _assign(node: Any, keys: list[Any], value: Any) -> None:
     node[index] = value
 
 
-def _delete(document: dict, keys: list[Any]) -> None:
-    parent = get_path(document, keys[:-1]) if len(keys) > 1 else document
+def _delete(document: dict, keys: list[Any], owned: set[int]) -> None:
+    parent: Any = document
+    for depth, segment in enumerate(keys[:-1]):
+        child = _child(parent, segment)
+        if child is _MISSING:
+            raise Conflict(f"key {dotted(keys[: depth + 1])!r} does not exist",
+                           key=dotted(keys[:-1]))
+        parent = _own(parent, segment, child, owned) if isinstance(child, dict | list) else child
     last = keys[-1]
     if _child(parent, last) is _MISSING:
         raise Conflict(f"key {dotted(keys)!r} does not exist", key=dotted(keys))

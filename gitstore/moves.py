@@ -25,7 +25,6 @@ Tests stop a move between its steps with `GITSTORE_TEST_PAUSE=<point>` (and
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitstore import files
 from gitstore.backend.repository import Author
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotAllowed, NotFound
 from gitstore.inventory import NODE_FIELDS, Cluster, Edit, check_roles, load_cluster
@@ -165,17 +165,12 @@ class Moves:
         if getattr(self._local, "held", False):
             yield
             return
-        path = self._store.root / LOCK
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with files.exclusive_lock(self._store.root / LOCK, 0o644):
             self._local.held = True
-            yield
-        finally:
-            self._local.held = False
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            try:
+                yield
+            finally:
+                self._local.held = False
 
     # -- readers ---------------------------------------------------------------------------
     def in_flight(self, env_id: int) -> set[int]:
@@ -205,6 +200,8 @@ class Moves:
                 intents.append(Intent(**json.loads((folder / name).read_text())))
             except FileNotFoundError:
                 continue  # completed meanwhile
+            except (ValueError, TypeError) as exc:  # written whole by rename: edited by hand
+                _log.error("ignoring unreadable move record %s: %s", folder / name, exc)
         return intents
 
     def _node_ids(self, env_id: int) -> set[int]:
@@ -222,10 +219,9 @@ class Moves:
         with self.exclusive():
             original = self._store.upgrades.original_of(seed_id)
             nodes = self._check_nodes(seed_id, original, request["nodes_ids"])
-            roles = moved_roles(nodes, request["roles"])
+            moved_roles(nodes, request["roles"])  # without roles given, theirs must agree
             intent = Intent(uuid.uuid4().hex, original, seed_id, request["nodes_ids"],
-                            request["roles"] and roles, request["reprovision"],
-                            [author.name, author.email])
+                            request["roles"], request["reprovision"], [author.name, author.email])
             self._write_intent(intent)
             pause("move.intent-written")
             try:
@@ -341,7 +337,7 @@ class Moves:
             handle.flush()
             os.fsync(handle.fileno())
         os.rename(partial, folder / f"{intent.id}.json")
-        _fsync_folder(folder)
+        files.fsync_folder(folder)
 
     def _delete_intent(self, intent: Intent) -> None:
         folder = self._store.root / INTENTS
@@ -349,19 +345,11 @@ class Moves:
             os.unlink(folder / f"{intent.id}.json")
         except FileNotFoundError:
             return
-        _fsync_folder(folder)
+        files.fsync_folder(folder)
 
 
 def _ids(nodes: dict) -> str:
     return ", ".join(str(i) for i in sorted(nodes)) or "none"
-
-
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def pause(point: str) -> None:

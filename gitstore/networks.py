@@ -21,6 +21,7 @@ from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import InvalidInput
 from gitstore.served import Served
 from gitstore.settings import write_file
+from gitstore.validation import ENVIRONMENT, TreeCheck, register_check
 
 if TYPE_CHECKING:
     from gitstore.store import Store
@@ -227,3 +228,18 @@ class Networks:
         self._store.environment_repo(env_id).update(operation,
                                                     author or self._store.default_author)
         return self.get(env_id)
+
+
+# -- the push gate ----------------------------------------------------------------------------
+@register_check(ENVIRONMENT)
+def _network_files(tree: TreeCheck) -> None:
+    """Pushed node groups, networks and VIPs have the shapes the API writes."""
+    networks, vips = tree.mapping(NETWORKS), tree.mapping(VIPS)
+    if networks is None and vips is None:
+        return  # absent, or already reported as not a mapping
+    body = {**(networks or {}), "vips": (vips or {}).get("vips") or []}
+    try:
+        check_network(body)
+    except InvalidInput as exc:
+        about_vips = exc.key in ("vips", "VIP") and vips is not None
+        tree.report(VIPS if about_vips or networks is None else NETWORKS, exc.message)

@@ -17,7 +17,8 @@ from gitstore.merge.effective import merge_layers
 from gitstore.names import RESERVED_TOP_LEVEL, check_level_value
 
 #: Merged effective documents by (mode, layer blob ids). Values are shared: never mutate them.
-_MERGED = LRUCache(max_entries=4096)
+#: Bounded for a worker's memory budget (docs/performance.md): ~40 KB per Fuel node document.
+_MERGED = LRUCache(max_entries=512)
 
 _SUFFIX = ".yaml"
 

@@ -12,6 +12,8 @@ class Served:
 
     `inputs` lists what the answer was computed from (blob and tree ids, merge mode, query) so a
     front end can derive an ETag that stays the same across commits that change none of them.
+    `shared` says `data` comes from a cache keyed by immutable ids and is never mutated, so a
+    front end may keep its encoding for as long as it holds the object.
     """
 
     data: Any
@@ -19,3 +21,4 @@ class Served:
     version: int | None = None
     inputs: tuple = field(default_factory=tuple)
     masked: tuple[str, ...] = ()
+    shared: bool = False

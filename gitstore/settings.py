@@ -30,6 +30,7 @@ from gitstore.layout import EnvironmentView
 from gitstore.merge.migrations import check_rules
 from gitstore.releases import RELEASE, OwnerCatalog
 from gitstore.served import Served
+from gitstore.validation import CATALOG, ENVIRONMENT, TreeCheck, register_check
 
 if TYPE_CHECKING:
     from gitstore.store import Store
@@ -214,3 +215,30 @@ class Settings:
         self._store.environment_repo(env_id).update(operation,
                                                     author or self._store.default_author)
         return self.cluster_settings(env_id)
+
+
+# -- the push gate ----------------------------------------------------------------------------
+@register_check(CATALOG)
+def _release_files(tree: TreeCheck) -> None:
+    """A pushed release's `settings.yaml` and `upgrade.yaml` have the shapes the API writes."""
+    for entry in tree.snapshot.list(RELEASE.folder):
+        folder = f"{RELEASE.folder}/{entry.name}"
+        for name, check in ((RELEASE_SETTINGS, lambda d: check_settings(d, "release settings")),
+                            (RELEASE_RULES, check_rules)):
+            _gate(tree, f"{folder}/{name}", check)
+
+
+@register_check(ENVIRONMENT)
+def _settings_files(tree: TreeCheck) -> None:
+    """Editable settings are sections of attributes."""
+    _gate(tree, EDITABLE, lambda d: check_settings({"editable": d}, "settings"))
+
+
+def _gate(tree: TreeCheck, path: str, check) -> None:
+    document = tree.mapping(path)
+    if document is None:
+        return  # absent, or already reported as not a mapping
+    try:
+        check(document)
+    except InvalidInput as exc:
+        tree.report(path, exc.message)

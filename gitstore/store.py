@@ -46,10 +46,19 @@ ARCHIVE = "archive"
 class Store:
     """A gitstore root and its services."""
 
-    def __init__(self, root: str | os.PathLike, *, author: Author = DEFAULT_AUTHOR) -> None:
+    def __init__(self, root: str | os.PathLike, *, author: Author = DEFAULT_AUTHOR,
+                 local_executor: bool = False) -> None:
         self.root = Path(root)
         self.default_author = author
+        #: Whether graph execution may use the `local` executor, which runs shell commands as
+        #: this process's user: on for an operator at a shell (`--root`), off for a server
+        #: unless `gitstore serve --enable-local-executor` says otherwise.
+        self.local_executor = local_executor
         self._repos: dict[Path, Repository] = {}
+        # Every request finds its repositories here: plain strings and ids, because pathlib
+        # joins cost more than the rest of a warm lookup's own work (docs/performance.md).
+        self._catalog_dir = os.path.join(self.root, CATALOG)
+        self._by_id: dict[int, tuple[Repository, str]] = {}
         self._lock = threading.Lock()
         self.components = Components(self)
         self.definitions = ResourceDefinitions(self)
@@ -93,7 +102,7 @@ class Store:
 
     def check(self) -> None:
         """Raise NotFound unless `root` holds a store."""
-        if not (self.root / CATALOG).is_dir():
+        if not os.path.isdir(self._catalog_dir):
             raise NotFound(f"{self.root} is not a gitstore root (no {CATALOG}); run gitstore init")
 
     # -- repositories ----------------------------------------------------------------------
@@ -115,10 +124,15 @@ class Store:
         return self.root / ENVIRONMENTS / f"{int(env_id)}.git"
 
     def environment_repo(self, env_id: int) -> Repository:
+        known = self._by_id.get(env_id)
+        if known is not None and os.path.exists(known[1]):
+            return known[0]
         path = self.environment_path(env_id)
         if not (path / "HEAD").exists():
             raise NotFound(f"environment {env_id} does not exist")
-        return self._repository(path, f"environment {env_id}")
+        repo = self._repository(path, f"environment {env_id}")
+        self._by_id[env_id] = (repo, os.path.join(path, "HEAD"))
+        return repo
 
     def environment_ids(self) -> list[int]:
         folder = self.root / ENVIRONMENTS
@@ -166,6 +180,7 @@ class Store:
             raise NotFound(f"environment {env_id} does not exist") from exc
         with self._lock:
             self._repos.pop(source, None)
+            self._by_id.pop(env_id, None)
         return target
 
 

@@ -279,12 +279,15 @@ class Tags:
             raise _not_found(name, CLUSTER, env_id)
         return _served(tagging.instances(_deployed_tags(cluster), name), cluster)
 
-    def all_instances(self, env_id: int, version: str | None = None) -> dict[str, dict]:
+    def all_instances(self, env_id: int, version: str | None = None,
+                      catalog_version: str | None = None) -> dict[str, dict]:
         """Every instance tag of a cluster: `{"mysql": {"1": [1, 2], "2": [3]}}`.
 
-        The data of the Hiera node document's `gitstore_instances`.
+        The data of the Hiera node document's `gitstore_instances`, which pins both
+        `version` and `catalog_version` so the answer matches the ETag inputs it names.
         """
-        return tagging.all_instances(_deployed_tags(self._store.nodes.cluster(env_id, version)))
+        cluster = self._store.nodes.cluster(env_id, version, catalog_version)
+        return tagging.all_instances(_deployed_tags(cluster))
 
     def resolved_tasks(self, env_id: int, graph_type: str = DEFAULT_GRAPH,
                        node: str | None = None, all_nodes: bool = False,

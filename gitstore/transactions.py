@@ -22,29 +22,27 @@ from __future__ import annotations
 
 import collections.abc  # noqa: F401 - yaql reads collections.abc without importing it
 import copy
-import fcntl
 import logging
 import os
 import socket
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaql
 from yaql.language.exceptions import YaqlException
 
-from gitstore import documents, executors
+from gitstore import documents, executors, files
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
-from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound
+from gitstore.errors import Conflict, Forbidden, GitstoreError, InvalidInput, NotFound
 from gitstore.executors import ERROR, READY, RunContext
 from gitstore.graphs import merged_graph
 from gitstore.inventory import Cluster
+from gitstore.merge import execution
 from gitstore.merge import graphs as merging
-from gitstore.merge import plans
 from gitstore.merge import tags as tagging
 from gitstore.served import Served
 
@@ -58,7 +56,7 @@ LOCK_FILE = "transactions.lock"
 PENDING, RUNNING = "pending", "running"
 UNFINISHED = (PENDING, RUNNING)
 DEFAULT_EXECUTOR = executors.DryRun.name
-_BODY_FIELDS = ("cluster", "graphs", "dry_run", "noop_run", "force", "executor", "debug")
+_BODY_FIELDS = ("cluster", "graphs", "dry_run", "noop_run", "force", "executor")
 _GRAPH_FIELDS = ("type", "nodes", "tasks")
 #: Summary fields of a listing (the plans stay in `GET /transactions/<id>`).
 _SUMMARY = ("id", "cluster", "status", "dry_run", "noop_run", "force", "executor",
@@ -221,7 +219,12 @@ class Transactions:
         it the call returns when the run has ended.
         """
         request = parse_request(body)
-        runner = executors.executor("dry-run" if request.dry_run else request.executor)
+        runner = executors.executor(request.executor)  # an unknown name is 400 in any case
+        if request.dry_run:
+            runner = executors.DryRun()
+        elif isinstance(runner, executors.Local) and not self._store.local_executor:
+            raise Forbidden("the local executor runs shell commands as the server's user and "
+                            "is off; start the server with --enable-local-executor to allow it")
         author = author or self._store.default_author
         cluster = self._store.nodes.cluster(request.cluster)
         doc = self._plan(cluster, request)
@@ -248,7 +251,7 @@ class Transactions:
             merging.raise_problems(merging.graph_problems(tasks),
                                    f"graph {wanted.type!r} of cluster {cluster.env_id}")
             nodes = choose_nodes(cluster, wanted.nodes, merged.get("node_filter"))
-            plan = plans.serialize(tasks, cluster.tags_by_node(nodes), wanted.tasks)
+            plan = execution.serialize(tasks, cluster.tags_by_node(nodes), wanted.tasks)
             graphs.append({"type": wanted.type, "status": PENDING,
                            "nodes": [int(n["id"]) for n in nodes], **plan, "history": []})
         return {"id": None, "cluster": cluster.env_id, "status": PENDING,
@@ -276,24 +279,27 @@ class Transactions:
                 log.exception("transaction %s: could not record the failure", doc.get("id"))
                 return None
 
-    def _run_graphs(self, doc: dict, runner: executors.Runner, record=None):
-        written = None
+    def _run_graphs(self, doc: dict, runner: executors.Runner,
+                    record: Callable[[], WriteResult] | None = None) -> WriteResult | None:
+        """Run the graphs in order (a failed one stops the rest), calling `record` after each
+        graph; the last call records the finished transaction."""
         failed = None
-        for graph in doc["graphs"]:
+        for index, graph in enumerate(doc["graphs"]):
             if failed is not None:
-                graph.update(status=plans.SKIPPED)
+                graph.update(status=execution.SKIPPED)
                 continue
             context = RunContext(doc["id"] or 0, doc["cluster"], graph["type"], doc["noop_run"])
             graph["history"] = runner.run(graph, context)
-            aborted = _aborted(graph)
-            graph["status"] = ERROR if aborted else READY
-            if aborted:
+            graph["status"] = ERROR if _aborted(graph) else READY
+            last = index == len(doc["graphs"]) - 1
+            if graph["status"] == ERROR:
                 failed = graph["type"]
-                doc["message"] = f"graph {graph['type']!r} failed; the graphs after it did not run"
-            if record is not None and graph is not doc["graphs"][-1]:
-                written = record()
+                doc["message"] = f"graph {failed!r} failed" + (
+                    "" if last else "; the graphs after it did not run")
+            if record is not None and not last:
+                record()
         doc.update(status=ERROR if failed else READY, finished_at=executors.now())
-        return record() if record is not None else written
+        return record() if record is not None else None
 
     # -- storage ---------------------------------------------------------------------------
     def _record(self, doc: dict, author: Author, *, check_running: bool = False) -> WriteResult:
@@ -330,15 +336,8 @@ class Transactions:
             highest = max([highest, *ids])
         return highest + 1
 
-    @contextmanager
-    def _id_lock(self) -> Iterator[None]:
-        fd = os.open(self._store.root / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+    def _id_lock(self):
+        return files.exclusive_lock(self._store.root / LOCK_FILE, 0o644)
 
 
 def _ids(snapshot: Snapshot) -> list[int]:
@@ -349,7 +348,7 @@ def _ids(snapshot: Snapshot) -> list[int]:
 
 def _aborted(graph: Mapping[str, Any]) -> bool:
     """Whether a task failure stopped the graph (a `fail_on_error: false` failure does not)."""
-    steps = {(s["id"], None if node == plans.SYNC else node): s
+    steps = {(s["id"], None if node == execution.SYNC else node): s
              for node, entries in graph["tasks_graph"].items() for s in entries}
     return any(h["status"] == ERROR and steps.get((h["task_name"], h["node_id"]), {})
                .get("fail_on_error", True) is not False for h in graph["history"])

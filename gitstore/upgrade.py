@@ -19,6 +19,7 @@ either environment removes the relation from the other, so the original can be c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -138,14 +139,18 @@ def carried_settings(original: dict, source: dict, target: dict, catalog: Snapsh
                                                     migrated["generated"])}
 
 
-def sealed_files(snapshot: Snapshot, skip: tuple[str, ...]) -> list[str]:
-    """YAML files holding sealed values (bound to their repository), outside `skip`."""
+def sealed_files(snapshot: Snapshot, skip: frozenset[str], folder: str = "") -> list[str]:
+    """YAML files holding sealed values (bound to their repository); folders and files in
+    `skip` are not entered."""
     found = []
-    for file in snapshot.walk():
-        if (file.endswith(".yaml") and not any(file == s or file.startswith(s + "/")
-                                               for s in skip)
-                and SEALED_MARK in (snapshot.read(file) or b"")):
-            found.append(file)
+    for entry in snapshot.list(folder):
+        path = f"{folder}/{entry.name}" if folder else entry.name
+        if path in skip:
+            continue
+        if entry.is_tree:
+            found += sealed_files(snapshot, skip, path)
+        elif path.endswith(".yaml") and SEALED_MARK in (snapshot.read(path) or b""):
+            found.append(path)
     return found
 
 
@@ -207,7 +212,7 @@ class Upgrades:
         if peer is None:
             return
         try:
-            self._set_claim(peer, None, author, f"environment {gone} was deleted")
+            self._set_claim(peer, None, author, f"environment {gone} was deleted", expect=gone)
         except NotFound:
             return  # the peer is gone too
 
@@ -285,14 +290,18 @@ class Upgrades:
                 self._store.clone_environment_repo(orig_id, seed_id, operation, author)
                 return seed_id
             except Conflict:
-                continue  # another creator took the id first: claim the next one
+                if self._store.environment_path(seed_id).exists():
+                    continue  # another creator took the id first: claim the next one
+                self._set_claim(orig_id, None, author, "the clone failed", expect=seed_id)
+                raise
             except BaseException:
                 self._set_claim(orig_id, None, author, "the clone failed", expect=seed_id)
                 raise
         raise Conflict("could not allocate an environment id for the seed")
 
     def _seed_commit(self, orig_id: int, seed_id: int, name: str, source: dict,
-                     target: dict):
+                     target: dict) -> Callable[[Snapshot], ChangeSet]:
+        """The operation that makes the seed's one commit on the original's history."""
         catalog = self._store.catalog().snapshot()
         store = self._store
 
@@ -312,7 +321,7 @@ class Upgrades:
             dropped = (*NOT_INHERITED, *values_folders(view))
             for folder in dropped:
                 changes.delete(folder)
-            for file in sealed_files(snapshot, skip=(*dropped, EDITABLE, GENERATED)):
+            for file in sealed_files(snapshot, frozenset((*dropped, EDITABLE, GENERATED))):
                 plain = read_plain(store, orig_id, snapshot, file)
                 write_file(store, seed_id, changes, snapshot, file, plain)
             return changes

@@ -19,7 +19,16 @@ from ruamel.yaml.scalarstring import SingleQuotedScalarString
 from gitstore.errors import InvalidInput
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_BaseDumper):
+    """The fast safe dumper, without `&id001` anchors: a list shared by two keys (a graph task's
+    `role` and `roles`) is written out twice, as a person would write it."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
 _UNPARSED = object()
 #: How PyYAML resolves a plain scalar (YAML 1.1), to know which strings need quotes.
 _PLAIN = yaml.resolver.Resolver()

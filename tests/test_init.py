@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
-from gitstore import Store
+from gitstore import Store, yamlio
 from gitstore.config import Query
 from gitstore.importer import SAMPLE_DIR
 
@@ -109,11 +109,20 @@ def test_sample_shows_where_values_come_from(sample_root):
 
 
 def test_sample_files_are_stored_as_written(sample_root):
+    """Byte for byte, but for files with secrets: those are sealed (docs/secrets.md)."""
     store = Store(sample_root)
     snapshot = store.environment_repo(1).snapshot()
     source = SAMPLE_DIR / "environments" / "1"
-    for path in ("global/values/astute.yaml", "nodes/3/overrides/astute.yaml"):
-        assert snapshot.read(path) == (source / path).read_bytes()
+    path = "nodes/3/overrides/astute.yaml"
+    assert snapshot.read(path) == (source / path).read_bytes()
+    path = "global/values/astute.yaml"
+    written = (source / path).read_bytes()
+    stored = snapshot.read(path)
+    assert b"db_password: Toe5phw4" in written and b"Toe5phw4" not in stored
+    revealed = store.config.read(1, [], "astute", "values", Query(reveal=True)).data
+    assert revealed == yamlio.load(written)
+    comments = [line for line in written.splitlines() if line.lstrip().startswith(b"#")]
+    assert comments and all(line in stored for line in comments)
 
 
 def test_rerun_keeps_data_and_changes_nothing(sample_root):

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import http.client
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import requests
+from live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
 from gitstore import Store
 from gitstore.importer import SAMPLE_DIR, load_tree
 
-GITSTORE = Path(sys.executable).with_name("gitstore")
 ASTUTE = "/api/v1/config/environments/1/nodes/{node}/resources/astute/{kind}"
 START_TIMEOUT = 30
 
@@ -36,18 +31,6 @@ class Server:
         return [int(pid) for pid in children.read_text().split()]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def isolated_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITSTORE_"))}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1")
-    return env
-
-
 def start(root: Path, workdir: Path, *extra: str) -> Server:
     port = free_port()
     log = workdir / f"serve-{port}.log"
@@ -56,32 +39,12 @@ def start(root: Path, workdir: Path, *extra: str) -> Server:
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=isolated_env(workdir))
     server = Server(f"http://127.0.0.1:{port}", port, process, log)
-    _wait_until_ready(server)
+    wait_until_answers(process, server.url, log)
     return server
 
 
-def _wait_until_ready(server: Server) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            pytest.fail(f"gitstore serve exited early:\n{server.log.read_text()}")
-        try:
-            if requests.get(server.url + "/api/v1/config/environments", timeout=2).ok:
-                return
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    stop(server)
-    pytest.fail(f"gitstore serve did not answer in {START_TIMEOUT}s:\n{server.log.read_text()}")
-
-
 def stop(server: Server) -> int:
-    server.process.send_signal(signal.SIGTERM)
-    try:
-        return server.process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait()
-        raise
+    return stop_process(server.process)
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from gitstore.api import (
     access,
     auth,
     batch,
+    bench,
     catalog,
     environments,
     errors,
@@ -48,7 +49,7 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
         root = app.config.get("GITSTORE_ROOT")
         if not root:
             raise RuntimeError("create_app needs a store or GITSTORE_ROOT")
-        store = Store(root)
+        store = Store(root, local_executor=bool(app.config.get("GITSTORE_LOCAL_EXECUTOR")))
     store.check()
     app.extensions["gitstore"] = store
     app.json.sort_keys = False
@@ -57,4 +58,6 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     auth.register(app)  # one access check before every request of every blueprint
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
+    if bench.enabled(app.config.get(bench.ENABLE, os.environ.get(bench.ENABLE))):
+        app.register_blueprint(bench.bp)  # bench/lookup.py's baseline, never in production
     return app

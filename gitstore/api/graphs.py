@@ -186,7 +186,10 @@ def check_graph(env_id: int, graph_type: str):
 # -- execution -------------------------------------------------------------------------------------
 @bp.post("/graphs/execute")
 def execute():
-    return served(_store().transactions.execute(json_body(), author()), status=202)
+    result = _store().transactions.execute(json_body(), author())
+    response = served(result, status=202)
+    response.headers[CATALOG_COMMIT] = result.data["source"]["catalog_commit"]
+    return response
 
 
 @bp.get("/transactions")

@@ -35,6 +35,12 @@ def _resources_arg() -> list[str] | None:
 def node_document(env_id: int, node: str):
     # Puppet needs the real passwords: the node document reveals them to a caller holding the
     # `secrets` role (grant it to the Puppet master's user) and masks them for everyone else.
+    reveal = may_reveal(env_id)
     result = _store().hiera.node_document(env_id, node, version_arg(), _resources_arg(),
-                                          reveal=may_reveal(env_id), who=g.get("user"))
-    return served(result, weak=True)
+                                          reveal=reveal, who=g.get("user"))
+    response = served(result, weak=True)
+    if reveal:
+        # Plain-text secrets: `public` would let a shared cache keep them for other callers.
+        cache_control = response.headers.get("Cache-Control", "")
+        response.headers["Cache-Control"] = cache_control.replace("public", "private")
+    return response

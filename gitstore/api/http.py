@@ -13,6 +13,7 @@ from typing import Any
 
 from flask import Response, current_app, g, request
 
+from gitstore.backend.cache import LRUCache
 from gitstore.backend.repository import Author
 from gitstore.errors import InvalidInput
 from gitstore.names import parse_flag
@@ -22,6 +23,9 @@ from gitstore.validation import check_plain_data
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 IMMUTABLE = "public, max-age=31536000, immutable"
 MOVING = "public, max-age=5"
+#: Bound of the encoded bodies each app keeps (docs/performance.md: the worker memory budget).
+BODY_CACHE_BYTES = 16 * 1024 * 1024
+_BODIES = "gitstore.bodies"
 
 
 def json_body() -> Any:
@@ -76,13 +80,30 @@ def to_json(data: Any) -> bytes:
     return current_app.json.dumps(data).encode("utf-8")
 
 
+def _body(result: Served) -> bytes:
+    """The JSON of `result.data`; kept per app for a shared answer (encoding 25 KB of JSON
+    costs more than the rest of a warm lookup). Keyed by the object's identity: the entry
+    holds the object, so the id cannot be reused while the entry lives."""
+    if not result.shared:
+        return to_json(result.data)
+    cache = current_app.extensions.get(_BODIES)
+    if cache is None:
+        cache = current_app.extensions.setdefault(_BODIES, LRUCache(1024, BODY_CACHE_BYTES))
+    found = cache.get(id(result.data))
+    if found is not None and found[0] is result.data:
+        return found[1]
+    body = to_json(result.data)
+    cache.put(id(result.data), (result.data, body), len(body))
+    return body
+
+
 def served(result: Served, status: int = 200, *, weak: bool = False) -> Response:
     """A JSON response for a read, with version headers, ETag and conditional GET.
 
     `weak` marks the ETag weak (`W/"..."`): for documents whose bytes name the commit they were
     read at while the ETag follows only the data inputs (equal meaning, not equal bytes).
     """
-    body = to_json(result.data)
+    body = _body(result)
     response = Response(body, status=status, mimetype="application/json")
     if result.commit:
         response.headers["X-Gitstore-Commit"] = result.commit
@@ -101,10 +122,24 @@ def _conditional(response: Response, result: Served, body: bytes, weak: bool = F
     else:
         seed = repr((request.path, body))
     response.set_etag(hashlib.sha256(seed.encode()).hexdigest()[:32], weak=weak)
+    response.headers["Cache-Control"] = _cache_control()
+    response.make_conditional(request)
+
+
+def _cache_control() -> str:
+    """Public caching for open reads; `private` once credentials are involved.
+
+    A revealed secret must never sit in any cache, and an answer to an authenticated request
+    must not be handed by a shared cache to someone else.
+    """
+    if "reveal" in request.args:
+        return "private, no-store"
     version = request.args.get("version")
     pinned = version is not None and _FULL_SHA.match(version.strip().lower())
-    response.headers["Cache-Control"] = IMMUTABLE if pinned else MOVING
-    response.make_conditional(request)
+    rule = IMMUTABLE if pinned else MOVING
+    if request.authorization is not None or request.headers.get("X-Auth-Token"):
+        rule = rule.replace("public", "private")
+    return rule
 
 
 def no_content() -> Response:

@@ -1,4 +1,9 @@
-"""Bounded caches keyed by immutable ids (blob and commit ids never change meaning)."""
+"""Bounded caches keyed by immutable ids (blob and commit ids never change meaning).
+
+A cache is bounded by its number of entries and, when given `max_weight`, by the sum of its
+entries' weights (e.g. the bytes of the blobs parsed): a count alone does not bound memory when
+one entry is a 20-byte id and another a 30 KB document.
+"""
 
 from __future__ import annotations
 
@@ -11,41 +16,70 @@ _MISSING = object()
 
 
 class LRUCache:
-    """A thread-safe least-recently-used mapping with a bound on its number of entries."""
+    """A thread-safe least-recently-used mapping bounded by entries and optionally by weight."""
 
-    def __init__(self, max_entries: int) -> None:
+    def __init__(self, max_entries: int, max_weight: int | None = None) -> None:
         self._max = max_entries
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._max_weight = max_weight
+        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._weight = 0
         self._lock = threading.Lock()
 
-    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Any],
+                       weigh: Callable[[Any], int] | None = None) -> Any:
+        """The cached value of `key`, else `compute()` stored with weight `weigh(value)`."""
         with self._lock:
-            value = self._data.get(key, _MISSING)
-            if value is not _MISSING:
+            found = self._data.get(key, _MISSING)
+            if found is not _MISSING:
                 self._data.move_to_end(key)
-                return value
+                return found[0]
         value = compute()
-        self.put(key, value)
+        self.put(key, value, weigh(value) if weigh else 1)
         return value
 
     def get(self, key: Hashable, default: Any = None) -> Any:
         with self._lock:
-            value = self._data.get(key, _MISSING)
-            if value is _MISSING:
+            found = self._data.get(key, _MISSING)
+            if found is _MISSING:
                 return default
             self._data.move_to_end(key)
-            return value
+            return found[0]
 
-    def put(self, key: Hashable, value: Any) -> None:
+    def put(self, key: Hashable, value: Any, weight: int = 1) -> None:
+        if self._max_weight is not None and weight > self._max_weight:
+            return  # would evict everything else and still not fit
         with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self._max:
-                self._data.popitem(last=False)
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._weight -= old[1]
+            self._data[key] = (value, weight)
+            self._weight += weight
+            while len(self._data) > self._max or (
+                    self._max_weight is not None and self._weight > self._max_weight):
+                _, (_, dropped) = self._data.popitem(last=False)
+                self._weight -= dropped
+
+    @property
+    def weight(self) -> int:
+        """The sum of the weights of the entries held now."""
+        return self._weight
 
     def __len__(self) -> int:
         return len(self._data)
 
 
 #: Parsed YAML by blob id, shared by every repository of the process. Values are read-only.
-PARSED_BLOBS = LRUCache(max_entries=20_000)
+#: Weighed by the YAML's size: parsed objects take 6-7x that (measured on Fuel's astute.yaml and
+#: bench/make_store.py's node facts), so this holds ~40 MiB at most.
+PARSED_BLOBS = LRUCache(max_entries=20_000, max_weight=6 * 1024 * 1024)
+
+
+def parsed(blob_id: str, data: Callable[[], bytes], parse: Callable[[bytes], Any]) -> Any:
+    """The parse of blob `blob_id` from PARSED_BLOBS, else `parse(data())` stored there."""
+    found = PARSED_BLOBS.get(blob_id, _MISSING)
+    if found is not _MISSING:
+        return found
+    raw = data()
+    value = parse(raw)
+    PARSED_BLOBS.put(blob_id, value, len(raw))
+    return value

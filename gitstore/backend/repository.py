@@ -30,7 +30,7 @@ import pygit2
 
 from gitstore import yamlio
 from gitstore.backend import refs, revisions
-from gitstore.backend.cache import PARSED_BLOBS, LRUCache
+from gitstore.backend.cache import LRUCache, parsed
 from gitstore.backend.changes import ChangeSet, Graft
 from gitstore.backend.revisions import FileChange, TagInfo
 from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
@@ -43,8 +43,9 @@ _WRITE_LOCK = "gitstore-write.lock"
 
 #: First-parent depth (the integer version) by commit id: immutable, so shared by the process.
 _DEPTHS = LRUCache(max_entries=200_000)
-#: Commit id of version N as seen from a head: (path, head, N) never changes meaning.
-_AT_VERSION = LRUCache(max_entries=10_000)
+#: First-parent chain of main by repository path: (head, commit ids root first). Weighed by
+#: length: at most 400,000 ids (~36 MB) in all.
+_CHAINS = LRUCache(max_entries=64, max_weight=400_000)
 _FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
 
 
@@ -66,6 +67,14 @@ class WriteResult:
 Operation = Callable[[Snapshot], ChangeSet]
 
 
+@dataclass(frozen=True)
+class _Guess:
+    """An operation's changes computed on a tracked snapshot while waiting for the lock."""
+
+    snapshot: Snapshot
+    changes: ChangeSet
+
+
 class Repository:
     """A bare repository whose branch `main` is the served state."""
 
@@ -73,6 +82,9 @@ class Repository:
         self.path = Path(path)
         self.name = name
         self._local = threading.local()
+        # Threads of one process queue here, not at the flock: a thread speculating while it
+        # waits would hold the GIL that the lock holder of its own process needs.
+        self._writers = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -157,18 +169,35 @@ class Repository:
         head = self.head()
         if head is None or number < 1:
             raise UnknownRevision(text, self.name)
-        steps = self.depth(head) - number
-        if steps < 0:
+        chain = self._chain(head)
+        if number > len(chain):
             raise UnknownRevision(text, self.name)
-        key = (self.path, head, number)
-        known = _AT_VERSION.get(key)
-        if known is not None:
-            return self.git[known]
-        commit = self.git[head]
-        for _ in range(steps):
-            commit = self.git[commit.parent_ids[0]]
-        _AT_VERSION.put(key, str(commit.id))
-        return commit
+        return self.git[chain[number - 1]]
+
+    def _chain(self, head: str) -> list[str]:
+        """Commit ids of `head`'s first-parent chain, root first (`chain[n - 1]` = version n).
+
+        Extended from the chain known for an earlier head by walking only the commits made
+        since, so `version=N` costs a list index, not a walk of history, after every write.
+        """
+        known = _CHAINS.get(self.path)
+        if known is not None and known[0] == head:
+            return known[1]
+        ids: list[str] = known[1] if known is not None else []
+        walked: list[str] = []
+        base = 0
+        current: str | None = head
+        while current is not None:
+            depth = self.depth(current)
+            if depth <= len(ids) and ids[depth - 1] == current:
+                base = depth
+                break
+            walked.append(current)
+            parents = self.git[current].parent_ids
+            current = str(parents[0]) if parents else None
+        chain = ids[:base] + walked[::-1]
+        _CHAINS.put(self.path, (head, chain), len(chain))
+        return chain
 
     def depth(self, commit_id: str) -> int:
         """The commit's position on its own first-parent chain (1 = root)."""
@@ -235,8 +264,8 @@ class Repository:
 
     def blob_yaml(self, blob_id: str, label: str) -> Any:
         """The parsed YAML of a blob (shared cache: never mutate it)."""
-        return PARSED_BLOBS.get_or_compute(
-            blob_id, lambda: yamlio.load(self.git[blob_id].data, path=f"{self.name}:{label}"))
+        return parsed(blob_id, lambda: self.git[blob_id].data,
+                      lambda data: yamlio.load(data, path=f"{self.name}:{label}"))
 
     def revert_entries(self, commit_id: str, head_id: str) -> dict[str, Graft | None]:
         """Changes that undo commit `commit_id` on top of `head_id`; Conflict names clashes."""
@@ -255,20 +284,43 @@ class Repository:
 
     # -- writing ---------------------------------------------------------------------------
     def update(self, operation: Operation, author: Author) -> WriteResult:
-        """Apply `operation` to the head as one commit, re-applying it on a lost race."""
+        """Apply `operation` to the head as one commit, re-applying it on a lost race.
+
+        While a writer of another process holds the write lock, the operation runs on the head
+        of that moment instead of idling (`_speculate`). Once the lock is ours, that result is
+        committed if nothing the operation read has changed since (file-level writes to
+        different files then proceed in parallel and only commit in turn); otherwise the
+        operation runs again on the new head.
+        """
         for attempt in range(MAX_ATTEMPTS):
-            with self._write_lock():
-                result = self._attempt(operation, author)
+            with self._writers, self._write_lock(operation) as guess:
+                result = self._attempt(operation, author, guess)
             if result is not None:
                 return result
             time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
         raise Conflict(f"{self.name}: could not move main (pushes kept winning the race)")
 
-    def _attempt(self, operation: Operation, author: Author) -> WriteResult | None:
+    def _attempt(self, operation: Operation, author: Author,
+                 guess: _Guess | None = None) -> WriteResult | None:
         head = self.head()
+        if guess is not None and head is not None and guess.snapshot.unchanged_at(
+                self.git[head].tree):
+            return self._commit_on(head, guess.changes, author)
         snapshot = self._snapshot_of(self.git[head]) if head else None
         changes = operation(snapshot)
         return self._commit_on(head, changes, author)
+
+    def _speculate(self, operation: Operation) -> _Guess | None:
+        """`operation` on the current head, for use if its reads still hold once locked."""
+        head = self.head()
+        if head is None:
+            return None
+        commit = self.git[head]
+        snapshot = Snapshot(self.git, commit, self.name, self.depth(head), tracked=True)
+        try:
+            return _Guess(snapshot, operation(snapshot))
+        except Exception:  # noqa: BLE001 - decided again under the lock, where errors count
+            return None
 
     def _commit_on(self, head: str | None, changes: ChangeSet, author: Author):
         git = self.git
@@ -286,19 +338,28 @@ class Repository:
         return WriteResult(commit_id, self.depth(commit_id), changed=True)
 
     def _durable(self) -> bool:
-        """Whether writes must survive a power loss: git's `core.fsyncObjectFiles`, which
-        libgit2 already obeys for the objects; the ref is then flushed after them."""
+        """Whether writes must survive a power loss (git's `core.fsyncObjectFiles`).
+
+        libgit2 obeys that setting for the objects it writes; the ref is then flushed after
+        them. Without it, as in plain git, a process crash loses nothing but a power cut may.
+        """
         try:
             return self.git.config.get_bool("core.fsyncObjectFiles")
         except (KeyError, pygit2.GitError):
             return False
 
     @contextmanager
-    def _write_lock(self):
+    def _write_lock(self, operation: Operation | None = None):
+        """Hold the write lock; yields the speculative result made while waiting, if any."""
         fd = os.open(self.path / _WRITE_LOCK, os.O_CREAT | os.O_RDWR, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
+            guess = None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                guess = self._speculate(operation) if operation is not None else None
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield guess
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)

@@ -14,7 +14,7 @@ from typing import Any
 import pygit2
 
 from gitstore import yamlio
-from gitstore.backend.cache import PARSED_BLOBS
+from gitstore.backend.cache import parsed
 from gitstore.backend.changes import Graft
 from gitstore.errors import InvalidInput
 
@@ -38,25 +38,47 @@ class CommitInfo:
 
 
 class Snapshot:
-    """The tree of one commit of one repository."""
+    """The tree of one commit of one repository.
 
-    def __init__(self, repo: pygit2.Repository, commit: pygit2.Commit, name: str, version: int):
+    A `tracked` snapshot records every path it looked up and the object found there, and
+    whether the commit itself was asked for (`commit_id`, `version`, `info`): a write computed
+    on it still holds on a later head where `unchanged_at` that head (see `Repository.update`).
+    """
+
+    def __init__(self, repo: pygit2.Repository, commit: pygit2.Commit, name: str, version: int,
+                 *, tracked: bool = False):
         self._repo = repo
         self._commit = commit
         self._tree = commit.tree
         self.repository = name
-        self.commit_id = str(commit.id)
-        self.version = version
+        self._commit_id = str(commit.id)
+        self._version = version
+        self._reads: dict[str, pygit2.Oid | None] | None = {} if tracked else None
+        self._pinned = False
+
+    @property
+    def commit_id(self) -> str:
+        self._pinned = True
+        return self._commit_id
+
+    @property
+    def version(self) -> int:
+        self._pinned = True
+        return self._version
+
+    def unchanged_at(self, tree: pygit2.Tree) -> bool:
+        """Whether every read of this tracked snapshot finds the same object in `tree`."""
+        if self._reads is None or self._pinned:
+            return False
+        return all(_id_of(_lookup(tree, path)) == oid for path, oid in self._reads.items())
 
     # -- objects ---------------------------------------------------------------------------
     def _object(self, path: str):
         path = path.strip("/")
-        if not path:
-            return self._tree
-        try:
-            return self._tree[path]
-        except (KeyError, ValueError):
-            return None
+        obj = _lookup(self._tree, path)
+        if self._reads is not None:
+            self._reads[path] = _id_of(obj)
+        return obj
 
     def exists(self, path: str) -> bool:
         return self._object(path) is not None
@@ -86,9 +108,8 @@ class Snapshot:
         obj = self._object(path)
         if not isinstance(obj, pygit2.Blob):
             return None
-        return PARSED_BLOBS.get_or_compute(
-            str(obj.id), lambda: yamlio.load(obj.data, path=f"{self.repository}:{path}")
-        )
+        label = f"{self.repository}:{path}"
+        return parsed(str(obj.id), lambda: obj.data, lambda data: yamlio.load(data, path=label))
 
     def read_mapping(self, path: str) -> dict | None:
         """A document that must be a mapping; None if the file is absent."""
@@ -118,7 +139,21 @@ class Snapshot:
 
     # -- the commit ------------------------------------------------------------------------
     def info(self) -> CommitInfo:
+        self._pinned = True
         return commit_info(self._commit)
+
+
+def _lookup(tree: pygit2.Tree, path: str):
+    if not path:
+        return tree
+    try:
+        return tree[path]
+    except (KeyError, ValueError):
+        return None
+
+
+def _id_of(obj) -> pygit2.Oid | None:
+    return obj.id if obj is not None else None
 
 
 def parsed_blob(data: bytes, label: str) -> Any:
@@ -126,9 +161,7 @@ def parsed_blob(data: bytes, label: str) -> Any:
 
     Never mutate the result. A parse error is InvalidInput naming `label`.
     """
-    return PARSED_BLOBS.get_or_compute(
-        str(pygit2.hash(data)), lambda: yamlio.load(data, path=label)
-    )
+    return parsed(str(pygit2.hash(data)), lambda: data, lambda raw: yamlio.load(raw, path=label))
 
 
 def commit_info(commit: pygit2.Commit) -> CommitInfo:

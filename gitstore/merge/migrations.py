@@ -76,7 +76,9 @@ def _check_rule(rule: Any, where: str) -> None:
     if rule["op"] == "set" and "value" not in rule:
         raise InvalidInput(f"{where}: op 'set' needs a 'value'", key="rules")
     if rule["op"] == "rename":
-        _check_path(rule.get("to"), f"{where}.to")
+        if "to" not in rule:
+            raise InvalidInput(f"{where}: op 'rename' needs a 'to'", key="rules")
+        _check_path(rule["to"], f"{where}.to")
     elif "to" in rule:
         raise InvalidInput(f"{where}: only op 'rename' takes 'to'", key="rules")
 

@@ -51,7 +51,7 @@ class GitDriver(Driver):
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self.hidden = Hidden(store.secrets)
+        self.hidden = Hidden(store)
 
     def view(self, at: str | int | None = None) -> Objects:
         snapshot = self._store.catalog().snapshot(at)

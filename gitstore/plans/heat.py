@@ -21,6 +21,7 @@ parses of stored blobs).
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,8 @@ COUNT = "count"
 REMOVAL_POLICIES = "removal_policies"
 #: What a masked hidden value reads as; sent back in a write it means "unchanged".
 MASK = "******"
+#: Role parameter names become `N-V::P` names in plans, headers and key paths: keep them plain.
+_PARAMETER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _TEMPLATE_KEYS = ("heat_template_version", "HeatTemplateFormatVersion",
                   "AWSTemplateFormatVersion")
 
@@ -70,9 +73,9 @@ def check_template(doc: Any, label: str) -> dict:
     for section in ("parameters", "resources", "outputs"):
         _check_section(doc, section, label)
     for name, spec in (doc.get("parameters") or {}).items():
-        if SEPARATOR in name:
-            raise InvalidInput(f"{label}: parameter {name!r} must not contain '::'",
-                               key="content")
+        if not _PARAMETER.match(name):
+            raise InvalidInput(f"{label}: parameter name {name!r} may contain only letters, "
+                               "digits, '_', '.' and '-'", key="content")
         if "type" not in spec:
             raise InvalidInput(f"{label}: parameter {name!r} has no type", key="content")
     return doc

@@ -156,7 +156,7 @@ class DeploymentPlan:
                               created_at=environment.get("created_at"),
                               updated_at=environment.get("updated_at"), revision=revision)
         return cls(uuid=record["uuid"], name=record["name"], master_template=template,
-                   environment_file=env, roles=tuple(RoleRef(**r) for r in record["roles"]),
+                   environment_file=env, roles=tuple(_role_ref(r) for r in record["roles"]),
                    description=record.get("description"), created_at=record.get("created_at"),
                    updated_at=record.get("updated_at"), revision=revision)
 
@@ -169,6 +169,10 @@ class DeploymentPlan:
     @property
     def resource_registry(self) -> dict[str, str]:
         return self.environment_file.resource_registry
+
+
+def _role_ref(item: dict) -> RoleRef:
+    return RoleRef(uuid=item["uuid"], name=item["name"], version=item["version"])
 
 
 def _text(document: dict) -> str:

@@ -78,7 +78,7 @@ class Plans:
     def __init__(self, store: Store, driver: Driver | None = None) -> None:
         self._store = store
         self.driver = driver or GitDriver(store)
-        self.hidden = Hidden(store.secrets)
+        self.hidden = Hidden(store)
         self.templates = TemplateStore(self.driver)
         self.roles = RoleStore(self.driver)
         self.environment_files = EnvironmentFileStore(self.driver)

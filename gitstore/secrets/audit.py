@@ -27,9 +27,10 @@ class AuditLog:
     def __init__(self, root: str | os.PathLike) -> None:
         self.path = Path(root) / AUDIT_FILE
 
-    def record(self, who: str | None, environment: int, what: str, commit: str | None,
+    def record(self, who: str | None, environment: int | None, what: str, commit: str | None,
                paths: Sequence[str]) -> None:
-        """Append one reveal; `who` None is an unauthenticated caller of an open store."""
+        """Append one reveal; `who` None is an unauthenticated caller of an open store, and
+        `environment` None the catalog (plan parameters)."""
         entry = {"time": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
                  "who": who or "(open store: no user)", "environment": environment,
                  "what": what, "commit": commit, "paths": list(paths)}

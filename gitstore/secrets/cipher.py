@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import os
 import re
@@ -68,7 +69,7 @@ def seal(value: Any, key_id: str, key: bytes, place: Place) -> str:
     """The sealed text of `value` (any JSON-able value) at `place`."""
     plain = json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
     nonce = os.urandom(NONCE_BYTES)
-    data = AESGCM(key).encrypt(nonce, plain, place.associated_data())
+    data = _aead(key).encrypt(nonce, plain, place.associated_data())
     return f"ENC[v1,aesgcm,kid={key_id},n={_b64(nonce)},d={_b64(data)}]"
 
 
@@ -85,11 +86,17 @@ def open_sealed(text: str, keys: dict[str, bytes], place: Place) -> Any:
     if key is None:
         raise _fail(place, f"its key {key_id!r} is not in the keyring")
     try:
-        plain = AESGCM(key).decrypt(_unb64(nonce), _unb64(data), place.associated_data())
+        plain = _aead(key).decrypt(_unb64(nonce), _unb64(data), place.associated_data())
         return json.loads(plain)
     except (InvalidTag, binascii.Error, ValueError) as exc:
         raise _fail(place, "it was sealed for another place (moved or copied) or altered") \
             from exc
+
+
+@functools.lru_cache(maxsize=64)
+def _aead(key: bytes) -> AESGCM:
+    """One cipher object per key (setting up the key schedule costs more than a small value)."""
+    return AESGCM(key)
 
 
 def _fail(place: Place, why: str) -> Undecryptable:

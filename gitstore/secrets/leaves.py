@@ -69,10 +69,29 @@ def value_at(document: Any, path: tuple[str, ...]) -> Any:
     return node
 
 
+def replaced(document: Any, path: tuple[str, ...], value: Any) -> Any:
+    """A copy of `document` with `value` at `path` (which exists); only the containers on the
+    path are copied, everything else is shared."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(document, list):
+        index = int(head)
+        return [*document[:index], replaced(document[index], rest, value),
+                *document[index + 1:]]
+    key = _key(document, head)
+    return {**document, key: replaced(document[key], rest, value)}
+
+
 def _child(mapping: dict, segment: str) -> Any:
+    key = _key(mapping, segment)
+    return MISSING if key is MISSING else mapping[key]
+
+
+def _key(mapping: dict, segment: str) -> Any:
     if segment in mapping:
-        return mapping[segment]
-    for key, value in mapping.items():  # a YAML key that is not a string (`1:`, `true:`)
+        return segment
+    for key in mapping:  # a YAML key that is not a string (`1:`, `true:`)
         if not isinstance(key, str) and str(key) == segment:
-            return value
+            return key
     return MISSING

@@ -20,12 +20,14 @@ from gitstore.errors import Unavailable, Undecryptable
 from gitstore.secrets import cipher
 from gitstore.secrets.cipher import Place
 from gitstore.secrets.keyring import Keys
-from gitstore.secrets.leaves import MISSING, rebuild, value_at
+from gitstore.secrets.leaves import MISSING, rebuild, replaced, value_at
 from gitstore.secrets.rules import Rules
 from gitstore.secrets.seal import MASK
 
 #: Masked documents by (the caller's id of the document's inputs, rules). Shared: never edit.
-_MASKED = LRUCache(max_entries=4096)
+#: An entry keeps a whole effective document alive (~50 KB for a Fuel node): the bound is part
+#: of a worker's memory budget (docs/performance.md).
+_MASKED = LRUCache(max_entries=1024)
 #: (file, parsed document) of the layers that may hold a value, most specific first.
 Sources = Sequence[tuple[str, Any]]
 NOTE = "secret changed"
@@ -41,11 +43,18 @@ def dotted(path: Sequence[str]) -> str:
 
 def mask(value: Any, rules: Rules, base: tuple[str, ...] = ()) -> tuple[Any, list[str]]:
     """`value` (found at key path `base`) with secret leaves masked, and their dotted paths."""
-    masked: list[str] = []
+    result, paths = mask_paths(value, rules, base)
+    return result, [dotted(path) for path in paths]
+
+
+def mask_paths(value: Any, rules: Rules,
+               base: tuple[str, ...] = ()) -> tuple[Any, list[tuple[str, ...]]]:
+    """`mask`, with the masked key paths as tuples."""
+    masked: list[tuple[str, ...]] = []
 
     def leaf(item: Any, stored: Any, path: tuple[str, ...], secret: bool) -> Any:
         if cipher.is_sealed(item) or (secret and item is not None):
-            masked.append(dotted(path))
+            masked.append(path)
             return MASK
         return item
 
@@ -53,12 +62,13 @@ def mask(value: Any, rules: Rules, base: tuple[str, ...] = ()) -> tuple[Any, lis
     return result, masked
 
 
-def mask_cached(key: Any, document: Any, rules: Rules) -> tuple[Any, tuple[str, ...]]:
-    """`mask` of a document identified by `key` (immutable inputs such as blob ids)."""
+def mask_cached(key: Any, document: Any,
+                rules: Rules) -> tuple[Any, tuple[tuple[str, ...], ...]]:
+    """`mask_paths` of a document identified by `key` (immutable inputs such as blob ids)."""
 
-    def compute() -> tuple[Any, tuple[str, ...]]:
-        data, masked = mask(document, rules)
-        return data, tuple(masked)
+    def compute() -> tuple[Any, tuple[tuple[str, ...], ...]]:
+        data, paths = mask_paths(document, rules)
+        return data, tuple(paths)
 
     return _MASKED.get_or_compute((key, rules), compute)
 
@@ -98,6 +108,20 @@ class Opener:
             return item
 
         result = rebuild(value, rules, leaf, MISSING, base, _ancestors_secret(rules, base))
+        return result, revealed
+
+
+    def reveal_paths(self, document: Any, paths: Sequence[tuple[str, ...]],
+                     sources: Sources | str) -> tuple[Any, list[str]]:
+        """`reveal` when the secret leaves are known (from a cached mask): only they are
+        visited, so the cost follows the number of secrets, not the size of the document."""
+        result, revealed = document, []
+        for path in paths:
+            item = value_at(document, path)
+            if cipher.is_sealed(item):
+                file = sources if isinstance(sources, str) else _source_of(item, path, sources)
+                result = replaced(result, path, self.open_at(item, file, path))
+            revealed.append(dotted(path))
         return result, revealed
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from gitstore import documents
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
-from gitstore.backend.repository import Author
+from gitstore.backend.repository import Author, Repository
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog import CatalogView
 from gitstore.errors import GitstoreError, InvalidInput, Unavailable
@@ -24,7 +24,7 @@ from gitstore.secrets import cipher, mask
 from gitstore.secrets.audit import AuditLog
 from gitstore.secrets.keyring import Keyring, Keys
 from gitstore.secrets.leaves import secret_leaves
-from gitstore.secrets.rules import Rules, describe, rules_for_file
+from gitstore.secrets.rules import NO_SECRETS, Rules, describe, rules_for_file
 from gitstore.secrets.seal import Sealer
 from gitstore.served import Served
 
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 #: Resource definitions by (catalog commit, attached components): immutable inputs.
 _DEFINITIONS = LRUCache(max_entries=256)
 _YAML = ".yaml"
+#: The repository part of the places of values sealed in the catalog (plan parameters).
+CATALOG = "catalog"
 
 
 def repository_of(env_id: int) -> str:
@@ -136,12 +138,13 @@ class Secrets:
             rules_file: the file whose rules apply (default: `sources` when it is a file).
         """
         rules = self.rules_of(view)(rules_file or str(sources))
+        if cache_key is None:
+            masked_data, paths = mask.mask_paths(document, rules)
+        else:
+            masked_data, paths = mask.mask_cached(cache_key, document, rules)
         if not reveal:
-            if cache_key is None:
-                data, masked = mask.mask(document, rules)
-                return data, tuple(masked)
-            return mask.mask_cached(cache_key, document, rules)
-        data, revealed = self.opener(env_id).reveal(document, rules, sources)
+            return masked_data, tuple(mask.dotted(path) for path in paths)
+        data, revealed = self.opener(env_id).reveal_paths(document, paths, sources)
         return data, tuple(revealed)
 
     def opener(self, env_id: int) -> mask.Opener:
@@ -167,11 +170,27 @@ class Secrets:
             self.audit.record(who, env_id, what, commit, paths)
 
     # -- keys and rotation ---------------------------------------------------------------------
-    def usage(self) -> dict[str, int]:
-        """Key id -> how many values at the heads of the store's environments it seals."""
-        counts: dict[str, int] = {}
+    def _repositories(self) -> list[tuple[str, Repository, Callable[[Snapshot], Sealer]]]:
+        """Every repository that may hold sealed values, with a sealer factory for rotation.
+
+        The catalog holds the sealed parameters of deployment plans (`gitstore.plans`); it has
+        no rules of its own here, so rotation re-seals what is sealed and nothing more.
+        """
+        keys, problem = self._keys()
+        found: list[tuple[str, Repository, Callable[[Snapshot], Sealer]]] = [
+            (CATALOG, self._store.catalog(),
+             lambda snapshot: Sealer(CATALOG, keys, lambda file: NO_SECRETS, problem))]
         for env_id in self._store.environment_ids():
-            snapshot = self._store.environment_repo(env_id).snapshot()
+            found.append((repository_of(env_id), self._store.environment_repo(env_id),
+                          lambda snapshot, env_id=env_id: self.sealer(
+                              env_id, EnvironmentView(snapshot))))
+        return found
+
+    def usage(self) -> dict[str, int]:
+        """Key id -> how many values at the heads of the store's repositories it seals."""
+        counts: dict[str, int] = {}
+        for _, repo, _ in self._repositories():
+            snapshot = repo.snapshot()
             for file in _yaml_files(snapshot):
                 document = _mapping(snapshot, file)
                 for _, value, _ in secret_leaves(document or {}, Rules(defaults=False)):
@@ -197,19 +216,19 @@ class Secrets:
 
     def rotate(self, author: Author | None = None, *, new_key: bool = True) -> dict:
         """Add a key and make it active (unless `new_key` is false), then re-seal every value
-        of every environment with it: one commit per repository that holds secrets."""
+        of every repository with it: one commit per repository that holds secrets."""
         active = self.keyring.add_key() if new_key else self.keyring.require().active
         report = {"active": active, "repositories": []}
-        for env_id in self._store.environment_ids():
-            report["repositories"].append(self._reseal(env_id, author))
+        for name, repo, sealer_of in self._repositories():
+            report["repositories"].append(self._reseal(name, repo, sealer_of, author))
         return report
 
-    def _reseal(self, env_id: int, author: Author | None) -> dict:
-        repo = self._store.environment_repo(env_id)
+    def _reseal(self, name: str, repo: Repository, sealer_of: Callable[[Snapshot], Sealer],
+                author: Author | None) -> dict:
         counted: dict[str, int] = {}
 
         def operation(snapshot: Snapshot) -> ChangeSet:
-            sealer = self.sealer(env_id, EnvironmentView(snapshot))
+            sealer = sealer_of(snapshot)
             changes = ChangeSet()
             for file in _yaml_files(snapshot):
                 document = _mapping(snapshot, file)
@@ -225,7 +244,7 @@ class Secrets:
             return changes
 
         result = repo.update(operation, author or self._store.default_author)
-        return {"repository": repository_of(env_id), "values": counted["values"],
+        return {"repository": name, "values": counted["values"],
                 "commit": result.commit if result.changed else None}
 
 

@@ -5,26 +5,19 @@ from __future__ import annotations
 import base64
 import datetime
 import ipaddress
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-import requests
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
 from gitstore.access import AccessFile, parse_grants
 
-GITSTORE = Path(sys.executable).with_name("gitstore")
-START_TIMEOUT = 30
+__all__ = ["GITSTORE", "free_port", "isolated_env"]  # re-exported for the access tests
 #: user -> grants. Passwords are `<user>-pw`; every user also gets one token.
 USERS = {
     "reader": ["reader"],
@@ -62,23 +55,10 @@ def basic(user: str, password: str) -> dict[str, str]:
     return {"Authorization": f"Basic {pair}"}
 
 
-def isolated_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITSTORE_"))}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1",
-               GIT_TERMINAL_PROMPT="0", **extra)
-    return env
-
-
 def gitstore(*args: str, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
     """The real `gitstore` command."""
     return subprocess.run([str(GITSTORE), *args], input=stdin, capture_output=True, text=True,
                           timeout=60, env=isolated_env(home))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -89,13 +69,7 @@ class Server:
     log: Path
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
 
 def serve(root: Path, workdir: Path, *extra: str, verify: bool | str = True,
@@ -109,18 +83,9 @@ def serve(root: Path, workdir: Path, *extra: str, verify: bool | str = True,
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=isolated_env(workdir))
     server = Server(f"{scheme}://127.0.0.1:{port}", port, process, log)
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"gitstore serve exited early:\n{log.read_text()}")
-        try:
-            requests.get(server.url + "/api/v1/access/whoami", timeout=2, verify=verify,
-                         cert=cert)
-            return server
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    server.stop()
-    pytest.fail(f"gitstore serve did not answer in {START_TIMEOUT}s:\n{log.read_text()}")
+    wait_until_answers(process, server.url, log, probe="/api/v1/access/whoami", verify=verify,
+                       cert=cert)
+    return server
 
 
 @dataclass

@@ -9,19 +9,17 @@ from __future__ import annotations
 import http.client
 import re
 import subprocess
-import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import requests
 import yaml
+from live_server import GUNICORN, stop_process, wait_until_answers
 
 from .conftest import build_store
 from .helpers import add_users, bearer, free_port, gitstore, isolated_env, password_of
 
-GUNICORN = Path(sys.executable).with_name("gunicorn")
 USERS = {"reader": ["reader"], "writer1": ["writer:env:1"], "admin": ["admin"],
          "doomed": ["reader"]}
 ASTUTE = "/api/v1/config/environments/1/resources/astute/values"
@@ -43,16 +41,7 @@ class Gunicorn:
             self.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL,
                                             env=isolated_env(workdir, GITSTORE_ROOT=str(root)))
-        for _ in range(300):
-            try:
-                requests.get(self.url + "/api/v1/access/whoami", timeout=2)
-                return
-            except requests.ConnectionError:
-                if self.process.poll() is not None:
-                    break
-                time.sleep(0.1)
-        self.stop()
-        pytest.fail(f"gunicorn did not start:\n{self.log.read_text()}")
+        wait_until_answers(self.process, self.url, self.log, probe="/api/v1/access/whoami")
 
     def pids_answering(self, marker: str) -> dict[str, set[str]]:
         """Worker pid -> statuses it answered for requests whose line holds `marker`."""
@@ -64,12 +53,7 @@ class Gunicorn:
         return found
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ from hiera.conftest import COMPUTE, FQDN, PuppetSite, build_fuel_store
 
 from .helpers import add_users, bearer, gitstore, make_certificates, serve
 
-USERS = {"puppet": ["reader:env:1"], "ops": ["admin"]}
+#: The Puppet master reads the node document with its passwords: it needs `secrets` there too.
+USERS = {"puppet": ["reader:env:1", "secrets:env:1"], "ops": ["admin"]}
 
 
 @pytest.fixture(scope="module")

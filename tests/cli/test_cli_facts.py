@@ -66,8 +66,10 @@ def test_upload_skips_bad_files_by_path_and_says_so(gs, hiera):
 
 
 def test_upload_with_nothing_readable_fails(gs, tmp_path):
-    (tmp_path / "bad.yaml").write_text("just a string\n")
-    assert_failure(gs("facts", "upload", "-e", "1", "-n", "1", "--dir", str(tmp_path)),
+    facts = tmp_path / "facts"  # apart from the store root (its keyring.yaml is no fact)
+    facts.mkdir()
+    (facts / "bad.yaml").write_text("just a string\n")
+    assert_failure(gs("facts", "upload", "-e", "1", "-n", "1", "--dir", str(facts)),
                    "nothing to upload")
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -76,9 +78,11 @@ def test_upload_with_nothing_readable_fails(gs, tmp_path):
 
 
 def test_progress_bar_for_more_than_a_handful_of_files(gs, tmp_path):
+    facts = tmp_path / "facts"  # apart from the store root (its keyring.yaml is no fact)
+    facts.mkdir()
     for index in range(7):
-        (tmp_path / f"r{index}.yaml").write_text(f"value: {index}\n")
-    result = gs.ok("facts", "upload", "-e", "1", "-n", "1", "--dir", str(tmp_path))
+        (facts / f"r{index}.yaml").write_text(f"value: {index}\n")
+    result = gs.ok("facts", "upload", "-e", "1", "-n", "1", "--dir", str(facts))
     assert "reading facts" in result.stderr
     assert gs.store.config.read(1, [("nodes", "1")], "r6", "values").data == {"value": 6}
     few = gs.ok("facts", "upload", "-e", "1", "-n", "2", "--dir", str(hiera_source("2")))

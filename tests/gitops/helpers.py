@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-import requests
+from live_server import GUNICORN, free_port, isolated_env, stop_process, wait_until_answers
 
 from gitstore import Store
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 
-GUNICORN = Path(sys.executable).with_name("gunicorn")
+__all__ = ["free_port", "isolated_env"]  # re-exported for the GitOps tests
 ASTUTE_SCHEMA = {
     "type": "object",
     "properties": {"port": {"type": "integer"}, "region": {"type": "string"}},
 }
 GLOBAL_ASTUTE = "port: 8000\ndebug: false\nregion: one\n"
-START_TIMEOUT = 30
 
 
 def git(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -73,13 +66,6 @@ def fill(store: Store) -> Store:
     return store
 
 
-def isolated_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITSTORE_"))}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1",
-               **extra)
-    return env
-
-
 @dataclass
 class Server:
     url: str
@@ -87,18 +73,7 @@ class Server:
     log: Path
 
     def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        stop_process(self.process)
 
 
 def start_gunicorn(root: Path, workdir: Path) -> Server:
@@ -112,16 +87,7 @@ def start_gunicorn(root: Path, workdir: Path) -> Server:
                                    stdin=subprocess.DEVNULL,
                                    env=isolated_env(workdir, GITSTORE_ROOT=str(root)))
     server = Server(f"http://127.0.0.1:{port}", process, log)
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"gunicorn exited early:\n{log.read_text()}")
-        try:
-            if requests.get(server.url + "/api/v1/status", timeout=2).ok:
-                return server
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    server.stop()
-    pytest.fail(f"gunicorn did not answer in {START_TIMEOUT}s:\n{log.read_text()}")
+    wait_until_answers(process, server.url, log, probe="/api/v1/status")
+    return server
 
 

@@ -3,13 +3,18 @@ signed in each forge's format, and pull-request reviews go to a stub of the forg
 
 from __future__ import annotations
 
+import contextlib
 import json
 import stat
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
+import requests
 from click.testing import CliRunner
 
 from cli.main import cli
@@ -17,7 +22,7 @@ from gitstore.api import create_app
 from gitstore.gitops import INCOMING, start_poller
 
 from . import forge_payloads as forge
-from .helpers import GLOBAL_ASTUTE, commit_files, git
+from .helpers import GLOBAL_ASTUTE, Server, commit_files, free_port, git, isolated_env
 
 SECRET = "s3cret-webhook"
 TOKEN = "forge-token"
@@ -289,6 +294,32 @@ def test_the_poller_fetches_on_a_timer(gitops_store, remote):
         stop.set()
         thread.join(timeout=5)
     assert not thread.is_alive()
+
+
+def test_serve_poll_moves_the_served_commit_without_a_webhook(gitops_store, remote, tmp_path):
+    mirror(gitops_store, remote)
+    port = free_port()
+    gitstore_bin = Path(sys.executable).with_name("gitstore")
+    args = [str(gitstore_bin), "serve", "--root", str(gitops_store.root), "--port", str(port),
+            "--workers", "1", "--poll", "1"]
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=isolated_env(tmp_path))
+    server = Server(f"http://127.0.0.1:{port}", process, log)
+    try:
+        new = upstream_commit(remote, {"global/values/globals.yaml": "polled: true\n"})
+        url = f"{server.url}/api/v1/config/environments/1"
+        deadline = time.monotonic() + 30
+        served = None
+        while time.monotonic() < deadline and served != new:
+            with contextlib.suppress(requests.RequestException):
+                served = requests.get(url, timeout=2).headers.get("X-Gitstore-Commit")
+            time.sleep(0.2)
+        assert served == new, log.read_text()
+        assert "polling mirrors every 1s" in log.read_text()
+    finally:
+        server.stop()
 
 
 def test_an_unreachable_remote_is_503_and_recorded(gitops_store, client, tmp_path):

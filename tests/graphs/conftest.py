@@ -46,6 +46,7 @@ def graph_store(fuel_store, newton):
     """The Fuel store plus release 1 (Newton, no graph yet) used by environment 1."""
     fuel_store.releases.create(newton)
     fuel_store.environments.update(1, {"release": 1})
+    fuel_store.local_executor = True  # as `gitstore serve --enable-local-executor`
     return fuel_store
 
 

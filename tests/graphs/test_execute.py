@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from gitstore.api import create_app
 from gitstore.transactions import transaction_path
 
 from .conftest import API, CLUSTER, RELEASE, assert_error, task
@@ -64,6 +65,8 @@ def test_dry_run_records_the_plan_in_one_commit(cluster, graph_store):
     doc = answer.get_json()
     assert doc["status"] == "ready" and doc["dry_run"] is True and doc["executor"] == "dry-run"
     assert doc["source"] == {"commit": before, "catalog_commit": graph_store.catalog().head()}
+    assert answer.headers["X-Gitstore-Catalog-Commit"] == graph_store.catalog().head()
+    assert answer.headers["X-Gitstore-Commit"] == graph_store.environment_repo(1).head()
     graph = doc["graphs"][0]
     assert graph["nodes"] == [1, 2]  # node 3 is pending deletion: not in the default filter
     assert list(graph["tasks_graph"]) == ["null", "1", "2"]
@@ -177,3 +180,20 @@ def test_409_while_a_transaction_of_the_cluster_runs(cluster):
     assert wait_for(cluster, first.get_json()["id"])["status"] == "ready"
     again = cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}]})
     assert again.status_code == 202 and again.get_json()["id"] == first.get_json()["id"] + 1
+
+
+def test_the_local_executor_is_off_unless_the_server_enables_it(graph_store, tmp_path):
+    graph_store.local_executor = False  # a server started without --enable-local-executor
+    marker = tmp_path / "ran"
+    api = create_app({"TESTING": True}, store=graph_store).test_client()
+    api.put("/api/v1/clusters/1/deployment_graphs/default", json={"tasks": [
+        {"id": "touch", "type": "shell", "version": "2.0.0", "roles": ["*"],
+         "parameters": {"cmd": f"touch {marker}"}}]})
+    refused = api.post(EXECUTE, json={"cluster": 1, "executor": "local",
+                                      "graphs": [{"type": "default"}]})
+    assert refused.status_code == 403
+    assert "--enable-local-executor" in refused.get_json()["message"]
+    assert not marker.exists()
+    dry = api.post(EXECUTE, json={"cluster": 1, "executor": "local", "dry_run": True,
+                                  "graphs": [{"type": "default"}]})
+    assert dry.status_code == 202

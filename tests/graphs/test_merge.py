@@ -1,12 +1,12 @@
-"""`gitstore.merge.graphs` and `gitstore.merge.plans`: pure functions, real Fuel data."""
+"""`gitstore.merge.graphs` and `gitstore.merge.execution`: pure functions, real Fuel data."""
 
 from __future__ import annotations
 
 import pytest
 
 from gitstore.errors import InvalidInput, ValidationFailed
+from gitstore.merge import execution
 from gitstore.merge import graphs as g
-from gitstore.merge import plans
 
 from .conftest import ids, task
 
@@ -160,7 +160,7 @@ def test_plan_places_tasks_and_links_them_per_node():
              cross_depends=[{"name": "api", "role": ["controller"]}]),
         task("master-only", roles="master", required_for=["pre"])])]
     tags = {1: ["controller"], 2: ["compute"], 3: ["controller"]}
-    plan = plans.serialize(tasks, tags, selected=["api", "agent"])
+    plan = execution.serialize(tasks, tags, selected=["api", "agent"])
     graph = plan["tasks_graph"]
     assert list(graph) == ["null", "master", "1", "2", "3"]
     assert [e["id"] for e in graph["1"]] == ["setup", "db", "api"]
@@ -175,12 +175,12 @@ def test_plan_places_tasks_and_links_them_per_node():
     assert {"name": "api", "node_id": "1"} in agent and {"name": "api", "node_id": "3"} in agent
     assert graph["null"][0]["requires"] == [{"name": "master-only", "node_id": "master"}]
     assert plan["tasks_directory"]["api"] == {"type": "shell", "version": "2.1.0"}
-    order = [(node, entry["id"]) for node, entry in plans.execution_order(graph)]
+    order = [(node, entry["id"]) for node, entry in execution.execution_order(graph)]
     assert order.index(("master", "master-only")) < order.index(("null", "pre"))
     assert order.index(("3", "api")) < order.index(("2", "agent"))
     assert order.index(("1", "db")) < order.index(("1", "api"))
     with pytest.raises(InvalidInput, match="tasks ghost are not in the graph"):
-        plans.serialize(tasks, tags, selected=["ghost"])
+        execution.serialize(tasks, tags, selected=["ghost"])
 
 
 def test_plan_of_the_real_graph(newton_tasks):
@@ -189,8 +189,8 @@ def test_plan_of_the_real_graph(newton_tasks):
                 "primary-database", "keystone", "primary-keystone", "neutron",
                 "primary-neutron"],
             2: ["compute"]}
-    plan = plans.serialize(tasks, tags)
-    order = plans.execution_order(plan["tasks_graph"])
+    plan = execution.serialize(tasks, tags)
+    order = execution.execution_order(plan["tasks_graph"])
     assert len(order) == sum(len(v) for v in plan["tasks_graph"].values())
     position = {(entry["id"], node): i for i, (node, entry) in enumerate(order)}
     for node, entries in plan["tasks_graph"].items():

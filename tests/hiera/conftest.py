@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -20,8 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import requests
 import yaml
+from live_server import GUNICORN, free_port, stop_process, wait_until_answers
 
 from gitstore import Store
 from gitstore.backend.changes import ChangeSet
@@ -32,12 +30,14 @@ FUEL_DATA = PROJECT.parent / "shared" / "data" / "fuel"
 MODULE = PROJECT / "puppet"
 EXAMPLE_HIERA = MODULE / "examples" / "hiera.yaml"
 PROBE_MODULE = Path(__file__).resolve().parent / "puppet_modules" / "probe"
-GUNICORN = Path(sys.executable).with_name("gunicorn")
 
 COMPUTE, CONTROLLER = "127", "125"
 FQDN = {COMPUTE: "node-127.test.domain.local", CONTROLLER: "node-125.test.domain.local"}
 AUTHOR = Author("hiera tests", "hiera@example.com")
 
+FUEL_RELEASE = FUEL_DATA / "release-newton-10.0.yaml"
+RELEASE_FIELDS = ("name", "version", "operating_system", "state", "description",
+                  "roles_metadata", "tags_metadata")
 FUEL_RESOURCES = ["astute", "globals", "override/plugins", "override/node"]
 CONFIG_RESOURCES = ["override/configuration/node", "override/configuration/role",
                     "override/configuration/cluster"]
@@ -101,10 +101,15 @@ def add_inventory(store: Store, nodes: dict[str, str]) -> None:
     store.environment_repo(1).update(operation, AUTHOR)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def attach_newton(store: Store) -> None:
+    """Fuel's Newton release (roles with tags) for environment 1; node 125 becomes a controller.
+
+    Then the nodes can carry instance tags of the release's tags (`database:1`).
+    """
+    data = yaml.safe_load(FUEL_RELEASE.read_text())
+    release = store.releases.create({key: data[key] for key in RELEASE_FIELDS}, AUTHOR)
+    store.environments.update(1, {"release": release.data["id"]}, AUTHOR)
+    store.nodes.update(1, CONTROLLER, {"roles": ["controller"]}, AUTHOR)
 
 
 @dataclass
@@ -145,32 +150,15 @@ def start_gunicorn(root: Path, logs: Path, *extra: str, scheme: str = "http",
         process = subprocess.Popen(command, env=env, stdout=errors, stderr=errors, cwd=PROJECT)
     server = Server(f"{scheme}://127.0.0.1:{port}", root, access_log, process)
     try:
-        _wait_until_up(server, logs / f"gunicorn-{port}.err", verify)
+        wait_until_answers(process, server.url, logs / f"gunicorn-{port}.err", verify=verify)
     except BaseException:
         stop(server)
         raise
     return server
 
 
-def _wait_until_up(server: Server, errors: Path, verify: bool | str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"gunicorn exited: {errors.read_text()[-2000:]}")
-        try:
-            requests.get(f"{server.url}/api/v1/config/environments", timeout=5, verify=verify)
-            return
-        except requests.RequestException:  # not listening yet, or workers still booting
-            time.sleep(0.1)
-    raise RuntimeError(f"gunicorn did not answer within 30 s: {errors.read_text()[-2000:]}")
-
-
 def stop(server: Server) -> None:
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
+    stop_process(server.process)
 
 
 @pytest.fixture(scope="session")
@@ -295,7 +283,8 @@ def tls_server(hiera_server, tmp_path_factory):
 
 
 class _Unhealthy(BaseHTTPRequestHandler):
-    """`/slow/...` answers after SLOW seconds; `/broken/...` answers 503.
+    """`/slow/...` answers 503 after SLOW seconds; `/broken/...` at once; `/masked/...` answers
+    200 with a node document whose secrets the server masked (header `X-Gitstore-Masked`).
 
     Counts requests per prefix and keeps the `Authorization` header each one carried.
     """
@@ -310,9 +299,18 @@ class _Unhealthy(BaseHTTPRequestHandler):
         self.authorization[prefix] = self.headers.get("Authorization")
         if prefix == "slow":
             time.sleep(self.SLOW)
-        body = json.dumps({"status": 503, "message": "store under maintenance"}).encode()
+        status, headers, body = 503, {}, {"status": 503, "message": "store under maintenance"}
+        if prefix == "masked":
+            status, headers = 200, {"X-Gitstore-Masked": "resources.astute.access.password"}
+            body = {"commit": "0" * 40, "version": 1,
+                    "resources": {"astute": {"access": {"password": "******"}}}}
+        self._answer(status, headers, json.dumps(body).encode())
+
+    def _answer(self, status: int, headers: dict, body: bytes) -> None:
         try:
-            self.send_response(503)
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

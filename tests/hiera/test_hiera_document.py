@@ -6,10 +6,11 @@ import pytest
 import yaml
 
 from gitstore import Store
+from gitstore.access import AccessFile, parse_grants
 from gitstore.api import create_app
 from gitstore.backend.changes import ChangeSet
 
-from .conftest import AUTHOR, COMPUTE, CONTROLLER, FQDN, build_fuel_store
+from .conftest import AUTHOR, COMPUTE, CONTROLLER, FQDN, attach_newton, build_fuel_store
 
 URL = "/api/v1/hiera/1"
 
@@ -133,6 +134,38 @@ def test_etag_survives_an_unrelated_commit_and_changes_with_a_relevant_one(writa
     assert changed.get_json()["resources"]["override/node"]["debug"] is True
 
 
+def test_gitstore_instances_groups_instance_tags_at_the_document_commit(writable):
+    """Node 127 carries `database:2`, then node 125 (a controller) `database:1`, `rabbitmq:1`."""
+    store, client = writable
+    attach_newton(store)
+    assert client.get(f"{URL}/{COMPUTE}").get_json()["gitstore_instances"] == {}
+    store.tags.assign(1, COMPUTE, ["database:2"], AUTHOR)
+    first = client.get(f"{URL}/{COMPUTE}")
+    assert first.get_json()["gitstore_instances"] == {"database": {"2": [int(COMPUTE)]}}
+
+    assigned = client.post(f"/api/v1/clusters/1/nodes/{CONTROLLER}/tags",
+                           json={"tags": ["database:1", "rabbitmq:1"]})
+    assert assigned.status_code == 200, assigned.get_json()
+    # Only node 125's record changed: node 127's document changes through the section alone.
+    changed = client.get(f"{URL}/{COMPUTE}", headers={"If-None-Match": first.headers["ETag"]})
+    assert changed.status_code == 200
+    grouping = {"database": {"1": [int(CONTROLLER)], "2": [int(COMPUTE)]},
+                "rabbitmq": {"1": [int(CONTROLLER)]}}
+    assert changed.get_json()["gitstore_instances"] == grouping
+    assert client.get(f"{URL}/{FQDN[CONTROLLER]}").get_json()["gitstore_instances"] == grouping
+    assert store.tags.all_instances(1) == grouping
+
+    sha = first.headers["X-Gitstore-Commit"]
+    pinned = client.get(f"{URL}/{COMPUTE}?version={sha}").get_json()
+    assert pinned["gitstore_instances"] == {"database": {"2": [int(COMPUTE)]}}
+
+    store.config.update_keys(1, [("nodes", CONTROLLER)], "override/node", "values", "set",
+                             [["debug", True]], AUTHOR)
+    again = client.get(f"{URL}/{COMPUTE}", headers={"If-None-Match": changed.headers["ETag"]})
+    assert again.status_code == 304
+    assert again.headers["X-Gitstore-Commit"] != changed.headers["X-Gitstore-Commit"]
+
+
 def test_per_resource_route_accepts_the_fqdn(client):
     path = "/api/v1/config/environments/1/nodes/{}/resources/override/node/values?effective"
     by_fqdn = client.get(path.format(FQDN[COMPUTE]))
@@ -162,3 +195,26 @@ def test_levels_above_nodes_come_from_the_inventory_record(tmp_path):
     assert seven["resources"]["r"] == {"a": "rack", "b": "node"}
     assert store.hiera.node_document(1, "8").data["resources"]["r"] == {"a": "global",
                                                                         "b": "global"}
+
+
+def test_secrets_are_revealed_only_to_the_secrets_role(writable):
+    """The Puppet master's user needs `secrets`; anyone else gets masks, named in a header."""
+    store, client = writable
+    access = AccessFile(store.root)
+    access.add_user("puppet", parse_grants(["reader:env:1", "secrets:env:1"]), None)
+    access.add_user("viewer", parse_grants(["reader:env:1"]), None)
+    tokens = {user: access.create_token(user)[1] for user in ("puppet", "viewer")}
+
+    def astute_as(user):
+        response = client.get(f"{URL}/{COMPUTE}?resources=astute",
+                              headers={"Authorization": f"Bearer {tokens[user]}"})
+        assert response.status_code == 200
+        return response, response.get_json()["resources"]["astute"]
+
+    response, astute = astute_as("viewer")
+    assert astute["access"]["password"] == "******"
+    assert "resources.astute.access.password" in response.headers["X-Gitstore-Masked"]
+    response, astute = astute_as("puppet")
+    assert astute["access"]["password"] == "admin"
+    assert "X-Gitstore-Masked" not in response.headers
+    assert response.headers["Cache-Control"].startswith("private")  # no shared cache

@@ -10,8 +10,11 @@ import base64
 
 import pytest
 import requests
+import yaml
 
-from .conftest import COMPUTE, CONTROLLER, FQDN, MISSING
+from gitstore import Store
+
+from .conftest import COMPUTE, CONTROLLER, EXAMPLE_HIERA, FQDN, MISSING, attach_newton
 
 HIERA = "/api/v1/hiera/"
 FUEL_KEYS = ["libvirt_type", "debug", "management_vip", "fqdn", "role",
@@ -165,6 +168,27 @@ def test_seed_use_cases_rest_read_override_then_lookup(hiera_server, puppet):
         "deployment_id": 37}
 
 
+def test_gitstore_instances_level_answers_the_instance_tags(hiera_server, puppet):
+    """The example's optional `gitstore_instances` level, in the one request of the compile."""
+    attach_newton(Store(hiera_server.root))
+    assign = f"{hiera_server.url}/api/v1/clusters/1/nodes/{{}}/tags"
+    for node, tags in ((CONTROLLER, ["database:1", "rabbitmq:1"]), (FQDN[COMPUTE], ["database:2"])):
+        response = requests.post(assign.format(node), json={"tags": tags}, timeout=10)
+        assert response.status_code == 200, response.text
+    hierarchy = [*yaml.safe_load(EXAMPLE_HIERA.read_text())["hierarchy"],
+                 {"name": "instances", "uri": "gitstore_instances"}]
+    env = puppet.environment("instances", options(hiera_server), hierarchy=hierarchy,
+                             keys=["gitstore_instances", "libvirt_type"])
+    before = hiera_server.settled_count(HIERA)
+    result = puppet.lookup(env, FQDN[COMPUTE], "gitstore_instances")
+    assert result.returncode == 0, result.output
+    assert result.probe == {
+        "gitstore_instances": {"database": {"1": [int(CONTROLLER)], "2": [int(COMPUTE)]},
+                               "rabbitmq": {"1": [int(CONTROLLER)]}},
+        "libvirt_type": "lxc"}
+    assert hiera_server.settled_count(HIERA) - before == 1
+
+
 def test_https_with_the_ca_file_verifies_the_server(tls_server, puppet):
     env = puppet.environment("tls_ok", {"url": tls_server.url,
                                         "ssl_ca_file": str(tls_server.ca_file)},
@@ -206,3 +230,13 @@ def test_a_server_error_fails_the_compile_with_its_message(unhealthy, puppet):
     assert result.returncode != 0
     assert "HTTP 503: store under maintenance" in result.output
     assert unhealthy.RequestHandlerClass.authorization["broken"] == "Bearer t0ken"
+
+
+def test_a_document_with_masked_secrets_fails_the_compile(unhealthy, puppet):
+    env = puppet.environment("masked", {"url": f"{unhealthy.url}/masked", "ssl_ca_file": None},
+                             hierarchy=[{"name": "astute", "uri": "astute"}], keys=["access"])
+    result = puppet.lookup(env, FQDN[COMPUTE], "access")
+    assert result.returncode != 0
+    assert "the server masked 1 secret value(s) (resources.astute.access.password)" in (
+        result.output)
+    assert "secrets role on environment 1" in result.output

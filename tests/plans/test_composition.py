@@ -7,6 +7,8 @@ nothing).
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from gitstore.errors import Conflict, InvalidInput
@@ -154,3 +156,27 @@ def test_a_role_that_declares_count_cannot_join_a_plan(stores):
     with pytest.raises(InvalidInput) as caught:
         stores.plans.add_role(plan.uuid, role.uuid)
     assert "count" in caught.value.message
+
+
+def test_concurrent_writers_lose_nothing(stores):
+    """Roles added from several threads at once all land (a lost race is run again)."""
+    plan = stores.plans.create("overcloud")
+    roles = [stores.roles.create(f"role{i}", CONTROLLER) for i in range(6)]
+    failures = []
+
+    def add(role_uuid: str) -> None:
+        try:
+            stores.plans.add_role(plan.uuid, role_uuid)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=add, args=(role.uuid,)) for role in roles]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    held = stores.plans.retrieve(plan.uuid)
+    assert sorted(r.name for r in held.roles) == [f"role{i}" for i in range(6)]
+    registry = held.environment_file.resource_registry
+    assert set(registry) == {f"Tuskar::role{i}-1" for i in range(6)}

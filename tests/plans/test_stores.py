@@ -121,6 +121,8 @@ def test_delete_removes_one_version(stores):
     ("parameters: {}\n", "heat_template_version"),
     ("heat_template_version: 2015-04-30\nparameters:\n  P: {default: 1}\n", "no type"),
     ("heat_template_version: 2015-04-30\nparameters: [a]\n", "parameters must be a mapping"),
+    ("heat_template_version: 2015-04-30\nparameters:\n  a::b: {type: string}\n",
+     "parameter name 'a::b'"),
 ])
 def test_content_that_is_not_a_heat_template_is_refused(stores, content, fragment):
     with pytest.raises(InvalidInput) as caught:
@@ -223,3 +225,22 @@ def test_plan_master_template_and_environment_can_be_replaced(stores):
     # The stored file keeps the key order of the file it replaced: compare documents.
     stored = stores.plans.retrieve(plan.uuid)
     assert stored.master_template.document == replaced.master_template.document
+
+
+# -- the driver interface itself ---------------------------------------------------------------
+def test_the_driver_speaks_object_dictionaries(stores):
+    driver = stores.driver
+    created = driver.create(ROLE, {"name": "r", "content": "c1", "description": None})
+    record = created.data
+    assert (record["name"], record["version"], record["content"]) == ("r", 1, "c1")
+    assert driver.retrieve(ROLE, record["uuid"]).data == record
+    newer = driver.update(ROLE, record["uuid"], {"content": "c2"}).data
+    assert (newer["version"], newer["content"]) == (2, "c2")
+    assert driver.retrieve_by_name(ROLE, "r").data == newer
+    assert driver.retrieve_by_name(ROLE, "r", 1).data == record
+    assert [r["version"] for r in driver.list(ROLE).data] == [1, 2]
+    assert [r["version"] for r in driver.list(ROLE, only_latest=True).data] == [2]
+    assert driver.list(ROLE, at=created.revision.pin).data == [record]
+    driver.delete(ROLE, newer["uuid"])
+    assert driver.list(ROLE).data == [record]
+    assert driver.view().revision.version == driver.revision().version

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 import requests
+from live_server import GUNICORN, free_port, stop_process, wait_until_answers
 
 from .helpers import ENV, put
 
 NODE1 = f"{ENV}/nodes/1/resources/astute/values"
-GUNICORN = Path(sys.executable).with_name("gunicorn")
 
 
 def test_etag_survives_an_unrelated_commit_and_changes_with_a_relevant_one(fuel_store, client):
@@ -46,6 +42,17 @@ def test_if_none_match_and_cache_control(fuel_store, client):
     assert short.headers["Cache-Control"] == "public, max-age=5"
 
 
+def test_credentials_make_answers_private_and_reveals_are_never_stored(fuel_store, client):
+    commit = put(fuel_store, "", {"a": 1}).commit
+    token = {"Authorization": "Bearer some-token"}  # an open store ignores it, caches must not
+    assert client.get(NODE1, headers=token).headers["Cache-Control"] == "private, max-age=5"
+    pinned = client.get(f"{NODE1}?version={commit}", headers={"X-Auth-Token": "t"})
+    assert pinned.headers["Cache-Control"] == "private, max-age=31536000, immutable"
+    revealed = client.get(f"{NODE1}?effective&reveal=1")
+    assert revealed.status_code == 200
+    assert revealed.headers["Cache-Control"] == "private, no-store"
+
+
 def test_history_etag_ignores_commits_outside_the_filter(fuel_store, client):
     put(fuel_store, "nodes/1", {"a": 1})
     url = f"{ENV}/history?path=nodes/1&resource=astute"
@@ -56,16 +63,10 @@ def test_history_etag_ignores_commits_outside_the_filter(fuel_store, client):
     assert client.get(url, headers={"If-None-Match": etag}).status_code == 200
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def server(fuel_store, tmp_path):
     """gunicorn serving `fuel_store` on a free port; yields its base URL."""
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITSTORE_")}
     env["GITSTORE_ROOT"] = str(fuel_store.root)
     log = (tmp_path / "gunicorn.log").open("wb")
@@ -74,24 +75,11 @@ def server(fuel_store, tmp_path):
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait(process, url, tmp_path / "gunicorn.log")
+        wait_until_answers(process, url, tmp_path / "gunicorn.log")
         yield url
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        stop_process(process)
         log.close()
-
-
-def _wait(process: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, log.read_text()
-        try:
-            requests.get(f"{url}/api/v1/config/environments", timeout=5)
-            return
-        except (requests.ConnectionError, requests.Timeout):
-            time.sleep(0.1)  # not listening yet, or no worker booted yet on a busy machine
-    pytest.fail(f"gunicorn did not answer:\n{log.read_text()}")
 
 
 def test_304_through_a_real_server(fuel_store, server):

@@ -20,6 +20,9 @@ module PuppetX
                  failure].freeze
     # Keys Hiera itself puts into the options of a hierarchy entry.
     HIERA_KEYS = %w[uri].freeze
+    # Parts of the node document besides `resources` that a hierarchy entry's uri may name
+    # (a constant here: one assigned inside the function's block would land on Object).
+    SECTIONS = %w[gitstore_instances].freeze
     DEFAULT_TIMEOUT = 10
 
     # The options of a hierarchy entry, checked and normalised.
@@ -168,12 +171,25 @@ module PuppetX
       end
 
       def parse(response)
+        refuse_masked(response)
         document = JSON.parse(response.body)
         return document if document.is_a?(Hash) && document['resources'].is_a?(Hash)
 
         raise Error, "#{where}: answered 200 without a node document (no 'resources' object)"
       rescue JSON::ParserError => e
         raise Error, "#{where}: answered 200 with a body that is not JSON: #{e.message[0, 200]}"
+      end
+
+      # A caller without the `secrets` role gets "******" for every secret: deploying those
+      # as passwords would break services quietly, so a masked document fails the compile.
+      def refuse_masked(response)
+        masked = response['X-Gitstore-Masked'].to_s.split(',')
+        return if masked.empty?
+
+        raise Error, "#{where}: the server masked #{masked.size} secret value(s) " \
+                     "(#{masked.first(3).join(', ')}#{masked.size > 3 ? ', ...' : ''}): grant " \
+                     "this master's gitstore user the secrets role on environment " \
+                     "#{@settings.environment}"
       end
 
       # 404 is an unknown node only when the server says so; an unknown environment or a wrong

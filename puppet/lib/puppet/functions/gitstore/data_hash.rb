@@ -5,8 +5,10 @@ require_relative '../../../puppet_x/gitstore/node_document'
 # A Hiera 5 `data_hash` backend that reads gitstore's node document over HTTP(S).
 #
 # Each hierarchy entry names a resource with `uri:` (Hiera hands it over as `options['uri']`);
-# the level's data is that resource's effective values at the node. The node document is fetched
-# once per compile and shared by every level, so every key of a compile sees one commit.
+# the level's data is that resource's effective values at the node. An entry whose uri is a
+# section of the node document (`gitstore_instances`) answers one key, the section's name, with
+# the section's data. The node document is fetched once per compile and shared by every level,
+# so every key of a compile sees one commit.
 # Options (see docs/hiera.md): url, environment, node, version, timeout, token, user, password,
 # ssl_ca_file, failure (error|graceful, for an unknown node).
 Puppet::Functions.create_function(:'gitstore::data_hash') do
@@ -30,6 +32,9 @@ Puppet::Functions.create_function(:'gitstore::data_hash') do
   end
 
   def level_data(document, resource, settings, context)
+    sections = PuppetX::Gitstore::SECTIONS
+    return section_data(document, resource, context) if sections.include?(resource)
+
     resources = document['resources']
     unless resources.key?(resource)
       raise PuppetX::Gitstore::Error,
@@ -38,5 +43,11 @@ Puppet::Functions.create_function(:'gitstore::data_hash') do
     end
     context.explain { "gitstore: #{resource} at commit #{document['commit']}" }
     resources[resource] || {}
+  end
+
+  # A server without the section answers it empty rather than failing every compile.
+  def section_data(document, section, context)
+    context.explain { "gitstore: section #{section} at commit #{document['commit']}" }
+    { section => document[section] || {} }
   end
 end

@@ -129,15 +129,20 @@ class _Links:
             if other in seen:
                 continue
             seen.add(other)
-            nodes = self.placed.get(other, [])
-            if node == SYNC and nodes:
-                found += [(other, n) for n in nodes]
-            elif node in nodes or SYNC in nodes or MASTER in nodes:
-                found.append((other, node if node in nodes else
-                              SYNC if SYNC in nodes else MASTER))
+            hits = self._linked(other, node)
+            if hits:
+                found += hits
             else:
                 walk += self.local[other]
         return found
+
+    def _linked(self, other: str, node: str) -> list[Vertex]:
+        """Where task `other` satisfies a same-node link of a task on `node`: on that node, at
+        a sync point or on the master (a sync point waits for every placement)."""
+        nodes = self.placed.get(other, [])
+        if node == SYNC:
+            return [(other, n) for n in nodes]
+        return next(([(other, c)] for c in (node, SYNC, MASTER) if c in nodes), [])
 
     def _add_cross(self, task: Mapping[str, Any], node: str) -> None:
         for field in CROSS_FIELDS:
@@ -151,15 +156,18 @@ class _Links:
                     self.cross.setdefault(later, []).append(before)
 
     def _targets(self, item: Mapping[str, Any], node: str) -> list[Vertex]:
+        """The vertices a cross dependency of a task on `node` names."""
         selector = item.get("tags", item.get("role"))
-        if selector is not None and selector != "self":
+        if selector is None:
+            chosen = None  # every node that runs the named task
+        elif selector == "self":
+            chosen = {node}
+        else:
             chosen = {str(n) for n in tagging.resolve(selector, self.tags_by_node)}
         found = []
         for other in resolve_name(item["name"], self.ids):
             nodes = self.placed.get(other, [])
-            if selector == "self":
-                nodes = [n for n in nodes if n == node]
-            elif selector is not None:
+            if chosen is not None:
                 nodes = [n for n in nodes if n in chosen]
             if item.get("policy") == tagging.POLICY_ANY:
                 nodes = nodes[:1]

@@ -1,0 +1,281 @@
+"""What every benchmark shares: the real server, load generators, and the result line.
+
+`Server` runs `gitstore serve` (gunicorn, gthread workers, the documented defaults) on a store
+with the bench-only baseline endpoint switched on (`GITSTORE_BENCH_BASELINE=1`). Load comes from
+other processes on loopback: Debian's `wrk` when it is installed (light on CPU, which matters on
+a 2-core machine shared with the server), else `pyload`, a multi-process keep-alive client of
+our own, which needs nothing installed and is what the smoke runs use.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1]
+BASELINE_ENV = "GITSTORE_BENCH_BASELINE"
+LOOKUP = "/api/v1/config/environments/1/nodes/{node}/resources/astute/values?effective"
+
+
+def baseline_path(size: int) -> str:
+    return f"/bench/baseline/{size}"
+
+
+# -- the server ------------------------------------------------------------------------------
+class Server:
+    """`gitstore serve` on `root` in a process group of its own; a context manager."""
+
+    def __init__(self, root: Path, *, workers: int | None = None, threads: int | None = None):
+        self.root = root
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = Path(tempfile.mkstemp(prefix="gitstore-bench-", suffix=".log")[1])
+        self._args = [str(Path(sys.executable).with_name("gitstore")), "serve", "--root",
+                      str(root), "--port", str(self.port)]
+        if workers:
+            self._args += ["--workers", str(workers)]
+        if threads:
+            self._args += ["--threads", str(threads)]
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> Server:
+        env = {**os.environ, BASELINE_ENV: "1", "GITSTORE_ROOT": str(self.root)}
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen(self._args, env=env, stdout=log, stderr=log,
+                                            start_new_session=True)
+        self._wait_ready()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.unlink(missing_ok=True)
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(self.url + baseline_path(1), timeout=5).close()
+                if len(self.workers()) >= self.expected_workers():
+                    return
+            except (urllib.error.URLError, OSError):
+                if self.process.poll() is not None:
+                    break
+            time.sleep(0.1)
+        raise SystemExit(f"gitstore serve did not start:\n{self.log.read_text()[-3000:]}")
+
+    def expected_workers(self) -> int:
+        index = self._args.index("--workers") if "--workers" in self._args else None
+        return int(self._args[index + 1]) if index else 2 * len(os.sched_getaffinity(0))
+
+    def workers(self) -> list[int]:
+        """Pids of the gunicorn workers (children of the master)."""
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        try:
+            return [int(pid) for pid in children.read_text().split()]
+        except FileNotFoundError:
+            return []
+
+    def get(self, path: str) -> tuple[int, bytes, dict]:
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=30) as response:
+                return response.status, response.read(), dict(response.headers)
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read(), dict(exc.headers)
+
+    def warm(self, paths: list[str], rounds: int | None = None) -> int:
+        """GET each path on enough connections that every worker has served it; its size."""
+        size = 0
+        for _ in range(rounds or 4 * self.expected_workers()):
+            for path in paths:
+                status, body, _ = self.get(path)
+                if status != 200:
+                    raise SystemExit(f"GET {path}: {status} {body[:300]!r}")
+                size = len(body)
+        return size
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the processes have used so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# -- load ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Load:
+    """What a load run measured."""
+
+    rate: float  # requests per second
+    p50_ms: float
+    p99_ms: float
+    requests: int
+    errors: int
+    tool: str
+
+
+def has_wrk() -> bool:
+    return shutil.which("wrk") is not None
+
+
+def wrk(url: str, seconds: float, connections: int = 8, threads: int = 1) -> Load:
+    """`wrk` against one URL: rate and latency percentiles as it prints them."""
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s",
+                          "--latency", url], capture_output=True, text=True, check=True).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    total = int(re.search(r"(\d+) requests in", out).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), "
+                              r"timeout (\d+)", out)
+    failed = int(errors.group(1)) if errors else 0
+    failed += sum(map(int, socket_errors.groups())) if socket_errors else 0
+    return Load(rate, _wrk_ms(out, "50%"), _wrk_ms(out, "99%"), total, failed, "wrk")
+
+
+def _wrk_ms(out: str, percentile: str) -> float:
+    value, unit = re.search(rf"^\s+{percentile}\s+([\d.]+)(us|ms|s)\s*$", out, re.M).groups()
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def pyload(base_url: str, paths: list[str], seconds: float, processes: int = 2,
+           connections: int = 4, total: int | None = None) -> Load:
+    """`processes` x `connections` keep-alive clients cycling through `paths` for `seconds`
+    (or until `total` requests have been answered)."""
+    host, port = base_url.removeprefix("http://").split(":")
+    share = -(-total // processes) if total else None
+    jobs = [(host, int(port), paths, seconds, connections, n * len(paths) // processes, share)
+            for n in range(processes)]
+    started = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        results = pool.map(_client, jobs)
+    elapsed = seconds if total is None else time.perf_counter() - started
+    latencies = sorted(lat for lats, _ in results for lat in lats)
+    errors = sum(err for _, err in results)
+    if not latencies:
+        return Load(0.0, 0.0, 0.0, 0, errors, "pyload")
+    pick = lambda q: latencies[min(int(q * len(latencies)), len(latencies) - 1)] * 1000  # noqa: E731
+    return Load(len(latencies) / elapsed, pick(0.50), pick(0.99), len(latencies), errors,
+                "pyload")
+
+
+def _client(job) -> tuple[list[float], int]:
+    """One process: `connections` sockets used in turn, each request sent and read whole."""
+    import selectors
+
+    host, port, paths, seconds, connections, index, share = job
+    if share is not None:
+        seconds = float("inf")
+    requests = [f"GET {p} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode() for p in paths]
+    socks = [socket.create_connection((host, port)) for _ in range(connections)]
+    for sock in socks:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    selector = selectors.DefaultSelector()
+    state: dict = {}
+    deadline = time.perf_counter() + seconds
+    sent = 0
+    latencies: list[float] = []
+    errors = 0
+
+    def send(sock) -> None:
+        nonlocal index, sent
+        sock.sendall(requests[index % len(requests)])
+        index += 1
+        sent += 1
+        state[sock] = [time.perf_counter(), b""]
+
+    for sock in socks:
+        selector.register(sock, selectors.EVENT_READ)
+        send(sock)
+    while state:
+        for key, _ in selector.select(timeout=10):
+            sock = key.fileobj
+            started, buffer = state[sock]
+            data = sock.recv(1 << 20)
+            if not data:  # the server closed the connection: count it, stop using it
+                errors += 1
+                selector.unregister(sock)
+                del state[sock]
+                continue
+            buffer += data
+            done = _complete(buffer)
+            if done is None:
+                state[sock][1] = buffer
+                continue
+            now = time.perf_counter()
+            latencies.append(now - started)
+            errors += done >= 400
+            del state[sock]
+            if now < deadline and (share is None or sent < share):
+                send(sock)
+    for sock in socks:
+        sock.close()
+    return latencies, errors
+
+
+def _complete(buffer: bytes) -> int | None:
+    """The status of a whole response in `buffer`, None while it is incomplete."""
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = buffer[:end].decode("latin-1")
+    match = re.search(r"\r\ncontent-length:\s*(\d+)", head, re.I)
+    length = int(match.group(1)) if match else 0
+    if len(buffer) < end + 4 + length:
+        return None
+    return int(head.split(" ", 2)[1])
+
+
+def measure(server: Server, path: str, seconds: float, *, use_wrk: bool,
+            connections: int = 8) -> Load:
+    """Load `path` from `connections` keep-alive connections for `seconds`."""
+    if use_wrk:
+        return wrk(server.url + path, seconds, connections=connections)
+    processes = 2 if connections >= 2 else 1
+    return pyload(server.url, [path], seconds, processes=processes,
+                  connections=max(connections // processes, 1))
+
+
+# -- output ----------------------------------------------------------------------------------
+def report(name: str, ratio: float, target: str, ok: bool, details: str) -> None:
+    """The one line each benchmark ends with (the smoke test looks for `RATIO <name>`)."""
+    verdict = "met" if ok else "MISSED"
+    print(f"RATIO {name} {ratio:.3f} (target {target}: {verdict}) {details}", flush=True)
+
+
+def machine_load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f}/{five:.1f} on {os.cpu_count()} CPUs"

@@ -1,0 +1,53 @@
+"""Files of the store root that live outside every repository: access file, mirror settings,
+allocation and intent records. Written atomically; guarded by `flock` across processes."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Replace `path` atomically with `data`, readable by the owner only.
+
+    The rename gives the file a new inode, so a reader that watches (inode, size, mtime) notices.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path, mode: int = 0o600) -> Iterator[None]:
+    """Hold an exclusive `flock` on `path` (created if missing); the kernel drops it if the
+    process dies, so a crash never leaves the store locked."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, mode)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make a rename or unlink inside `folder` durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

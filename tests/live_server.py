@@ -1,0 +1,73 @@
+"""Real servers for tests: a free loopback port, a clean environment, start-up and shutdown.
+
+Every suite that talks to a real `gitstore serve` or gunicorn over HTTP uses these, so the
+start-up wait (which must survive a slow first answer on a loaded machine) lives in one place.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+BIN = Path(sys.executable).parent
+GITSTORE = BIN / "gitstore"
+GUNICORN = BIN / "gunicorn"
+START_TIMEOUT = 60
+PROBE = "/api/v1/config/environments"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def isolated_env(home: Path, **extra: str) -> dict[str, str]:
+    """The test process's environment without git or gitstore settings, HOME in `home`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITSTORE_"))}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1",
+               GIT_TERMINAL_PROMPT="0", **extra)
+    return env
+
+
+def wait_until_answers(process: subprocess.Popen, url: str, log: Path, *, probe: str = PROBE,
+                       verify: bool | str = True, cert: tuple[str, str] | None = None) -> None:
+    """Poll `url + probe` until the server answers anything; fail with its log otherwise.
+
+    A refused connection and a read timeout both mean "not ready yet": gunicorn listens before
+    its workers have imported the app.
+    """
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"server exited early:\n{_tail(log)}")
+        try:
+            requests.get(url + probe, timeout=5, verify=verify, cert=cert)
+            return
+        except requests.RequestException:
+            time.sleep(0.1)
+    stop_process(process)
+    pytest.fail(f"server did not answer in {START_TIMEOUT}s:\n{_tail(log)}")
+
+
+def stop_process(process: subprocess.Popen) -> int:
+    """SIGTERM (a graceful gunicorn shutdown), SIGKILL after 20 s; the exit status."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"
