@@ -154,8 +154,10 @@ def has_wrk() -> bool:
 
 def wrk(url: str, seconds: float, connections: int = 8, threads: int = 1) -> Load:
     """`wrk` against one URL: rate and latency percentiles as it prints them."""
+    # A slow answer on a busy machine is latency, not an error: wrk's default timeout is 2 s.
     out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s",
-                          "--latency", url], capture_output=True, text=True, check=True).stdout
+                          "--timeout", "10s", "--latency", url],
+                         capture_output=True, text=True, check=True).stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     total = int(re.search(r"(\d+) requests in", out).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)

@@ -3,7 +3,7 @@
 (a) Hiera's own `yaml_data` backend reads the node's data exported to files, one file per level;
 (b) `gitstore::data_hash` reads the same data from the real server (gunicorn, 2 workers) with one
 request per compile. Both use the Fuel hierarchy of `puppet/examples/hiera.yaml` and Fuel's
-astute.yaml of a compute node (shared/data/fuel), so every key walks the same levels.
+astute.yaml of a compute node (tests/data/fuel), so every key walks the same levels.
 
 Two measurements, five runs each after a warm-up, medians, ratio (b)/(a):
 - the `puppet lookup --compile` command (a process per compile: what an operator runs);
@@ -40,7 +40,7 @@ from gitstore import Store  # noqa: E402 - after the path set-up for running as 
 from gitstore.backend.changes import ChangeSet  # noqa: E402
 from gitstore.backend.repository import Author  # noqa: E402
 
-FUEL_DATA = PROJECT.parent / "shared" / "data" / "fuel"
+FUEL_DATA = PROJECT / "tests" / "data" / "fuel"
 EXAMPLE_HIERA = PROJECT / "puppet" / "examples" / "hiera.yaml"
 WARM_SCRIPT = PROJECT / "bench" / "hiera_compile.rb"
 NODE, FQDN = "127", "node-127.test.domain.local"

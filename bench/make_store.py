@@ -4,7 +4,7 @@ The store is made the way an operator's would be, in two steps:
 
 1. through the `gitstore` facade: `Store.init`, component `fuel` (resources `astute`,
    `globals`), environment 1 with hierarchy `[nodes]`, the global `astute` values (Fuel's real
-   astute.yaml of a compute node, shared/data/fuel) and a small global override;
+   astute.yaml of a compute node, tests/data/fuel) and a small global override;
 2. with `git fast-import` on top of that head: one commit adding every node's facts
    (`nodes/<i>/values/astute.yaml`, K keys) and inventory (`inventory/nodes/<i>.yaml`), then
    commits that each re-upload one node's facts (and, every 50th, change the global override)
@@ -36,7 +36,7 @@ sys.path.insert(0, str(PROJECT))
 from gitstore import Store  # noqa: E402 - after the path set-up for running as a script
 from gitstore.backend.repository import Author  # noqa: E402
 
-FUEL_ASTUTE = PROJECT.parent / "shared" / "data" / "fuel" / "astute" / "compute.yaml"
+FUEL_ASTUTE = PROJECT / "tests" / "data" / "fuel" / "astute" / "compute.yaml"
 ENV_ID = 1
 AUTHOR = Author("bench", "bench@example.com")
 EPOCH = 1_700_000_000  # fixed dates: the same arguments build the same commits

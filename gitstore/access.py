@@ -155,23 +155,13 @@ class AccessFile:
         self.path = Path(root) / ACCESS_FILE
         self._lock_path = Path(root) / (ACCESS_FILE + ".lock")
         self._mutex = threading.Lock()
-        self._stamp: tuple[int, ...] | None = None
-        self._policy: Policy | None = None
+        self._watched = files.WatchedFile(self.path, lambda _: _parse(self._read(), self.path))
         self._verified: OrderedDict[bytes, None] = OrderedDict()
 
     # -- reading -----------------------------------------------------------------------------
     def policy(self) -> Policy | None:
         """The current policy, or None when there is no access file (the store is open)."""
-        try:
-            info = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        with self._mutex:
-            if stamp != self._stamp:
-                self._policy = _parse(self._read(), self.path)
-                self._stamp = stamp
-            return self._policy
+        return self._watched.current()
 
     def _read(self) -> bytes:
         try:

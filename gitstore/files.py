@@ -7,8 +7,12 @@ import contextlib
 import fcntl
 import os
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -51,3 +55,31 @@ def fsync_folder(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class WatchedFile(Generic[T]):
+    """A file parsed again only when it changes, so every process sees a rewrite at once.
+
+    The (inode, size, mtime, ctime) stamp changes with every `write_private`, which replaces the
+    file; checking it costs one `stat` per call, far less than parsing.
+    """
+
+    def __init__(self, path: Path, parse: Callable[[os.stat_result], T]) -> None:
+        self.path = path
+        self._parse = parse
+        self._mutex = threading.Lock()
+        self._stamp: tuple[int, ...] | None = None
+        self._value: T | None = None
+
+    def current(self) -> T | None:
+        """The parsed content, or None when the file does not exist."""
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        with self._mutex:
+            if stamp != self._stamp:
+                self._value = self._parse(info)
+                self._stamp = stamp
+            return self._value

@@ -86,18 +86,20 @@ class EnvironmentView:
         """A node named by its inventory fqdn becomes its id; other values stay as given."""
         if level != NODES_LEVEL:
             return value
-        fqdns = self._fqdn_map()
-        if value in fqdns.values() or self.snapshot.exists(f"{level}/{value}"):
+        fqdns, ids = self._fqdn_map()
+        if value in ids or self.snapshot.exists(f"{level}/{value}"):
             return value
         return fqdns.get(value, value)
 
-    def _fqdn_map(self) -> dict[str, str]:
+    def _fqdn_map(self) -> tuple[dict[str, str], frozenset[str]]:
+        """fqdn -> node id of the inventory, and the set of those ids (a lookup per request
+        must not scan 5,000 of them)."""
         tree_id = self.snapshot.object_id(INVENTORY_NODES)
         if tree_id is None:
-            return {}
+            return {}, frozenset()
         return _FQDN_MAPS.get_or_compute(tree_id, self._read_fqdns)
 
-    def _read_fqdns(self) -> dict[str, str]:
+    def _read_fqdns(self) -> tuple[dict[str, str], frozenset[str]]:
         found = {}
         for entry in self.snapshot.list(INVENTORY_NODES):
             if entry.is_tree or not entry.name.endswith(".yaml"):
@@ -105,7 +107,7 @@ class EnvironmentView:
             node = self.snapshot.read_yaml(f"{INVENTORY_NODES}/{entry.name}") or {}
             if isinstance(node, dict) and node.get("fqdn"):
                 found[str(node["fqdn"])] = str(node.get("id", entry.name[: -len(".yaml")]))
-        return found
+        return found, frozenset(found.values())
 
     def level_values(self, level: str) -> list[str]:
         return sorted(entry.name for entry in self.snapshot.list(level) if entry.is_tree)

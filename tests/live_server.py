@@ -6,16 +6,25 @@ start-up wait (which must survive a slow first answer on a loaded machine) lives
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
+from click.testing import CliRunner
+from werkzeug.serving import make_server
+
+from cli.main import cli
+from gitstore.api import create_app
 
 BIN = Path(sys.executable).parent
 GITSTORE = BIN / "gitstore"
@@ -71,3 +80,44 @@ def stop_process(process: subprocess.Popen) -> int:
 
 def _tail(log: Path) -> str:
     return log.read_text(errors="replace")[-4000:] if log.exists() else "(no log)"
+
+
+class Dispatch:
+    """The WSGI app of an in-process server: whichever app the current test installs."""
+
+    app = None
+
+    def __call__(self, environ, start_response):
+        return self.app(environ, start_response)
+
+
+@contextlib.contextmanager
+def threaded_app_server() -> Iterator[tuple[Dispatch, str]]:
+    """Real HTTP on a free loopback port, served by werkzeug in a thread of this process."""
+    dispatch = Dispatch()
+    httpd = make_server("127.0.0.1", 0, dispatch, threaded=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    try:
+        yield dispatch, f"http://127.0.0.1:{httpd.server_port}"
+    finally:
+        httpd.shutdown()
+        thread.join()
+        httpd.server_close()
+
+
+def cli_runner(mode: str, store, server: tuple[Dispatch, str]) -> Callable[..., Any]:
+    """`run(*args, code=0)`: the `gitstore` command on `store`, locally or over HTTP."""
+    if mode == "local":
+        connection = ["--root", str(store.root)]
+    else:
+        server[0].app = create_app({"TESTING": True}, store=store)
+        connection = ["--url", server[1]]
+
+    def run(*args: str, code: int = 0):
+        result = CliRunner().invoke(cli, [*connection, *args], catch_exceptions=False)
+        assert result.exit_code == code, (result.stdout, result.stderr)
+        return result
+
+    return run

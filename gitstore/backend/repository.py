@@ -34,7 +34,7 @@ from gitstore.backend.cache import LRUCache, parsed
 from gitstore.backend.changes import ChangeSet, Graft
 from gitstore.backend.revisions import FileChange, TagInfo
 from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
-from gitstore.backend.trees import build_tree
+from gitstore.backend.trees import build_tree, store_blobs
 from gitstore.errors import Conflict, NotFound, Unavailable, UnknownRevision
 
 MAIN = "refs/heads/main"
@@ -318,9 +318,11 @@ class Repository:
         commit = self.git[head]
         snapshot = Snapshot(self.git, commit, self.name, self.depth(head), tracked=True)
         try:
-            return _Guess(snapshot, operation(snapshot))
+            changes = operation(snapshot)
+            changes.entries = store_blobs(self.git, changes.entries)
         except Exception:  # noqa: BLE001 - decided again under the lock, where errors count
             return None
+        return _Guess(snapshot, changes)
 
     def _commit_on(self, head: str | None, changes: ChangeSet, author: Author):
         git = self.git

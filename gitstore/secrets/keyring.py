@@ -19,20 +19,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
-import fcntl
 import os
 import re
 import stat
-import tempfile
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gitstore import yamlio
+from gitstore import files, yamlio
 from gitstore.errors import Conflict, InvalidInput, NotFound, Unavailable
 
 KEYRING_FILE = "keyring.yaml"
@@ -62,9 +58,7 @@ class Keyring:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self._lock_path = self.path.with_name(self.path.name + ".lock")
-        self._mutex = threading.Lock()
-        self._stamp: tuple[int, ...] | None = None
-        self._keys: Keys | None = None
+        self._watched = files.WatchedFile(self.path, self._load)
 
     @classmethod
     def of_root(cls, root: str | os.PathLike) -> Keyring:
@@ -76,17 +70,11 @@ class Keyring:
 
     def current(self) -> Keys | None:
         """The keys, or None when there is no keyring (secrets are then unavailable)."""
-        try:
-            info = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        with self._mutex:
-            if stamp != self._stamp:
-                _check_private(self.path, info)
-                self._keys = _parse(self.path.read_bytes(), self.path)
-                self._stamp = stamp
-            return self._keys
+        return self._watched.current()
+
+    def _load(self, info: os.stat_result) -> Keys:
+        _check_private(self.path, info)
+        return _parse(self.path.read_bytes(), self.path)
 
     def require(self) -> Keys:
         """The keys; Unavailable, saying that secrets cannot be used, without a keyring."""
@@ -102,7 +90,7 @@ class Keyring:
         with self._locked():
             if self.path.exists():
                 return False
-            _write_private(self.path, _render({"active": "k1", "keys": {"k1": _new_entry()}}))
+            files.write_private(self.path, _render({"active": "k1", "keys": {"k1": _new_entry()}}))
             return True
 
     def add_key(self) -> str:
@@ -144,18 +132,11 @@ class Keyring:
                     "keys": {kid: {"key": _b64(key), "created": keys.created.get(kid)}
                              for kid, key in keys.keys.items()}}
             result = change(data)
-            _write_private(self.path, _render(data))
+            files.write_private(self.path, _render(data))
             return result
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._lock_path, os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+    def _locked(self):
+        return files.exclusive_lock(self._lock_path)
 
 
 # -- the file -----------------------------------------------------------------------------------
@@ -214,19 +195,3 @@ def _check_private(path: Path, info: os.stat_result) -> None:
     if stat.S_IMODE(info.st_mode) & 0o077:
         raise Unavailable(f"keyring {path} is readable by others (mode "
                           f"{stat.S_IMODE(info.st_mode):04o}); run `chmod 600 {path}`")
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write atomically (a new inode: every process notices), readable by the owner only."""
-    fd, tmp = tempfile.mkstemp(prefix=".keyring-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise

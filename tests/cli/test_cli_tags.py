@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
 from cli_helpers import assert_failure, assert_usage_error
+from fuel_data import RELEASE
 
-FUEL_RELEASE = Path("/work/shared/data/fuel/release-newton-10.0.yaml")
+FUEL_RELEASE = RELEASE
 
 
 @pytest.fixture

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
+from fuel_data import FUEL
 
 from gitstore.api import create_app
 
-DATA = Path("/work/shared/data/fuel")
+DATA = FUEL
 RELEASE_FIELDS = ("name", "version", "operating_system", "state", "description",
                   "roles_metadata", "tags_metadata")
 API = "/api/v1"

@@ -1,7 +1,7 @@
 """Fixtures of the Hiera tests: a Fuel store, the real server under gunicorn, confined Puppet.
 
 The store holds environment 1 built through the facade from the real Fuel data in
-`shared/data/fuel` (astute.yaml of a compute and a primary-controller node, openstack-config
+`tests/data/fuel` (astute.yaml of a compute and a primary-controller node, openstack-config
 override documents), with an inventory carrying fqdns so Puppet can name nodes by certname.
 """
 
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fuel_data import FUEL
 from live_server import GUNICORN, free_port, stop_process, wait_until_answers
 
 from gitstore import Store
@@ -26,7 +27,7 @@ from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 
 PROJECT = Path(__file__).resolve().parents[2]
-FUEL_DATA = PROJECT.parent / "shared" / "data" / "fuel"
+FUEL_DATA = FUEL
 MODULE = PROJECT / "puppet"
 EXAMPLE_HIERA = MODULE / "examples" / "hiera.yaml"
 PROBE_MODULE = Path(__file__).resolve().parent / "puppet_modules" / "probe"

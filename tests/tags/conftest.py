@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
+from fuel_data import RELEASE
 
 from gitstore.api import create_app
 
-FUEL_RELEASE = Path("/work/shared/data/fuel/release-newton-10.0.yaml")
+FUEL_RELEASE = RELEASE
 RELEASE_FIELDS = ("name", "version", "operating_system", "state", "description",
                   "roles_metadata", "tags_metadata")
 API = "/api/v1"

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
+from fuel_data import RELEASE_GRAPH
 
 from gitstore.backend.changes import ChangeSet
 
 from .conftest import CLUSTER, assert_error
 
-FUEL_GRAPH = Path("/work/shared/data/fuel/release-graph-newton-10.0.yaml")
+FUEL_GRAPH = RELEASE_GRAPH
 RELEASE_FOLDER = "releases/Newton on Ubuntu 16.04"
 #: The seed's controller role and tasks: mysql is detached, haproxy is "controller-common".
 SEED_ROLE_TAGS = ["controller-common", "mysql", "neutron", "keystone", "rabbitmq"]

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fuel_data import RELEASE
 
 from gitstore import Store
 from gitstore.api import create_app
 from gitstore.settings import generate
 
-FUEL_RELEASE = Path("/work/shared/data/fuel/release-newton-10.0.yaml")
+FUEL_RELEASE = RELEASE
 RELEASE_FIELDS = ("name", "version", "operating_system", "state", "description",
                   "roles_metadata", "tags_metadata")
 API = "/api/v1"

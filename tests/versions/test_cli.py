@@ -3,58 +3,26 @@
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 import yaml
-from click.testing import CliRunner
-from werkzeug.serving import make_server
-
-from cli.main import cli
-from gitstore.api import create_app
+from live_server import cli_runner, threaded_app_server
 
 from .helpers import BOB, effective, put
 
 NODE1 = ["-e", "1", "-l", "nodes=1", "-r", "astute"]
 
 
-class _Dispatch:
-    """The WSGI app of the module's server: the current test's app."""
-
-    app = None
-
-    def __call__(self, environ, start_response):
-        return self.app(environ, start_response)
-
-
 @pytest.fixture(scope="module")
 def server():
-    dispatch = _Dispatch()
-    httpd = make_server("127.0.0.1", 0, dispatch, threaded=True)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    yield dispatch, f"http://127.0.0.1:{httpd.server_port}"
-    httpd.shutdown()
-    thread.join()
-    httpd.server_close()
+    with threaded_app_server() as served:
+        yield served
 
 
 @pytest.fixture(params=["local", "http"])
 def gs(request, fuel_store, server):
-    """Run `gitstore ...` against the Fuel store, locally or through the HTTP server."""
-    if request.param == "local":
-        connection = ["--root", str(fuel_store.root)]
-    else:
-        server[0].app = create_app({"TESTING": True}, store=fuel_store)
-        connection = ["--url", server[1]]
-
-    def run(*args: str, code: int = 0):
-        result = CliRunner().invoke(cli, [*connection, *args], catch_exceptions=False)
-        assert result.exit_code == code, (result.stdout, result.stderr)
-        return result
-
-    return run
+    """Run `gitstore ...` against the store, locally or through the HTTP server."""
+    return cli_runner(request.param, fuel_store, server)
 
 
 @pytest.fixture
