@@ -7,6 +7,7 @@ size of the repository.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ def lookup(tree: pygit2.Tree | None, path: str):
     if tree is None or not path:
         return tree
     try:
-        return tree[path]
+        return tree[sys.intern(path)]  # interned: see `snapshot._lookup`
     except (KeyError, ValueError):
         return None
 

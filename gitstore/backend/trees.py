@@ -7,6 +7,8 @@ empty disappears (git stores no empty trees below the root).
 
 from __future__ import annotations
 
+import sys
+
 import pygit2
 
 from gitstore.backend.changes import Graft
@@ -87,6 +89,7 @@ def _apply_direct(repo, builder, name: str, change: _Change) -> None:
 
 
 def _subtree(tree: pygit2.Tree | None, name: str) -> pygit2.Tree | None:
+    name = sys.intern(name)  # pygit2 leaks a reference to a name it looks up (snapshot.py)
     if tree is None or name not in tree:
         return None
     entry = tree[name]
@@ -94,5 +97,6 @@ def _subtree(tree: pygit2.Tree | None, name: str) -> pygit2.Tree | None:
 
 
 def _remove(builder, name: str) -> None:
+    name = sys.intern(name)  # as in _subtree
     if builder.get(name) is not None:
         builder.remove(name)

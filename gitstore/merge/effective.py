@@ -36,12 +36,23 @@ def _knocked(key: Any) -> str | None:
 
 
 def strip_knockouts(value: Any) -> Any:
-    """A value with every `--key` entry removed (nothing below it to knock out)."""
+    """A value with every `--key` entry removed (nothing below it to knock out).
+
+    `value` itself, or the very same sub-mappings, where there is nothing to remove: a merged
+    document shares them with its (cached) layers instead of copying every layer whole.
+    """
     if not isinstance(value, Mapping):
         return value
-    if not any(_knocked(k) is not None or isinstance(v, Mapping) for k, v in value.items()):
-        return value
-    return {k: strip_knockouts(v) for k, v in value.items() if _knocked(k) is None}
+    result = {}
+    changed = False
+    for key, child in value.items():
+        if _knocked(key) is not None:
+            changed = True
+            continue
+        stripped = strip_knockouts(child)
+        changed = changed or stripped is not child
+        result[key] = stripped
+    return result if changed else value
 
 
 def _without_knocked(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
