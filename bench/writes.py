@@ -2,10 +2,11 @@
 
 Each client sends `PATCH .../nodes/<n>/resources/astute/overrides/keys/set` with one new key
 (client, sequence number) on its own keep-alive connection, as fast as the answers come, into
-the overrides of its own node of environment 1 (per-node facts and overrides are what many
-writers change at once; they race on the branch, not on one file). Afterwards every written
-key must be there with its value, and main must have gained exactly one commit per write. The
-baseline is the same 8 clients on the bench baseline endpoint (what a request costs at all):
+the overrides of one node of environment 1, the clients taking the store's nodes in turn
+(per-node facts and overrides are what many writers change at once: they race on the branch,
+and only sometimes on one file). Afterwards every written key must be there with its value,
+and main must have gained exactly one commit per write. The baseline is the same 8 clients on
+the bench baseline endpoint (what a request costs the server at all):
 
     RATIO writes = committed writes/s / 200       (target >= 1)
 
@@ -38,12 +39,12 @@ PATH = "/api/v1/config/environments/1/nodes/{node}/resources/astute/overrides"
 
 
 def _client(server: harness.Server, number: int, deadline: float, done: list,
-            failures: list) -> None:
+            failures: list, clients: int, nodes: int) -> None:
     """Write keys `w<number>_<seq>` = seq until the deadline; record what was acknowledged."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-    node = number + 1
     seq = 0
     while time.perf_counter() < deadline:
+        node = (number + clients * seq) % nodes + 1
         body = json.dumps([[f"w{number}_{seq}", seq]])
         conn.request("PATCH", PATH.format(node=node) + "/keys/set", body,
                      {"Content-Type": "application/json"})
@@ -57,12 +58,14 @@ def _client(server: harness.Server, number: int, deadline: float, done: list,
     conn.close()
 
 
-def write_load(server: harness.Server, clients: int, seconds: float) -> tuple[list, list, float]:
+def write_load(server: harness.Server, clients: int, seconds: float,
+               nodes: int) -> tuple[list, list, float]:
     done: list = []
     failures: list = []
     started = time.perf_counter()
     threads = [threading.Thread(target=_client, args=(server, n, started + seconds, done,
-                                                      failures)) for n in range(clients)]
+                                                      failures, clients, nodes))
+               for n in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -87,13 +90,16 @@ def commits(server: harness.Server) -> int:
 
 
 def run(root: Path, clients: int, seconds: float, workers: int | None) -> bool:
+    from gitstore import Store
+
+    nodes = len(Store(root).environment_repo(1).snapshot().list("nodes"))
     with harness.Server(root, workers=workers) as server:
         size = server.warm([PATH.format(node=n) for n in range(1, clients + 1)], rounds=2)
         baseline = harness.pyload(server.url, [harness.baseline_path(size)], seconds,
                                   processes=1, connections=clients)
         before = commits(server)
         cpu = harness.cpu_seconds(server.workers())
-        done, failures, elapsed = write_load(server, clients, seconds)
+        done, failures, elapsed = write_load(server, clients, seconds, nodes)
         cpu = harness.cpu_seconds(server.workers()) - cpu
         problems = failures + check(server, done)
         gained = commits(server) - before
