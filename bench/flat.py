@@ -14,11 +14,8 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,16 +49,10 @@ def run(small: Path, big: Path, seconds: float, rounds: int, use_wrk: bool,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.options(__doc__, timed=True)
     parser.add_argument("--big", type=Path, help="the large store (bench/make_store.py)")
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, help="gunicorn workers (default: serve's)")
-    parser.add_argument("--smoke", action="store_true", help="tiny and quick, for CI")
-    parser.add_argument("--no-wrk", action="store_true", help="use the Python client")
     args = parser.parse_args(argv)
-    temp = Path(tempfile.mkdtemp(prefix="gitstore-flat-"))
-    try:
+    with harness.scratch("gitstore-flat-", args.workdir) as temp:
         small = temp / "small"
         make_store.build(small, 10, 10, keys=100)
         big = args.big
@@ -73,8 +64,6 @@ def main(argv: list[str] | None = None) -> None:
         workers = args.workers or (1 if args.smoke else None)
         if not run(small, big, seconds, rounds, use_wrk, workers):
             raise SystemExit(1)
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 if __name__ == "__main__":

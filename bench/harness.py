@@ -9,18 +9,22 @@ our own, which needs nothing installed and is what the smoke runs use.
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import os
 import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +35,56 @@ LOOKUP = "/api/v1/config/environments/1/nodes/{node}/resources/astute/values?eff
 
 def baseline_path(size: int) -> str:
     return f"/bench/baseline/{size}"
+
+
+# -- options and scratch space ---------------------------------------------------------------
+def options(doc: str, *, timed: bool = False) -> argparse.ArgumentParser:
+    """The command line every bench shares; `timed` adds the options of the rate benches."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--workers", type=int, help="gunicorn workers (default: serve's)")
+    parser.add_argument("--smoke", action="store_true", help="tiny and quick, for CI")
+    parser.add_argument("--workdir", type=Path,
+                        help="folder for the stores it builds (default: the temp folder)")
+    if timed:
+        parser.add_argument("--seconds", type=float, default=10.0, help="length of a round")
+        parser.add_argument("--rounds", type=int, default=3, help="rounds (the median counts)")
+        parser.add_argument("--no-wrk", action="store_true", help="use the Python client")
+    return parser
+
+
+@contextmanager
+def scratch(prefix: str, workdir: Path | None) -> Iterator[Path]:
+    """A fresh folder under `workdir` (default: the temp folder), removed afterwards."""
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=workdir))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def file_creation_us(folder: Path, files: int = 100) -> float:
+    """Median microseconds to create a small file in a new folder inside `folder`.
+
+    On ext4 without a journal (this machine's disk), every file created in a block group
+    where many files were deleted in the last minutes first walks past those inodes: a
+    creation then costs 1 ms instead of 30 us, and a write makes seven of them (see
+    docs/performance.md). The writes bench reports this so a slow disk is not read as a
+    slow store.
+    """
+    probe = Path(tempfile.mkdtemp(prefix="probe-", dir=folder))
+    took = []
+    try:
+        for number in range(files):
+            started = time.perf_counter()
+            fd = os.open(probe / f"f{number}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            os.write(fd, b"x" * 64)
+            os.close(fd)
+            took.append(time.perf_counter() - started)
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+    return statistics.median(took) * 1e6
 
 
 # -- the server ------------------------------------------------------------------------------
@@ -146,6 +200,7 @@ class Load:
     requests: int
     errors: int
     tool: str
+    answered: tuple[int, ...] = ()  # numbers of the requests answered 2xx (pyload_requests)
 
 
 def has_wrk() -> bool:
@@ -173,35 +228,59 @@ def _wrk_ms(out: str, percentile: str) -> float:
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
+class Gets:
+    """Requests of a `pyload` run: GETs of `paths` in turn (request number n: path n)."""
+
+    def __init__(self, host: str, paths: list[str]) -> None:
+        self.requests = [f"GET {p} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode() for p in paths]
+
+    def __call__(self, number: int) -> bytes:
+        return self.requests[number % len(self.requests)]
+
+
 def pyload(base_url: str, paths: list[str], seconds: float, processes: int = 2,
            connections: int = 4, total: int | None = None) -> Load:
     """`processes` x `connections` keep-alive clients cycling through `paths` for `seconds`
     (or until `total` requests have been answered)."""
     host, port = base_url.removeprefix("http://").split(":")
+    return pyload_requests(base_url, Gets(host, paths), seconds, processes, connections,
+                           total, spacing=len(paths))
+
+
+def pyload_requests(base_url: str, requests, seconds: float, processes: int = 2,
+                    connections: int = 4, total: int | None = None,
+                    spacing: int = 1_000_000_000) -> Load:
+    """Like `pyload`, with request number n being `requests(n)` (a picklable callable).
+
+    Process k numbers its requests from `k * spacing // processes`, so with the default
+    spacing every request of the run has a number of its own; `Load.answered` lists the
+    numbers of those answered with a 2xx status.
+    """
+    host, port = base_url.removeprefix("http://").split(":")
     share = -(-total // processes) if total else None
-    jobs = [(host, int(port), paths, seconds, connections, n * len(paths) // processes, share)
+    jobs = [(host, int(port), requests, seconds, connections, n * spacing // processes, share)
             for n in range(processes)]
     started = time.perf_counter()
     with multiprocessing.get_context("fork").Pool(processes) as pool:
         results = pool.map(_client, jobs)
     elapsed = seconds if total is None else time.perf_counter() - started
-    latencies = sorted(lat for lats, _ in results for lat in lats)
-    errors = sum(err for _, err in results)
+    latencies = sorted(lat for lats, _, _ in results for lat in lats)
+    errors = sum(err for _, err, _ in results)
+    answered = tuple(number for _, _, numbers in results for number in numbers)
     if not latencies:
         return Load(0.0, 0.0, 0.0, 0, errors, "pyload")
     pick = lambda q: latencies[min(int(q * len(latencies)), len(latencies) - 1)] * 1000  # noqa: E731
     return Load(len(latencies) / elapsed, pick(0.50), pick(0.99), len(latencies), errors,
-                "pyload")
+                "pyload", answered)
 
 
-def _client(job) -> tuple[list[float], int]:
+def _client(job) -> tuple[list[float], int, list[int]]:
     """One process: `connections` sockets used in turn, each request sent and read whole."""
     import selectors
 
-    host, port, paths, seconds, connections, index, share = job
+    host, port, requests, seconds, connections, index, share = job
     if share is not None:
         seconds = float("inf")
-    requests = [f"GET {p} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode() for p in paths]
     socks = [socket.create_connection((host, port)) for _ in range(connections)]
     for sock in socks:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -210,14 +289,15 @@ def _client(job) -> tuple[list[float], int]:
     deadline = time.perf_counter() + seconds
     sent = 0
     latencies: list[float] = []
+    answered: list[int] = []
     errors = 0
 
     def send(sock) -> None:
         nonlocal index, sent
-        sock.sendall(requests[index % len(requests)])
+        sock.sendall(requests(index))
+        state[sock] = [time.perf_counter(), b"", index]
         index += 1
         sent += 1
-        state[sock] = [time.perf_counter(), b""]
 
     for sock in socks:
         selector.register(sock, selectors.EVENT_READ)
@@ -225,7 +305,7 @@ def _client(job) -> tuple[list[float], int]:
     while state:
         for key, _ in selector.select(timeout=10):
             sock = key.fileobj
-            started, buffer = state[sock]
+            started, buffer, number = state[sock]
             data = sock.recv(1 << 20)
             if not data:  # the server closed the connection: count it, stop using it
                 errors += 1
@@ -233,19 +313,22 @@ def _client(job) -> tuple[list[float], int]:
                 del state[sock]
                 continue
             buffer += data
-            done = _complete(buffer)
-            if done is None:
+            status = _complete(buffer)
+            if status is None:
                 state[sock][1] = buffer
                 continue
             now = time.perf_counter()
             latencies.append(now - started)
-            errors += done >= 400
+            if status >= 400:
+                errors += 1
+            elif status < 300:
+                answered.append(number)
             del state[sock]
             if now < deadline and (share is None or sent < share):
                 send(sock)
     for sock in socks:
         sock.close()
-    return latencies, errors
+    return latencies, errors, answered
 
 
 def _complete(buffer: bytes) -> int | None:
@@ -276,6 +359,17 @@ def report(name: str, ratio: float, target: str, ok: bool, details: str) -> None
     """The one line each benchmark ends with (the smoke test looks for `RATIO <name>`)."""
     verdict = "met" if ok else "MISSED"
     print(f"RATIO {name} {ratio:.3f} (target {target}: {verdict}) {details}", flush=True)
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """(all, stolen) CPU ticks of the machine so far (/proc/stat). Between two readings, the
+    stolen share is the CPU time the hypervisor gave to other machines on the same host."""
+    fields = [int(field) for field in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(fields[:8]), fields[7]
+
+
+def stolen_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    return (after[1] - before[1]) / max(after[0] - before[0], 1)
 
 
 def machine_load() -> str:

@@ -18,11 +18,8 @@ Without --root a store of 100 nodes and 100 commits is built in a temporary fold
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -77,16 +74,10 @@ def run(root: Path, seconds: float, rounds: int, use_wrk: bool, workers: int | N
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.options(__doc__, timed=True)
     parser.add_argument("--root", type=Path, help="an existing store (bench/make_store.py)")
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, help="gunicorn workers (default: serve's)")
-    parser.add_argument("--smoke", action="store_true", help="tiny and quick, for CI")
-    parser.add_argument("--no-wrk", action="store_true", help="use the Python client")
     args = parser.parse_args(argv)
-    temp = Path(tempfile.mkdtemp(prefix="gitstore-lookup-"))
-    try:
+    with harness.scratch("gitstore-lookup-", args.workdir) as temp:
         root = args.root
         if root is None:
             nodes, commits = (20, 10) if args.smoke else (100, 100)
@@ -97,8 +88,6 @@ def main(argv: list[str] | None = None) -> None:
         workers = args.workers or (1 if args.smoke else None)
         if not run(root, seconds, rounds, use_wrk, workers):
             raise SystemExit(1)
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -16,10 +16,7 @@ bench/make_store.py builds the 10,000-commit one.
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -56,14 +53,11 @@ def run(root: Path, lookups: int, workers: int | None) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.options(__doc__)
     parser.add_argument("--root", type=Path, help="an existing store (bench/make_store.py)")
     parser.add_argument("--lookups", type=int, default=100_000)
-    parser.add_argument("--workers", type=int, help="gunicorn workers (default: serve's)")
-    parser.add_argument("--smoke", action="store_true", help="tiny and quick, for CI")
     args = parser.parse_args(argv)
-    temp = Path(tempfile.mkdtemp(prefix="gitstore-memory-"))
-    try:
+    with harness.scratch("gitstore-memory-", args.workdir) as temp:
         root = args.root
         if root is None:
             root = temp / "store"
@@ -72,8 +66,6 @@ def main(argv: list[str] | None = None) -> None:
         workers = args.workers or (1 if args.smoke else None)
         if not run(root, lookups, workers):
             raise SystemExit(1)
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 if __name__ == "__main__":

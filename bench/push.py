@@ -19,14 +19,11 @@ change it).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -127,14 +124,11 @@ def _round_trip(server: harness.Server, path: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.options(__doc__)
     parser.add_argument("--root", type=Path, help="a store to push into (it is changed)")
     parser.add_argument("--pushes", type=int, default=5)
-    parser.add_argument("--workers", type=int, help="gunicorn workers (default: serve's)")
-    parser.add_argument("--smoke", action="store_true", help="tiny and quick, for CI")
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="gitstore-push-"))
-    try:
+    with harness.scratch("gitstore-push-", args.workdir) as work:
         root = args.root
         if root is None:
             root = work / "store"
@@ -143,8 +137,6 @@ def main(argv: list[str] | None = None) -> None:
         workers = args.workers or (2 if args.smoke else None)
         if not run(root, pushes, workers, work):
             raise SystemExit(1)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

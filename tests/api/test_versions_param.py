@@ -6,6 +6,7 @@ import os
 import subprocess
 
 import pytest
+from short_ids import short_id
 
 from .helpers import API, ENV, assert_error
 
@@ -39,7 +40,7 @@ def test_every_get_accepts_version_forms(fuel_store, client, url):
     repo = fuel_store.catalog() if url in CATALOG_GETS else fuel_store.environment_repo(1)
     head = repo.head()
     number = str(repo.depth(head))
-    for version in (number, head, head[:8], "main", "HEAD"):
+    for version in (number, head, short_id(head), "main", "HEAD"):
         response = client.get(_with(url, f"version={version}"))
         assert response.status_code == 200, (version, response.get_data(as_text=True))
         assert response.headers["X-Gitstore-Commit"] == head
@@ -74,7 +75,7 @@ def test_environment_versions(client):
     client.put(ENV, json={"name": "later"})
     assert client.get(f"{url}?version=2").get_json() == {"v": 1}
     assert client.get(f"{url}?version={first}").get_json() == {"v": 1}
-    assert client.get(f"{url}?version={first[:10]}").get_json() == {"v": 1}
+    assert client.get(f"{url}?version={short_id(first, 10)}").get_json() == {"v": 1}
     assert client.get(f"{url}?version=main~1").get_json() == {"v": 2}
     assert client.get(f"{url}?version=1").get_json() == {}
     assert client.get(f"{url}?version=main~2&effective&key=v").get_json() == 1

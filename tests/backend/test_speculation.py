@@ -1,5 +1,5 @@
-"""A writer that waits for the write lock works meanwhile, and commits that work only if
-nothing it read has changed by the time the lock is its own."""
+"""A writer computes its change before it takes the write lock (also while another holds it),
+and commits that work only if nothing it read has changed by the time the lock is its own."""
 
 from __future__ import annotations
 
@@ -114,3 +114,31 @@ def test_a_waiting_writer_computes_again_when_its_file_changed(repo):
     assert calls == [1, 1]  # the guess was made on v: 1; it ran again on v: 10
     assert repo.snapshot().read_yaml("a.yaml") == {"v": 11}
     assert len(linear_history(repo.path)) == 3
+
+
+def test_an_uncontended_writer_computes_once_and_commits_that(repo):
+    calls: list[int] = []
+    result = repo.update(_increment(calls), ALICE)
+    assert calls == [1]
+    assert repo.snapshot().read_yaml("a.yaml") == {"v": 2}
+    assert result.commit == repo.head() and len(linear_history(repo.path)) == 2
+
+
+def test_a_refused_write_is_refused_at_once_without_the_lock(repo):
+    """The operation raised on the head of the moment: that is the answer, even while
+    another writer holds the lock (the write neither waits for it nor runs again)."""
+    calls: list[int] = []
+
+    def refuse(snapshot):
+        calls.append(1)
+        snapshot.read_yaml("a.yaml")
+        raise ValueError("refused")
+
+    held = _HeldLock(repo)
+    try:
+        with pytest.raises(ValueError, match="refused"):
+            repo.update(refuse, ALICE)
+    finally:
+        held.release()
+    assert calls == [1]
+    assert len(linear_history(repo.path)) == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from short_ids import short_id
 
 from gitstore import Store
 from gitstore.access import AccessFile, parse_grants
@@ -107,7 +108,7 @@ def test_pinned_version_serves_that_commit_and_is_immutable(writable):
     store.config.update_keys(1, [("nodes", COMPUTE)], "override/node", "values", "set",
                              [["libvirt_type", "kvm"]], AUTHOR)
     sha = first.headers["X-Gitstore-Commit"]
-    for pin in (sha, sha[:10], first.headers["X-Gitstore-Version"]):
+    for pin in (sha, short_id(sha, 10), first.headers["X-Gitstore-Version"]):
         pinned = client.get(f"{URL}/{COMPUTE}?version={pin}")
         assert pinned.get_json()["resources"]["override/node"] == {"libvirt_type": "lxc"}
         assert pinned.get_json()["commit"] == sha

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 import requests
 from live_server import GUNICORN, free_port, stop_process, wait_until_answers
+from short_ids import short_id
 
 from .helpers import ENV, put
 
@@ -38,8 +39,7 @@ def test_if_none_match_and_cache_control(fuel_store, client):
     pinned = client.get(f"{NODE1}?effective&version={commit}")
     assert pinned.headers["Cache-Control"] == "public, max-age=31536000, immutable"
     assert pinned.headers["X-Gitstore-Version"] == "2"
-    # an all-digit prefix would be read as version N: take the shortest with a letter
-    prefix = next(commit[:n] for n in range(8, 41) if not commit[:n].isdigit())
+    prefix = short_id(commit)
     short = client.get(f"{NODE1}?effective&version={prefix}")
     assert short.headers["Cache-Control"] == "public, max-age=5"
 

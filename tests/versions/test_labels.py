@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from short_ids import short_id
 
 from .helpers import ENV, assert_error, put
 
@@ -52,7 +53,7 @@ def test_label_body_errors(three, client):
 
 def test_every_spelling_of_version_resolves(three, client):
     client.post(f"{ENV}/labels", json={"name": "first-a", "version": three[0]})
-    spellings = {"2": 1, three[0]: 1, _short(three[1]): 2, "first-a": 1, "main~1": 2,
+    spellings = {"2": 1, three[0]: 1, short_id(three[1], 7): 2, "first-a": 1, "main~1": 2,
                  "main": 3, "HEAD~2": 1}
     for version, a in spellings.items():
         response = client.get(f"{VALUES}?version={version}")
@@ -63,6 +64,3 @@ def test_every_spelling_of_version_resolves(three, client):
     assert_error(client.get(f"{VALUES}?version=no-such-label"), 404, "no-such-label")
 
 
-def _short(sha: str) -> str:
-    """A short sha of at least 7 characters that is not all digits (that would be version N)."""
-    return next(sha[:n] for n in range(7, 41) if not sha[:n].isdigit())
