@@ -19,26 +19,15 @@ import re
 from flask import Blueprint, Response, current_app, request
 
 from gitstore.api.http import MOVING, author, flag, json_body, no_content, served, version_arg
+from gitstore.api.owners import each_owner
 from gitstore.errors import InvalidInput
 from gitstore.graphs import Answer
 from gitstore.merge.graphs import DEFAULT_TYPE
 
 bp = Blueprint("graphs", __name__, url_prefix="/api/v1")
 
-#: URL segment -> the owner kind the Graphs service speaks.
-_KINDS = {"releases": "release", "plugins": "plugin", "clusters": "cluster"}
 _FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
 CATALOG_COMMIT = "X-Gitstore-Catalog-Commit"
-
-
-def _each_owner(rule: str, methods: list[str]):
-    """Register a view for `/{releases|plugins|clusters}/<owner_id><rule>` as literal paths."""
-    def register(view):
-        for owners in _KINDS:
-            bp.add_url_rule(f"/{owners}/<int:owner_id>{rule}", f"{view.__name__}_{owners}",
-                            view, methods=methods, defaults={"owners": owners})
-        return view
-    return register
 
 
 def _store():
@@ -91,40 +80,40 @@ def _legacy() -> dict:
 
 
 # -- one owner's graphs -------------------------------------------------------------------------
-@_each_owner("/deployment_graphs", ["GET"])
-def list_graphs(owners: str, owner_id: int):
-    result = _store().graphs.list(_KINDS[owners], owner_id, **_versions())
-    return _answer(result, catalog_only=owners != "clusters")
+@each_owner(bp, "/deployment_graphs", ["GET"])
+def list_graphs(owner: str, owner_id: int):
+    result = _store().graphs.list(owner, owner_id, **_versions())
+    return _answer(result, catalog_only=owner != "cluster")
 
 
-@_each_owner("/deployment_graphs/<graph_type>", ["GET"])
-def get_graph(owners: str, owner_id: int, graph_type: str):
-    result = _store().graphs.get(_KINDS[owners], owner_id, graph_type, **_versions())
-    return _answer(result, catalog_only=owners != "clusters")
+@each_owner(bp, "/deployment_graphs/<graph_type>", ["GET"])
+def get_graph(owner: str, owner_id: int, graph_type: str):
+    result = _store().graphs.get(owner, owner_id, graph_type, **_versions())
+    return _answer(result, catalog_only=owner != "cluster")
 
 
-@_each_owner("/deployment_graphs/<graph_type>", ["POST"])
-def create_graph(owners: str, owner_id: int, graph_type: str):
-    result = _store().graphs.create(_KINDS[owners], owner_id, graph_type, json_body(), author())
+@each_owner(bp, "/deployment_graphs/<graph_type>", ["POST"])
+def create_graph(owner: str, owner_id: int, graph_type: str):
+    result = _store().graphs.create(owner, owner_id, graph_type, json_body(), author())
     return _answer(result, 201)
 
 
-@_each_owner("/deployment_graphs/<graph_type>", ["PUT"])
-def replace_graph(owners: str, owner_id: int, graph_type: str):
-    result = _store().graphs.replace(_KINDS[owners], owner_id, graph_type, json_body(),
+@each_owner(bp, "/deployment_graphs/<graph_type>", ["PUT"])
+def replace_graph(owner: str, owner_id: int, graph_type: str):
+    result = _store().graphs.replace(owner, owner_id, graph_type, json_body(),
                                      author())
     return _answer(result)
 
 
-@_each_owner("/deployment_graphs/<graph_type>", ["PATCH"])
-def patch_graph(owners: str, owner_id: int, graph_type: str):
-    result = _store().graphs.patch(_KINDS[owners], owner_id, graph_type, json_body(), author())
+@each_owner(bp, "/deployment_graphs/<graph_type>", ["PATCH"])
+def patch_graph(owner: str, owner_id: int, graph_type: str):
+    result = _store().graphs.patch(owner, owner_id, graph_type, json_body(), author())
     return _answer(result)
 
 
-@_each_owner("/deployment_graphs/<graph_type>", ["DELETE"])
-def delete_graph(owners: str, owner_id: int, graph_type: str):
-    _store().graphs.delete(_KINDS[owners], owner_id, graph_type, author())
+@each_owner(bp, "/deployment_graphs/<graph_type>", ["DELETE"])
+def delete_graph(owner: str, owner_id: int, graph_type: str):
+    _store().graphs.delete(owner, owner_id, graph_type, author())
     return no_content()
 
 

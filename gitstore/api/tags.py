@@ -10,51 +10,37 @@ from __future__ import annotations
 from flask import Blueprint, current_app, request
 
 from gitstore.api.http import author, flag, json_body, served, version_arg, written
+from gitstore.api.owners import each_owner
 
 bp = Blueprint("tags", __name__, url_prefix="/api/v1")
-
-#: URL segment -> the owner kind the Tags service speaks.
-_KINDS = {"releases": "release", "plugins": "plugin", "clusters": "cluster"}
-
-
-def _each_owner(rule: str, methods: list[str]):
-    """Register a view for `/{releases|plugins|clusters}/<owner_id><rule>` as literal paths
-    (one per kind); the view gets `owners` as an argument."""
-    def register(view):
-        for owners in _KINDS:
-            bp.add_url_rule(f"/{owners}/<int:owner_id>{rule}", f"{view.__name__}_{owners}",
-                            view, methods=methods, defaults={"owners": owners})
-        return view
-    return register
-
 
 def _tags():
     return current_app.extensions["gitstore"].tags
 
 
-@_each_owner("/tags", ["GET"])
-def list_tags(owners: str, owner_id: int):
-    return served(_tags().list(_KINDS[owners], owner_id, version_arg()))
+@each_owner(bp, "/tags", ["GET"])
+def list_tags(owner: str, owner_id: int):
+    return served(_tags().list(owner, owner_id, version_arg()))
 
 
-@_each_owner("/tags", ["POST"])
-def create_tag(owners: str, owner_id: int):
-    return served(_tags().create(_KINDS[owners], owner_id, json_body(), author()), status=201)
+@each_owner(bp, "/tags", ["POST"])
+def create_tag(owner: str, owner_id: int):
+    return served(_tags().create(owner, owner_id, json_body(), author()), status=201)
 
 
-@_each_owner("/tags/<name>", ["GET"])
-def get_tag(owners: str, owner_id: int, name: str):
-    return served(_tags().get(_KINDS[owners], owner_id, name, version_arg()))
+@each_owner(bp, "/tags/<name>", ["GET"])
+def get_tag(owner: str, owner_id: int, name: str):
+    return served(_tags().get(owner, owner_id, name, version_arg()))
 
 
-@_each_owner("/tags/<name>", ["PUT"])
-def update_tag(owners: str, owner_id: int, name: str):
-    return served(_tags().update(_KINDS[owners], owner_id, name, json_body(), author()))
+@each_owner(bp, "/tags/<name>", ["PUT"])
+def update_tag(owner: str, owner_id: int, name: str):
+    return served(_tags().update(owner, owner_id, name, json_body(), author()))
 
 
-@_each_owner("/tags/<name>", ["DELETE"])
-def delete_tag(owners: str, owner_id: int, name: str):
-    return written(_tags().delete(_KINDS[owners], owner_id, name, author()))
+@each_owner(bp, "/tags/<name>", ["DELETE"])
+def delete_tag(owner: str, owner_id: int, name: str):
+    return written(_tags().delete(owner, owner_id, name, author()))
 
 
 # -- one cluster ------------------------------------------------------------------------------

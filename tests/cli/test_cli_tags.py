@@ -5,19 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from cli_helpers import assert_failure, assert_usage_error
-from fuel_data import RELEASE
-
-FUEL_RELEASE = RELEASE
+from fuel_data import newton_release
 
 
 @pytest.fixture
 def fuel(gs):
     """`gs` whose environment 1 uses Fuel's Newton release (release 1)."""
-    data = yaml.safe_load(FUEL_RELEASE.read_text())
-    gs.store.releases.create({k: data[k] for k in ("name", "version", "operating_system",
-                                                   "roles_metadata", "tags_metadata")})
+    gs.store.releases.create(newton_release())
     gs.store.environments.update(1, {"release": 1})
     return gs
 

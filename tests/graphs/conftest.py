@@ -6,22 +6,15 @@ import copy
 
 import pytest
 import yaml
-from fuel_data import FUEL
+from error_shape import assert_error  # noqa: F401 - the tests here import it from this module
+from fuel_data import FUEL, newton_release
 
 from gitstore.api import create_app
 
 DATA = FUEL
-RELEASE_FIELDS = ("name", "version", "operating_system", "state", "description",
-                  "roles_metadata", "tags_metadata")
 API = "/api/v1"
 CLUSTER = f"{API}/clusters/1"
 RELEASE = f"{API}/releases/1"
-
-
-@pytest.fixture(scope="session")
-def _newton_release() -> dict:
-    data = yaml.safe_load((DATA / "release-newton-10.0.yaml").read_text())
-    return {key: data[key] for key in RELEASE_FIELDS}
 
 
 @pytest.fixture(scope="session")
@@ -30,9 +23,9 @@ def _newton_tasks() -> list[dict]:
 
 
 @pytest.fixture
-def newton(_newton_release) -> dict:
+def newton() -> dict:
     """The release body of Fuel's Newton release (9 roles, 13 tags)."""
-    return copy.deepcopy(_newton_release)
+    return newton_release()
 
 
 @pytest.fixture
@@ -75,13 +68,3 @@ def task(task_id: str, **fields) -> dict:
 
 def ids(tasks: list[dict]) -> list[str]:
     return [t["id"] for t in tasks]
-
-
-def assert_error(response, status: int, *words: str) -> dict:
-    """An error in the one JSON shape with `status`, whose message names every word."""
-    assert response.status_code == status, response.get_data(as_text=True)
-    body = response.get_json()
-    assert set(body) <= {"status", "message", "errors"} and body["status"] == status
-    for word in words:
-        assert word in body["message"], (word, body["message"])
-    return body

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fuel_data import FUEL
+from fuel_data import FUEL, newton_release
 from live_server import GUNICORN, free_port, stop_process, wait_until_answers
 
 from gitstore import Store
@@ -36,9 +36,6 @@ COMPUTE, CONTROLLER = "127", "125"
 FQDN = {COMPUTE: "node-127.test.domain.local", CONTROLLER: "node-125.test.domain.local"}
 AUTHOR = Author("hiera tests", "hiera@example.com")
 
-FUEL_RELEASE = FUEL_DATA / "release-newton-10.0.yaml"
-RELEASE_FIELDS = ("name", "version", "operating_system", "state", "description",
-                  "roles_metadata", "tags_metadata")
 FUEL_RESOURCES = ["astute", "globals", "override/plugins", "override/node"]
 CONFIG_RESOURCES = ["override/configuration/node", "override/configuration/role",
                     "override/configuration/cluster"]
@@ -107,8 +104,7 @@ def attach_newton(store: Store) -> None:
 
     Then the nodes can carry instance tags of the release's tags (`database:1`).
     """
-    data = yaml.safe_load(FUEL_RELEASE.read_text())
-    release = store.releases.create({key: data[key] for key in RELEASE_FIELDS}, AUTHOR)
+    release = store.releases.create(newton_release(), AUTHOR)
     store.environments.update(1, {"release": release.data["id"]}, AUTHOR)
     store.nodes.update(1, CONTROLLER, {"roles": ["controller"]}, AUTHOR)
 

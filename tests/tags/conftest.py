@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import pytest
-import yaml
-from fuel_data import RELEASE
+from error_shape import assert_error  # noqa: F401 - the tests here import it from this module
+from fuel_data import newton_release
 
 from gitstore.api import create_app
 
-FUEL_RELEASE = RELEASE
-RELEASE_FIELDS = ("name", "version", "operating_system", "state", "description",
-                  "roles_metadata", "tags_metadata")
 API = "/api/v1"
 CLUSTER = f"{API}/clusters/1"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def newton() -> dict:
     """The release body of Fuel's Newton release: 9 roles with tags, 13 tags."""
-    data = yaml.safe_load(FUEL_RELEASE.read_text())
-    return {key: data[key] for key in RELEASE_FIELDS}
+    return newton_release()
 
 
 @pytest.fixture
@@ -46,13 +42,3 @@ def add_node(api):
         return response.get_json()
 
     return add
-
-
-def assert_error(response, status: int, *words: str) -> dict:
-    """An error in the one JSON shape with `status`, whose message names every word."""
-    assert response.status_code == status, response.get_data(as_text=True)
-    body = response.get_json()
-    assert set(body) <= {"status", "message", "errors"} and body["status"] == status
-    for word in words:
-        assert word in body["message"], (word, body["message"])
-    return body

@@ -15,15 +15,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fuel_data import RELEASE
+from error_shape import assert_error  # noqa: F401 - the tests here import it from this module
+from fuel_data import RELEASE, RELEASE_FIELDS
 
 from gitstore import Store
 from gitstore.api import create_app
 from gitstore.settings import generate
 
 FUEL_RELEASE = RELEASE
-RELEASE_FIELDS = ("name", "version", "operating_system", "state", "description",
-                  "roles_metadata", "tags_metadata")
 API = "/api/v1"
 OLD, NEW = 1, 2  # release ids
 ORIGINAL, SEED = 1, 2  # environment ids
@@ -177,13 +176,3 @@ def shared_api(templates, tmp_path_factory):
 def seed(seeded_api) -> dict:
     """Environment 2 as the clone answered it."""
     return seeded_api.get(f"{API}/clusters/{SEED}").get_json()
-
-
-def assert_error(response, status: int, *words: str) -> dict:
-    """An error in the one JSON shape with `status`, whose message names every word."""
-    assert response.status_code == status, response.get_data(as_text=True)
-    body = response.get_json()
-    assert set(body) <= {"status", "message", "errors"} and body["status"] == status
-    for word in words:
-        assert word in body["message"], (word, body["message"])
-    return body

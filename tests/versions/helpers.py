@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from error_shape import assert_error  # noqa: F401 - the tests here import it from this module
+
 from gitstore.backend.repository import Author
 
 ENV = "/api/v1/config/environments/1"
@@ -26,14 +28,3 @@ def effective(store, scope: str, resource: str = "astute", version=None, env_id:
 
     query = Query(effective=True, version=None if version is None else str(version))
     return store.config.read(env_id, pairs_of(scope), resource, "values", query).data
-
-
-def assert_error(response, status: int, *words: str) -> dict:
-    """`response` is an error in the one JSON shape with `status`, naming every word."""
-    assert response.status_code == status, response.get_data(as_text=True)
-    body = response.get_json()
-    assert set(body) <= {"status", "message", "errors"}, body
-    assert body["status"] == status
-    for word in words:
-        assert word in body["message"], (word, body["message"])
-    return body
