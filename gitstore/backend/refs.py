@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from gitstore.errors import Conflict
+from gitstore.files import fsync_folder
 
 STALE_LOCK_SECONDS = 5.0
 LOCK_TIMEOUT_SECONDS = 30.0
@@ -87,21 +88,13 @@ def compare_and_swap(
         os.rename(lock_path, ref_path)
         renamed = True
         if durable:
-            _fsync_folder(ref_path.parent)
+            fsync_folder(ref_path.parent)
         return True
     finally:
         if fd >= 0:
             os.close(fd)
         if not renamed:
             _unlink_quietly(lock_path)
-
-
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _acquire(git_dir: Path, lock_path: Path) -> int:

@@ -15,7 +15,6 @@ against `git push`, which moves the ref without our lock.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import random
 import re
@@ -23,7 +22,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,7 @@ from gitstore.backend.revisions import FileChange, TagInfo
 from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
 from gitstore.backend.trees import build_tree, store_blobs
 from gitstore.errors import Conflict, NotFound, Unavailable, UnknownRevision
+from gitstore.files import exclusive_lock
 
 MAIN = "refs/heads/main"
 MAX_ATTEMPTS = 50
@@ -360,16 +359,9 @@ class Repository:
         except (KeyError, pygit2.GitError):
             return False
 
-    @contextmanager
     def _write_lock(self):
-        """Hold the repository's write lock (a `flock`, dropped by the kernel if we die)."""
-        fd = os.open(self.path / _WRITE_LOCK, os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        """The repository's write lock (a `flock`, dropped by the kernel if we die)."""
+        return exclusive_lock(self.path / _WRITE_LOCK, 0o644)
 
 
 def _fetch_main(source: Repository, target: Path) -> None:
