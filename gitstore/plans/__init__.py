@@ -5,6 +5,7 @@ See README.md in this folder: models, stores, drivers, composition and the `Plan
 
 from __future__ import annotations
 
+from gitstore.plans import gate  # noqa: F401 - registers the push gate's rule for plans
 from gitstore.plans.drivers import Driver, MemoryDriver
 from gitstore.plans.errors import NameAlreadyUsed, UnknownName, UnknownUUID, UnknownVersion
 from gitstore.plans.gitdriver import GitDriver

@@ -40,7 +40,7 @@ def check_tree(tree: TreeCheck) -> None:
             continue
         document = tree.document(file)
         if isinstance(document, dict):
-            _check_document(tree, file, document, rules_for_file(file, definitions, environment))
+            check_document(tree, file, document, rules_for_file(file, definitions, environment))
 
 
 def _definitions(tree: TreeCheck, environment: dict) -> dict[str, dict] | None:
@@ -53,7 +53,14 @@ def _definitions(tree: TreeCheck, environment: dict) -> dict[str, dict] | None:
     return {d["name"]: d for d in tree.catalog.definitions_of(names)}
 
 
-def _check_document(tree: TreeCheck, file: str, document: dict, rules: Rules) -> None:
+#: How to seal an environment's file before pushing it.
+SEAL_HINT = "`gitstore secrets encrypt FILE --env ID`, see docs/secrets.md"
+
+
+def check_document(tree: TreeCheck, file: str, document: dict, rules: Rules,
+                   hint: str = SEAL_HINT) -> None:
+    """Report each plain value at a secret path of `document` and each malformed sealed one;
+    `hint` says how to store that value sealed."""
     for path, value, secret in secret_leaves(document, rules):
         key = ".".join(path)
         if cipher.is_sealed(value):
@@ -61,6 +68,5 @@ def _check_document(tree: TreeCheck, file: str, document: dict, rules: Rules) ->
                 tree.report(file, "looks sealed (ENC[...) but is not a well-formed "
                                   "ENC[v1,aesgcm,kid=...,n=...,d=...] value", key=key)
         elif secret and value is not None:
-            tree.report(file, "a secret stored in plain text; seal it before pushing "
-                              "(`gitstore secrets encrypt FILE --env ID`, see docs/secrets.md)",
+            tree.report(file, f"a secret stored in plain text; seal it before pushing ({hint})",
                         key=key)

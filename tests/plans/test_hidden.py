@@ -153,3 +153,58 @@ def test_the_memory_driver_masks_too(store):
     view = plans.set_values(plan.uuid, [{"name": NOVA, "value": PASSWORD}])
     assert _value(view.data, NOVA) == "******"
     assert _value(plans.get_plan(plan.uuid, reveal=True).data, NOVA) == PASSWORD
+
+
+def _push_catalog(store, tmp_path, edit) -> subprocess.CompletedProcess:
+    """Clone the catalog, apply `edit(folder)` to `plans/overcloud/`, commit and push."""
+    work = tmp_path / "catalog-work"
+    subprocess.run(["git", "clone", "-q", str(store.root / "catalog.git"), str(work)],
+                   check=True, capture_output=True)
+    edit(work / "plans" / "overcloud")
+    for args in (["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@example.com",
+                                  "commit", "-qm", "edit the plan"]):
+        subprocess.run(["git", *args], cwd=work, check=True, capture_output=True)
+    return subprocess.run(["git", "push", "origin", "main"], cwd=work, capture_output=True,
+                          text=True)
+
+
+def _replace_line(path, startswith: str, line: str) -> None:
+    lines = path.read_text().splitlines()
+    at = next(i for i, text in enumerate(lines) if text.strip().startswith(startswith))
+    lines[at] = line
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_push_of_a_plain_hidden_value_is_refused(plan, fuel_store, tmp_path):
+    head = fuel_store.catalog().head()
+    done = _push_catalog(fuel_store, tmp_path, lambda folder: _replace_line(
+        folder / "environment.yaml", f"{NOVA}:", f"  {NOVA}: pushed-in-plain-text"))
+    assert done.returncode != 0
+    assert ("plans/overcloud/environment.yaml:" in done.stderr
+            and f"key 'parameters.{NOVA}'" in done.stderr
+            and "a secret stored in plain text" in done.stderr
+            and "gitstore plan set" in done.stderr), done.stderr
+    assert "pushed-in-plain-text" not in done.stderr  # the message never shows the value
+    assert fuel_store.catalog().head() == head
+
+
+def test_a_push_of_a_plain_hidden_default_is_refused(plan, fuel_store, tmp_path):
+    def edit(folder):
+        master = folder / "plan.yaml"
+        text = master.read_text()
+        sealed = re.search(r"ENC\[[^\]]*\]", text).group(0)
+        master.write_text(text.replace(sealed, "changeme", 1))
+
+    done = _push_catalog(fuel_store, tmp_path, edit)
+    assert done.returncode != 0
+    assert ("plans/overcloud/plan.yaml:" in done.stderr
+            and "key 'parameters.controller-1::AdminPassword.default'" in done.stderr), \
+        done.stderr
+
+
+def test_a_push_that_keeps_hidden_values_sealed_is_accepted(plan, fuel_store, tmp_path):
+    done = _push_catalog(fuel_store, tmp_path, lambda folder: _replace_line(
+        folder / "environment.yaml", "compute-1::count:", "  compute-1::count: 4"))
+    assert done.returncode == 0, done.stderr
+    stored = _git(fuel_store, "show", "main:plans/overcloud/environment.yaml")
+    assert "compute-1::count: 4" in stored
