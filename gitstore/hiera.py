@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 from gitstore.backend.cache import LRUCache
 from gitstore.catalog import CatalogView
 from gitstore.errors import InvalidInput, NotFound, UnknownPin, UnknownRevision
-from gitstore.layout import ENVIRONMENT_FILE, INVENTORY_NODES, NODES_LEVEL, EnvironmentView
+from gitstore.layout import (
+    ENVIRONMENT_FILE,
+    INVENTORY,
+    INVENTORY_NODES,
+    NODES_LEVEL,
+    EnvironmentView,
+)
 from gitstore.merge import effective
 from gitstore.names import check_level_value
 from gitstore.served import Served
@@ -26,7 +32,6 @@ if TYPE_CHECKING:
     from gitstore.store import Store
 
 #: The environment folder of node files and the cluster's own tags and roles.
-INVENTORY = "inventory"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ ENVIRONMENT_FILE = "environment.yaml"
 GLOBAL = "global"
 KINDS = ("values", "overrides")
 NODES_LEVEL = "nodes"
-INVENTORY_NODES = "inventory/nodes"
+INVENTORY = "inventory"
+INVENTORY_NODES = f"{INVENTORY}/nodes"
 
 LevelPairs = Sequence[tuple[str, str]]
 
