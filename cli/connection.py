@@ -24,7 +24,9 @@ from typing import Any
 
 import click
 
-from cli.client import Client, HttpClient, LocalClient
+from cli.client import Client
+from cli.http_client import HttpClient
+from cli.local_client import LocalClient
 from gitstore.backend.repository import Author
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import click
 
 from cli import output
-from cli.client import Client, LocalClient
+from cli.client import Client
 from cli.connection import Connection, pass_client
+from cli.local_client import LocalClient
 from gitstore import yamlio
 from gitstore.errors import InvalidInput
 from gitstore.secrets.local import CloneFile

@@ -8,8 +8,9 @@ import pytest
 import yaml
 from cli_helpers import assert_failure, assert_usage_error, hiera_source
 
-from cli.client import HttpClient, LocalClient
 from cli.facts import upload_facts
+from cli.http_client import HttpClient
+from cli.local_client import LocalClient
 
 
 def commits(store, env_id: int = 1) -> int:

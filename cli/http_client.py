@@ -1,0 +1,373 @@
+"""`HttpClient`: the `Client` of a gitstore server, over its REST API (standard library urllib).
+
+Errors come back as the `gitstore.errors` class the server's status stands for, with the
+server's message, so a command fails alike against a server and a local root.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from email.message import Message
+from typing import Any
+
+from cli.client import API_ROOT, V1_ROOT, Address, LevelPairs
+from gitstore import errors
+from gitstore.config import Query
+from gitstore.served import Served
+
+#: Status code -> error class, the inverse of the server's table (gitstore/api/errors.py).
+_ERRORS: dict[int, type[errors.GitstoreError]] = {
+    400: errors.InvalidInput,
+    401: errors.Unauthorized,
+    403: errors.Forbidden,
+    404: errors.NotFound,
+    405: errors.NotAllowed,
+    409: errors.Conflict,
+    422: errors.InvalidInput,
+    429: errors.TooManyRequests,
+    503: errors.Unavailable,
+}
+
+
+class HttpClient:
+    """A gitstore server at a base URL such as `http://127.0.0.1:8000`."""
+
+    def __init__(self, url: str, *, token: str | None = None, user: str | None = None,
+                 password: str | None = None, cacert: str | None = None,
+                 timeout: float = 60.0) -> None:
+        self.base = url.rstrip("/")
+        self.timeout = timeout
+        self.headers = {"Accept": "application/json", "User-Agent": "gitstore-cli"}
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
+        elif user:
+            pair = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
+            self.headers["Authorization"] = f"Basic {pair}"
+        context = ssl.create_default_context(cafile=cacert) if cacert else None
+        self._opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
+
+    # -- transport -------------------------------------------------------------------------
+    def request(self, method: str, path: str, *, params: dict | None = None,
+                body: Any = None, root: str = API_ROOT, raw: bool = False
+                ) -> tuple[Any, Message]:
+        """One request below the API root; the parsed JSON answer (None for 204; the text when
+        `raw`) and headers."""
+        url = self.base + root + path
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        headers = dict(self.headers)
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(url, data=data, headers=headers, method=method)
+        try:
+            with self._opener.open(req, timeout=self.timeout) as response:
+                data = response.read()
+                answer = data.decode("utf-8", "replace") if raw else _parse(data, url)
+                return answer, response.headers  # case-insensitive
+        except urllib.error.HTTPError as exc:
+            raise _error(exc) from None
+        except urllib.error.URLError as exc:
+            raise errors.Unavailable(f"cannot reach {self.base}: {exc.reason}") from exc
+        except (OSError, http.client.HTTPException) as exc:
+            raise errors.Unavailable(f"cannot reach {self.base}: {exc}") from exc
+
+    def _get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params=params)[0]
+
+    def _written(self, method: str, path: str, body: Any) -> Served:
+        _, headers = self.request(method, path, body=body)
+        version = headers.get("X-Gitstore-Version")
+        return Served(None, headers.get("X-Gitstore-Commit"),
+                      int(version) if version and version.isdigit() else None)
+
+    # -- catalog ---------------------------------------------------------------------------
+    def list_components(self, version: str | None = None) -> list[dict]:
+        return self._get("/components", version=version)
+
+    def get_component(self, component_id: int, version: str | None = None) -> dict:
+        return self._get(f"/components/{int(component_id)}", version=version)
+
+    def create_component(self, body: dict) -> dict:
+        return self.request("POST", "/components", body=body)[0]
+
+    def update_component(self, component_id: int, body: dict) -> dict:
+        return self.request("PATCH", f"/components/{int(component_id)}", body=body)[0]
+
+    def delete_component(self, component_id: int) -> None:
+        self.request("DELETE", f"/components/{int(component_id)}")
+
+    def list_definitions(self, component_id: int | str | None = None,
+                         version: str | None = None) -> list[dict]:
+        return self._get("/resource_definitions", component_id=component_id, version=version)
+
+    def get_definition(self, definition_id: int, version: str | None = None) -> dict:
+        return self._get(f"/resource_definitions/{int(definition_id)}", version=version)
+
+    def create_definition(self, body: dict) -> dict:
+        return self.request("POST", "/resource_definitions", body=body)[0]
+
+    def update_definition(self, definition_id: int, body: dict) -> dict:
+        return self.request("PATCH", f"/resource_definitions/{int(definition_id)}",
+                            body=body)[0]
+
+    def delete_definition(self, definition_id: int) -> None:
+        self.request("DELETE", f"/resource_definitions/{int(definition_id)}")
+
+    # -- environments ----------------------------------------------------------------------
+    def list_environments(self) -> list[dict]:
+        return self._get("/environments")
+
+    def get_environment(self, env_id: int, version: str | None = None) -> dict:
+        return self._get(f"/environments/{int(env_id)}", version=version)
+
+    def create_environment(self, body: dict) -> dict:
+        return self.request("POST", "/environments", body=body)[0]
+
+    def update_environment(self, env_id: int, body: dict) -> dict:
+        return self.request("PATCH", f"/environments/{int(env_id)}", body=body)[0]
+
+    def delete_environment(self, env_id: int) -> None:
+        self.request("DELETE", f"/environments/{int(env_id)}")
+
+    def list_levels(self, env_id: int, version: str | None = None) -> list[dict]:
+        return self._get(f"/environments/{int(env_id)}/hierarchy_levels", version=version)
+
+    def get_level(self, env_id: int, name: str, version: str | None = None) -> dict:
+        return self._get(f"/environments/{int(env_id)}/hierarchy_levels/{_segment(name)}",
+                         version=version)
+
+    # -- values ----------------------------------------------------------------------------
+    def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str,
+             query: Query) -> Any:
+        params = {"effective": _on(query.effective), "show_lookup": _on(query.show_lookup),
+                  "key": query.key, "version": query.version, "reveal": _on(query.reveal)}
+        return self._get(document_path(env_id, pairs, resource, kind), **params)
+
+    def secret_rules(self, env_id: int) -> dict:
+        return self._get(f"/environments/{int(env_id)}/secrets/rules")
+
+    def encrypt_secrets(self, env_id: int, path: str, document: dict) -> dict:
+        return self.request("POST", f"/environments/{int(env_id)}/secrets/encrypt",
+                            body={"path": path, "document": document})[0]
+
+    def put(self, env_id: int, pairs: LevelPairs, resource: str, kind: str,
+            document: dict) -> Served:
+        return self._written("PUT", document_path(env_id, pairs, resource, kind), document)
+
+    def update_keys(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, op: str,
+                    paths: list[list[Any]]) -> Served:
+        path = f"{document_path(env_id, pairs, resource, kind)}/keys/{_segment(op)}"
+        return self._written("PATCH", path, paths)
+
+    def write_many(self, env_id: int, documents: dict[Address, dict], message: str) -> Served:
+        items = [{"levels": [list(pair) for pair in pairs], "resource": resource, "kind": kind,
+                  "document": document}
+                 for (pairs, resource, kind), document in documents.items()]
+        body = {"message": message, "documents": items}
+        return self._written("PUT", f"/environments/{int(env_id)}/documents", body)
+
+    # -- versions --------------------------------------------------------------------------
+    def history(self, env_id, **params):
+        return self.request("GET", f"/environments/{int(env_id)}/history", params=params)[0]
+
+    def diff(self, env_id, source, target=None, *, scope=None, resource=None):
+        return self._get(f"/environments/{int(env_id)}/diff", to=target, levels=scope,
+                         resource=resource, **{"from": source})
+
+    def revert(self, env_id, body):
+        return self.request("POST", f"/environments/{int(env_id)}/revert", body=body)[0]
+
+    def explain(self, env_id, pairs, resource, key=None, version=None):
+        return self._get(document_path(env_id, pairs, resource, "values"), effective="1",
+                         explain="1", key=key, version=version)
+
+    # -- tags and nodes (under /api/v1, not /api/v1/config) --------------------------------
+    def _v1(self, method: str, path: str, body: Any = None) -> Any:
+        return self.request(method, path, body=body, root=V1_ROOT)[0]
+
+    def list_tags(self, kind, owner_id):
+        return self._v1("GET", f"/{kind}s/{int(owner_id)}/tags")
+
+    def create_tag(self, kind, owner_id, body):
+        return self._v1("POST", f"/{kind}s/{int(owner_id)}/tags", body)
+
+    def update_tag(self, kind, owner_id, name, body):
+        return self._v1("PUT", f"/{kind}s/{int(owner_id)}/tags/{_segment(name)}", body)
+
+    def delete_tag(self, kind, owner_id, name):
+        self._v1("DELETE", f"/{kind}s/{int(owner_id)}/tags/{_segment(name)}")
+
+    def assign_tags(self, env_id, node, tags):
+        return self._v1("POST", f"/clusters/{int(env_id)}/nodes/{_segment(node)}/tags",
+                        {"tags": tags})
+
+    def unassign_tags(self, env_id, node, tags):
+        self._v1("DELETE", f"/clusters/{int(env_id)}/nodes/{_segment(node)}/tags",
+                 {"tags": tags})
+
+    def tags_check(self, env_id):
+        return self._v1("GET", f"/clusters/{int(env_id)}/tags_check")
+
+    def list_nodes(self, env_id):
+        return self._v1("GET", f"/clusters/{int(env_id)}/nodes")
+
+    def get_node(self, env_id, node):
+        return self._v1("GET", f"/clusters/{int(env_id)}/nodes/{_segment(node)}")
+
+    def create_node(self, env_id, body):
+        return self._v1("POST", f"/clusters/{int(env_id)}/nodes", body)
+
+    def update_node(self, env_id, node, body):
+        return self._v1("PATCH", f"/clusters/{int(env_id)}/nodes/{_segment(node)}", body)
+
+    def delete_node(self, env_id, node):
+        self._v1("DELETE", f"/clusters/{int(env_id)}/nodes/{_segment(node)}")
+
+    # -- environment upgrade ---------------------------------------------------------------
+    def upgrade_clone(self, env_id, body):
+        return self._v1("POST", f"/clusters/{int(env_id)}/upgrade/clone", body)
+
+    def upgrade_assign(self, env_id, body):
+        return self._v1("POST", f"/clusters/{int(env_id)}/upgrade/assign", body)
+
+    def upgrade_vips(self, env_id):
+        return self._v1("POST", f"/clusters/{int(env_id)}/upgrade/vips")
+
+    def upgrade_status(self, env_id):
+        return self._v1("GET", f"/clusters/{int(env_id)}/upgrade")
+
+    # -- deployment graphs -----------------------------------------------------------------
+    def _graph(self, kind: str, owner_id: int, graph_type: str | None = None) -> str:
+        path = f"/{kind}s/{int(owner_id)}/deployment_graphs"
+        return path if graph_type is None else f"{path}/{_segment(graph_type)}"
+
+    def list_graphs(self, kind, owner_id):
+        return self._v1("GET", self._graph(kind, owner_id))
+
+    def get_graph(self, kind, owner_id, graph_type):
+        return self._v1("GET", self._graph(kind, owner_id, graph_type))
+
+    def create_graph(self, kind, owner_id, graph_type, body):
+        return self._v1("POST", self._graph(kind, owner_id, graph_type), body)
+
+    def replace_graph(self, kind, owner_id, graph_type, body):
+        return self._v1("PUT", self._graph(kind, owner_id, graph_type), body)
+
+    def delete_graph(self, kind, owner_id, graph_type):
+        self._v1("DELETE", self._graph(kind, owner_id, graph_type))
+
+    def cluster_tasks(self, env_id, graph_type, view="merged"):
+        suffix = "" if view == "merged" else f"/{_segment(view)}"
+        return self.request("GET", f"/clusters/{int(env_id)}/deployment_tasks{suffix}",
+                            params={"graph_type": graph_type}, root=V1_ROOT)[0]
+
+    def graph_dot(self, env_id, graph_type, **filters):
+        params = {"graph_type": graph_type, "tasks": ",".join(filters.get("only") or []) or None,
+                  "parents_for": filters.get("parents_for"),
+                  "remove": ",".join(filters.get("remove") or []) or None}
+        return self.request("GET", f"/clusters/{int(env_id)}/deploy_tasks/graph.gv",
+                            params=params, root=V1_ROOT, raw=True)[0]
+
+    def execute_graphs(self, body):
+        return self._v1("POST", "/graphs/execute", body)
+
+    def get_transaction(self, transaction_id):
+        return self._v1("GET", f"/transactions/{int(transaction_id)}")
+
+    # -- Heat roles and deployment plans ---------------------------------------------------
+    def list_roles(self, only_latest=False):
+        return self.request("GET", "/roles", params={"only_latest": _on(only_latest)},
+                            root=V1_ROOT)[0]
+
+    def upload_role(self, name, content, description=None):
+        """POST a new name; when it exists, PUT a new version of its latest."""
+        body = {"content": content, **({} if description is None else
+                                       {"description": description})}
+        try:
+            return self._v1("POST", "/roles", {"name": name, **body}), True
+        except errors.Conflict:
+            latest = next((r for r in self.list_roles(True) if r["name"] == name), None)
+            if latest is None:
+                raise
+        entity = self._v1("PUT", f"/roles/{_segment(latest['uuid'])}", body)
+        return entity, entity["version"] != latest["version"]
+
+    def list_plans(self):
+        return self._v1("GET", "/plans")
+
+    def get_plan(self, uuid, reveal=False):
+        return self.request("GET", f"/plans/{_segment(uuid)}", params={"reveal": _on(reveal)},
+                            root=V1_ROOT)[0]
+
+    def create_plan(self, body):
+        return self._v1("POST", "/plans", body)
+
+    def delete_plan(self, uuid):
+        self._v1("DELETE", f"/plans/{_segment(uuid)}")
+
+    def add_plan_role(self, uuid, role_uuid):
+        return self._v1("POST", f"/plans/{_segment(uuid)}/roles", {"uuid": role_uuid})
+
+    def remove_plan_role(self, uuid, role_uuid):
+        return self._v1("DELETE", f"/plans/{_segment(uuid)}/roles/{_segment(role_uuid)}")
+
+    def set_plan_values(self, uuid, values):
+        return self._v1("PATCH", f"/plans/{_segment(uuid)}", values)
+
+    def export_plan(self, uuid, reveal=False):
+        return self.request("GET", f"/plans/{_segment(uuid)}/templates",
+                            params={"reveal": _on(reveal)}, root=V1_ROOT)[0]
+
+
+def document_path(env_id: int, pairs: LevelPairs, resource: str, kind: str) -> str:
+    """`/environments/1/nodes/2/resources/override/plugins/values`, each segment quoted."""
+    levels = "".join(f"{_segment(level)}/{_segment(value)}/" for level, value in pairs)
+    name = "/".join(_segment(part) for part in resource.split("/"))
+    return f"/environments/{int(env_id)}/{levels}resources/{name}/{_segment(kind)}"
+
+
+def _segment(text: str) -> str:
+    return urllib.parse.quote(str(text), safe="")
+
+
+def _on(flag: bool) -> str | None:
+    return "1" if flag else None
+
+
+def _parse(raw: bytes, url: str) -> Any:
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise errors.GitstoreError(f"{url} did not answer JSON: {raw[:80]!r}") from exc
+
+
+def _error(exc: urllib.error.HTTPError) -> errors.GitstoreError:
+    """The gitstore error a server's error answer stands for, with the server's message."""
+    try:
+        body = json.loads(exc.read() or b"{}")
+    except ValueError:
+        body = {}
+    finally:
+        exc.close()
+    message = body.get("message") if isinstance(body, dict) else None
+    details = body.get("errors") if isinstance(body, dict) else None
+    cls = _ERRORS.get(exc.code)
+    if cls is errors.InvalidInput and details:
+        cls = errors.ValidationFailed
+    if cls is None:
+        prefix = "server error" if exc.code >= 500 else "unexpected answer"
+        return errors.GitstoreError(f"{prefix} {exc.code}: {message or exc.reason}",
+                                    errors=details if isinstance(details, list) else None)
+    return cls(message or f"HTTP {exc.code} {exc.reason}",
+               errors=details if isinstance(details, list) else None)
