@@ -112,6 +112,7 @@ class GitOps:
     def __init__(self, store: Store) -> None:
         self._store = store
         self.folder = store.root / GITOPS_DIR
+        self._watched = files.WatchedFile(self.folder / MIRRORS_FILE, lambda _: self._mirrors())
 
     # -- repositories ----------------------------------------------------------------------
     def repository_path(self, name: str) -> Path:
@@ -173,6 +174,23 @@ class GitOps:
         raise_problems(problems, f"{target.name}: push rejected, commit {new[:12]} is invalid")
 
     # -- mirror settings -------------------------------------------------------------------
+    def mirror_of(self, name: str) -> dict | None:
+        """The mirror settings of repository `name` (`environments/1.git`), None if it has none.
+
+        Costs a `stat` of the settings file: every write through the facade asks.
+        """
+        return (self._watched.current() or {}).get(name)
+
+    def check_writable(self, name: str) -> None:
+        """Refuse a write through the facade to a repository in mirror mode: the forge is its
+        source of truth, and a commit made here would stop every later sync (the remote branch
+        would no longer contain the served commit)."""
+        mirror = self.mirror_of(name)
+        if mirror is not None:
+            raise Conflict(f"{name} mirrors {remote.redact(mirror['url'])} (branch "
+                           f"{mirror['branch']}): change it there, the store follows it; or "
+                           "`gitstore mirror remove` first")
+
     def add_mirror(self, name: str, url: str, *, secret: str, branch: str = "main",
                    forge: str | None = None, api_url: str | None = None,
                    api_token: str | None = None) -> dict:

@@ -22,6 +22,7 @@ from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.gitops import environment_repository
 from gitstore.merge.tags import TAG_NAME, missing_role_tags
 from gitstore.names import check_identifier, check_segment
 from gitstore.served import Served
@@ -277,6 +278,8 @@ class Owners:
         """Re-elect primaries in every environment using this owner, after a catalog commit
         changed its roles or tags (one commit per environment, only if something changed)."""
         for env_id in self.users(name):
+            if self._store.gitops.mirror_of(environment_repository(env_id)) is not None:
+                continue  # its forge owns its history (GitOps.check_writable)
             self._store.nodes.reconcile(env_id, f"reconcile nodes after {self.kind.name} "
                                                 f"{name}: {verb}", author)
 

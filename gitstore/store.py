@@ -7,6 +7,7 @@ domain rules and reach git only through `gitstore.backend`.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -111,6 +112,8 @@ class Store:
             repo = self._repos.get(path)
             if repo is None:
                 repo = self._repos[path] = Repository(path, name)
+                served_as = os.path.relpath(path, self.root).replace(os.sep, "/")
+                repo.write_guard = functools.partial(self.gitops.check_writable, served_as)
             return repo
 
     def catalog(self) -> Repository:

@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 import requests
 from click.testing import CliRunner
+from fuel_data import newton_release
 
 from cli.main import cli
 from gitstore.api import create_app
+from gitstore.errors import Conflict
 from gitstore.gitops import INCOMING, start_poller
 
 from . import forge_payloads as forge
@@ -175,6 +177,40 @@ def test_a_mirrored_repository_refuses_direct_pushes(gitops_store, remote, tmp_p
     done = git("push", "origin", "main", cwd=work, check=False)
     assert done.returncode != 0
     assert "mirrors file://" in done.stderr and "push there" in done.stderr, done.stderr
+
+
+VALUES_KEYS = "/api/v1/config/environments/1/resources/astute/values/keys/set"
+
+
+def test_a_mirrored_repository_refuses_writes_through_the_api(gitops_store, remote, client):
+    """A commit made here would stop every later sync: the forge is the source of truth."""
+    mirror(gitops_store, remote)
+    head = gitops_store.environment_repo(1).head()
+    refused = client.patch(VALUES_KEYS, json=[["region", "here"]])
+    assert refused.status_code == 409, refused.get_data(as_text=True)
+    message = refused.get_json()["message"]
+    assert f"{ENV} mirrors file://" in message and "change it there" in message, message
+    with pytest.raises(Conflict, match="mirrors"):  # the facade (CLI on --root) alike
+        gitops_store.config.update_keys(1, [], "astute", "values", "set", [["region", "x"]])
+    assert gitops_store.environment_repo(1).head() == head
+    gitops_store.gitops.remove_mirror(ENV)
+    assert client.patch(VALUES_KEYS, json=[["region", "here"]]).status_code == 204
+    assert gitops_store.environment_repo(1).head() != head
+
+
+def test_a_catalog_change_leaves_a_mirrored_environment_alone(gitops_store, remote):
+    """Re-electing primaries after a release change writes to each environment using it;
+    a mirrored one is skipped, and the catalog change still lands."""
+    release = gitops_store.releases.create(newton_release()).data
+    gitops_store.environments.update(1, {"release": release["id"]})
+    mirror(gitops_store, remote)
+    head = gitops_store.environment_repo(1).head()
+    roles = gitops_store.releases.get(release["id"]).data["roles_metadata"]
+    roles["compute"]["description"] = "changed while environment 1 is mirrored"
+    gitops_store.releases.update(release["id"], {"roles_metadata": roles})
+    assert gitops_store.environment_repo(1).head() == head
+    changed = gitops_store.releases.get(release["id"]).data["roles_metadata"]["compute"]
+    assert changed["description"] == "changed while environment 1 is mirrored"
 
 
 class _ForgeStub(BaseHTTPRequestHandler):
