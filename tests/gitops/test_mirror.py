@@ -4,6 +4,7 @@ signed in each forge's format, and pull-request reviews go to a stub of the forg
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import stat
 import subprocess
@@ -205,7 +206,8 @@ def test_a_catalog_change_leaves_a_mirrored_environment_alone(gitops_store, remo
     gitops_store.environments.update(1, {"release": release["id"]})
     mirror(gitops_store, remote)
     head = gitops_store.environment_repo(1).head()
-    roles = gitops_store.releases.get(release["id"]).data["roles_metadata"]
+    # a copy: answers share their data with the caches, which must never be edited
+    roles = copy.deepcopy(gitops_store.releases.get(release["id"]).data["roles_metadata"])
     roles["compute"]["description"] = "changed while environment 1 is mirrored"
     gitops_store.releases.update(release["id"], {"roles_metadata": roles})
     assert gitops_store.environment_repo(1).head() == head
