@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import make_store  # bench/ is not a package: scripts and this module import their neighbours
+
 PROJECT = Path(__file__).resolve().parents[1]
 BASELINE_ENV = "GITSTORE_BENCH_BASELINE"
 LOOKUP = "/api/v1/config/environments/1/nodes/{node}/resources/astute/values?effective"
@@ -62,6 +64,18 @@ def scratch(prefix: str, workdir: Path | None) -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def store_for(args: argparse.Namespace, scratch_folder: Path, sizes: tuple[int, int],
+              smoke_sizes: tuple[int, int]) -> Path:
+    """`--root` when given; else a new store in `scratch_folder` of (nodes, commits) `sizes`,
+    or `smoke_sizes` under `--smoke`, with 100 facts per node (`make_store.py`)."""
+    if args.root is not None:
+        return args.root
+    root = scratch_folder / "store"
+    nodes, commits = smoke_sizes if args.smoke else sizes
+    make_store.build(root, nodes, commits, keys=100)
+    return root
 
 
 def file_creation_us(folder: Path, files: int = 100) -> float:

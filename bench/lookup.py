@@ -25,7 +25,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402 - bench/ is not a package: scripts import their neighbours
-import make_store  # noqa: E402
 
 NODE = 17
 P99_TARGET_MS = 5.0
@@ -78,11 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--root", type=Path, help="an existing store (bench/make_store.py)")
     args = parser.parse_args(argv)
     with harness.scratch("gitstore-lookup-", args.workdir) as temp:
-        root = args.root
-        if root is None:
-            nodes, commits = (20, 10) if args.smoke else (100, 100)
-            root = temp / "store"
-            make_store.build(root, nodes, commits, keys=100)
+        root = harness.store_for(args, temp, (100, 100), smoke_sizes=(20, 10))
         seconds, rounds = (1.0, 1) if args.smoke else (args.seconds, args.rounds)
         use_wrk = harness.has_wrk() and not (args.smoke or args.no_wrk)
         workers = args.workers or (1 if args.smoke else None)

@@ -22,7 +22,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402 - bench/ is not a package: scripts import their neighbours
-import make_store  # noqa: E402
 
 TARGET_MB = 300.0
 
@@ -58,10 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lookups", type=int, default=100_000)
     args = parser.parse_args(argv)
     with harness.scratch("gitstore-memory-", args.workdir) as temp:
-        root = args.root
-        if root is None:
-            root = temp / "store"
-            make_store.build(root, *((200, 10) if args.smoke else (5000, 1000)), keys=100)
+        root = harness.store_for(args, temp, (5000, 1000), smoke_sizes=(200, 10))
         lookups = 2000 if args.smoke else args.lookups
         workers = args.workers or (1 if args.smoke else None)
         if not run(root, lookups, workers):

@@ -31,7 +31,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402 - bench/ is not a package: scripts import their neighbours
-import make_store  # noqa: E402
 
 NODE = 3
 TARGET_S = 1.0
@@ -129,10 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pushes", type=int, default=5)
     args = parser.parse_args(argv)
     with harness.scratch("gitstore-push-", args.workdir) as work:
-        root = args.root
-        if root is None:
-            root = work / "store"
-            make_store.build(root, *((10, 10) if args.smoke else (100, 100)), keys=100)
+        root = harness.store_for(args, work, (100, 100), smoke_sizes=(10, 10))
         pushes = 1 if args.smoke else args.pushes
         workers = args.workers or (2 if args.smoke else None)
         if not run(root, pushes, workers, work):

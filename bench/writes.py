@@ -33,7 +33,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402 - bench/ is not a package: scripts import their neighbours
-import make_store  # noqa: E402
 
 TARGET = 200.0
 SLOW_DISK_US = 200.0
@@ -150,10 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, default=8)
     args = parser.parse_args(argv)
     with harness.scratch("gitstore-writes-", args.workdir) as temp:
-        root = args.root
-        if root is None:
-            root = temp / "store"
-            make_store.build(root, *((10, 10) if args.smoke else (100, 100)), keys=100)
+        root = harness.store_for(args, temp, (100, 100), smoke_sizes=(10, 10))
         seconds, rounds = (1.0, 1) if args.smoke else (args.seconds, args.rounds)
         workers = args.workers or (1 if args.smoke else None)
         if not run(root, args.clients, seconds, rounds, workers):
