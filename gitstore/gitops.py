@@ -161,7 +161,7 @@ class GitOps:
         target = self._target_of_path(repo_path)
         if new == ZERO:
             raise Conflict(f"{target.name}: deleting main is refused (it is the served state)")
-        mirror = self._mirrors().get(target.name)
+        mirror = self.mirror_of(target.name)
         if mirror is not None:
             raise Conflict(f"{target.name} mirrors {remote.redact(mirror['url'])}: push there; "
                            "the store follows it")

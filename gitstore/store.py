@@ -111,9 +111,9 @@ class Store:
         with self._lock:
             repo = self._repos.get(path)
             if repo is None:
-                repo = self._repos[path] = Repository(path, name)
                 served_as = os.path.relpath(path, self.root).replace(os.sep, "/")
-                repo.write_guard = functools.partial(self.gitops.check_writable, served_as)
+                guard = functools.partial(self.gitops.check_writable, served_as)
+                repo = self._repos[path] = Repository(path, name, write_guard=guard)
             return repo
 
     def catalog(self) -> Repository:

@@ -84,7 +84,8 @@ class _Guess:
 class Repository:
     """A bare repository whose branch `main` is the served state."""
 
-    def __init__(self, path: Path, name: str) -> None:
+    def __init__(self, path: Path, name: str,
+                 write_guard: Callable[[], None] | None = None) -> None:
         self.path = Path(path)
         self.name = name
         self._local = threading.local()
@@ -92,9 +93,9 @@ class Repository:
         # in the kernel: with all of them there, 8 writers in 4 processes committed a fifth
         # fewer writes per second (more threads woke to fight over the process's GIL).
         self._writers = threading.Lock()
-        #: Called before every `update`; it raises to refuse the write (the facade sets it for
-        #: a repository in mirror mode, whose source of truth is elsewhere).
-        self.write_guard: Callable[[], None] | None = None
+        # Called before every `update`; it raises to refuse the write (the facade refuses
+        # writes to a repository in mirror mode, whose source of truth is elsewhere).
+        self._write_guard = write_guard
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -307,8 +308,8 @@ class Repository:
         head it ran on, so the refusal is what that version of the store answers (a bad
         request never waits for the lock or holds it).
         """
-        if self.write_guard is not None:
-            self.write_guard()
+        if self._write_guard is not None:
+            self._write_guard()
         for attempt in range(MAX_ATTEMPTS):
             guess = self._speculate(operation)
             with self._writers, self._write_lock():

@@ -17,7 +17,6 @@ keeps one). YAQL `condition`s are recorded in the directory, not evaluated.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +26,7 @@ from gitstore.merge.graphs import (
     CROSS_FIELDS,
     LOCAL_FIELDS,
     dependency_edges,
+    ranked_order,
     resolve_name,
     topological_order,
 )
@@ -199,22 +199,11 @@ def execution_order(tasks_graph: Mapping[str, Sequence[Mapping[str, Any]]]
 
 def _kahn(before: Mapping[Vertex, set[Vertex]], rank: Mapping[Vertex, tuple]) -> list[Vertex]:
     after: dict[Vertex, list[Vertex]] = {vertex: [] for vertex in before}
-    waiting = {}
     for vertex, needs in before.items():
-        known = [need for need in needs if need in before]
-        waiting[vertex] = len(known)
-        for need in known:
-            after[need].append(vertex)
-    ready = [(rank[v], v) for v, count in waiting.items() if count == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, vertex = heapq.heappop(ready)
-        order.append(vertex)
-        for later in after[vertex]:
-            waiting[later] -= 1
-            if waiting[later] == 0:
-                heapq.heappush(ready, (rank[later], later))
+        for need in needs:
+            if need in before:
+                after[need].append(vertex)
+    order = ranked_order(after, rank)
     if len(order) < len(before):
         stuck = sorted(f"{task}@{node}" for (task, node) in set(before) - set(order))
         raise ValidationFailed(f"the plan cannot be ordered: tasks {', '.join(stuck[:5])} "

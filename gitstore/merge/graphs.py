@@ -409,23 +409,30 @@ def topological_order(tasks: Sequence[Mapping[str, Any]]) -> list[str]:
     """Task ids with every dependency first; ties keep the graph's order. Raises
     ValidationFailed on a cycle."""
     rank = {task["id"]: index for index, task in enumerate(tasks)}
-    after = _successors(tasks, dependency_edges(tasks))
+    order = ranked_order(_successors(tasks, dependency_edges(tasks)), rank)
+    if len(order) < len(rank):
+        raise_problems(graph_problems(tasks, missing=False), "the graph cannot be ordered")
+    return order
+
+
+def ranked_order(after: Mapping[Any, Iterable[Any]], rank: Mapping[Any, Any]) -> list[Any]:
+    """Kahn's order of the vertices of `rank` (each vertex before those `after` lists for
+    it), taking the lowest rank among the ready ones. Vertices on a cycle are left out, so a
+    shorter answer than `rank` means a cycle."""
     waiting = dict.fromkeys(rank, 0)
     for later in after.values():
-        for task_id in later:
-            waiting[task_id] += 1
-    ready = [(rank[t], t) for t, count in waiting.items() if count == 0]
+        for vertex in later:
+            waiting[vertex] += 1
+    ready = [(rank[v], v) for v, count in waiting.items() if count == 0]
     heapq.heapify(ready)
     order = []
     while ready:
-        _, task_id = heapq.heappop(ready)
-        order.append(task_id)
-        for later in after[task_id]:
+        _, vertex = heapq.heappop(ready)
+        order.append(vertex)
+        for later in after.get(vertex, ()):
             waiting[later] -= 1
             if waiting[later] == 0:
                 heapq.heappush(ready, (rank[later], later))
-    if len(order) < len(rank):
-        raise_problems(graph_problems(tasks, missing=False), "the graph cannot be ordered")
     return order
 
 
