@@ -27,8 +27,9 @@ NODE = 7
 TARGET = 1.2
 
 
-def run(small: Path, big: Path, seconds: float, rounds: int, use_wrk: bool,
-        workers: int | None) -> bool:
+def run(
+    small: Path, big: Path, seconds: float, rounds: int, use_wrk: bool, workers: int | None
+) -> bool:
     path = harness.LOOKUP.format(node=NODE)
     with harness.Server(small, workers=workers) as one, harness.Server(big, workers=workers) as two:
         sizes = {one.warm([path]), two.warm([path])}
@@ -40,11 +41,16 @@ def run(small: Path, big: Path, seconds: float, rounds: int, use_wrk: bool,
     p50 = {name: statistics.median(r.p50_ms for r in loads) for name, loads in runs.items()}
     errors = sum(r.errors for loads in runs.values() for r in loads)
     ratio = rate["small"] / rate["big"]
-    harness.report("flat", ratio, f"<= {TARGET:g}", ratio <= TARGET and errors == 0,
-                   f"large store {rate['big']:.0f} req/s p50 {p50['big']:.2f} ms; small store "
-                   f"{rate['small']:.0f} req/s p50 {p50['small']:.2f} ms; body sizes "
-                   f"{sorted(sizes)} bytes; errors {errors}; {runs['big'][0].tool}, "
-                   f"{rounds}x{seconds:g}s; {harness.machine_load()}")
+    harness.report(
+        "flat",
+        ratio,
+        f"<= {TARGET:g}",
+        ratio <= TARGET and errors == 0,
+        f"large store {rate['big']:.0f} req/s p50 {p50['big']:.2f} ms; small store "
+        f"{rate['small']:.0f} req/s p50 {p50['small']:.2f} ms; body sizes "
+        f"{sorted(sizes)} bytes; errors {errors}; {runs['big'][0].tool}, "
+        f"{rounds}x{seconds:g}s; {harness.machine_load()}",
+    )
     return errors == 0
 
 

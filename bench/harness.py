@@ -45,8 +45,9 @@ def options(doc: str, *, timed: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--workers", type=int, help="gunicorn workers (default: serve's)")
     parser.add_argument("--smoke", action="store_true", help="tiny and quick, for CI")
-    parser.add_argument("--workdir", type=Path,
-                        help="folder for the stores it builds (default: the temp folder)")
+    parser.add_argument(
+        "--workdir", type=Path, help="folder for the stores it builds (default: the temp folder)"
+    )
     if timed:
         parser.add_argument("--seconds", type=float, default=10.0, help="length of a round")
         parser.add_argument("--rounds", type=int, default=3, help="rounds (the median counts)")
@@ -66,8 +67,12 @@ def scratch(prefix: str, workdir: Path | None) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def store_for(args: argparse.Namespace, scratch_folder: Path, sizes: tuple[int, int],
-              smoke_sizes: tuple[int, int]) -> Path:
+def store_for(
+    args: argparse.Namespace,
+    scratch_folder: Path,
+    sizes: tuple[int, int],
+    smoke_sizes: tuple[int, int],
+) -> Path:
     """`--root` when given; else a new store in `scratch_folder` of (nodes, commits) `sizes`,
     or `smoke_sizes` under `--smoke`, with 100 facts per node (`make_store.py`)."""
     if args.root is not None:
@@ -110,8 +115,14 @@ class Server:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(tempfile.mkstemp(prefix="gitstore-bench-", suffix=".log")[1])
-        self._args = [str(Path(sys.executable).with_name("gitstore")), "serve", "--root",
-                      str(root), "--port", str(self.port)]
+        self._args = [
+            str(Path(sys.executable).with_name("gitstore")),
+            "serve",
+            "--root",
+            str(root),
+            "--port",
+            str(self.port),
+        ]
         if workers:
             self._args += ["--workers", str(workers)]
         if threads:
@@ -121,8 +132,9 @@ class Server:
     def __enter__(self) -> Server:
         env = {**os.environ, BASELINE_ENV: "1", "GITSTORE_ROOT": str(self.root)}
         with self.log.open("w") as log:
-            self.process = subprocess.Popen(self._args, env=env, stdout=log, stderr=log,
-                                            start_new_session=True)
+            self.process = subprocess.Popen(
+                self._args, env=env, stdout=log, stderr=log, start_new_session=True
+            )
         self._wait_ready()
         return self
 
@@ -224,14 +236,29 @@ def has_wrk() -> bool:
 def wrk(url: str, seconds: float, connections: int = 8, threads: int = 1) -> Load:
     """`wrk` against one URL: rate and latency percentiles as it prints them."""
     # A slow answer on a busy machine is latency, not an error: wrk's default timeout is 2 s.
-    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s",
-                          "--timeout", "10s", "--latency", url],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            "wrk",
+            f"-t{threads}",
+            f"-c{connections}",
+            f"-d{seconds:g}s",
+            "--timeout",
+            "10s",
+            "--latency",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     total = int(re.search(r"(\d+) requests in", out).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), "
-                              r"timeout (\d+)", out)
+    socket_errors = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), "
+        r"timeout (\d+)",
+        out,
+    )
     failed = int(errors.group(1)) if errors else 0
     failed += sum(map(int, socket_errors.groups())) if socket_errors else 0
     return Load(rate, _wrk_ms(out, "50%"), _wrk_ms(out, "99%"), total, failed, "wrk")
@@ -252,18 +279,31 @@ class Gets:
         return self.requests[number % len(self.requests)]
 
 
-def pyload(base_url: str, paths: list[str], seconds: float, processes: int = 2,
-           connections: int = 4, total: int | None = None) -> Load:
+def pyload(
+    base_url: str,
+    paths: list[str],
+    seconds: float,
+    processes: int = 2,
+    connections: int = 4,
+    total: int | None = None,
+) -> Load:
     """`processes` x `connections` keep-alive clients cycling through `paths` for `seconds`
     (or until `total` requests have been answered)."""
     host, port = base_url.removeprefix("http://").split(":")
-    return pyload_requests(base_url, Gets(host, paths), seconds, processes, connections,
-                           total, spacing=len(paths))
+    return pyload_requests(
+        base_url, Gets(host, paths), seconds, processes, connections, total, spacing=len(paths)
+    )
 
 
-def pyload_requests(base_url: str, requests, seconds: float, processes: int = 2,
-                    connections: int = 4, total: int | None = None,
-                    spacing: int = 1_000_000_000) -> Load:
+def pyload_requests(
+    base_url: str,
+    requests,
+    seconds: float,
+    processes: int = 2,
+    connections: int = 4,
+    total: int | None = None,
+    spacing: int = 1_000_000_000,
+) -> Load:
     """Like `pyload`, with request number n being `requests(n)` (a picklable callable).
 
     Process k numbers its requests from `k * spacing // processes`, so with the default
@@ -272,8 +312,10 @@ def pyload_requests(base_url: str, requests, seconds: float, processes: int = 2,
     """
     host, port = base_url.removeprefix("http://").split(":")
     share = -(-total // processes) if total else None
-    jobs = [(host, int(port), requests, seconds, connections, n * spacing // processes, share)
-            for n in range(processes)]
+    jobs = [
+        (host, int(port), requests, seconds, connections, n * spacing // processes, share)
+        for n in range(processes)
+    ]
     started = time.perf_counter()
     with multiprocessing.get_context("fork").Pool(processes) as pool:
         results = pool.map(_client, jobs)
@@ -284,8 +326,9 @@ def pyload_requests(base_url: str, requests, seconds: float, processes: int = 2,
     if not latencies:
         return Load(0.0, 0.0, 0.0, 0, errors, "pyload")
     pick = lambda q: latencies[min(int(q * len(latencies)), len(latencies) - 1)] * 1000  # noqa: E731
-    return Load(len(latencies) / elapsed, pick(0.50), pick(0.99), len(latencies), errors,
-                "pyload", answered)
+    return Load(
+        len(latencies) / elapsed, pick(0.50), pick(0.99), len(latencies), errors, "pyload", answered
+    )
 
 
 def _client(job) -> tuple[list[float], int, list[int]]:
@@ -358,14 +401,20 @@ def _complete(buffer: bytes) -> int | None:
     return int(head.split(" ", 2)[1])
 
 
-def measure(server: Server, path: str, seconds: float, *, use_wrk: bool,
-            connections: int = 8) -> Load:
+def measure(
+    server: Server, path: str, seconds: float, *, use_wrk: bool, connections: int = 8
+) -> Load:
     """Load `path` from `connections` keep-alive connections for `seconds`."""
     if use_wrk:
         return wrk(server.url + path, seconds, connections=connections)
     processes = 2 if connections >= 2 else 1
-    return pyload(server.url, [path], seconds, processes=processes,
-                  connections=max(connections // processes, 1))
+    return pyload(
+        server.url,
+        [path],
+        seconds,
+        processes=processes,
+        connections=max(connections // processes, 1),
+    )
 
 
 # -- output ----------------------------------------------------------------------------------

@@ -48,39 +48,53 @@ KEYS = 200
 AUTHOR = Author("bench", "bench@example.com")
 MISSING = "__missing__"
 ACCESS_LOG = "access.log"
-PLUGIN_KEYS = {"lma_collector": {"enabled": True}, "elasticsearch_kibana": {"enabled": False},
-               "influxdb_grafana": {"enabled": True}, "zabbix_monitoring": {"enabled": False},
-               "contrail": {"enabled": False}}
+PLUGIN_KEYS = {
+    "lma_collector": {"enabled": True},
+    "elasticsearch_kibana": {"enabled": False},
+    "influxdb_grafana": {"enabled": True},
+    "zabbix_monitoring": {"enabled": False},
+    "contrail": {"enabled": False},
+}
 
 
 # -- data ------------------------------------------------------------------------------------
 def fuel_documents() -> dict[tuple, dict]:
     """Node 127's levels: astute as uploaded, globals derived from it, plugin and node data."""
     astute = yaml.safe_load((FUEL_DATA / "astute" / "compute.yaml").read_text())
-    globals_ = {f"{key}_{sub}": value for key, section in astute.items()
-                if isinstance(section, dict) for sub, value in section.items()}
+    globals_ = {
+        f"{key}_{sub}": value
+        for key, section in astute.items()
+        if isinstance(section, dict)
+        for sub, value in section.items()
+    }
     node = (("nodes", NODE),)
     override = lambda name: yaml.safe_load((FUEL_DATA / "hiera-override" / name).read_text())  # noqa: E731
     return {
         (node, "astute", "values"): astute,
-        (node, "globals", "values"): {**globals_, "lookup_options": {
-            "configuration": {"merge": "deep"}}},
-        ((), "override/plugins", "values"): {**PLUGIN_KEYS, "debug": True,
-                                             **override("openstack-network-plugins-ml2.yaml")},
+        (node, "globals", "values"): {
+            **globals_,
+            "lookup_options": {"configuration": {"merge": "deep"}},
+        },
+        ((), "override/plugins", "values"): {
+            **PLUGIN_KEYS,
+            "debug": True,
+            **override("openstack-network-plugins-ml2.yaml"),
+        },
         (node, "override/node", "values"): {"libvirt_type": "kvm", "debug": False},
         ((), "override/configuration/cluster", "values"): override("keystone-keystone.yaml"),
-        (node, "override/configuration/role", "values"):
-            override("openstack-network-server-config.yaml"),
-        (node, "override/configuration/node", "values"):
-            override("openstack-network-agents-dhcp.yaml"),
+        (node, "override/configuration/role", "values"): override(
+            "openstack-network-server-config.yaml"
+        ),
+        (node, "override/configuration/node", "values"): override(
+            "openstack-network-agents-dhcp.yaml"
+        ),
     }
 
 
 def build_store(root: Path) -> Store:
     store = Store.init(root)
     levels = [entry["uri"] for entry in yaml.safe_load(EXAMPLE_HIERA.read_text())["hierarchy"]]
-    store.components.create({"name": "fuel",
-                             "resource_definitions": [{"name": n} for n in levels]})
+    store.components.create({"name": "fuel", "resource_definitions": [{"name": n} for n in levels]})
     store.environments.create({"id": 1, "components": ["fuel"], "hierarchy_levels": ["nodes"]})
     store.config.write_many(1, fuel_documents(), "bench: Fuel data of node 127", AUTHOR)
 
@@ -117,10 +131,22 @@ def start_server(root: Path, logs: Path) -> tuple[subprocess.Popen, str]:
     gunicorn = Path(sys.executable).with_name("gunicorn")
     env = {"PATH": os.environ["PATH"], "HOME": str(logs), "GITSTORE_ROOT": str(root)}
     with (logs / "gunicorn.log").open("w") as log:
-        process = subprocess.Popen([str(gunicorn), "-w", "2", "-b", f"127.0.0.1:{port}",
-                                    "--access-logfile", str(logs / ACCESS_LOG),
-                                    "gitstore.api:create_app()"], env=env, stdout=log,
-                                   stderr=log, cwd=PROJECT)
+        process = subprocess.Popen(
+            [
+                str(gunicorn),
+                "-w",
+                "2",
+                "-b",
+                f"127.0.0.1:{port}",
+                "--access-logfile",
+                str(logs / ACCESS_LOG),
+                "gitstore.api:create_app()",
+            ],
+            env=env,
+            stdout=log,
+            stderr=log,
+            cwd=PROJECT,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -153,8 +179,14 @@ def hiera_requests(logs: Path) -> int:
 class Site:
     """Puppet confined to one folder, with environments `yaml_files` and `gitstore`."""
 
-    FOLDERS = {"confdir": "conf", "codedir": "code", "vardir": "var", "logdir": "log",
-               "rundir": "run", "ssldir": "ssl"}
+    FOLDERS = {
+        "confdir": "conf",
+        "codedir": "code",
+        "vardir": "var",
+        "logdir": "log",
+        "rundir": "run",
+        "ssldir": "ssl",
+    }
 
     def __init__(self, base: Path, url: str, keys: list[str], document: dict) -> None:
         self.base = base
@@ -163,16 +195,29 @@ class Site:
         (base / "code/modules").mkdir()
         (base / "code/modules/gitstore").symlink_to(PROJECT / "puppet")
         example = yaml.safe_load(EXAMPLE_HIERA.read_text())
-        gitstore = {**example, "defaults": {"data_hash": "gitstore::data_hash", "options": {
-            "url": url, "environment": 1, "node": "%{trusted.certname}"}}}
-        files = {"version": 5, "defaults": {"data_hash": "yaml_data", "datadir": "data"},
-                 "hierarchy": [{"name": e["name"], "path": f"{e['uri']}.yaml"}
-                               for e in example["hierarchy"]]}
+        gitstore = {
+            **example,
+            "defaults": {
+                "data_hash": "gitstore::data_hash",
+                "options": {"url": url, "environment": 1, "node": "%{trusted.certname}"},
+            },
+        }
+        files = {
+            "version": 5,
+            "defaults": {"data_hash": "yaml_data", "datadir": "data"},
+            "hierarchy": [
+                {"name": e["name"], "path": f"{e['uri']}.yaml"} for e in example["hierarchy"]
+            ],
+        }
         self._environment("gitstore", gitstore, keys)
         self._environment("yaml_files", files, keys)
         export_yaml(document, base / "code/environments/yaml_files/data")
-        self.facts = {"clientcert": FQDN, "hostname": FQDN.split(".")[0],
-                      "domain": FQDN.split(".", 1)[1], "fqdn": FQDN}
+        self.facts = {
+            "clientcert": FQDN,
+            "hostname": FQDN.split(".")[0],
+            "domain": FQDN.split(".", 1)[1],
+            "fqdn": FQDN,
+        }
         (base / "facts.yaml").write_text(yaml.safe_dump(self.facts))
 
     def _environment(self, name: str, hiera: dict, keys: list[str]) -> None:
@@ -183,15 +228,28 @@ class Site:
         (folder / "manifests/site.pp").write_text(
             f"$keys = [\n  {listed},\n]\n"
             f"$values = Hash($keys.map |$key| {{ [$key, lookup($key, undef, undef, "
-            f"'{MISSING}')] }})\n")
+            f"'{MISSING}')] }})\n"
+        )
 
     def args(self) -> list[str]:
         return [f"--{opt}={self.base / sub}" for opt, sub in self.FOLDERS.items()]
 
     def lookup_command(self, environment: str, key: str) -> list[str]:
-        return ["puppet", "lookup", *self.args(), "--environment", environment, "--node", FQDN,
-                "--facts", str(self.base / "facts.yaml"), "--facts_terminus", "yaml",
-                "--compile", key]
+        return [
+            "puppet",
+            "lookup",
+            *self.args(),
+            "--environment",
+            environment,
+            "--node",
+            FQDN,
+            "--facts",
+            str(self.base / "facts.yaml"),
+            "--facts_terminus",
+            "yaml",
+            "--compile",
+            key,
+        ]
 
     def env(self) -> dict[str, str]:
         return {"PATH": os.environ["PATH"], "HOME": str(self.base), "LANG": "C.UTF-8"}
@@ -219,8 +277,12 @@ def cli_times(site: Site, key: str, runs: int, master: int) -> dict[str, dict[st
     for attempt in range(runs + 1):
         for environment, result in results.items():
             started, cpu, served = time.perf_counter(), _children_cpu(), server_cpu(master)
-            subprocess.run(site.lookup_command(environment, key), env=site.env(), check=True,
-                           capture_output=True)
+            subprocess.run(
+                site.lookup_command(environment, key),
+                env=site.env(),
+                check=True,
+                capture_output=True,
+            )
             if attempt:
                 result["times"].append(time.perf_counter() - started)
                 result["cpu"].append(_children_cpu() - cpu + server_cpu(master) - served)
@@ -239,12 +301,22 @@ def warm_results(site: Site, runs: int, warmups: int, master: int) -> dict:
     slightly high), is added to each gitstore compile's CPU time.
     """
     settings = site.base / "warm.json"
-    settings.write_text(json.dumps({
-        "puppet_args": site.args(), "certname": FQDN, "facts": site.facts,
-        "environments": ["yaml_files", "gitstore"], "runs": runs, "warmups": warmups}))
+    settings.write_text(
+        json.dumps(
+            {
+                "puppet_args": site.args(),
+                "certname": FQDN,
+                "facts": site.facts,
+                "environments": ["yaml_files", "gitstore"],
+                "runs": runs,
+                "warmups": warmups,
+            }
+        )
+    )
     served, requests = server_cpu(master), hiera_requests(site.base.parent)
-    done = subprocess.run(["ruby", str(WARM_SCRIPT), str(settings)], env=site.env(),
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["ruby", str(WARM_SCRIPT), str(settings)], env=site.env(), capture_output=True, text=True
+    )
     if done.returncode != 0:
         raise SystemExit(f"warm compiles failed:\n{done.stderr[-3000:]}")
     time.sleep(0.2)  # gunicorn writes the access log line after the response
@@ -275,9 +347,11 @@ def report(title: str, results: dict[str, dict[str, list]]) -> float:
         gitstore = statistics.median(results["gitstore"][measure])
         ratios[measure] = gitstore / files
         label = "wall" if measure == "times" else "cpu (client + server)"
-        print(f"{title}, {label}: yaml files {files * 1000:.1f} ms, gitstore "
-              f"{gitstore * 1000:.1f} ms (medians of {len(results['gitstore'][measure])}); "
-              f"ratio {ratios[measure]:.3f}")
+        print(
+            f"{title}, {label}: yaml files {files * 1000:.1f} ms, gitstore "
+            f"{gitstore * 1000:.1f} ms (medians of {len(results['gitstore'][measure])}); "
+            f"ratio {ratios[measure]:.3f}"
+        )
     return ratios["times"]
 
 
@@ -298,16 +372,20 @@ def main(argv: list[str] | None = None) -> int:
         site = Site(base / "puppet", url, keys, document)
         warm = warm_results(site, 1 if options.smoke else options.runs, 1, server.pid)
         check_same_values(warm, keys)
-        print(f"{len(keys)} keys, node {FQDN}, {len(document['resources'])} hierarchy levels; "
-              "both backends return the same values; one request per gitstore compile")
+        print(
+            f"{len(keys)} keys, node {FQDN}, {len(document['resources'])} hierarchy levels; "
+            "both backends return the same values; one request per gitstore compile"
+        )
         print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
         warm_ratio = report("warm compile (one Ruby process)", warm)
         if options.smoke:
             return 0
         cli = cli_times(site, keys[0], options.runs, server.pid)
         cli_ratio = report("puppet lookup --compile (command)", cli)
-        print(f"targets: command <= 1.05 ({'met' if cli_ratio <= 1.05 else 'MISSED'}), "
-              f"warm <= 1.3 ({'met' if warm_ratio <= 1.3 else 'MISSED'})")
+        print(
+            f"targets: command <= 1.05 ({'met' if cli_ratio <= 1.05 else 'MISSED'}), "
+            f"warm <= 1.3 ({'met' if warm_ratio <= 1.3 else 'MISSED'})"
+        )
         return 0
     finally:
         if server is not None:

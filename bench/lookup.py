@@ -31,8 +31,9 @@ P99_TARGET_MS = 5.0
 RATE_TARGET = 0.5
 
 
-def compare(server: harness.Server, a: str, b: str, seconds: float, rounds: int,
-            use_wrk: bool) -> tuple[list[harness.Load], list[harness.Load]]:
+def compare(
+    server: harness.Server, a: str, b: str, seconds: float, rounds: int, use_wrk: bool
+) -> tuple[list[harness.Load], list[harness.Load]]:
     """Alternating load rounds on paths `a` and `b` (a first): a noisy neighbour hits both."""
     runs_a, runs_b = [], []
     for _ in range(rounds):
@@ -52,23 +53,29 @@ def run(root: Path, seconds: float, rounds: int, use_wrk: bool, workers: int | N
         baseline = harness.baseline_path(size)
         server.warm([baseline])
         base_runs, lookup_runs = compare(server, baseline, lookup, seconds, rounds, use_wrk)
-        single = [harness.measure(server, lookup, seconds, use_wrk=use_wrk, connections=1)
-                  for _ in range(rounds)]
-        base_single = harness.measure(server, baseline, seconds, use_wrk=use_wrk,
-                                      connections=1)
+        single = [
+            harness.measure(server, lookup, seconds, use_wrk=use_wrk, connections=1)
+            for _ in range(rounds)
+        ]
+        base_single = harness.measure(server, baseline, seconds, use_wrk=use_wrk, connections=1)
     errors = sum(r.errors for r in base_runs + lookup_runs + single + [base_single])
     base_rate, rate = median(base_runs, "rate"), median(lookup_runs, "rate")
     p99 = median(single, "p99_ms")
     ratio = rate / base_rate
     ok = ratio >= RATE_TARGET and p99 <= P99_TARGET_MS and errors == 0
-    harness.report("lookup", ratio, f">= {RATE_TARGET}, p99 <= {P99_TARGET_MS:g} ms", ok,
-                   f"8 connections: lookup {rate:.0f} req/s p50 "
-                   f"{median(lookup_runs, 'p50_ms'):.2f} ms p99 "
-                   f"{median(lookup_runs, 'p99_ms'):.2f} ms, baseline {base_rate:.0f} req/s "
-                   f"p99 {median(base_runs, 'p99_ms'):.2f} ms; 1 connection: lookup p50 "
-                   f"{median(single, 'p50_ms'):.2f} ms p99 {p99:.2f} ms, baseline p99 "
-                   f"{base_single.p99_ms:.2f} ms; {size} bytes; errors {errors}; "
-                   f"{lookup_runs[0].tool}, {rounds}x{seconds:g}s; {harness.machine_load()}")
+    harness.report(
+        "lookup",
+        ratio,
+        f">= {RATE_TARGET}, p99 <= {P99_TARGET_MS:g} ms",
+        ok,
+        f"8 connections: lookup {rate:.0f} req/s p50 "
+        f"{median(lookup_runs, 'p50_ms'):.2f} ms p99 "
+        f"{median(lookup_runs, 'p99_ms'):.2f} ms, baseline {base_rate:.0f} req/s "
+        f"p99 {median(base_runs, 'p99_ms'):.2f} ms; 1 connection: lookup p50 "
+        f"{median(single, 'p50_ms'):.2f} ms p99 {p99:.2f} ms, baseline p99 "
+        f"{base_single.p99_ms:.2f} ms; {size} bytes; errors {errors}; "
+        f"{lookup_runs[0].tool}, {rounds}x{seconds:g}s; {harness.machine_load()}",
+    )
     return errors == 0
 
 

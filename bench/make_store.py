@@ -63,15 +63,23 @@ def node_facts(node: int, keys: int, revision: int = 0) -> dict:
         elif kind == 2:
             value = [f"10.{index % 250}.{node % 250}.{n}" for n in range(3)]
         else:
-            value = {"enabled": bool(rng.randrange(2)), "port": 1000 + index,
-                     "address": f"192.168.{index % 250}.{node % 250}"}
+            value = {
+                "enabled": bool(rng.randrange(2)),
+                "port": 1000 + index,
+                "address": f"192.168.{index % 250}.{node % 250}",
+            }
         doc[f"fact_{index:04d}"] = value
     return doc
 
 
 def inventory(node: int) -> dict:
-    return {"id": node, "fqdn": fqdn(node), "roles": ["compute"], "pending_roles": [],
-            "status": "ready"}
+    return {
+        "id": node,
+        "fqdn": fqdn(node),
+        "roles": ["compute"],
+        "pending_roles": [],
+        "status": "ready",
+    }
 
 
 def _yaml(doc: dict) -> bytes:
@@ -100,10 +108,12 @@ def _scalar(value) -> str:
 # -- step 1: the facade ----------------------------------------------------------------------
 def create_with_facade(root: Path) -> Store:
     store = Store.init(root, author=AUTHOR)
-    store.components.create({"name": "fuel",
-                             "resource_definitions": [{"name": n} for n in RESOURCES]}, AUTHOR)
-    store.environments.create({"id": ENV_ID, "components": ["fuel"],
-                               "hierarchy_levels": ["nodes"]}, AUTHOR)
+    store.components.create(
+        {"name": "fuel", "resource_definitions": [{"name": n} for n in RESOURCES]}, AUTHOR
+    )
+    store.environments.create(
+        {"id": ENV_ID, "components": ["fuel"], "hierarchy_levels": ["nodes"]}, AUTHOR
+    )
     astute = yaml.safe_load(FUEL_ASTUTE.read_text())
     store.config.put(ENV_ID, [], "astute", "values", astute, AUTHOR)
     store.config.put(ENV_ID, [], "astute", "overrides", {"debug": False}, AUTHOR)
@@ -122,13 +132,15 @@ class _Stream:
         self.when += 60
         who = f"{AUTHOR.name} <{AUTHOR.email}> {self.when} +0000"
         text = message.encode()
-        self.parts.append(f"commit refs/heads/main\nauthor {who}\ncommitter {who}\n"
-                          f"data {len(text)}\n".encode() + text + b"\n")
+        self.parts.append(
+            f"commit refs/heads/main\nauthor {who}\ncommitter {who}\ndata {len(text)}\n".encode()
+            + text
+            + b"\n"
+        )
         if parent:
             self.parts.append(f"from {parent}\n".encode())
         for path, data in files.items():
-            self.parts.append(f"M 100644 inline {path}\ndata {len(data)}\n".encode() + data
-                              + b"\n")
+            self.parts.append(f"M 100644 inline {path}\ndata {len(data)}\n".encode() + data + b"\n")
 
     def bytes(self) -> bytes:
         return b"".join(self.parts)
@@ -145,19 +157,22 @@ def history(head: str, nodes: int, commits: int, keys: int) -> bytes:
     for index in range(max(commits - FACADE_COMMITS - 1, 0)):
         if index % GLOBAL_EVERY == GLOBAL_EVERY - 1:
             doc = {"debug": False, "bench_revision": index}
-            stream.commit("config: set global astute overrides",
-                          {"global/overrides/astute.yaml": _yaml(doc)})
+            stream.commit(
+                "config: set global astute overrides", {"global/overrides/astute.yaml": _yaml(doc)}
+            )
             continue
         node = index % nodes + 1
-        stream.commit(f"facts: upload node {node}",
-                      {f"nodes/{node}/values/astute.yaml":
-                       _yaml(node_facts(node, keys, revision=index + 1))})
+        stream.commit(
+            f"facts: upload node {node}",
+            {f"nodes/{node}/values/astute.yaml": _yaml(node_facts(node, keys, revision=index + 1))},
+        )
     return stream.bytes()
 
 
 def fast_import(git_dir: Path, stream: bytes) -> None:
-    subprocess.run(["git", "-C", str(git_dir), "fast-import", "--quiet", "--force"],
-                   input=stream, check=True)
+    subprocess.run(
+        ["git", "-C", str(git_dir), "fast-import", "--quiet", "--force"], input=stream, check=True
+    )
 
 
 def build(root: Path, nodes: int, commits: int, keys: int) -> Store:
@@ -185,8 +200,10 @@ def main(argv: list[str] | None = None) -> None:
     started = time.monotonic()
     store = build(args.root, args.nodes, args.commits, args.keys)
     head = store.environment_repo(ENV_ID).snapshot()
-    print(f"store {args.root}: {args.nodes} nodes, {head.version} commits, {args.keys} keys per "
-          f"node, built in {time.monotonic() - started:.1f}s")
+    print(
+        f"store {args.root}: {args.nodes} nodes, {head.version} commits, {args.keys} keys per "
+        f"node, built in {time.monotonic() - started:.1f}s"
+    )
 
 
 if __name__ == "__main__":

@@ -42,12 +42,17 @@ def run(root: Path, lookups: int, workers: int | None) -> bool:
         after = {pid: harness.rss_mb(pid) for pid in pids}
     largest = max(after, key=after.get)
     ok = after[largest] <= TARGET_MB and load.errors == 0
-    harness.report("memory", after[largest] / TARGET_MB, f"<= 1 ({TARGET_MB:g} MB)", ok,
-                   f"largest worker {after[largest]:.0f} MB after {load.requests} lookups of "
-                   f"{len(paths)} nodes (workers: "
-                   f"{', '.join(f'{after[p]:.0f}' for p in pids)} MB); baseline: that worker "
-                   f"after one lookup {before[largest]:.0f} MB; {load.rate:.0f} lookups/s; "
-                   f"errors {load.errors}; {harness.machine_load()}")
+    harness.report(
+        "memory",
+        after[largest] / TARGET_MB,
+        f"<= 1 ({TARGET_MB:g} MB)",
+        ok,
+        f"largest worker {after[largest]:.0f} MB after {load.requests} lookups of "
+        f"{len(paths)} nodes (workers: "
+        f"{', '.join(f'{after[p]:.0f}' for p in pids)} MB); baseline: that worker "
+        f"after one lookup {before[largest]:.0f} MB; {load.rate:.0f} lookups/s; "
+        f"errors {load.errors}; {harness.machine_load()}",
+    )
     return load.errors == 0
 
 

@@ -38,8 +38,13 @@ LAG_LIMIT_S = 10.0
 
 
 def git(*args: str, cwd: Path) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.com",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.com",
+    }
     done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"git {' '.join(args)} failed:\n{done.stderr[-3000:]}")
@@ -77,8 +82,11 @@ def watch(server: harness.Server, path: str, fresh, limit: float) -> tuple[float
 def push_once(server: harness.Server, clone: Path, revision: int) -> tuple[float, float | None]:
     """Change node NODE's facts in the clone and push: push time, then visibility lag."""
     facts = clone / f"nodes/{NODE}/values/astute.yaml"
-    lines = [line for line in facts.read_text().splitlines(keepends=True)
-             if not line.startswith("pushed_revision:")]
+    lines = [
+        line
+        for line in facts.read_text().splitlines(keepends=True)
+        if not line.startswith("pushed_revision:")
+    ]
     facts.write_text("".join(lines) + f"pushed_revision: {revision}\n")
     git("commit", "-qam", f"facts: node {NODE} revision {revision}", cwd=clone)
     started = time.perf_counter()
@@ -100,19 +108,29 @@ def run(root: Path, pushes: int, workers: int | None, work: Path) -> bool:
         round_trip = statistics.median(_round_trip(server, path) for _ in range(20))
         count = len(server.workers())
     if any(seen is None for _, seen in results):
-        harness.report("push", float("inf"), f"<= {TARGET_S:g} s", False,
-                       f"a worker still served the old value {LAG_LIMIT_S:g} s after the push")
+        harness.report(
+            "push",
+            float("inf"),
+            f"<= {TARGET_S:g} s",
+            False,
+            f"a worker still served the old value {LAG_LIMIT_S:g} s after the push",
+        )
         return False
     lags = [seen[0] for _, seen in results]
     worst = max(lags)
-    harness.report("push", worst / TARGET_S, f"<= {TARGET_S:g} s", worst <= TARGET_S,
-                   f"last stale answer {worst * 1000:.0f} ms (worst), "
-                   f"{statistics.median(lags) * 1000:.0f} ms (median) after `git push` "
-                   f"returned; all {count} workers had served the push after "
-                   f"{max(seen[1] for _, seen in results) * 1000:.0f} ms (worst); push took "
-                   f"{statistics.median(p for p, _ in results) * 1000:.0f} ms; baseline: one "
-                   f"lookup round trip {round_trip * 1000:.1f} ms; {len(results)} pushes; "
-                   f"{harness.machine_load()}")
+    harness.report(
+        "push",
+        worst / TARGET_S,
+        f"<= {TARGET_S:g} s",
+        worst <= TARGET_S,
+        f"last stale answer {worst * 1000:.0f} ms (worst), "
+        f"{statistics.median(lags) * 1000:.0f} ms (median) after `git push` "
+        f"returned; all {count} workers had served the push after "
+        f"{max(seen[1] for _, seen in results) * 1000:.0f} ms (worst); push took "
+        f"{statistics.median(p for p, _ in results) * 1000:.0f} ms; baseline: one "
+        f"lookup round trip {round_trip * 1000:.1f} ms; {len(results)} pushes; "
+        f"{harness.machine_load()}",
+    )
     return True
 
 

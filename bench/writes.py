@@ -53,21 +53,25 @@ class KeyWrites:
     def __call__(self, number: int) -> bytes:
         node, key, value = self.write(number)
         body = json.dumps([[key, value]]).encode()
-        head = (f"PATCH {PATH.format(node=node)}/keys/set HTTP/1.1\r\nHost: {self.host}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+        head = (
+            f"PATCH {PATH.format(node=node)}/keys/set HTTP/1.1\r\nHost: {self.host}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
         return head.encode() + body
 
 
-def write_load(server: harness.Server, clients: int, seconds: float,
-               nodes: int) -> tuple[list, int, float]:
+def write_load(
+    server: harness.Server, clients: int, seconds: float, nodes: int
+) -> tuple[list, int, float]:
     """`clients` connections writing for `seconds` from two processes: the writes
     acknowledged (node, key, value), the failed requests, and the time taken."""
     prefix = f"r{uuid.uuid4().hex[:6]}"  # new keys also on a store an earlier run wrote to
     writes = KeyWrites("127.0.0.1", prefix, nodes)
     processes = 2 if clients >= 2 else 1
     started = time.perf_counter()
-    load = harness.pyload_requests(server.url, writes, seconds, processes=processes,
-                                   connections=clients // processes)
+    load = harness.pyload_requests(
+        server.url, writes, seconds, processes=processes, connections=clients // processes
+    )
     elapsed = time.perf_counter() - started
     return [writes.write(number) for number in load.answered], load.errors, elapsed
 
@@ -78,8 +82,11 @@ def check(server: harness.Server, done: list) -> list[str]:
     for node in sorted({node for node, _, _ in done}):
         status, body, _ = server.get(PATH.format(node=node))
         document = json.loads(body) if status == 200 else {}
-        problems += [f"node {node}: {key} missing or wrong" for n, key, value in done
-                     if n == node and document.get(key) != value]
+        problems += [
+            f"node {node}: {key} missing or wrong"
+            for n, key, value in done
+            if n == node and document.get(key) != value
+        ]
     return problems
 
 
@@ -117,27 +124,35 @@ def run(root: Path, clients: int, seconds: float, rounds: int, workers: int | No
     creation = harness.file_creation_us(root)
     with harness.Server(root, workers=workers) as server:
         size = server.warm([PATH.format(node=n) for n in range(1, clients + 1)], rounds=2)
-        baseline = harness.pyload(server.url, [harness.baseline_path(size)], seconds,
-                                  processes=1, connections=clients)
+        baseline = harness.pyload(
+            server.url, [harness.baseline_path(size)], seconds, processes=1, connections=clients
+        )
         ticks = harness.cpu_ticks()
         results = [one_round(server, clients, seconds, nodes) for _ in range(rounds)]
         stolen = harness.stolen_share(ticks, harness.cpu_ticks())
     problems = [problem for result in results for problem in result.problems]
     median = sorted(results, key=lambda result: result.rate)[len(results) // 2]
     ok = median.rate >= TARGET and not problems
-    harness.report("writes", median.rate / TARGET, f">= 1 ({TARGET:g} writes/s)", ok,
-                   f"{median.rate:.0f} committed writes/s from {clients} clients, median of "
-                   f"{rounds} rounds of {seconds:g}s (rounds: "
-                   f"{', '.join(f'{r.rate:.0f}' for r in results)} writes/s, server CPU "
-                   f"{', '.join(f'{r.cpu_ms:.1f}' for r in results)} ms per write; "
-                   f"{sum(r.writes for r in results)} writes, all present: {not problems}); "
-                   f"baseline {baseline.rate:.0f} "
-                   f"req/s on the same connections; creating a file in the store's folder "
-                   f"took {creation:.0f} us; the host took {stolen:.0%} of the CPUs (steal); "
-                   f"{harness.machine_load()}")
+    harness.report(
+        "writes",
+        median.rate / TARGET,
+        f">= 1 ({TARGET:g} writes/s)",
+        ok,
+        f"{median.rate:.0f} committed writes/s from {clients} clients, median of "
+        f"{rounds} rounds of {seconds:g}s (rounds: "
+        f"{', '.join(f'{r.rate:.0f}' for r in results)} writes/s, server CPU "
+        f"{', '.join(f'{r.cpu_ms:.1f}' for r in results)} ms per write; "
+        f"{sum(r.writes for r in results)} writes, all present: {not problems}); "
+        f"baseline {baseline.rate:.0f} "
+        f"req/s on the same connections; creating a file in the store's folder "
+        f"took {creation:.0f} us; the host took {stolen:.0%} of the CPUs (steal); "
+        f"{harness.machine_load()}",
+    )
     if creation > SLOW_DISK_US:
-        print(f"WARNING creating a file took {creation:.0f} us (about 30 us on a quiet disk): "
-              "many files were deleted near this folder recently; see docs/performance.md")
+        print(
+            f"WARNING creating a file took {creation:.0f} us (about 30 us on a quiet disk): "
+            "many files were deleted near this folder recently; see docs/performance.md"
+        )
     for problem in problems[:10]:
         print("PROBLEM", problem)
     return not problems

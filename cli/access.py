@@ -30,20 +30,33 @@ def _access(root_opt: str | None) -> AccessFile:
     ctx = click.get_current_context()
     root = root_opt or ctx.find_root().params.get("root")
     if not root:
-        raise click.UsageError("--root (or GITSTORE_ROOT) is required: users and tokens are "
-                               "managed on the store's host", ctx=ctx)
+        raise click.UsageError(
+            "--root (or GITSTORE_ROOT) is required: users and tokens are "
+            "managed on the store's host",
+            ctx=ctx,
+        )
     Store(Path(root)).check()
     return AccessFile(Path(root))
 
 
-_root_option = click.option("--root", "root_opt", type=click.Path(file_okay=False),
-                            help="Store root (default: the group's --root / $GITSTORE_ROOT).")
+_root_option = click.option(
+    "--root",
+    "root_opt",
+    type=click.Path(file_okay=False),
+    help="Store root (default: the group's --root / $GITSTORE_ROOT).",
+)
 _role_option = click.option(
-    "--role", "roles", multiple=True, required=True, metavar="ROLE[:SCOPE]",
+    "--role",
+    "roles",
+    multiple=True,
+    required=True,
+    metavar="ROLE[:SCOPE]",
     help="reader, writer, admin or secrets; scope '*' (default) or env:ID, e.g. writer:env:1. "
-         "Repeat for several.")
-_format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-                              show_default=True)
+    "Repeat for several.",
+)
+_format_option = click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+)
 
 
 def _password(password_stdin: bool) -> str:
@@ -74,19 +87,25 @@ def user() -> None:
 @click.argument("name")
 @_role_option
 @click.option("--password-stdin", is_flag=True, help="Read the password from stdin's first line.")
-@click.option("--no-password", is_flag=True,
-              help="A user without password, for tokens only (service accounts).")
+@click.option(
+    "--no-password",
+    is_flag=True,
+    help="A user without password, for tokens only (service accounts).",
+)
 @_root_option
-def add_user(name: str, roles: tuple[str, ...], password_stdin: bool, no_password: bool,
-             root_opt: str | None) -> None:
+def add_user(
+    name: str, roles: tuple[str, ...], password_stdin: bool, no_password: bool, root_opt: str | None
+) -> None:
     """Add user NAME with its roles; prompts for a password unless told otherwise."""
     if password_stdin and no_password:
         raise click.UsageError("give --password-stdin or --no-password, not both")
     access = _access(root_opt)
     grants = _grants(roles)
     access.add_user(name, grants, None if no_password else _password(password_stdin))
-    click.echo(f"added user {name} ({', '.join(map(str, grants))}); access control is on "
-               f"({access.path})", err=True)
+    click.echo(
+        f"added user {name} ({', '.join(map(str, grants))}); access control is on ({access.path})",
+        err=True,
+    )
 
 
 @user.command("remove")
@@ -147,8 +166,7 @@ def create_token(user_name: str, label: str | None, root_opt: str | None) -> Non
     """Create a token and print it alone on stdout: it is shown this once, never again."""
     token_id, secret = _access(root_opt).create_token(user_name, label)
     click.echo(secret)
-    click.echo(f"token {token_id} created for {user_name}; store it now, it is not kept",
-               err=True)
+    click.echo(f"token {token_id} created for {user_name}; store it now, it is not kept", err=True)
 
 
 @token.command("list")

@@ -53,19 +53,23 @@ class Connection:
             given = "both were" if self.url else "neither was"
             raise click.UsageError(
                 f"give exactly one of --url (GITSTORE_URL) or --root (GITSTORE_ROOT); "
-                f"{given} given", ctx=click.get_current_context(silent=True))
+                f"{given} given",
+                ctx=click.get_current_context(silent=True),
+            )
         if self.root:
             return LocalClient(self.root, author=self._local_author())
         self._check_http_options()
-        return HttpClient(self.url, token=self.token, user=self.user, password=self.password,
-                          cacert=self.cacert)
+        return HttpClient(
+            self.url, token=self.token, user=self.user, password=self.password, cacert=self.cacert
+        )
 
     def _check_http_options(self) -> None:
         ctx = click.get_current_context(silent=True)
         scheme = urllib.parse.urlsplit(self.url or "").scheme
         if scheme not in ("http", "https"):
-            raise click.UsageError(f"--url {self.url!r} must start with http:// or https://",
-                                   ctx=ctx)
+            raise click.UsageError(
+                f"--url {self.url!r} must start with http:// or https://", ctx=ctx
+            )
         if self.token and self.user:
             raise click.UsageError("give --token or --user/--password, not both", ctx=ctx)
         if bool(self.user) != bool(self.password):

@@ -28,13 +28,22 @@ def register(group: click.Group) -> None:
 
 
 def format_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--format", "-f", "fmt", type=click.Choice(output.ENTITY_FORMATS),
-                        default="table", show_default=True)(command)
+    return click.option(
+        "--format",
+        "-f",
+        "fmt",
+        type=click.Choice(output.ENTITY_FORMATS),
+        default="table",
+        show_default=True,
+    )(command)
 
 
 def version_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--version", callback=values.version_callback,
-                        help="Read at a version: N or a git revision.")(command)
+    return click.option(
+        "--version",
+        callback=values.version_callback,
+        help="Read at a version: N or a git revision.",
+    )(command)
 
 
 def _fields(**fields: Any) -> dict:
@@ -71,10 +80,18 @@ def env() -> None:
 def _env_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--name", help="A display name."),
-        click.option("--components", callback=values.list_callback, metavar="ID|NAME,...",
-                     help="Attached components, by id or name."),
-        click.option("--levels", callback=values.list_callback, metavar="LEVEL,...",
-                     help="Hierarchy levels, least specific first, e.g. role,nodes."),
+        click.option(
+            "--components",
+            callback=values.list_callback,
+            metavar="ID|NAME,...",
+            help="Attached components, by id or name.",
+        ),
+        click.option(
+            "--levels",
+            callback=values.list_callback,
+            metavar="LEVEL,...",
+            help="Hierarchy levels, least specific first, e.g. role,nodes.",
+        ),
         click.option("--merge", type=click.Choice(["deep", "shallow"]), help="Merge mode."),
         format_option,
     ]
@@ -87,11 +104,19 @@ def _env_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--id", "env_id", type=click.IntRange(min=1), help="Choose the id (= cluster id).")
 @_env_options
 @pass_client
-def env_create(client: Client, env_id: int | None, name: str | None, components: list | None,
-               levels: list | None, merge: str | None, fmt: str) -> None:
+def env_create(
+    client: Client,
+    env_id: int | None,
+    name: str | None,
+    components: list | None,
+    levels: list | None,
+    merge: str | None,
+    fmt: str,
+) -> None:
     """Create an environment (one new repository)."""
-    body = _fields(id=env_id, name=name, components=components,
-                   hierarchy_levels=_names(levels), merge=merge)
+    body = _fields(
+        id=env_id, name=name, components=components, hierarchy_levels=_names(levels), merge=merge
+    )
     output.emit_entity(client.create_environment(body), fmt)
 
 
@@ -117,14 +142,19 @@ def env_show(client: Client, env_id: int, version: str | None, fmt: str) -> None
 @click.argument("env_id", type=int)
 @_env_options
 @pass_client
-def env_update(client: Client, env_id: int, name: str | None, components: list | None,
-               levels: list | None, merge: str | None, fmt: str) -> None:
+def env_update(
+    client: Client,
+    env_id: int,
+    name: str | None,
+    components: list | None,
+    levels: list | None,
+    merge: str | None,
+    fmt: str,
+) -> None:
     """Change the fields given (a level holding data cannot be dropped)."""
-    body = _fields(name=name, components=components, hierarchy_levels=_names(levels),
-                   merge=merge)
+    body = _fields(name=name, components=components, hierarchy_levels=_names(levels), merge=merge)
     if not body:
-        raise click.UsageError("nothing to update: give --name, --components, --levels or "
-                               "--merge")
+        raise click.UsageError("nothing to update: give --name, --components, --levels or --merge")
     output.emit_entity(client.update_environment(env_id, body), fmt)
 
 
@@ -149,8 +179,12 @@ def component() -> None:
 
 @component.command("create")
 @click.option("--name", required=True, help="Component name.")
-@click.option("--resources", callback=values.list_callback, metavar="NAME,...",
-              help="Resource definitions to create with it.")
+@click.option(
+    "--resources",
+    callback=values.list_callback,
+    metavar="NAME,...",
+    help="Resource definitions to create with it.",
+)
 @format_option
 @pass_client
 def component_create(client: Client, name: str, resources: list | None, fmt: str) -> None:
@@ -216,12 +250,21 @@ def definition() -> None:
 def _content_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--content", help="Default content (needs --type)."),
-        click.option("--type", "-t", "type_", type=click.Choice(values.TYPES),
-                     help="Type of --content."),
-        click.option("--file", "content_file", type=click.File("r"),
-                     help="Read content from a json/yaml file ('-' for stdin)."),
-        click.option("--input-format", "stream_fmt", type=click.Choice(values.STREAM_FORMATS),
-                     help="Read content from stdin (or --file) in this format."),
+        click.option(
+            "--type", "-t", "type_", type=click.Choice(values.TYPES), help="Type of --content."
+        ),
+        click.option(
+            "--file",
+            "content_file",
+            type=click.File("r"),
+            help="Read content from a json/yaml file ('-' for stdin).",
+        ),
+        click.option(
+            "--input-format",
+            "stream_fmt",
+            type=click.Choice(values.STREAM_FORMATS),
+            help="Read content from stdin (or --file) in this format.",
+        ),
         format_option,
     ]
     for option in reversed(options):
@@ -229,8 +272,9 @@ def _content_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-def _content(type_: str | None, content: str | None, content_file: Any,
-             stream_fmt: str | None) -> Any:
+def _content(
+    type_: str | None, content: str | None, content_file: Any, stream_fmt: str | None
+) -> Any:
     """The content the options give, or None when none was given."""
     if content is None and type_ is None and content_file is None and stream_fmt is None:
         return None
@@ -240,18 +284,28 @@ def _content(type_: str | None, content: str | None, content_file: Any,
         name = getattr(content_file, "name", "<file>")
         fmt = stream_fmt or ("json" if str(name).endswith(".json") else "yaml")
         return values.typed_value(None, None, fmt, stream=content_file, source=str(name))
-    return values.typed_value(type_, content, stream_fmt, value_flag="--content",
-                              format_flag="--input-format")
+    return values.typed_value(
+        type_, content, stream_fmt, value_flag="--content", format_flag="--input-format"
+    )
 
 
 @definition.command("create")
 @click.option("--name", required=True, help="Resource name (may contain '/').")
-@click.option("--component", "component_ref", metavar="ID|NAME",
-              help="Owning component (default: none).")
+@click.option(
+    "--component", "component_ref", metavar="ID|NAME", help="Owning component (default: none)."
+)
 @_content_options
 @pass_client
-def def_create(client: Client, name: str, component_ref: str | None, content: str | None,
-               type_: str | None, content_file: Any, stream_fmt: str | None, fmt: str) -> None:
+def def_create(
+    client: Client,
+    name: str,
+    component_ref: str | None,
+    content: str | None,
+    type_: str | None,
+    content_file: Any,
+    stream_fmt: str | None,
+    fmt: str,
+) -> None:
     """Create a resource definition."""
     body: dict[str, Any] = {"name": name}
     if component_ref:
@@ -263,8 +317,12 @@ def def_create(client: Client, name: str, component_ref: str | None, content: st
 
 
 @definition.command("list")
-@click.option("--component", "component_ref", metavar="ID|NAME",
-              help="Only this component's definitions ('' for those of none).")
+@click.option(
+    "--component",
+    "component_ref",
+    metavar="ID|NAME",
+    help="Only this component's definitions ('' for those of none).",
+)
 @version_option
 @format_option
 @pass_client
@@ -290,13 +348,22 @@ def def_show(client: Client, ref: str, version: str | None, fmt: str) -> None:
 @definition.command("update")
 @click.argument("ref")
 @click.option("--name", help="New name (refused while an environment holds data for it).")
-@click.option("--component", "component_ref", metavar="ID|NAME",
-              help="Move to this component ('' for none).")
+@click.option(
+    "--component", "component_ref", metavar="ID|NAME", help="Move to this component ('' for none)."
+)
 @_content_options
 @pass_client
-def def_update(client: Client, ref: str, name: str | None, component_ref: str | None,
-               content: str | None, type_: str | None, content_file: Any,
-               stream_fmt: str | None, fmt: str) -> None:
+def def_update(
+    client: Client,
+    ref: str,
+    name: str | None,
+    component_ref: str | None,
+    content: str | None,
+    type_: str | None,
+    content_file: Any,
+    stream_fmt: str | None,
+    fmt: str,
+) -> None:
     """Change the name, component or content of a resource definition (REF: id or name)."""
     body: dict[str, Any] = _fields(name=name)
     if component_ref is not None:

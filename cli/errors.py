@@ -34,8 +34,11 @@ def failure_lines(exc: GitstoreError) -> list[str]:
     lines = [f"Error: {exc.message}"]
     for item in exc.errors:
         detail = item.get("message") if isinstance(item, dict) else None
-        where = ":".join(str(item[k]) for k in ("path", "line", "key")
-                         if isinstance(item, dict) and item.get(k) is not None)
+        where = ":".join(
+            str(item[k])
+            for k in ("path", "line", "key")
+            if isinstance(item, dict) and item.get(k) is not None
+        )
         lines.append(f"  {where + ': ' if where else ''}{detail or item}")
     return lines
 
@@ -43,9 +46,14 @@ def failure_lines(exc: GitstoreError) -> list[str]:
 class RootGroup(click.Group):
     """The top-level group: runs click in non-standalone mode and applies the policy above."""
 
-    def main(self, args: Any = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True,
-             **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:

@@ -60,14 +60,35 @@ def _node_callback(ctx: click.Context, param: click.Parameter, value: str) -> st
 
 
 @facts.command("upload")
-@click.option("--env", "-e", "env_id", type=click.IntRange(min=1), required=True,
-              help="Environment id (created with hierarchy [nodes] if missing).")
-@click.option("--node", "-n", required=True, callback=_node_callback,
-              help="The node: its id (or fqdn, once the inventory knows it).")
-@click.option("--dir", "directory", default="/etc/hiera", show_default=True,
-              type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--component", "-c", default="fuel", show_default=True,
-              help="Component owning the resources (created if missing).")
+@click.option(
+    "--env",
+    "-e",
+    "env_id",
+    type=click.IntRange(min=1),
+    required=True,
+    help="Environment id (created with hierarchy [nodes] if missing).",
+)
+@click.option(
+    "--node",
+    "-n",
+    required=True,
+    callback=_node_callback,
+    help="The node: its id (or fqdn, once the inventory knows it).",
+)
+@click.option(
+    "--dir",
+    "directory",
+    default="/etc/hiera",
+    show_default=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
+@click.option(
+    "--component",
+    "-c",
+    default="fuel",
+    show_default=True,
+    help="Component owning the resources (created if missing).",
+)
 @pass_client
 def upload(client: Client, env_id: int, node: str, directory: Path, component: str) -> None:
     """Upload every *.yaml under --dir as the node's values, in one commit."""
@@ -75,15 +96,18 @@ def upload(client: Client, env_id: int, node: str, directory: Path, component: s
     for path, reason in report.skipped:
         click.echo(f"skipped {path}: {reason}", err=True)
     result = report.result
-    click.echo(f"uploaded {len(report.documents)} resources for node {node} to environment "
-               f"{env_id} (version {result.version}, commit {(result.commit or '')[:12]})")
+    click.echo(
+        f"uploaded {len(report.documents)} resources for node {node} to environment "
+        f"{env_id} (version {result.version}, commit {(result.commit or '')[:12]})"
+    )
     if report.skipped:
         click.echo(f"{len(report.skipped)} files skipped", err=True)
         click.get_current_context().exit(PARTIAL_EXIT)
 
 
-def upload_facts(client: Client, env_id: int, node: str, directory: Path,
-                 component: str = "fuel") -> Upload:
+def upload_facts(
+    client: Client, env_id: int, node: str, directory: Path, component: str = "fuel"
+) -> Upload:
     """Read the directory, create what is missing, write every document in one commit."""
     files = yaml_files(directory)
     if not files:
@@ -96,8 +120,10 @@ def upload_facts(client: Client, env_id: int, node: str, directory: Path,
     ensure_environment(client, env_id, component_ref)
     pairs = ((NODES_LEVEL, node),)
     batch = {(pairs, name, "values"): doc for name, doc in sorted(report.documents.items())}
-    message = (f"facts: upload {NODES_LEVEL}/{node} values ({len(batch)} resources: "
-               f"{', '.join(sorted(report.documents)[:5])}{', ...' if len(batch) > 5 else ''})")
+    message = (
+        f"facts: upload {NODES_LEVEL}/{node} values ({len(batch)} resources: "
+        f"{', '.join(sorted(report.documents)[:5])}{', ...' if len(batch) > 5 else ''})"
+    )
     report.result = client.write_many(env_id, batch, message)
     return report
 
@@ -115,8 +141,9 @@ def yaml_files(directory: Path) -> list[Path]:
 def read_documents(directory: Path, files: list[Path]) -> Upload:
     """Parse each file; those that fail or are not mappings are skipped with a reason."""
     report = Upload()
-    with click.progressbar(files, label="reading facts", file=sys.stderr,
-                           hidden=len(files) <= HANDFUL) as bar:
+    with click.progressbar(
+        files, label="reading facts", file=sys.stderr, hidden=len(files) <= HANDFUL
+    ) as bar:
         for path in bar:
             relative = path.relative_to(directory)
             try:
@@ -139,8 +166,7 @@ def ensure_catalog(client: Client, component: str, resources: list[str]) -> int:
     if found is None:
         missing = [{"name": name} for name in resources if name not in existing]
         try:
-            found = client.create_component({"name": component,
-                                             "resource_definitions": missing})
+            found = client.create_component({"name": component, "resource_definitions": missing})
         except Conflict:
             found = _component_named(client, component)  # another node created it first
             if found is None:
@@ -182,24 +208,31 @@ def ensure_environment(client: Client, env_id: int, component_id: int) -> None:
 @facts.command("download")
 @click.option("--env", "-e", "env_id", type=int, required=True, help="Environment id.")
 @click.option("--node", "-n", required=True, callback=_node_callback, help="Node id or fqdn.")
-@click.option("--dir", "directory", required=True,
-              type=click.Path(file_okay=False, path_type=Path), help="Where to write files.")
-@click.option("--version", callback=values.version_callback,
-              help="Read at a version: N or a git revision.")
+@click.option(
+    "--dir",
+    "directory",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where to write files.",
+)
+@click.option(
+    "--version", callback=values.version_callback, help="Read at a version: N or a git revision."
+)
 @pass_client
-def download(client: Client, env_id: int, node: str, directory: Path,
-             version: str | None) -> None:
+def download(client: Client, env_id: int, node: str, directory: Path, version: str | None) -> None:
     """Write the node's effective values as <resource>.yaml files (empty ones left out)."""
     written = download_facts(client, env_id, node, directory, version)
     click.echo(f"wrote {len(written)} files to {directory}")
 
 
-def download_facts(client: Client, env_id: int, node: str, directory: Path,
-                   version: str | None = None) -> list[Path]:
+def download_facts(
+    client: Client, env_id: int, node: str, directory: Path, version: str | None = None
+) -> list[Path]:
     """Each resource of the environment's components with data for the node, as a file."""
     env = client.get_environment(env_id, version)
-    names = sorted(d["name"] for d in client.list_definitions()
-                   if d["component_id"] in env["components"])
+    names = sorted(
+        d["name"] for d in client.list_definitions() if d["component_id"] in env["components"]
+    )
     written = []
     for name in names:
         query = Query(effective=True, version=version)

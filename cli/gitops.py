@@ -36,12 +36,19 @@ def _store(root_opt: str | None):
     return store
 
 
-_root_option = click.option("--root", "root_opt", type=click.Path(file_okay=False),
-                            help="Store root (default: the group's --root / $GITSTORE_ROOT).")
+_root_option = click.option(
+    "--root",
+    "root_opt",
+    type=click.Path(file_okay=False),
+    help="Store root (default: the group's --root / $GITSTORE_ROOT).",
+)
 _catalog_option = click.option(
-    "--catalog", "catalog_path", type=click.Path(exists=True, file_okay=False),
+    "--catalog",
+    "catalog_path",
+    type=click.Path(exists=True, file_okay=False),
     help="A clone of the catalog to check environments against (default: the store's own "
-         "catalog when --repo lives in a store; else catalog checks are skipped).")
+    "catalog when --repo lives in a store; else catalog checks are skipped).",
+)
 
 
 def _repository_name(env_id: int | None, catalog: bool) -> str:
@@ -55,14 +62,24 @@ def _repository_name(env_id: int | None, catalog: bool) -> str:
 # -- validate -------------------------------------------------------------------------------
 @click.command()
 @_root_option
-@click.option("--repo", "repo_path", type=click.Path(exists=True, file_okay=False),
-              help="Validate this repository (bare or a clone) instead of a whole store.")
+@click.option(
+    "--repo",
+    "repo_path",
+    type=click.Path(exists=True, file_okay=False),
+    help="Validate this repository (bare or a clone) instead of a whole store.",
+)
 @_catalog_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.argument("revision", required=False)
 @click.pass_context
-def validate(ctx: click.Context, root_opt: str | None, repo_path: str | None,
-             catalog_path: str | None, fmt: str, revision: str | None) -> None:
+def validate(
+    ctx: click.Context,
+    root_opt: str | None,
+    repo_path: str | None,
+    catalog_path: str | None,
+    fmt: str,
+    revision: str | None,
+) -> None:
     """Check REVISION (default: main / HEAD) with the rules of the push gate; exit 1 if invalid.
 
     Without --repo, every repository of the store at --root is checked.
@@ -81,8 +98,9 @@ def _print_problems(results: dict[str, list[dict]], fmt: str) -> None:
     from gitstore.validation import format_problem
 
     if fmt == "json":
-        click.echo(json.dumps({"valid": not any(results.values()), "repositories": results},
-                              indent=2))
+        click.echo(
+            json.dumps({"valid": not any(results.values()), "repositories": results}, indent=2)
+        )
         return
     for name, problems in results.items():
         count = len(problems)
@@ -96,18 +114,38 @@ def _print_problems(results: dict[str, list[dict]], fmt: str) -> None:
 @click.command()
 @click.argument("base")
 @click.argument("head")
-@click.option("--repo", "repo_path", type=click.Path(exists=True, file_okay=False),
-              help="The repository (bare or a clone; default: the current folder).")
-@click.option("--env", "env_id", type=click.IntRange(min=1),
-              help="Review environment ID of the store at --root instead of --repo.")
+@click.option(
+    "--repo",
+    "repo_path",
+    type=click.Path(exists=True, file_okay=False),
+    help="The repository (bare or a clone; default: the current folder).",
+)
+@click.option(
+    "--env",
+    "env_id",
+    type=click.IntRange(min=1),
+    help="Review environment ID of the store at --root instead of --repo.",
+)
 @_root_option
 @_catalog_option
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown",
-              show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+)
 @click.pass_context
-def review(ctx: click.Context, base: str, head: str, repo_path: str | None,
-           env_id: int | None, root_opt: str | None, catalog_path: str | None,
-           fmt: str) -> None:
+def review(
+    ctx: click.Context,
+    base: str,
+    head: str,
+    repo_path: str | None,
+    env_id: int | None,
+    root_opt: str | None,
+    catalog_path: str | None,
+    fmt: str,
+) -> None:
     """Report what going from BASE to HEAD does; exit 1 when HEAD fails validation.
 
     The report: validation problems, effective keys added/removed/changed per scope, the nodes
@@ -118,8 +156,7 @@ def review(ctx: click.Context, base: str, head: str, repo_path: str | None,
     if env_id is not None and repo_path:
         raise click.UsageError("give --repo or --env, not both")
     if env_id is not None:
-        result = _store(root_opt).gitops.review_in_store(environment_repository(env_id), base,
-                                                         head)
+        result = _store(root_opt).gitops.review_in_store(environment_repository(env_id), base, head)
     else:
         result = review_repository(repo_path or ".", base, head, catalog_path)
     if fmt == "json":
@@ -140,27 +177,51 @@ def mirror() -> None:
 @click.option("--env", "env_id", type=click.IntRange(min=1), help="Environment to mirror.")
 @click.option("--catalog", is_flag=True, help="Mirror the catalog instead.")
 @click.option("--branch", default="main", show_default=True, help="Remote branch to serve.")
-@click.option("--webhook-secret", required=True, envvar="GITSTORE_WEBHOOK_SECRET",
-              help="Shared secret of the forge webhook ($GITSTORE_WEBHOOK_SECRET).")
-@click.option("--forge", type=click.Choice(["github", "gitlab", "gitea"]),
-              help="Accept webhooks from this forge only.")
+@click.option(
+    "--webhook-secret",
+    required=True,
+    envvar="GITSTORE_WEBHOOK_SECRET",
+    help="Shared secret of the forge webhook ($GITSTORE_WEBHOOK_SECRET).",
+)
+@click.option(
+    "--forge",
+    type=click.Choice(["github", "gitlab", "gitea"]),
+    help="Accept webhooks from this forge only.",
+)
 @click.option("--api-url", help="Forge REST API base URL, to post pull-request reviews.")
-@click.option("--api-token", envvar="GITSTORE_FORGE_TOKEN",
-              help="Forge API token ($GITSTORE_FORGE_TOKEN).")
+@click.option(
+    "--api-token", envvar="GITSTORE_FORGE_TOKEN", help="Forge API token ($GITSTORE_FORGE_TOKEN)."
+)
 @_root_option
-def mirror_add(url: str, env_id: int | None, catalog: bool, branch: str, webhook_secret: str,
-               forge: str | None, api_url: str | None, api_token: str | None,
-               root_opt: str | None) -> None:
+def mirror_add(
+    url: str,
+    env_id: int | None,
+    catalog: bool,
+    branch: str,
+    webhook_secret: str,
+    forge: str | None,
+    api_url: str | None,
+    api_token: str | None,
+    root_opt: str | None,
+) -> None:
     """Serve BRANCH of URL: webhooks (or --poll) fetch it; commits that pass the gate are served."""
     name = _repository_name(env_id, catalog)
-    shown = _store(root_opt).gitops.add_mirror(name, url, secret=webhook_secret, branch=branch,
-                                               forge=forge, api_url=api_url, api_token=api_token)
+    shown = _store(root_opt).gitops.add_mirror(
+        name,
+        url,
+        secret=webhook_secret,
+        branch=branch,
+        forge=forge,
+        api_url=api_url,
+        api_token=api_token,
+    )
     click.echo(f"{name} now mirrors {shown['url']} ({shown['branch']})")
 
 
 @mirror.command("list")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 @_root_option
 def mirror_list(fmt: str, root_opt: str | None) -> None:
     """List mirrors (secrets are never shown)."""
@@ -188,8 +249,9 @@ def mirror_remove(env_id: int | None, catalog: bool, root_opt: str | None) -> No
 @click.option("--catalog", is_flag=True)
 @_root_option
 @click.pass_context
-def mirror_sync(ctx: click.Context, env_id: int | None, catalog: bool,
-                root_opt: str | None) -> None:
+def mirror_sync(
+    ctx: click.Context, env_id: int | None, catalog: bool, root_opt: str | None
+) -> None:
     """Fetch now (one mirror, or all without --env/--catalog); exit 1 if a commit was refused."""
     gitops = _store(root_opt).gitops
     if env_id is None and not catalog:
@@ -199,6 +261,8 @@ def mirror_sync(ctx: click.Context, env_id: int | None, catalog: bool,
     for status in results:
         failure = status["failure"]
         served = (status["served_commit"] or "-")[:12]
-        click.echo(f"{status['repository']}: serving {served}"
-                   + (f"; refused: {failure['message']}" if failure else ""))
+        click.echo(
+            f"{status['repository']}: serving {served}"
+            + (f"; refused: {failure['message']}" if failure else "")
+        )
     ctx.exit(1 if any(s["failure"] for s in results) else 0)

@@ -30,38 +30,60 @@ def register(group: click.Group) -> None:
 
 
 def _format(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--format", "-f", "fmt", type=click.Choice(output.ENTITY_FORMATS),
-                        default="table", show_default=True)(command)
+    return click.option(
+        "--format",
+        "-f",
+        "fmt",
+        type=click.Choice(output.ENTITY_FORMATS),
+        default="table",
+        show_default=True,
+    )(command)
 
 
 def _document_format(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--format", "-f", "fmt", type=click.Choice(("yaml", "json")),
-                        default="yaml", show_default=True)(command)
+    return click.option(
+        "--format",
+        "-f",
+        "fmt",
+        type=click.Choice(("yaml", "json")),
+        default="yaml",
+        show_default=True,
+    )(command)
 
 
 def _owner(command: Callable[..., Any]) -> Callable[..., Any]:
     for flag, kind in (("--plugin", "plugin"), ("--release", "release"), ("--env", "cluster")):
-        command = click.option(flag, kind, type=click.IntRange(min=1),
-                               help=f"Graphs of this {kind} (id).")(command)
+        command = click.option(
+            flag, kind, type=click.IntRange(min=1), help=f"Graphs of this {kind} (id)."
+        )(command)
     return command
 
 
 def _one_owner(cluster: int | None, release: int | None, plugin: int | None) -> tuple[str, int]:
-    given = [(k, v) for k, v in (("cluster", cluster), ("release", release),
-                                 ("plugin", plugin)) if v is not None]
+    given = [
+        (k, v)
+        for k, v in (("cluster", cluster), ("release", release), ("plugin", plugin))
+        if v is not None
+    ]
     if len(given) != 1:
         raise click.UsageError("give exactly one of --env, --release or --plugin")
     return given[0]
 
 
 def _type(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--type", "-t", "graph_type", default="default", show_default=True,
-                        help="The graph type.")(command)
+    return click.option(
+        "--type", "-t", "graph_type", default="default", show_default=True, help="The graph type."
+    )(command)
 
 
 def _env(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--env", "env_id", type=click.IntRange(min=1), required=True,
-                        help="Environment (cluster) id.")(command)
+    return click.option(
+        "--env",
+        "env_id",
+        type=click.IntRange(min=1),
+        required=True,
+        help="Environment (cluster) id.",
+    )(command)
 
 
 @click.group()
@@ -73,27 +95,52 @@ def graph() -> None:
 @_owner
 @_format
 @pass_client
-def graph_list(client: Client, cluster: int | None, release: int | None, plugin: int | None,
-               fmt: str) -> None:
+def graph_list(
+    client: Client, cluster: int | None, release: int | None, plugin: int | None, fmt: str
+) -> None:
     """List an owner's graphs."""
     kind, owner_id = _one_owner(cluster, release, plugin)
     graphs = client.list_graphs(kind, owner_id)
-    rows = [{**g, "tasks": len(g["tasks"]),
-             "relations": [f"{r['model']}:{r['model_id']}" for r in g["relations"]]}
-            for g in graphs] if fmt == "table" else graphs
+    rows = (
+        [
+            {
+                **g,
+                "tasks": len(g["tasks"]),
+                "relations": [f"{r['model']}:{r['model_id']}" for r in g["relations"]],
+            }
+            for g in graphs
+        ]
+        if fmt == "table"
+        else graphs
+    )
     output.emit_list(rows, GRAPH_COLUMNS, fmt, ordered=True)
 
 
 @graph.command("upload")
 @_owner
 @_type
-@click.option("--file", "file", type=click.Path(exists=True, dir_okay=False),
-              help="A YAML task list, or a graph {name?, node_filter?, ..., tasks}.")
-@click.option("--dir", "folder", type=click.Path(exists=True, file_okay=False),
-              help="A folder: metadata.yaml and every tasks.yaml below it.")
+@click.option(
+    "--file",
+    "file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A YAML task list, or a graph {name?, node_filter?, ..., tasks}.",
+)
+@click.option(
+    "--dir",
+    "folder",
+    type=click.Path(exists=True, file_okay=False),
+    help="A folder: metadata.yaml and every tasks.yaml below it.",
+)
 @pass_client
-def graph_upload(client: Client, cluster: int | None, release: int | None, plugin: int | None,
-                 graph_type: str, file: str | None, folder: str | None) -> None:
+def graph_upload(
+    client: Client,
+    cluster: int | None,
+    release: int | None,
+    plugin: int | None,
+    graph_type: str,
+    file: str | None,
+    folder: str | None,
+) -> None:
     """Create a graph, or replace the owner's graph of that type."""
     kind, owner_id = _one_owner(cluster, release, plugin)
     if bool(file) == bool(folder):
@@ -142,17 +189,18 @@ def _read_folder(folder: Path) -> dict:
 @graph.command("download")
 @_env
 @_type
-@click.option("--all", "level", flag_value="all", default=True,
-              help="The merged graph (default).")
+@click.option("--all", "level", flag_value="all", default=True, help="The merged graph (default).")
 @click.option("--cluster", "level", flag_value="cluster", help="Only the cluster's own tasks.")
 @click.option("--plugins", "level", flag_value="plugins", help="Only the plugins' tasks.")
 @click.option("--release", "level", flag_value="release", help="Only the release's tasks.")
-@click.option("--file", "file", type=click.Path(dir_okay=False),
-              help="Write here (default: standard output).")
+@click.option(
+    "--file", "file", type=click.Path(dir_okay=False), help="Write here (default: standard output)."
+)
 @_document_format
 @pass_client
-def graph_download(client: Client, env_id: int, graph_type: str, level: str, file: str | None,
-                   fmt: str) -> None:
+def graph_download(
+    client: Client, env_id: int, graph_type: str, level: str, file: str | None, fmt: str
+) -> None:
     """Download a cluster's tasks of one type at one level."""
     tasks = client.cluster_tasks(env_id, graph_type, LEVELS[level])
     text = output.render(tasks, fmt) + "\n"
@@ -160,16 +208,18 @@ def graph_download(client: Client, env_id: int, graph_type: str, level: str, fil
         click.echo(text, nl=False)
         return
     Path(file).write_text(text)
-    click.echo(f"{len(tasks)} tasks of environment {env_id} graph {graph_type} ({level}) "
-               f"written to {file}")
+    click.echo(
+        f"{len(tasks)} tasks of environment {env_id} graph {graph_type} ({level}) written to {file}"
+    )
 
 
 @graph.command("delete")
 @_owner
 @click.option("--type", "-t", "graph_type", required=True, help="The graph type.")
 @pass_client
-def graph_delete(client: Client, cluster: int | None, release: int | None, plugin: int | None,
-                 graph_type: str) -> None:
+def graph_delete(
+    client: Client, cluster: int | None, release: int | None, plugin: int | None, graph_type: str
+) -> None:
     """Delete an owner's graph of a type."""
     kind, owner_id = _one_owner(cluster, release, plugin)
     client.delete_graph(kind, owner_id, graph_type)
@@ -180,44 +230,90 @@ def graph_delete(client: Client, cluster: int | None, release: int | None, plugi
 @_env
 @_type
 @click.option("--dot", is_flag=True, help="Print Graphviz DOT instead of the tasks.")
-@click.option("--tasks", callback=values.list_callback, metavar="TASK,...",
-              help="DOT: keep only these tasks.")
+@click.option(
+    "--tasks", callback=values.list_callback, metavar="TASK,...", help="DOT: keep only these tasks."
+)
 @click.option("--parents-for", metavar="TASK", help="DOT: keep TASK and its ancestors.")
-@click.option("--remove", callback=values.list_callback, metavar="TYPE,...",
-              help="DOT: drop tasks of these types.")
+@click.option(
+    "--remove",
+    callback=values.list_callback,
+    metavar="TYPE,...",
+    help="DOT: drop tasks of these types.",
+)
 @_document_format
 @pass_client
-def graph_show(client: Client, env_id: int, graph_type: str, dot: bool, tasks: list | None,
-               parents_for: str | None, remove: list | None, fmt: str) -> None:
+def graph_show(
+    client: Client,
+    env_id: int,
+    graph_type: str,
+    dot: bool,
+    tasks: list | None,
+    parents_for: str | None,
+    remove: list | None,
+    fmt: str,
+) -> None:
     """Show a cluster's merged graph: its tasks, or DOT with --dot."""
     if not dot:
         if tasks or parents_for or remove:
             raise click.UsageError("--tasks, --parents-for and --remove go with --dot")
         output.emit(client.cluster_tasks(env_id, graph_type), fmt)
         return
-    text = client.graph_dot(env_id, graph_type, only=[str(t) for t in tasks or []],
-                            parents_for=parents_for, remove=[str(r) for r in remove or []])
+    text = client.graph_dot(
+        env_id,
+        graph_type,
+        only=[str(t) for t in tasks or []],
+        parents_for=parents_for,
+        remove=[str(r) for r in remove or []],
+    )
     click.echo(text, nl=False)
 
 
 @graph.command("execute")
 @_env
-@click.option("--type", "-t", "graph_types", multiple=True, default=["default"],
-              show_default=True, help="A graph type to run (repeatable; run in order).")
-@click.option("--nodes", callback=values.list_callback, metavar="ID,...",
-              help="Run on these nodes (default: the graph's node_filter, else the deployed).")
-@click.option("--tasks", callback=values.list_callback, metavar="TASK,...",
-              help="Run only these tasks (the others are skipped).")
+@click.option(
+    "--type",
+    "-t",
+    "graph_types",
+    multiple=True,
+    default=["default"],
+    show_default=True,
+    help="A graph type to run (repeatable; run in order).",
+)
+@click.option(
+    "--nodes",
+    callback=values.list_callback,
+    metavar="ID,...",
+    help="Run on these nodes (default: the graph's node_filter, else the deployed).",
+)
+@click.option(
+    "--tasks",
+    callback=values.list_callback,
+    metavar="TASK,...",
+    help="Run only these tasks (the others are skipped).",
+)
 @click.option("--dry-run", is_flag=True, help="Record the plan; run nothing.")
 @click.option("--noop", is_flag=True, help="Ask the executor for a no-op run.")
 @click.option("--force", is_flag=True, help="Run tasks even if nothing changed.")
-@click.option("--executor", default="dry-run", show_default=True,
-              help="The executor (entry points 'gitstore.executors': dry-run, local, ...).")
+@click.option(
+    "--executor",
+    default="dry-run",
+    show_default=True,
+    help="The executor (entry points 'gitstore.executors': dry-run, local, ...).",
+)
 @_format
 @pass_client
-def graph_execute(client: Client, env_id: int, graph_types: tuple[str, ...],
-                  nodes: list | None, tasks: list | None, dry_run: bool, noop: bool,
-                  force: bool, executor: str, fmt: str) -> None:
+def graph_execute(
+    client: Client,
+    env_id: int,
+    graph_types: tuple[str, ...],
+    nodes: list | None,
+    tasks: list | None,
+    dry_run: bool,
+    noop: bool,
+    force: bool,
+    executor: str,
+    fmt: str,
+) -> None:
     """Execute graphs of a cluster; exits 1 when the transaction fails.
 
     With --root the run ends before the command does; with --url the server answers at once
@@ -228,8 +324,14 @@ def graph_execute(client: Client, env_id: int, graph_types: tuple[str, ...],
         selection["nodes"] = nodes
     if tasks is not None:
         selection["tasks"] = [str(t) for t in tasks]
-    body = {"cluster": env_id, "graphs": [{"type": t, **selection} for t in graph_types],
-            "dry_run": dry_run, "noop_run": noop, "force": force, "executor": executor}
+    body = {
+        "cluster": env_id,
+        "graphs": [{"type": t, **selection} for t in graph_types],
+        "dry_run": dry_run,
+        "noop_run": noop,
+        "force": force,
+        "executor": executor,
+    }
     transaction = client.execute_graphs(body)
     if fmt != "table":
         output.emit(transaction, fmt)
@@ -240,13 +342,17 @@ def graph_execute(client: Client, env_id: int, graph_types: tuple[str, ...],
 
 
 def _summary(transaction: dict) -> None:
-    click.echo(f"transaction {transaction['id']} of environment {transaction['cluster']}: "
-               f"{transaction['status']}")
+    click.echo(
+        f"transaction {transaction['id']} of environment {transaction['cluster']}: "
+        f"{transaction['status']}"
+    )
     for item in transaction.get("graphs") or []:
         history = item.get("history") or []
         ran = [h for h in history if h["status"] != "skipped"]
-        click.echo(f"  graph {item['type']}: {item['status']} ({len(ran)} of {len(history)} "
-                   "task runs not skipped)")
+        click.echo(
+            f"  graph {item['type']}: {item['status']} ({len(ran)} of {len(history)} "
+            "task runs not skipped)"
+        )
         for failed in (h for h in history if h["status"] == "error"):
             where = failed["node_id"] if failed["node_id"] is not None else "sync"
             click.echo(f"    {failed['task_name']} on {where}: {failed.get('message', '')}")

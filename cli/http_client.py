@@ -38,9 +38,16 @@ _ERRORS: dict[int, type[errors.GitstoreError]] = {
 class HttpClient:
     """A gitstore server at a base URL such as `http://127.0.0.1:8000`."""
 
-    def __init__(self, url: str, *, token: str | None = None, user: str | None = None,
-                 password: str | None = None, cacert: str | None = None,
-                 timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        cacert: str | None = None,
+        timeout: float = 60.0,
+    ) -> None:
         self.base = url.rstrip("/")
         self.timeout = timeout
         self.headers = {"Accept": "application/json", "User-Agent": "gitstore-cli"}
@@ -53,9 +60,16 @@ class HttpClient:
         self._opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
 
     # -- transport -------------------------------------------------------------------------
-    def request(self, method: str, path: str, *, params: dict | None = None,
-                body: Any = None, root: str = API_ROOT, raw: bool = False
-                ) -> tuple[Any, Message]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict | None = None,
+        body: Any = None,
+        root: str = API_ROOT,
+        raw: bool = False,
+    ) -> tuple[Any, Message]:
         """One request below the API root; the parsed JSON answer (None for 204; the text when
         `raw`) and headers."""
         url = self.base + root + path
@@ -86,8 +100,11 @@ class HttpClient:
     def _written(self, method: str, path: str, body: Any) -> Served:
         _, headers = self.request(method, path, body=body)
         version = headers.get("X-Gitstore-Version")
-        return Served(None, headers.get("X-Gitstore-Commit"),
-                      int(version) if version and version.isdigit() else None)
+        return Served(
+            None,
+            headers.get("X-Gitstore-Commit"),
+            int(version) if version and version.isdigit() else None,
+        )
 
     # -- catalog ---------------------------------------------------------------------------
     def list_components(self, version: str | None = None) -> list[dict]:
@@ -105,8 +122,9 @@ class HttpClient:
     def delete_component(self, component_id: int) -> None:
         self.request("DELETE", f"/components/{int(component_id)}")
 
-    def list_definitions(self, component_id: int | str | None = None,
-                         version: str | None = None) -> list[dict]:
+    def list_definitions(
+        self, component_id: int | str | None = None, version: str | None = None
+    ) -> list[dict]:
         return self._get("/resource_definitions", component_id=component_id, version=version)
 
     def get_definition(self, definition_id: int, version: str | None = None) -> dict:
@@ -116,8 +134,7 @@ class HttpClient:
         return self.request("POST", "/resource_definitions", body=body)[0]
 
     def update_definition(self, definition_id: int, body: dict) -> dict:
-        return self.request("PATCH", f"/resource_definitions/{int(definition_id)}",
-                            body=body)[0]
+        return self.request("PATCH", f"/resource_definitions/{int(definition_id)}", body=body)[0]
 
     def delete_definition(self, definition_id: int) -> None:
         self.request("DELETE", f"/resource_definitions/{int(definition_id)}")
@@ -142,36 +159,58 @@ class HttpClient:
         return self._get(f"/environments/{int(env_id)}/hierarchy_levels", version=version)
 
     def get_level(self, env_id: int, name: str, version: str | None = None) -> dict:
-        return self._get(f"/environments/{int(env_id)}/hierarchy_levels/{_segment(name)}",
-                         version=version)
+        return self._get(
+            f"/environments/{int(env_id)}/hierarchy_levels/{_segment(name)}", version=version
+        )
 
     # -- values ----------------------------------------------------------------------------
-    def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str,
-             query: Query) -> Any:
-        params = {"effective": _on(query.effective), "show_lookup": _on(query.show_lookup),
-                  "key": query.key, "version": query.version, "reveal": _on(query.reveal)}
+    def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query) -> Any:
+        params = {
+            "effective": _on(query.effective),
+            "show_lookup": _on(query.show_lookup),
+            "key": query.key,
+            "version": query.version,
+            "reveal": _on(query.reveal),
+        }
         return self._get(document_path(env_id, pairs, resource, kind), **params)
 
     def secret_rules(self, env_id: int) -> dict:
         return self._get(f"/environments/{int(env_id)}/secrets/rules")
 
     def encrypt_secrets(self, env_id: int, path: str, document: dict) -> dict:
-        return self.request("POST", f"/environments/{int(env_id)}/secrets/encrypt",
-                            body={"path": path, "document": document})[0]
+        return self.request(
+            "POST",
+            f"/environments/{int(env_id)}/secrets/encrypt",
+            body={"path": path, "document": document},
+        )[0]
 
-    def put(self, env_id: int, pairs: LevelPairs, resource: str, kind: str,
-            document: dict) -> Served:
+    def put(
+        self, env_id: int, pairs: LevelPairs, resource: str, kind: str, document: dict
+    ) -> Served:
         return self._written("PUT", document_path(env_id, pairs, resource, kind), document)
 
-    def update_keys(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, op: str,
-                    paths: list[list[Any]]) -> Served:
+    def update_keys(
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        kind: str,
+        op: str,
+        paths: list[list[Any]],
+    ) -> Served:
         path = f"{document_path(env_id, pairs, resource, kind)}/keys/{_segment(op)}"
         return self._written("PATCH", path, paths)
 
     def write_many(self, env_id: int, documents: dict[Address, dict], message: str) -> Served:
-        items = [{"levels": [list(pair) for pair in pairs], "resource": resource, "kind": kind,
-                  "document": document}
-                 for (pairs, resource, kind), document in documents.items()]
+        items = [
+            {
+                "levels": [list(pair) for pair in pairs],
+                "resource": resource,
+                "kind": kind,
+                "document": document,
+            }
+            for (pairs, resource, kind), document in documents.items()
+        ]
         body = {"message": message, "documents": items}
         return self._written("PUT", f"/environments/{int(env_id)}/documents", body)
 
@@ -180,15 +219,25 @@ class HttpClient:
         return self.request("GET", f"/environments/{int(env_id)}/history", params=params)[0]
 
     def diff(self, env_id, source, target=None, *, scope=None, resource=None):
-        return self._get(f"/environments/{int(env_id)}/diff", to=target, levels=scope,
-                         resource=resource, **{"from": source})
+        return self._get(
+            f"/environments/{int(env_id)}/diff",
+            to=target,
+            levels=scope,
+            resource=resource,
+            **{"from": source},
+        )
 
     def revert(self, env_id, body):
         return self.request("POST", f"/environments/{int(env_id)}/revert", body=body)[0]
 
     def explain(self, env_id, pairs, resource, key=None, version=None):
-        return self._get(document_path(env_id, pairs, resource, "values"), effective="1",
-                         explain="1", key=key, version=version)
+        return self._get(
+            document_path(env_id, pairs, resource, "values"),
+            effective="1",
+            explain="1",
+            key=key,
+            version=version,
+        )
 
     # -- tags and nodes (under /api/v1, not /api/v1/config) --------------------------------
     def _v1(self, method: str, path: str, body: Any = None) -> Any:
@@ -207,12 +256,12 @@ class HttpClient:
         self._v1("DELETE", f"/{kind}s/{int(owner_id)}/tags/{_segment(name)}")
 
     def assign_tags(self, env_id, node, tags):
-        return self._v1("POST", f"/clusters/{int(env_id)}/nodes/{_segment(node)}/tags",
-                        {"tags": tags})
+        return self._v1(
+            "POST", f"/clusters/{int(env_id)}/nodes/{_segment(node)}/tags", {"tags": tags}
+        )
 
     def unassign_tags(self, env_id, node, tags):
-        self._v1("DELETE", f"/clusters/{int(env_id)}/nodes/{_segment(node)}/tags",
-                 {"tags": tags})
+        self._v1("DELETE", f"/clusters/{int(env_id)}/nodes/{_segment(node)}/tags", {"tags": tags})
 
     def tags_check(self, env_id):
         return self._v1("GET", f"/clusters/{int(env_id)}/tags_check")
@@ -267,15 +316,27 @@ class HttpClient:
 
     def cluster_tasks(self, env_id, graph_type, view="merged"):
         suffix = "" if view == "merged" else f"/{_segment(view)}"
-        return self.request("GET", f"/clusters/{int(env_id)}/deployment_tasks{suffix}",
-                            params={"graph_type": graph_type}, root=V1_ROOT)[0]
+        return self.request(
+            "GET",
+            f"/clusters/{int(env_id)}/deployment_tasks{suffix}",
+            params={"graph_type": graph_type},
+            root=V1_ROOT,
+        )[0]
 
     def graph_dot(self, env_id, graph_type, **filters):
-        params = {"graph_type": graph_type, "tasks": ",".join(filters.get("only") or []) or None,
-                  "parents_for": filters.get("parents_for"),
-                  "remove": ",".join(filters.get("remove") or []) or None}
-        return self.request("GET", f"/clusters/{int(env_id)}/deploy_tasks/graph.gv",
-                            params=params, root=V1_ROOT, raw=True)[0]
+        params = {
+            "graph_type": graph_type,
+            "tasks": ",".join(filters.get("only") or []) or None,
+            "parents_for": filters.get("parents_for"),
+            "remove": ",".join(filters.get("remove") or []) or None,
+        }
+        return self.request(
+            "GET",
+            f"/clusters/{int(env_id)}/deploy_tasks/graph.gv",
+            params=params,
+            root=V1_ROOT,
+            raw=True,
+        )[0]
 
     def execute_graphs(self, body):
         return self._v1("POST", "/graphs/execute", body)
@@ -285,13 +346,13 @@ class HttpClient:
 
     # -- Heat roles and deployment plans ---------------------------------------------------
     def list_roles(self, only_latest=False):
-        return self.request("GET", "/roles", params={"only_latest": _on(only_latest)},
-                            root=V1_ROOT)[0]
+        return self.request(
+            "GET", "/roles", params={"only_latest": _on(only_latest)}, root=V1_ROOT
+        )[0]
 
     def upload_role(self, name, content, description=None):
         """POST a new name; when it exists, PUT a new version of its latest."""
-        body = {"content": content, **({} if description is None else
-                                       {"description": description})}
+        body = {"content": content, **({} if description is None else {"description": description})}
         try:
             return self._v1("POST", "/roles", {"name": name, **body}), True
         except errors.Conflict:
@@ -305,8 +366,9 @@ class HttpClient:
         return self._v1("GET", "/plans")
 
     def get_plan(self, uuid, reveal=False):
-        return self.request("GET", f"/plans/{_segment(uuid)}", params={"reveal": _on(reveal)},
-                            root=V1_ROOT)[0]
+        return self.request(
+            "GET", f"/plans/{_segment(uuid)}", params={"reveal": _on(reveal)}, root=V1_ROOT
+        )[0]
 
     def create_plan(self, body):
         return self._v1("POST", "/plans", body)
@@ -324,8 +386,12 @@ class HttpClient:
         return self._v1("PATCH", f"/plans/{_segment(uuid)}", values)
 
     def export_plan(self, uuid, reveal=False):
-        return self.request("GET", f"/plans/{_segment(uuid)}/templates",
-                            params={"reveal": _on(reveal)}, root=V1_ROOT)[0]
+        return self.request(
+            "GET",
+            f"/plans/{_segment(uuid)}/templates",
+            params={"reveal": _on(reveal)},
+            root=V1_ROOT,
+        )[0]
 
 
 def document_path(env_id: int, pairs: LevelPairs, resource: str, kind: str) -> str:
@@ -367,7 +433,11 @@ def _error(exc: urllib.error.HTTPError) -> errors.GitstoreError:
         cls = errors.ValidationFailed
     if cls is None:
         prefix = "server error" if exc.code >= 500 else "unexpected answer"
-        return errors.GitstoreError(f"{prefix} {exc.code}: {message or exc.reason}",
-                                    errors=details if isinstance(details, list) else None)
-    return cls(message or f"HTTP {exc.code} {exc.reason}",
-               errors=details if isinstance(details, list) else None)
+        return errors.GitstoreError(
+            f"{prefix} {exc.code}: {message or exc.reason}",
+            errors=details if isinstance(details, list) else None,
+        )
+    return cls(
+        message or f"HTTP {exc.code} {exc.reason}",
+        errors=details if isinstance(details, list) else None,
+    )

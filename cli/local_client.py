@@ -36,8 +36,9 @@ class LocalClient:
     def delete_component(self, component_id: int) -> None:
         self.store.components.delete(component_id, self.author)
 
-    def list_definitions(self, component_id: int | str | None = None,
-                         version: str | None = None) -> list[dict]:
+    def list_definitions(
+        self, component_id: int | str | None = None, version: str | None = None
+    ) -> list[dict]:
         ref = None if component_id is None else str(component_id)
         return self.store.definitions.list(ref, version).data
 
@@ -76,8 +77,7 @@ class LocalClient:
         return self.store.environments.level(env_id, name, version).data
 
     # -- values ----------------------------------------------------------------------------
-    def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str,
-             query: Query) -> Any:
+    def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query) -> Any:
         who = self.author.name if self.author else f"local user {getpass.getuser()}"
         return self.store.config.read(env_id, list(pairs), resource, kind, query, who).data
 
@@ -87,14 +87,23 @@ class LocalClient:
     def encrypt_secrets(self, env_id: int, path: str, document: dict) -> dict:
         return self.store.secrets.encrypt(env_id, path, document).data
 
-    def put(self, env_id: int, pairs: LevelPairs, resource: str, kind: str,
-            document: dict) -> Served:
+    def put(
+        self, env_id: int, pairs: LevelPairs, resource: str, kind: str, document: dict
+    ) -> Served:
         return self.store.config.put(env_id, list(pairs), resource, kind, document, self.author)
 
-    def update_keys(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, op: str,
-                    paths: list[list[Any]]) -> Served:
-        return self.store.config.update_keys(env_id, list(pairs), resource, kind, op, paths,
-                                             self.author)
+    def update_keys(
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        kind: str,
+        op: str,
+        paths: list[list[Any]],
+    ) -> Served:
+        return self.store.config.update_keys(
+            env_id, list(pairs), resource, kind, op, paths, self.author
+        )
 
     def write_many(self, env_id: int, documents: dict[Address, dict], message: str) -> Served:
         return self.store.config.write_many(env_id, documents, message, self.author)
@@ -105,8 +114,9 @@ class LocalClient:
 
     def diff(self, env_id, source, target=None, *, scope=None, resource=None):
         levels = [scope] if scope else []
-        return self.store.versions.diff(env_id, source, target, levels=levels,
-                                        resource=resource).data
+        return self.store.versions.diff(
+            env_id, source, target, levels=levels, resource=resource
+        ).data
 
     def revert(self, env_id, body):
         return self.store.versions.revert(env_id, body, self.author).data
@@ -199,8 +209,7 @@ class LocalClient:
 
     def upload_role(self, name, content, description=None):
         """(the version now latest, whether the upload made it)."""
-        served, created = self.store.plans.upload("roles", name, content, description,
-                                                  self.author)
+        served, created = self.store.plans.upload("roles", name, content, description, self.author)
         return served.data, created
 
     def list_plans(self):

@@ -15,33 +15,70 @@ from cli.connection import Connection
 from cli.errors import RootGroup
 
 #: Modules whose `register(group)` adds commands. Later issues append theirs.
-COMMAND_MODULES = ["cli.server", "cli.config", "cli.entities", "cli.facts", "cli.gitops",
-                   "cli.versions", "cli.tags", "cli.access", "cli.graphs", "cli.plans",
-                   "cli.upgrade", "cli.secrets"]
+COMMAND_MODULES = [
+    "cli.server",
+    "cli.config",
+    "cli.entities",
+    "cli.facts",
+    "cli.gitops",
+    "cli.versions",
+    "cli.tags",
+    "cli.access",
+    "cli.graphs",
+    "cli.plans",
+    "cli.upgrade",
+    "cli.secrets",
+]
 
 
 @click.group("gitstore", cls=RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--url", envvar="GITSTORE_URL", show_envvar=True,
-              help="Server base URL, e.g. http://127.0.0.1:8000")
-@click.option("--root", envvar="GITSTORE_ROOT", show_envvar=True,
-              type=click.Path(file_okay=False),
-              help="Work on a local store root instead of a server.")
+@click.option(
+    "--url",
+    envvar="GITSTORE_URL",
+    show_envvar=True,
+    help="Server base URL, e.g. http://127.0.0.1:8000",
+)
+@click.option(
+    "--root",
+    envvar="GITSTORE_ROOT",
+    show_envvar=True,
+    type=click.Path(file_okay=False),
+    help="Work on a local store root instead of a server.",
+)
 @click.option("--token", envvar="GITSTORE_TOKEN", show_envvar=True, help="API token (Bearer).")
-@click.option("--user", envvar="GITSTORE_USER", show_envvar=True,
-              help="User for HTTP Basic auth (local mode: the commits' author).")
-@click.option("--password", envvar="GITSTORE_PASSWORD", show_envvar=True,
-              help="Password for HTTP Basic auth.")
-@click.option("--cacert", envvar="GITSTORE_CACERT", show_envvar=True,
-              type=click.Path(dir_okay=False, exists=True), help="CA bundle to verify TLS.")
+@click.option(
+    "--user",
+    envvar="GITSTORE_USER",
+    show_envvar=True,
+    help="User for HTTP Basic auth (local mode: the commits' author).",
+)
+@click.option(
+    "--password", envvar="GITSTORE_PASSWORD", show_envvar=True, help="Password for HTTP Basic auth."
+)
+@click.option(
+    "--cacert",
+    envvar="GITSTORE_CACERT",
+    show_envvar=True,
+    type=click.Path(dir_okay=False, exists=True),
+    help="CA bundle to verify TLS.",
+)
 @click.pass_context
-def cli(ctx: click.Context, url: str | None, root: str | None, token: str | None,
-        user: str | None, password: str | None, cacert: str | None) -> None:
+def cli(
+    ctx: click.Context,
+    url: str | None,
+    root: str | None,
+    token: str | None,
+    user: str | None,
+    password: str | None,
+    cacert: str | None,
+) -> None:
     """gitstore: a configuration store in which git is the database.
 
     Store commands talk to a server (--url) or work on a local store (--root): give exactly one.
     """
-    ctx.obj = Connection(url=url, root=root, token=token, user=user, password=password,
-                         cacert=cacert)
+    ctx.obj = Connection(
+        url=url, root=root, token=token, user=user, password=password, cacert=cacert
+    )
 
 
 for _name in COMMAND_MODULES:

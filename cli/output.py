@@ -62,8 +62,9 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
     return "\n".join([line(header), rule] + [line(row) for row in cells])
 
 
-def emit_list(entities: list[dict], columns: Sequence[str], fmt: str, *,
-              ordered: bool = False) -> None:
+def emit_list(
+    entities: list[dict], columns: Sequence[str], fmt: str, *, ordered: bool = False
+) -> None:
     """A list of entities sorted by id (unless already `ordered`): a table, or json/yaml."""
     if not ordered:
         entities = sorted(entities, key=_sort_key)

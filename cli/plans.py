@@ -32,13 +32,20 @@ def register(group: click.Group) -> None:
 
 
 def _format(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--format", "-f", "fmt", type=click.Choice(output.ENTITY_FORMATS),
-                        default="table", show_default=True)(command)
+    return click.option(
+        "--format",
+        "-f",
+        "fmt",
+        type=click.Choice(output.ENTITY_FORMATS),
+        default="table",
+        show_default=True,
+    )(command)
 
 
 def _reveal(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--reveal", is_flag=True,
-                        help="Show hidden values (needs the secrets role).")(command)
+    return click.option(
+        "--reveal", is_flag=True, help="Show hidden values (needs the secrets role)."
+    )(command)
 
 
 def _is_uuid(text: str) -> bool:
@@ -110,8 +117,9 @@ def plan_list(client: Client, fmt: str) -> None:
     """List the plans."""
     plans = client.list_plans()
     if fmt == "table":
-        plans = [{**p, "roles": [f"{r['name']} v{r['version']}" for r in p["roles"]]}
-                 for p in plans]
+        plans = [
+            {**p, "roles": [f"{r['name']} v{r['version']}" for r in p["roles"]]} for p in plans
+        ]
     output.emit_list(plans, PLAN_COLUMNS, fmt)
 
 
@@ -135,8 +143,12 @@ def plan_delete(client: Client, plan_ref: str) -> None:
 
 
 def _role_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    command = click.option("--version", "version", type=click.IntRange(min=1),
-                           help="The role version (default: the latest).")(command)
+    command = click.option(
+        "--version",
+        "version",
+        type=click.IntRange(min=1),
+        help="The role version (default: the latest).",
+    )(command)
     command = click.argument("role_ref", metavar="ROLE")(command)
     return click.argument("plan_ref", metavar="PLAN")(command)
 
@@ -145,8 +157,9 @@ def _role_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @_role_options
 @_format
 @pass_client
-def plan_add_role(client: Client, plan_ref: str, role_ref: str, version: int | None,
-                  fmt: str) -> None:
+def plan_add_role(
+    client: Client, plan_ref: str, role_ref: str, version: int | None, fmt: str
+) -> None:
     """Add ROLE (its latest version unless --version) to PLAN."""
     uuid = plan_uuid(client, plan_ref)
     _emit_plan(client.add_plan_role(uuid, role_uuid(client, role_ref, version)), fmt)
@@ -156,18 +169,24 @@ def plan_add_role(client: Client, plan_ref: str, role_ref: str, version: int | N
 @_role_options
 @_format
 @pass_client
-def plan_remove_role(client: Client, plan_ref: str, role_ref: str, version: int | None,
-                     fmt: str) -> None:
+def plan_remove_role(
+    client: Client, plan_ref: str, role_ref: str, version: int | None, fmt: str
+) -> None:
     """Remove ROLE from PLAN (by name: the version the plan holds, or --version)."""
     uuid = plan_uuid(client, plan_ref)
     target = role_ref
     if not _is_uuid(role_ref):
-        held = [r for r in client.get_plan(uuid)["roles"] if r["name"] == role_ref
-                and version in (None, r["version"])]
+        held = [
+            r
+            for r in client.get_plan(uuid)["roles"]
+            if r["name"] == role_ref and version in (None, r["version"])
+        ]
         if len(held) > 1:
-            raise click.UsageError(f"plan {plan_ref} holds versions "
-                                   f"{', '.join(str(r['version']) for r in held)} of role "
-                                   f"{role_ref}; give --version")
+            raise click.UsageError(
+                f"plan {plan_ref} holds versions "
+                f"{', '.join(str(r['version']) for r in held)} of role "
+                f"{role_ref}; give --version"
+            )
         target = held[0]["uuid"] if held else role_uuid(client, role_ref, version)
     _emit_plan(client.remove_plan_role(uuid, target), fmt)
 
@@ -175,12 +194,19 @@ def plan_remove_role(client: Client, plan_ref: str, role_ref: str, version: int 
 @plan.command("set")
 @click.argument("plan_ref", metavar="PLAN")
 @click.argument("assignments", nargs=-1, required=True, metavar="NAME=VALUE...")
-@click.option("--type", "type_", type=click.Choice(VALUE_TYPES), default="str",
-              show_default=True, help="How to read every VALUE.")
+@click.option(
+    "--type",
+    "type_",
+    type=click.Choice(VALUE_TYPES),
+    default="str",
+    show_default=True,
+    help="How to read every VALUE.",
+)
 @_format
 @pass_client
-def plan_set(client: Client, plan_ref: str, assignments: tuple[str, ...], type_: str,
-             fmt: str) -> None:
+def plan_set(
+    client: Client, plan_ref: str, assignments: tuple[str, ...], type_: str, fmt: str
+) -> None:
     """Set parameter values of PLAN, all or nothing (e.g. compute-1::count=3)."""
     items = []
     for assignment in assignments:
@@ -193,8 +219,13 @@ def plan_set(client: Client, plan_ref: str, assignments: tuple[str, ...], type_:
 
 @plan.command("export")
 @click.argument("plan_ref", metavar="PLAN")
-@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False),
-              help="Write the files here (created if missing).")
+@click.option(
+    "--dir",
+    "directory",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Write the files here (created if missing).",
+)
 @_reveal
 @pass_client
 def plan_export(client: Client, plan_ref: str, directory: str, reveal: bool) -> None:
@@ -223,8 +254,9 @@ def role() -> None:
 @click.option("--description", help="What the role is.")
 @_format
 @pass_client
-def role_upload(client: Client, file: Any, name: str | None, description: str | None,
-                fmt: str) -> None:
+def role_upload(
+    client: Client, file: Any, name: str | None, description: str | None, fmt: str
+) -> None:
     """Upload FILE as a new role, or as the next version of an existing one.
 
     Uploading the same content again makes no new version.

@@ -33,24 +33,37 @@ def secrets() -> None:
     """Secrets: sealed values in git, masked on read (docs/secrets.md)."""
 
 
-_env_option = click.option("--env", "-e", "env", type=click.IntRange(min=1), required=True,
-                           help="Environment id.")
+_env_option = click.option(
+    "--env", "-e", "env", type=click.IntRange(min=1), required=True, help="Environment id."
+)
 _keyring_option = click.option(
-    "--keyring", envvar="GITSTORE_KEYRING", show_envvar=True,
+    "--keyring",
+    envvar="GITSTORE_KEYRING",
+    show_envvar=True,
     type=click.Path(dir_okay=False, exists=True),
-    help="A copy of the store's keyring.yaml: work offline.")
+    help="A copy of the store's keyring.yaml: work offline.",
+)
 _file_argument = click.argument("file", type=click.Path(dir_okay=False, exists=True))
 _catalog_option = click.option(
-    "--catalog", type=click.Path(file_okay=False, exists=True),
-    help="A clone of catalog.git: apply the resource definitions' secret_keys offline too.")
-_in_place_option = click.option("--in-place", "-i", is_flag=True,
-                                help="Rewrite FILE instead of printing the result.")
+    "--catalog",
+    type=click.Path(file_okay=False, exists=True),
+    help="A clone of catalog.git: apply the resource definitions' secret_keys offline too.",
+)
+_in_place_option = click.option(
+    "--in-place", "-i", is_flag=True, help="Rewrite FILE instead of printing the result."
+)
 
 
 @secrets.command("rules")
 @_env_option
-@click.option("--format", "-f", "fmt", type=click.Choice(output.DOCUMENT_FORMATS),
-              default="yaml", show_default=True)
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(output.DOCUMENT_FORMATS),
+    default="yaml",
+    show_default=True,
+)
 @pass_client
 def rules(client: Client, env: int, fmt: str) -> None:
     """Show which keys of environment ENV are secret."""
@@ -61,8 +74,10 @@ def rules(client: Client, env: int, fmt: str) -> None:
 def _local() -> LocalClient:
     connection = click.get_current_context().find_object(Connection)
     if not connection.root:
-        raise click.UsageError("this command works on the store's keyring: give --root (or "
-                               "GITSTORE_ROOT) on the server's host")
+        raise click.UsageError(
+            "this command works on the store's keyring: give --root (or "
+            "GITSTORE_ROOT) on the server's host"
+        )
     return connection.client()  # a LocalClient: --root was given
 
 
@@ -72,14 +87,19 @@ def keys() -> None:
     for key in _local().store.secrets.key_report():
         mark = "*" if key["active"] else " "
         note = "  (NOT IN THE KEYRING)" if key.get("missing") else ""
-        click.echo(f"{mark} {key['id']:<8} {key['values']:>6} values  "
-                   f"created {key['created'] or '?'}{note}")
+        click.echo(
+            f"{mark} {key['id']:<8} {key['values']:>6} values  "
+            f"created {key['created'] or '?'}{note}"
+        )
 
 
 @secrets.command("rotate")
-@click.option("--no-new-key", is_flag=True,
-              help="Keep the active key; only re-encrypt what is not sealed with it yet "
-                   "(finish an interrupted rotation, or seal values made secret by new rules).")
+@click.option(
+    "--no-new-key",
+    is_flag=True,
+    help="Keep the active key; only re-encrypt what is not sealed with it yet "
+    "(finish an interrupted rotation, or seal values made secret by new rules).",
+)
 def rotate(no_new_key: bool) -> None:
     """Add a key, make it active, re-encrypt every secret (one commit per environment)."""
     local = _local()
@@ -105,8 +125,7 @@ def remove_key(key_id: str) -> None:
 @_keyring_option
 @_catalog_option
 @_in_place_option
-def encrypt(file: str, env: int, keyring: str | None, catalog: str | None,
-            in_place: bool) -> None:
+def encrypt(file: str, env: int, keyring: str | None, catalog: str | None, in_place: bool) -> None:
     """Seal the secret values of FILE, a file of a clone of environment ENV.
 
     Offline with --keyring; otherwise the server (--url) or local store (--root) seals.
@@ -117,8 +136,7 @@ def encrypt(file: str, env: int, keyring: str | None, catalog: str | None,
     else:
         connection = click.get_current_context().find_object(Connection)
         _, document = clone.read()
-        data = clone.with_document(connection.client().encrypt_secrets(env, clone.path,
-                                                                       document))
+        data = clone.with_document(connection.client().encrypt_secrets(env, clone.path, document))
     _emit(clone, data, in_place)
 
 
@@ -144,8 +162,7 @@ def edit(file: str, env: int, keyring: str | None, catalog: str | None) -> None:
     keyring = _require(keyring)
     clone = CloneFile(file, env, catalog)
     _, stored = clone.read()
-    text = click.edit(clone.opened(keyring).decode("utf-8"), extension=".yaml",
-                      require_save=True)
+    text = click.edit(clone.opened(keyring).decode("utf-8"), extension=".yaml", require_save=True)
     if text is None:
         click.echo(f"{clone.path}: not changed", err=True)
         return
@@ -156,8 +173,11 @@ def edit(file: str, env: int, keyring: str | None, catalog: str | None) -> None:
 
 def _require(keyring: str | None) -> str:
     if not keyring:
-        raise InvalidInput("this needs a copy of the keyring: --keyring FILE or GITSTORE_KEYRING "
-                           "(the server never sends plain secrets for files)", key="keyring")
+        raise InvalidInput(
+            "this needs a copy of the keyring: --keyring FILE or GITSTORE_KEYRING "
+            "(the server never sends plain secrets for files)",
+            key="keyring",
+        )
     return keyring
 
 

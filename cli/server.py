@@ -39,15 +39,22 @@ def _root(root_opt: str | None) -> Path:
 
 
 _root_option = click.option(
-    "--root", "root_opt", envvar="GITSTORE_ROOT", type=click.Path(file_okay=False),
-    help="Store root (default: $GITSTORE_ROOT).")
+    "--root",
+    "root_opt",
+    envvar="GITSTORE_ROOT",
+    type=click.Path(file_okay=False),
+    help="Store root (default: $GITSTORE_ROOT).",
+)
 
 
 @click.command()
 @_root_option
 @click.option("--sample", is_flag=True, help="Load the sample deployment (sample_repo/).")
-@click.option("--sample-dir", type=click.Path(file_okay=False, exists=True),
-              help="Load this folder instead of the shipped sample (implies --sample).")
+@click.option(
+    "--sample-dir",
+    type=click.Path(file_okay=False, exists=True),
+    help="Load this folder instead of the shipped sample (implies --sample).",
+)
 def init(root_opt: str | None, sample: bool, sample_dir: str | None) -> None:
     """Create a store (catalog.git and environments/) at --root; never touches existing data.
 
@@ -57,8 +64,11 @@ def init(root_opt: str | None, sample: bool, sample_dir: str | None) -> None:
     root = _root(root_opt)
     existed = (root / CATALOG).is_dir()
     store = Store.init(root)
-    click.echo(f"gitstore already initialised at {root}; kept as it is" if existed
-               else f"initialised gitstore at {root}")
+    click.echo(
+        f"gitstore already initialised at {root}; kept as it is"
+        if existed
+        else f"initialised gitstore at {root}"
+    )
     if sample or sample_dir:
         source = Path(sample_dir) if sample_dir else SAMPLE_DIR
         if not source.is_dir():
@@ -88,33 +98,77 @@ def _default_workers() -> int:
 @_root_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--workers", type=click.IntRange(min=1),
-              help="Worker processes (default: 2 per CPU core).")
-@click.option("--threads", default=DEFAULT_THREADS, show_default=True,
-              type=click.IntRange(min=1), help="Threads per worker.")
-@click.option("--access-log/--no-access-log", default=False, show_default=True,
-              help="Log each request to stderr.")
-@click.option("--open", "open_store", is_flag=True,
-              help="Allow a non-loopback --host for a store without access file (an OPEN store: "
-                   "anyone who reaches it may read and write).")
-@click.option("--allow-anonymous-read", is_flag=True,
-              help="With an access file, let requests without credentials read.")
-@click.option("--certfile", type=click.Path(dir_okay=False, exists=True),
-              help="TLS certificate (PEM, chain included): serve HTTPS.")
-@click.option("--keyfile", type=click.Path(dir_okay=False, exists=True),
-              help="Private key of --certfile (PEM).")
-@click.option("--ca-certs", type=click.Path(dir_okay=False, exists=True),
-              help="CA bundle: require client certificates signed by it (mutual TLS).")
-@click.option("--enable-local-executor", is_flag=True,
-              help="Let graph execution use the `local` executor, which runs the graphs' shell "
-                   "tasks on this host as the server's user, for any store-wide writer.")
-@click.option("--poll", type=click.FloatRange(min=1), default=None,
-              help="Fetch every mirror (gitstore mirror add) every SECONDS, for forges that "
-                   "cannot reach this server with webhooks.")
-def serve(root_opt: str | None, host: str, port: int, workers: int | None, threads: int,
-          access_log: bool, open_store: bool, allow_anonymous_read: bool,
-          certfile: str | None, keyfile: str | None, ca_certs: str | None,
-          enable_local_executor: bool, poll: float | None) -> None:
+@click.option(
+    "--workers", type=click.IntRange(min=1), help="Worker processes (default: 2 per CPU core)."
+)
+@click.option(
+    "--threads",
+    default=DEFAULT_THREADS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Threads per worker.",
+)
+@click.option(
+    "--access-log/--no-access-log",
+    default=False,
+    show_default=True,
+    help="Log each request to stderr.",
+)
+@click.option(
+    "--open",
+    "open_store",
+    is_flag=True,
+    help="Allow a non-loopback --host for a store without access file (an OPEN store: "
+    "anyone who reaches it may read and write).",
+)
+@click.option(
+    "--allow-anonymous-read",
+    is_flag=True,
+    help="With an access file, let requests without credentials read.",
+)
+@click.option(
+    "--certfile",
+    type=click.Path(dir_okay=False, exists=True),
+    help="TLS certificate (PEM, chain included): serve HTTPS.",
+)
+@click.option(
+    "--keyfile",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Private key of --certfile (PEM).",
+)
+@click.option(
+    "--ca-certs",
+    type=click.Path(dir_okay=False, exists=True),
+    help="CA bundle: require client certificates signed by it (mutual TLS).",
+)
+@click.option(
+    "--enable-local-executor",
+    is_flag=True,
+    help="Let graph execution use the `local` executor, which runs the graphs' shell "
+    "tasks on this host as the server's user, for any store-wide writer.",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="Fetch every mirror (gitstore mirror add) every SECONDS, for forges that "
+    "cannot reach this server with webhooks.",
+)
+def serve(
+    root_opt: str | None,
+    host: str,
+    port: int,
+    workers: int | None,
+    threads: int,
+    access_log: bool,
+    open_store: bool,
+    allow_anonymous_read: bool,
+    certfile: str | None,
+    keyfile: str | None,
+    ca_certs: str | None,
+    enable_local_executor: bool,
+    poll: float | None,
+) -> None:
     """Serve the REST API of the store at --root under gunicorn.
 
     Equivalent to `GITSTORE_ROOT=<root> gunicorn -k gthread 'gitstore.api:create_app()'`.
@@ -139,8 +193,10 @@ def serve(root_opt: str | None, host: str, port: int, workers: int | None, threa
         **tls,
     }
     scheme = "https" if tls else "http"
-    click.echo(f"serving {root} on {scheme}://{bind} ({options['workers']} workers x {threads} "
-               "threads)", err=True)
+    click.echo(
+        f"serving {root} on {scheme}://{bind} ({options['workers']} workers x {threads} threads)",
+        err=True,
+    )
     if poll:
         _start_poller_process(root, poll)
         click.echo(f"polling mirrors every {poll:g}s", err=True)
@@ -184,19 +240,29 @@ def _access_config(root: Path, host: str, open_store: bool, anonymous_read: bool
     loopback = _is_loopback(host)
     if access_file.exists():
         access_file.policy()  # a broken access file fails here, once, with its message
-        click.echo(f"access control on ({access_file.path})"
-                   + ("; anonymous reads allowed" if anonymous_read else ""), err=True)
+        click.echo(
+            f"access control on ({access_file.path})"
+            + ("; anonymous reads allowed" if anonymous_read else ""),
+            err=True,
+        )
     elif loopback:
-        click.echo(f"no access file at {access_file.path}: the store is OPEN, so only loopback "
-                   "addresses are served; `gitstore user add` turns access control on", err=True)
+        click.echo(
+            f"no access file at {access_file.path}: the store is OPEN, so only loopback "
+            "addresses are served; `gitstore user add` turns access control on",
+            err=True,
+        )
     elif not open_store:
         raise click.UsageError(
             f"refusing to listen on {host}: the store has no access file ({access_file.path}) "
             "and would be open to the network; add a user with `gitstore user add`, or pass "
-            "--open to serve it open anyway")
+            "--open to serve it open anyway"
+        )
     else:
-        click.echo(f"WARNING: serving an OPEN store on {host} (--open): anyone who can reach it "
-                   "may read and write", err=True)
+        click.echo(
+            f"WARNING: serving an OPEN store on {host} (--open): anyone who can reach it "
+            "may read and write",
+            err=True,
+        )
     # bound beyond loopback with access control: a deleted access file must not open the store
     required = access_file.exists() and not loopback and not open_store
     return {ACCESS_REQUIRED: required, ANONYMOUS_READ: anonymous_read}
@@ -206,8 +272,9 @@ def _tls_options(certfile: str | None, keyfile: str | None, ca_certs: str | None
     if bool(certfile) != bool(keyfile):
         raise click.UsageError("--certfile and --keyfile go together")
     if ca_certs and not certfile:
-        raise click.UsageError("--ca-certs needs --certfile and --keyfile (it verifies clients "
-                               "of an HTTPS server)")
+        raise click.UsageError(
+            "--ca-certs needs --certfile and --keyfile (it verifies clients of an HTTPS server)"
+        )
     if not certfile:
         return {}
     tls = {"certfile": str(Path(certfile).resolve()), "keyfile": str(Path(keyfile).resolve())}

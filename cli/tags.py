@@ -18,8 +18,16 @@ from cli.connection import pass_client
 
 TAG_COLUMNS = ("name", "has_primary", "owner_type", "owner_id")
 NODE_COLUMNS = ("id", "fqdn", "roles", "pending_roles", "status", "tags")
-STATUSES = ("discover", "provisioning", "provisioned", "deploying", "ready", "error",
-            "removing", "stopped")
+STATUSES = (
+    "discover",
+    "provisioning",
+    "provisioned",
+    "deploying",
+    "ready",
+    "error",
+    "removing",
+    "stopped",
+)
 
 
 def register(group: click.Group) -> None:
@@ -28,20 +36,30 @@ def register(group: click.Group) -> None:
 
 
 def _format(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--format", "-f", "fmt", type=click.Choice(output.ENTITY_FORMATS),
-                        default="table", show_default=True)(command)
+    return click.option(
+        "--format",
+        "-f",
+        "fmt",
+        type=click.Choice(output.ENTITY_FORMATS),
+        default="table",
+        show_default=True,
+    )(command)
 
 
 def _owner(command: Callable[..., Any]) -> Callable[..., Any]:
     for flag, kind in (("--plugin", "plugin"), ("--env", "cluster"), ("--release", "release")):
-        command = click.option(flag, kind, type=click.IntRange(min=1),
-                               help=f"Tags of this {kind} (id).")(command)
+        command = click.option(
+            flag, kind, type=click.IntRange(min=1), help=f"Tags of this {kind} (id)."
+        )(command)
     return command
 
 
 def _one_owner(release: int | None, cluster: int | None, plugin: int | None) -> tuple[str, int]:
-    given = [(k, v) for k, v in (("release", release), ("cluster", cluster),
-                                 ("plugin", plugin)) if v is not None]
+    given = [
+        (k, v)
+        for k, v in (("release", release), ("cluster", cluster), ("plugin", plugin))
+        if v is not None
+    ]
     if len(given) != 1:
         raise click.UsageError("give exactly one of --release, --env or --plugin")
     return given[0]
@@ -74,19 +92,22 @@ def tag() -> None:
 @_owner
 @_format
 @pass_client
-def tag_list(client: Client, release: int | None, cluster: int | None, plugin: int | None,
-             fmt: str) -> None:
+def tag_list(
+    client: Client, release: int | None, cluster: int | None, plugin: int | None, fmt: str
+) -> None:
     """List an owner's tags (an environment's list is the merged view)."""
     kind, owner_id = _one_owner(release, cluster, plugin)
     tags = client.list_tags(kind, owner_id)
-    output.emit_list(_tag_rows(tags) if fmt == "table" else tags, TAG_COLUMNS, fmt,
-                     ordered=True)
+    output.emit_list(_tag_rows(tags) if fmt == "table" else tags, TAG_COLUMNS, fmt, ordered=True)
 
 
 def _meta_options(command: Callable[..., Any]) -> Callable[..., Any]:
     command = click.option("--meta", help="Tag metadata as a JSON object.")(command)
-    return click.option("--has-primary/--no-has-primary", default=None,
-                        help="Whether one node is elected primary for the tag.")(command)
+    return click.option(
+        "--has-primary/--no-has-primary",
+        default=None,
+        help="Whether one node is elected primary for the tag.",
+    )(command)
 
 
 @tag.command("create")
@@ -95,9 +116,16 @@ def _meta_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @_meta_options
 @_format
 @pass_client
-def tag_create(client: Client, name: str, release: int | None, cluster: int | None,
-               plugin: int | None, has_primary: bool | None, meta: str | None,
-               fmt: str) -> None:
+def tag_create(
+    client: Client,
+    name: str,
+    release: int | None,
+    cluster: int | None,
+    plugin: int | None,
+    has_primary: bool | None,
+    meta: str | None,
+    fmt: str,
+) -> None:
     """Create tag NAME for one owner."""
     kind, owner_id = _one_owner(release, cluster, plugin)
     body = {"name": name, "meta": _meta(has_primary, meta)}
@@ -110,9 +138,16 @@ def tag_create(client: Client, name: str, release: int | None, cluster: int | No
 @_meta_options
 @_format
 @pass_client
-def tag_update(client: Client, name: str, release: int | None, cluster: int | None,
-               plugin: int | None, has_primary: bool | None, meta: str | None,
-               fmt: str) -> None:
+def tag_update(
+    client: Client,
+    name: str,
+    release: int | None,
+    cluster: int | None,
+    plugin: int | None,
+    has_primary: bool | None,
+    meta: str | None,
+    fmt: str,
+) -> None:
     """Replace the metadata of tag NAME."""
     kind, owner_id = _one_owner(release, cluster, plugin)
     body = {"name": name, "meta": _meta(has_primary, meta)}
@@ -123,8 +158,9 @@ def tag_update(client: Client, name: str, release: int | None, cluster: int | No
 @click.argument("name")
 @_owner
 @pass_client
-def tag_delete(client: Client, name: str, release: int | None, cluster: int | None,
-               plugin: int | None) -> None:
+def tag_delete(
+    client: Client, name: str, release: int | None, cluster: int | None, plugin: int | None
+) -> None:
     """Delete tag NAME; roles and nodes lose it too."""
     kind, owner_id = _one_owner(release, cluster, plugin)
     client.delete_tag(kind, owner_id, name)
@@ -134,16 +170,16 @@ def tag_delete(client: Client, name: str, release: int | None, cluster: int | No
 def _node_tag_options(command: Callable[..., Any]) -> Callable[..., Any]:
     command = click.argument("tags", nargs=-1, required=True)(command)
     command = click.option("--node", required=True, help="Node id or fqdn.")(command)
-    return click.option("--env", "env_id", type=int, required=True,
-                        help="Environment (cluster) id.")(command)
+    return click.option(
+        "--env", "env_id", type=int, required=True, help="Environment (cluster) id."
+    )(command)
 
 
 @tag.command("assign")
 @_node_tag_options
 @_format
 @pass_client
-def tag_assign(client: Client, env_id: int, node: str, tags: tuple[str, ...],
-               fmt: str) -> None:
+def tag_assign(client: Client, env_id: int, node: str, tags: tuple[str, ...], fmt: str) -> None:
     """Give a node TAGS (instance tags such as mysql:1 too)."""
     output.emit_entity(client.assign_tags(env_id, node, list(tags)), fmt)
 
@@ -180,20 +216,31 @@ def node() -> None:
 
 
 def _env(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--env", "env_id", type=int, required=True,
-                        help="Environment (cluster) id.")(command)
+    return click.option(
+        "--env", "env_id", type=int, required=True, help="Environment (cluster) id."
+    )(command)
 
 
 def _node_fields(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--name", help="A display name."),
-        click.option("--roles", callback=values.list_callback, metavar="ROLE,...",
-                     help="Assigned roles."),
-        click.option("--pending-roles", callback=values.list_callback, metavar="ROLE,...",
-                     help="Roles to be deployed."),
+        click.option(
+            "--roles", callback=values.list_callback, metavar="ROLE,...", help="Assigned roles."
+        ),
+        click.option(
+            "--pending-roles",
+            callback=values.list_callback,
+            metavar="ROLE,...",
+            help="Roles to be deployed.",
+        ),
         click.option("--status", type=click.Choice(STATUSES)),
-        click.option("--ip", "ips", multiple=True, metavar="NETWORK=ADDRESS",
-                     help="An address on a network (repeatable)."),
+        click.option(
+            "--ip",
+            "ips",
+            multiple=True,
+            metavar="NETWORK=ADDRESS",
+            help="An address on a network (repeatable).",
+        ),
         click.option("--pending-addition/--no-pending-addition", default=None),
         click.option("--pending-deletion/--no-pending-deletion", default=None),
         _format,
@@ -205,8 +252,11 @@ def _node_fields(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def _node_body(**fields: Any) -> dict:
     ips = fields.pop("ips", ())
-    body = {k: ([str(v) for v in value] if k in ("roles", "pending_roles") else value)
-            for k, value in fields.items() if value is not None}
+    body = {
+        k: ([str(v) for v in value] if k in ("roles", "pending_roles") else value)
+        for k, value in fields.items()
+        if value is not None
+    }
     if ips:
         pairs = [ip.partition("=") for ip in ips]
         if any(not sep or not net or not addr for net, sep, addr in pairs):
@@ -237,12 +287,17 @@ def node_show(client: Client, node_ref: str, env_id: int, fmt: str) -> None:
 @node.command("create")
 @_env
 @click.option("--fqdn", required=True, help="The node's fully qualified name.")
-@click.option("--id", "node_id", type=click.IntRange(min=1),
-              help="Choose the id (default: the lowest unused in the store).")
+@click.option(
+    "--id",
+    "node_id",
+    type=click.IntRange(min=1),
+    help="Choose the id (default: the lowest unused in the store).",
+)
 @_node_fields
 @pass_client
-def node_create(client: Client, env_id: int, fqdn: str, node_id: int | None,
-                fmt: str, **fields: Any) -> None:
+def node_create(
+    client: Client, env_id: int, fqdn: str, node_id: int | None, fmt: str, **fields: Any
+) -> None:
     """Add a node to an environment."""
     body = {"fqdn": fqdn, **({"id": node_id} if node_id else {}), **_node_body(**fields)}
     output.emit_entity(client.create_node(env_id, body), fmt)
@@ -254,8 +309,9 @@ def node_create(client: Client, env_id: int, fqdn: str, node_id: int | None,
 @click.option("--fqdn", help="A new fqdn.")
 @_node_fields
 @pass_client
-def node_update(client: Client, node_ref: str, env_id: int, fqdn: str | None, fmt: str,
-                **fields: Any) -> None:
+def node_update(
+    client: Client, node_ref: str, env_id: int, fqdn: str | None, fmt: str, **fields: Any
+) -> None:
     """Change the fields given of NODE (id or fqdn)."""
     body = _node_body(fqdn=fqdn, **fields)
     if not body:

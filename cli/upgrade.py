@@ -30,13 +30,20 @@ def register(group: click.Group) -> None:
 
 
 def _env(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return click.option("--env", "env_id", type=click.IntRange(min=1), required=True,
-                        help=help_text)
+    return click.option(
+        "--env", "env_id", type=click.IntRange(min=1), required=True, help=help_text
+    )
 
 
 def _format(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--format", "-f", "fmt", type=click.Choice(output.ENTITY_FORMATS),
-                        default="table", show_default=True)(command)
+    return click.option(
+        "--format",
+        "-f",
+        "fmt",
+        type=click.Choice(output.ENTITY_FORMATS),
+        default="table",
+        show_default=True,
+    )(command)
 
 
 def _names(text: str | None, option: str, convert: Callable[[str], Any] = str) -> list:
@@ -49,8 +56,9 @@ def _names(text: str | None, option: str, convert: Callable[[str], Any] = str) -
             raise ValueError("empty item")
         return [convert(item) for item in items]
     except ValueError as exc:
-        raise click.BadParameter(f"{text!r} must be a comma-separated list", param_hint=option) \
-            from exc
+        raise click.BadParameter(
+            f"{text!r} must be a comma-separated list", param_hint=option
+        ) from exc
 
 
 @click.group()
@@ -61,8 +69,13 @@ def upgrade() -> None:
 @upgrade.command("clone")
 @_env("The original environment (id).")
 @click.option("--name", required=True, help="Name of the new environment (the seed).")
-@click.option("--release", "release_id", type=click.IntRange(min=1), required=True,
-              help="Release of the seed (id): newer than the original's, same OS.")
+@click.option(
+    "--release",
+    "release_id",
+    type=click.IntRange(min=1),
+    required=True,
+    help="Release of the seed (id): newer than the original's, same OS.",
+)
 @_format
 @pass_client
 def clone(client: Client, env_id: int, name: str, release_id: int, fmt: str) -> None:
@@ -75,16 +88,20 @@ def clone(client: Client, env_id: int, name: str, release_id: int, fmt: str) -> 
 @upgrade.command("assign")
 @_env("The seed environment (id).")
 @click.option("--nodes", required=True, help="Ids of the original's nodes to move: 1,2,3.")
-@click.option("--reprovision/--no-reprovision", default=True, show_default=True,
-              help="Reinstall the nodes: their roles become pending roles.")
+@click.option(
+    "--reprovision/--no-reprovision",
+    default=True,
+    show_default=True,
+    help="Reinstall the nodes: their roles become pending roles.",
+)
 @click.option("--roles", help="Roles of the moved nodes (default: the roles they have).")
 @_format
 @pass_client
-def assign(client: Client, env_id: int, nodes: str, reprovision: bool, roles: str | None,
-           fmt: str) -> None:
+def assign(
+    client: Client, env_id: int, nodes: str, reprovision: bool, roles: str | None, fmt: str
+) -> None:
     """Move nodes from the original into the seed, keeping their ids and IP addresses."""
-    body: dict[str, Any] = {"nodes_ids": _names(nodes, "--nodes", int),
-                            "reprovision": reprovision}
+    body: dict[str, Any] = {"nodes_ids": _names(nodes, "--nodes", int), "reprovision": reprovision}
     if roles is not None:
         body["roles"] = _names(roles, "--roles")
     moved = client.upgrade_assign(env_id, body)
@@ -102,8 +119,9 @@ def vips(client: Client, env_id: int, fmt: str) -> None:
 
 @upgrade.command("status")
 @_env("An original or a seed (id).")
-@click.option("--format", "-f", "fmt", type=click.Choice(STATUS_FORMATS), default="text",
-              show_default=True)
+@click.option(
+    "--format", "-f", "fmt", type=click.Choice(STATUS_FORMATS), default="text", show_default=True
+)
 @pass_client
 def status(client: Client, env_id: int, fmt: str) -> None:
     """The relation, the nodes on each side and how the seed's settings differ."""
@@ -126,10 +144,14 @@ def status_lines(data: dict) -> list[str]:
     lines.append(f"moves in progress: {_list(data['moves_in_progress'])}")
     diff = data["settings_diff"]
     editable = diff["editable"]
-    changes = ([f"  + {key}: {_show(value)}" for key, value in editable["added"].items()]
-               + [f"  - {key}: {_show(value)}" for key, value in editable["removed"].items()]
-               + [f"  ~ {key}: {_show(pair['old'])} -> {_show(pair['new'])}"
-                  for key, pair in editable["changed"].items()])
+    changes = (
+        [f"  + {key}: {_show(value)}" for key, value in editable["added"].items()]
+        + [f"  - {key}: {_show(value)}" for key, value in editable["removed"].items()]
+        + [
+            f"  ~ {key}: {_show(pair['old'])} -> {_show(pair['new'])}"
+            for key, pair in editable["changed"].items()
+        ]
+    )
     lines.append("editable settings, seed against original:" + ("" if changes else " same"))
     lines += changes
     generated = [key for keys in diff["generated"].values() for key in keys]

@@ -34,8 +34,9 @@ _FALSE = ("0", "false")
 
 
 # -- option callbacks ----------------------------------------------------------------------
-def levels_callback(ctx: click.Context, param: click.Parameter,
-                    value: str | None) -> list[tuple[str, str]]:
+def levels_callback(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> list[tuple[str, str]]:
     """`--level nodes=1,role=compute` as level pairs; a malformed part is a usage error."""
     if value is None:
         return []
@@ -59,12 +60,12 @@ def key_callback(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
-def version_callback(ctx: click.Context, param: click.Parameter,
-                     value: str | None) -> str | None:
+def version_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """`--version N|REVISION`: an empty value is a usage error (not "the latest")."""
     if value is not None and not value.strip():
-        raise click.BadParameter("must be a version number or a git revision, not empty",
-                                 ctx, param)
+        raise click.BadParameter(
+            "must be a version number or a git revision, not empty", ctx, param
+        )
     return value
 
 
@@ -81,9 +82,16 @@ def list_callback(ctx: click.Context, param: click.Parameter, value: str | None)
 
 
 # -- typed values --------------------------------------------------------------------------
-def typed_value(type_: str | None, value: str | None, fmt: str | None, *,
-                value_flag: str = "--value", format_flag: str = "--format", stream: Any = None,
-                source: str = "<stdin>") -> Any:
+def typed_value(
+    type_: str | None,
+    value: str | None,
+    fmt: str | None,
+    *,
+    value_flag: str = "--value",
+    format_flag: str = "--format",
+    stream: Any = None,
+    source: str = "<stdin>",
+) -> Any:
     """The value the options describe (see the module docstring); `stream` is read for fmt."""
     _check_sources(type_, value, fmt, value_flag, format_flag)
     if type_ == "null":
@@ -94,13 +102,16 @@ def typed_value(type_: str | None, value: str | None, fmt: str | None, *,
     return jsonable(parse_stream(text, fmt or "yaml", source))
 
 
-def _check_sources(type_: str | None, value: str | None, fmt: str | None, flag: str,
-                   fmt_flag: str) -> None:
+def _check_sources(
+    type_: str | None, value: str | None, fmt: str | None, flag: str, fmt_flag: str
+) -> None:
     if value is not None and type_ is None:
         raise click.UsageError(f"{flag} needs --type ({'|'.join(TYPES)})")
     if value is not None and fmt is not None:
-        raise click.UsageError(f"{flag} and {fmt_flag} exclude each other: {fmt_flag} "
-                               f"describes stdin; give --type for {flag}")
+        raise click.UsageError(
+            f"{flag} and {fmt_flag} exclude each other: {fmt_flag} "
+            f"describes stdin; give --type for {flag}"
+        )
     if type_ == "null" and value is not None:
         raise click.UsageError(f"--type null takes no {flag}")
     if type_ is not None and fmt is not None:
@@ -108,8 +119,9 @@ def _check_sources(type_: str | None, value: str | None, fmt: str | None, flag: 
     if type_ not in (None, "null") and value is None:
         raise click.UsageError(f"--type {type_} needs {flag}")
     if type_ is None and fmt is None:
-        raise click.UsageError(f"give --type and {flag}, --type null, or {fmt_flag} json|yaml "
-                               "to read stdin")
+        raise click.UsageError(
+            f"give --type and {flag}, --type null, or {fmt_flag} json|yaml to read stdin"
+        )
 
 
 def cast(type_: str, value: str, flag: str = "--value") -> Any:
@@ -145,8 +157,9 @@ def parse_stream(text: str, fmt: str, source: str) -> Any:
             raise InvalidInput(f"{source}: JSON does not parse: {exc}", path=source) from exc
     document, count = yamlio.load_all_first(text, path=source)
     if count > 1:
-        click.echo(f"Warning: {source} holds {count} YAML documents; only the first is used",
-                   err=True)
+        click.echo(
+            f"Warning: {source} holds {count} YAML documents; only the first is used", err=True
+        )
     return document
 
 

@@ -35,10 +35,17 @@ def _levels_text(levels: list[tuple[str, str]]) -> str | None:
 
 
 _env = click.option("--env", "-e", "env", type=int, required=True, help="Environment id.")
-_level = click.option("--level", "-l", "levels", callback=values.levels_callback,
-                      metavar="L=V[,L=V]", help="Level pairs, e.g. nodes=1.")
-_format = click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table",
-                       show_default=True)
+_level = click.option(
+    "--level",
+    "-l",
+    "levels",
+    callback=values.levels_callback,
+    metavar="L=V[,L=V]",
+    help="Level pairs, e.g. nodes=1.",
+)
+_format = click.option(
+    "--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+)
 _key = click.option("--key", "-k", callback=values.key_callback, help="Dotted key path, e.g. a.b.")
 
 
@@ -51,26 +58,53 @@ _key = click.option("--key", "-k", callback=values.key_callback, help="Dotted ke
 @click.option("--since", help="Stop at this version (excluded).")
 @_format
 @pass_client
-def history(client: Client, env: int, levels: list, resource: str | None, key: str | None,
-            limit: int | None, since: str | None, fmt: str) -> None:
+def history(
+    client: Client,
+    env: int,
+    levels: list,
+    resource: str | None,
+    key: str | None,
+    limit: int | None,
+    since: str | None,
+    fmt: str,
+) -> None:
     """Commits that changed an environment, newest first.
 
     With --key, --level and --resource: the history of that key's effective value at that
     level (only commits where it changed, with old and new value).
     """
-    data = client.history(env, path=_path(levels), resource=resource, key=key, limit=limit,
-                          since=since)
+    data = client.history(
+        env, path=_path(levels), resource=resource, key=key, limit=limit, since=since
+    )
     if fmt != "table":
         output.emit(data, fmt)
         return
     entries = data["entries"]
     if key is not None and levels:
-        rows = [[e["version"], e["commit"][:12], e["date"], e["author"], _shown(e, "old"),
-                 _shown(e, "new")] for e in entries]
+        rows = [
+            [
+                e["version"],
+                e["commit"][:12],
+                e["date"],
+                e["author"],
+                _shown(e, "old"),
+                _shown(e, "new"),
+            ]
+            for e in entries
+        ]
         click.echo(output.table(rows, ["version", "commit", "date", "author", "old", "new"]))
         return
-    rows = [[e["version"], e["commit"][:12], e["date"], e["author"], _subject(e["message"]),
-             _changes(e["changes"])] for e in entries]
+    rows = [
+        [
+            e["version"],
+            e["commit"][:12],
+            e["date"],
+            e["author"],
+            _subject(e["message"]),
+            _changes(e["changes"]),
+        ]
+        for e in entries
+    ]
     click.echo(output.table(rows, ["version", "commit", "date", "author", "message", "changes"]))
 
 
@@ -94,12 +128,16 @@ _KEYS_SHOWN = 4
 def _changes(changes: list[dict]) -> str:
     parts = []
     for change in changes:
-        keys = ([f"+{k}" for k in change["keys_added"]] + [f"-{k}" for k in change["keys_removed"]]
-                + [f"~{k}" for k in change["keys_changed"]])
+        keys = (
+            [f"+{k}" for k in change["keys_added"]]
+            + [f"-{k}" for k in change["keys_removed"]]
+            + [f"~{k}" for k in change["keys_changed"]]
+        )
         if len(keys) > _KEYS_SHOWN:
             keys = [*keys[:_KEYS_SHOWN], f"(+{len(keys) - _KEYS_SHOWN} more)"]
-        parts.append(f"{change['level']} {change['resource']} {change['kind']} {' '.join(keys)}"
-                     .rstrip())
+        parts.append(
+            f"{change['level']} {change['resource']} {change['kind']} {' '.join(keys)}".rstrip()
+        )
     return "; ".join(parts)
 
 
@@ -111,8 +149,15 @@ def _changes(changes: list[dict]) -> str:
 @click.option("--resource", "-r", help="Only this resource.")
 @_format
 @pass_client
-def diff(client: Client, env: int, source: str, target: str | None, levels: list,
-         resource: str | None, fmt: str) -> None:
+def diff(
+    client: Client,
+    env: int,
+    source: str,
+    target: str | None,
+    levels: list,
+    resource: str | None,
+    fmt: str,
+) -> None:
     """Effective values that differ between two versions, per level and resource."""
     data = client.diff(env, source, target, scope=_levels_text(levels), resource=resource)
     if fmt != "table":
@@ -132,8 +177,11 @@ def _diff_lines(change: dict) -> list[tuple[str, str]]:
     lines = []
     for section, (sign, colour) in _SIGNS.items():
         for key, value in change[section].items():
-            shown = (f"{_json(value['old'])} -> {_json(value['new'])}"
-                     if section == "changed" else _json(value))
+            shown = (
+                f"{_json(value['old'])} -> {_json(value['new'])}"
+                if section == "changed"
+                else _json(value)
+            )
             lines.append((f"  {sign} {key}: {shown}", colour))
     return lines
 
@@ -141,13 +189,24 @@ def _diff_lines(change: dict) -> list[tuple[str, str]]:
 @click.command()
 @_env
 @click.option("--to", "to", help="Restore the files (or the environment) as at this version.")
-@click.option("--path", "-p", "paths", multiple=True,
-              help="With --to: a repository-relative file or folder to restore (repeatable).")
+@click.option(
+    "--path",
+    "-p",
+    "paths",
+    multiple=True,
+    help="With --to: a repository-relative file or folder to restore (repeatable).",
+)
 @click.option("--commit", help="Undo this one commit (git revert).")
 @click.option("--message", "-m", help="Commit message.")
 @pass_client
-def revert(client: Client, env: int, to: str | None, paths: tuple[str, ...],
-           commit: str | None, message: str | None) -> None:
+def revert(
+    client: Client,
+    env: int,
+    to: str | None,
+    paths: tuple[str, ...],
+    commit: str | None,
+    message: str | None,
+) -> None:
     """Revert in one new commit: restore a version (--to) or undo a commit (--commit)."""
     if (to is None) == (commit is None):
         raise click.UsageError("give exactly one of --to or --commit")
@@ -173,8 +232,15 @@ def revert(client: Client, env: int, to: str | None, paths: tuple[str, ...],
 @click.option("--version", help="Explain at a version: N or a git revision.")
 @_format
 @pass_client
-def explain(client: Client, env: int, levels: list, resource: str, key: str | None,
-            version: str | None, fmt: str) -> None:
+def explain(
+    client: Client,
+    env: int,
+    levels: list,
+    resource: str,
+    key: str | None,
+    version: str | None,
+    fmt: str,
+) -> None:
     """For each key of the effective values: the layers that set it and who last changed it."""
     data = client.explain(env, levels, resource, key, version)
     if fmt != "table":
@@ -185,7 +251,17 @@ def explain(client: Client, env: int, levels: list, resource: str, key: str | No
         for index, layer in enumerate(item["layers"]):
             won = index == item["winner"]
             last = f"{item['author']} {(item['commit'] or '')[:12]} {item['date']}" if won else ""
-            rows.append([item["path"], "*" if won else "", layer["scope"], layer["kind"],
-                         f"{layer['file']}:{layer['line'] or '?'}", _json(layer["value"]), last])
-    click.echo(output.table(rows, ["key", "won", "scope", "kind", "file:line", "value",
-                                   "last changed"]))
+            rows.append(
+                [
+                    item["path"],
+                    "*" if won else "",
+                    layer["scope"],
+                    layer["kind"],
+                    f"{layer['file']}:{layer['line'] or '?'}",
+                    _json(layer["value"]),
+                    last,
+                ]
+            )
+    click.echo(
+        output.table(rows, ["key", "won", "scope", "kind", "file:line", "value", "last changed"])
+    )

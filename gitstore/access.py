@@ -56,8 +56,10 @@ ANY: Final = "any"
 #: access file as an error (fail closed) rather than an open store.
 ANONYMOUS_READ = "GITSTORE_ALLOW_ANONYMOUS_READ"
 ACCESS_REQUIRED = "GITSTORE_ACCESS_REQUIRED"
-_HEADER = (b"# gitstore access file: users, token digests and roles. Managed by `gitstore user`"
-           b" and\n# `gitstore token`; keep it mode 0600 and out of every repository.\n")
+_HEADER = (
+    b"# gitstore access file: users, token digests and roles. Managed by `gitstore user`"
+    b" and\n# `gitstore token`; keep it mode 0600 and out of every repository.\n"
+)
 _VERIFIED_CACHE = 256
 
 
@@ -73,14 +75,17 @@ class Grant:
         """`writer`, `writer:*`, `writer:env:1` -> Grant; InvalidInput naming the bad part."""
         role, _, scope = str(text).strip().partition(":")
         if role not in ROLES:
-            raise InvalidInput(f"role {role!r} in {text!r} is not one of {', '.join(ROLES)}",
-                               key="role")
+            raise InvalidInput(
+                f"role {role!r} in {text!r} is not one of {', '.join(ROLES)}", key="role"
+            )
         scope = scope or STORE_SCOPE
         if scope != STORE_SCOPE:
             kind, _, env_id = scope.partition(":")
             if kind != "env" or not re.fullmatch(r"[0-9]{1,18}", env_id) or int(env_id) < 1:
-                raise InvalidInput(f"scope {scope!r} in {text!r} must be '*' or 'env:ID' "
-                                   "(e.g. writer:env:1)", key="role")
+                raise InvalidInput(
+                    f"scope {scope!r} in {text!r} must be '*' or 'env:ID' (e.g. writer:env:1)",
+                    key="role",
+                )
             scope = f"env:{int(env_id)}"
         return cls(role, scope)
 
@@ -128,8 +133,9 @@ def require(identity: Identity, role: str, env_id: int | str | None = None) -> N
     else:
         where = f"on environment {env_id} (scope 'env:{env_id}' or '*')"
     granted = ", ".join(map(str, identity.grants)) or "none"
-    raise Forbidden(f"user {identity.name!r} needs role {role!r} {where}; granted: {granted}",
-                    key="role")
+    raise Forbidden(
+        f"user {identity.name!r} needs role {role!r} {where}; granted: {granted}", key="role"
+    )
 
 
 def parse_grants(texts: list[str] | tuple[str, ...]) -> tuple[Grant, ...]:
@@ -167,9 +173,11 @@ class AccessFile:
         try:
             return self.path.read_bytes()
         except OSError as exc:
-            raise Unavailable(f"cannot read access file {self.path} ({exc.strerror}), so every "
-                              "request is refused; it must be readable by the server's user "
-                              "(run `gitstore user` as that user)") from exc
+            raise Unavailable(
+                f"cannot read access file {self.path} ({exc.strerror}), so every "
+                "request is refused; it must be readable by the server's user "
+                "(run `gitstore user` as that user)"
+            ) from exc
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -223,9 +231,15 @@ class AccessFile:
         counts: dict[str, int] = {}
         for entry in policy.tokens.values():
             counts[entry["user"]] = counts.get(entry["user"], 0) + 1
-        return [{"name": name, "roles": list(entry.get("roles") or []),
-                 "password": bool(entry.get("password")), "tokens": counts.get(name, 0)}
-                for name, entry in sorted(policy.users.items())]
+        return [
+            {
+                "name": name,
+                "roles": list(entry.get("roles") or []),
+                "password": bool(entry.get("password")),
+                "tokens": counts.get(name, 0),
+            }
+            for name, entry in sorted(policy.users.items())
+        ]
 
     def add_user(self, name: str, grants: tuple[Grant, ...], password: str | None) -> None:
         name = check_identifier(name, "user name")
@@ -235,8 +249,11 @@ class AccessFile:
 
         def change(data: dict) -> None:
             if name in data["users"]:
-                raise Conflict(f"user {name!r} exists; use `gitstore user passwd` or "
-                               "`gitstore user roles` to change it", key="user")
+                raise Conflict(
+                    f"user {name!r} exists; use `gitstore user passwd` or "
+                    "`gitstore user roles` to change it",
+                    key="user",
+                )
             data["users"][name] = entry
 
         self._edit(change)
@@ -278,16 +295,18 @@ class AccessFile:
     def tokens(self, user: str | None = None) -> list[dict[str, Any]]:
         """Token ids with user, label and creation time; never the token or its digest."""
         policy = self.policy() or Policy({}, {})
-        return [{"id": tid, "user": t["user"], "name": t.get("name") or "",
-                 "created": t.get("created")}
-                for tid, t in sorted(policy.tokens.items(), key=lambda i: i[1].get("created", ""))
-                if user is None or t["user"] == user]
+        return [
+            {"id": tid, "user": t["user"], "name": t.get("name") or "", "created": t.get("created")}
+            for tid, t in sorted(policy.tokens.items(), key=lambda i: i[1].get("created", ""))
+            if user is None or t["user"] == user
+        ]
 
     def revoke_token(self, token_id: str) -> None:
         def change(data: dict) -> None:
             if data["tokens"].pop(token_id, None) is None:
-                raise NotFound(f"no token with id {token_id!r} (see `gitstore token list`)",
-                               key="token")
+                raise NotFound(
+                    f"no token with id {token_id!r} (see `gitstore token list`)", key="token"
+                )
 
         self._edit(change)
 
@@ -332,11 +351,11 @@ def _parse(raw: bytes, path: Path) -> Policy:
             parse_grants(list(entry.get("roles") or []))
         for token_id, entry in tokens.items():
             if _mapping(entry, f"tokens.{token_id}").get("user") not in users:
-                raise InvalidInput(f"tokens.{token_id}: user {entry.get('user')!r} is not "
-                                   "in users")
+                raise InvalidInput(f"tokens.{token_id}: user {entry.get('user')!r} is not in users")
     except InvalidInput as exc:
-        raise Unavailable(f"access file {path} is invalid, so every request is refused: "
-                          f"{exc.message}") from exc
+        raise Unavailable(
+            f"access file {path} is invalid, so every request is refused: {exc.message}"
+        ) from exc
     return Policy({str(k): v for k, v in users.items()}, {str(k): v for k, v in tokens.items()})
 
 

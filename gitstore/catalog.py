@@ -49,8 +49,11 @@ class CatalogView:
 
     def definitions(self) -> list[dict]:
         """Every definition as an API entity (with `component_id`), sorted by id."""
-        found = [_definition_entity(d, c.get("id")) for c in self.components
-                 for d in c.get("resource_definitions") or []]
+        found = [
+            _definition_entity(d, c.get("id"))
+            for c in self.components
+            for d in c.get("resource_definitions") or []
+        ]
         found += [_definition_entity(d, None) for d in self.orphans]
         return sorted(found, key=lambda d: d["id"])
 
@@ -117,8 +120,10 @@ def _require_object(body: Any, what: str, fields: tuple[str, ...]) -> dict:
         raise InvalidInput(f"{what} body must be a JSON object")
     unknown = sorted(str(k) for k in body if k not in fields)
     if unknown:
-        raise InvalidInput(f"unknown {what} field {unknown[0]!r}; known fields: "
-                           f"{', '.join(fields)}", key=unknown[0])
+        raise InvalidInput(
+            f"unknown {what} field {unknown[0]!r}; known fields: {', '.join(fields)}",
+            key=unknown[0],
+        )
     return body
 
 
@@ -208,15 +213,16 @@ class Components(_CatalogService):
         name = check_identifier(body.get("name"), "name")
         items = _definition_items(body.get("resource_definitions", []))
         if any(def_id is not None for def_id, _ in items):
-            raise InvalidInput("a new component cannot take existing resource definitions "
-                               "(items with 'id')", key="resource_definitions")
+            raise InvalidInput(
+                "a new component cannot take existing resource definitions (items with 'id')",
+                key="resource_definitions",
+            )
         fields = [item for _, item in items]
 
         def operation(view: CatalogView):
             if any(c.get("name") == name for c in view.components):
                 raise Conflict(f"component {name!r} already exists", key="name")
-            component = {"id": view.next_component_id(), "name": name,
-                         "resource_definitions": []}
+            component = {"id": view.next_component_id(), "name": name, "resource_definitions": []}
             _add_definitions(view, component, fields)
             changes = ChangeSet(f"catalog: create component {name}")
             _put_component(changes, view, component)
@@ -229,8 +235,11 @@ class Components(_CatalogService):
         """Change the fields given: `name`, and `resource_definitions` (the new list)."""
         body = _require_object(body, "component", _COMPONENT_FIELDS)
         new_name = check_identifier(body["name"], "name") if "name" in body else None
-        items = (_definition_items(body["resource_definitions"])
-                 if "resource_definitions" in body else None)
+        items = (
+            _definition_items(body["resource_definitions"])
+            if "resource_definitions" in body
+            else None
+        )
 
         def operation(view: CatalogView):
             component = dict(view.component(ref))
@@ -254,12 +263,15 @@ class Components(_CatalogService):
             raise Conflict(f"component {new_name!r} already exists", key="name")
         attached = self._store.environments.attaching(component["name"])
         if attached:
-            raise Conflict(f"component {component['name']!r} is attached to environments "
-                           f"{', '.join(map(str, attached))}; detach it before renaming",
-                           key="name")
+            raise Conflict(
+                f"component {component['name']!r} is attached to environments "
+                f"{', '.join(map(str, attached))}; detach it before renaming",
+                key="name",
+            )
 
-    def _replace_definitions(self, view: CatalogView, component: dict,
-                             items: list[tuple[int | None, dict]]) -> bool:
+    def _replace_definitions(
+        self, view: CatalogView, component: dict, items: list[tuple[int | None, dict]]
+    ) -> bool:
         """Make `items` the component's definitions; True if orphans were adopted.
 
         Items with an id keep (and may change) an own definition or adopt an orphan; items
@@ -268,22 +280,28 @@ class Components(_CatalogService):
         """
         own = {d["id"]: d for d in component.get("resource_definitions") or []}
         orphans = {d["id"]: d for d in view.orphans}
-        kept = [self._keep(view, own.get(i) or orphans.get(i), i, fields)
-                for i, fields in items if i is not None]
+        kept = [
+            self._keep(view, own.get(i) or orphans.get(i), i, fields)
+            for i, fields in items
+            if i is not None
+        ]
         kept_ids = {d["id"] for d in kept}
         dropped = [d["name"] for i, d in own.items() if i not in kept_ids]
         holders = self._used_by(dropped)
         if holders:
-            raise Conflict(f"component {component['name']!r}: environments hold data for "
-                           f"definitions being removed: {holders_text(holders)}",
-                           key="resource_definitions")
+            raise Conflict(
+                f"component {component['name']!r}: environments hold data for "
+                f"definitions being removed: {holders_text(holders)}",
+                key="resource_definitions",
+            )
         component["resource_definitions"] = kept
         _add_definitions(view, component, [f for i, f in items if i is None])
         names = [d["name"] for d in component["resource_definitions"]]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
-            raise Conflict(f"resource definition {repeated[0]!r} is given twice",
-                           key="resource_definitions")
+            raise Conflict(
+                f"resource definition {repeated[0]!r} is given twice", key="resource_definitions"
+            )
         adopted = kept_ids & set(orphans)
         view.orphans = [d for d in view.orphans if d["id"] not in adopted]
         return bool(adopted)
@@ -292,9 +310,11 @@ class Components(_CatalogService):
         """Definition `def_id` (own or orphan) with `fields` applied, as it will be stored."""
         if stored is None:
             owner = view.definition(def_id)["component_id"]
-            raise Conflict(f"resource definition {def_id} belongs to component {owner}; "
-                           "move it with PUT /resource_definitions/<id>",
-                           key="resource_definitions")
+            raise Conflict(
+                f"resource definition {def_id} belongs to component {owner}; "
+                "move it with PUT /resource_definitions/<id>",
+                key="resource_definitions",
+            )
         updated = {**stored, **fields}
         if updated["name"] != stored["name"]:
             self._store.definitions.check_rename(view, stored, updated["name"])
@@ -302,14 +322,17 @@ class Components(_CatalogService):
 
     def delete(self, ref: int | str, author: Author | None = None) -> Served:
         """Delete a component and its definitions, unless an environment holds data for them."""
+
         def operation(view: CatalogView):
             component = view.component(ref)
             names = [d["name"] for d in component.get("resource_definitions") or []]
             holders = self._used_by(names)
             if holders:
-                raise Conflict(f"component {component['name']!r} cannot be deleted: "
-                               f"environments hold data for its resources: "
-                               f"{holders_text(holders)}")
+                raise Conflict(
+                    f"component {component['name']!r} cannot be deleted: "
+                    f"environments hold data for its resources: "
+                    f"{holders_text(holders)}"
+                )
             changes = ChangeSet(f"catalog: delete component {component['name']}")
             changes.delete(_component_path(component["name"]))
             return changes, None
@@ -323,8 +346,9 @@ def _definition_items(value: Any) -> list[tuple[int | None, dict]]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise InvalidInput("field 'resource_definitions' must be a list",
-                           key="resource_definitions")
+        raise InvalidInput(
+            "field 'resource_definitions' must be a list", key="resource_definitions"
+        )
     items: list[tuple[int | None, dict]] = []
     for item in value:
         if isinstance(item, int) and not isinstance(item, bool):
@@ -333,14 +357,17 @@ def _definition_items(value: Any) -> list[tuple[int | None, dict]]:
         item = _require_object(item, "resource definition", _NESTED_FIELDS)
         def_id = item.get("id")
         if def_id is not None and (isinstance(def_id, bool) or not isinstance(def_id, int)):
-            raise InvalidInput("field 'resource_definitions': 'id' must be an integer",
-                               key="resource_definitions")
+            raise InvalidInput(
+                "field 'resource_definitions': 'id' must be an integer", key="resource_definitions"
+            )
         items.append((def_id, _check_definition_fields(item, partial=def_id is not None)))
     ids = [i for i, _ in items if i is not None]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
-        raise InvalidInput(f"field 'resource_definitions': id {repeated[0]} is given twice",
-                           key="resource_definitions")
+        raise InvalidInput(
+            f"field 'resource_definitions': id {repeated[0]} is given twice",
+            key="resource_definitions",
+        )
     return items
 
 
@@ -373,8 +400,9 @@ class ResourceDefinitions(_CatalogService):
             elif component_id.isdigit():
                 found = [d for d in found if d["component_id"] == int(component_id)]
             else:
-                raise InvalidInput(f"component_id {component_id!r} must be an integer",
-                                   key="component_id")
+                raise InvalidInput(
+                    f"component_id {component_id!r} must be an integer", key="component_id"
+                )
         return Served(found, view.snapshot.commit_id, view.snapshot.version)
 
     def get(self, ref: int | str, version: str | None = None) -> Served:
@@ -384,8 +412,9 @@ class ResourceDefinitions(_CatalogService):
     def create(self, body: Any, author: Author | None = None) -> Served:
         body = _require_object(body, "resource definition", _DEFINITION_FIELDS)
         if body.get("id") is not None:
-            raise InvalidInput("field 'id' of a resource definition is allocated by the store",
-                               key="id")
+            raise InvalidInput(
+                "field 'id' of a resource definition is allocated by the store", key="id"
+            )
         fields = _check_definition_fields(body, partial=False)
         component_ref = _component_ref(body)
 
@@ -424,8 +453,7 @@ class ResourceDefinitions(_CatalogService):
                 self.check_rename(view, current, updated["name"])
             changes = ChangeSet(f"catalog: update resource definition {current['name']}")
             _replace_definition(view, changes, current, updated)
-            return changes, _definition_entity(_stored_definition(updated),
-                                               updated["component_id"])
+            return changes, _definition_entity(_stored_definition(updated), updated["component_id"])
 
         entity, result = self._write(operation, author)
         return Served(entity, result.commit, result.version)
@@ -436,22 +464,30 @@ class ResourceDefinitions(_CatalogService):
             raise Conflict(f"resource definition {new_name!r} already exists", key="name")
         holders = self._used_by([current["name"]])
         if holders:
-            raise Conflict(f"resource {current['name']!r} cannot be renamed: environments "
-                           f"hold data for it: {holders_text(holders)}", key="name")
+            raise Conflict(
+                f"resource {current['name']!r} cannot be renamed: environments "
+                f"hold data for it: {holders_text(holders)}",
+                key="name",
+            )
 
     def _check_move(self, current: dict, target: dict | None) -> None:
         """Conflict if an environment holding data would no longer see the definition."""
         holders = self._used_by([current["name"]])
-        attached = (set(self._store.environments.attaching(target["name"]))
-                    if target is not None else set())
+        attached = (
+            set(self._store.environments.attaching(target["name"])) if target is not None else set()
+        )
         blind = {env: names for env, names in holders.items() if env not in attached}
         if blind:
-            raise Conflict(f"resource {current['name']!r} cannot move: environments hold data "
-                           f"for it and do not attach the target component: "
-                           f"{holders_text(blind)}", key="component_id")
+            raise Conflict(
+                f"resource {current['name']!r} cannot move: environments hold data "
+                f"for it and do not attach the target component: "
+                f"{holders_text(blind)}",
+                key="component_id",
+            )
 
-    def update_keys(self, ref: int | str, op: str, paths: Any,
-                    author: Author | None = None) -> Served:
+    def update_keys(
+        self, ref: int | str, op: str, paths: Any, author: Author | None = None
+    ) -> Served:
         """Set or delete key paths of a definition's `content` (atomic, one commit)."""
         paths = keypaths.check_batch(paths, op)
 
@@ -461,11 +497,14 @@ class ResourceDefinitions(_CatalogService):
             if content is None:
                 content = {}
             if not isinstance(content, dict):
-                raise Conflict(f"resource definition {current['name']!r}: content is not a "
-                               "mapping, key operations need one")
+                raise Conflict(
+                    f"resource definition {current['name']!r}: content is not a "
+                    "mapping, key operations need one"
+                )
             updated = {**current, "content": keypaths.apply_batch(content, op, paths)}
-            changes = ChangeSet(f"catalog: {op} {len(paths)} keys of resource definition "
-                                f"{current['name']}")
+            changes = ChangeSet(
+                f"catalog: {op} {len(paths)} keys of resource definition {current['name']}"
+            )
             _replace_definition(view, changes, current, updated)
             return changes, None
 
@@ -474,12 +513,15 @@ class ResourceDefinitions(_CatalogService):
 
     def delete(self, ref: int | str, author: Author | None = None) -> Served:
         """Delete a definition unless an environment holds data for it."""
+
         def operation(view: CatalogView):
             current = view.definition(ref)
             holders = self._used_by([current["name"]])
             if holders:
-                raise Conflict(f"resource {current['name']!r} cannot be deleted: environments "
-                               f"hold data for it: {holders_text(holders)}")
+                raise Conflict(
+                    f"resource {current['name']!r} cannot be deleted: environments "
+                    f"hold data for it: {holders_text(holders)}"
+                )
             changes = ChangeSet(f"catalog: delete resource definition {current['name']}")
             _replace_definition(view, changes, current, None)
             return changes, None
@@ -500,8 +542,9 @@ def _component_ref(body: dict) -> int | str | None:
     return ref
 
 
-def _replace_definition(view: CatalogView, changes: ChangeSet, current: dict,
-                        updated: dict | None) -> None:
+def _replace_definition(
+    view: CatalogView, changes: ChangeSet, current: dict, updated: dict | None
+) -> None:
     """Remove `current` from its owner and put `updated` (if any) into its owner."""
     owners: dict[Any, dict | None] = {}
 

@@ -60,8 +60,10 @@ class Config:
             definition = None
         attached = {d["name"] for d in catalog.definitions_of(view.components)}
         if definition is None or definition["name"] not in attached:
-            raise NotFound(f"resource {ref!r} is not defined for environment {view.env_id} "
-                           "(no attached component has it)")
+            raise NotFound(
+                f"resource {ref!r} is not defined for environment {view.env_id} "
+                "(no attached component has it)"
+            )
         return definition["name"]
 
     def definition(self, name: str) -> dict:
@@ -73,12 +75,20 @@ class Config:
         Per thread: a view keeps its snapshot, whose pygit2 handle is this thread's.
         """
         snapshot = self._store.catalog().snapshot()
-        return _CATALOGS.get_or_compute((threading.get_ident(), snapshot.commit_id),
-                                        lambda: CatalogView(snapshot))
+        return _CATALOGS.get_or_compute(
+            (threading.get_ident(), snapshot.commit_id), lambda: CatalogView(snapshot)
+        )
 
     # -- reading ---------------------------------------------------------------------------
-    def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str,
-             query: Query = Query(), who: str | None = None) -> Served:
+    def read(
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        kind: str,
+        query: Query = Query(),
+        who: str | None = None,
+    ) -> Served:
         """One layer document or the effective document, secrets masked unless revealed.
 
         A reveal is recorded in the audit log as made by `who`.
@@ -92,13 +102,29 @@ class Config:
             return self._read(env_id, snapshot, pairs, resource, kind, query, who)
         # A masked answer follows from the environment commit, the catalog commit (definitions,
         # secret rules) and the request alone: cached by those ids, it never goes stale.
-        key = (repo.path, snapshot.commit_id, self._store.catalog().head(),
-               tuple(map(tuple, pairs)), resource, kind, query)
+        key = (
+            repo.path,
+            snapshot.commit_id,
+            self._store.catalog().head(),
+            tuple(map(tuple, pairs)),
+            resource,
+            kind,
+            query,
+        )
         return _ANSWERS.get_or_compute(
-            key, lambda: self._read(env_id, snapshot, pairs, resource, kind, query, who))
+            key, lambda: self._read(env_id, snapshot, pairs, resource, kind, query, who)
+        )
 
-    def _read(self, env_id: int, snapshot: Snapshot, pairs: LevelPairs, resource: str,
-              kind: str, query: Query, who: str | None) -> Served:
+    def _read(
+        self,
+        env_id: int,
+        snapshot: Snapshot,
+        pairs: LevelPairs,
+        resource: str,
+        kind: str,
+        query: Query,
+        who: str | None,
+    ) -> Served:
         view = EnvironmentView(snapshot)
         pairs = view.check_levels(pairs)
         name = self.resource_name(view, resource)
@@ -108,8 +134,13 @@ class Config:
         else:
             path = layer_file(pairs[-1] if pairs else None, kind, name)
             data, shown = self._store.secrets.show(
-                env_id, view, view.snapshot.read_mapping(path) or {}, path,
-                cache_key=("layer", view.snapshot.object_id(path)), reveal=query.reveal)
+                env_id,
+                view,
+                view.snapshot.read_mapping(path) or {},
+                path,
+                cache_key=("layer", view.snapshot.object_id(path)),
+                reveal=query.reveal,
+            )
             inputs = (view.snapshot.object_id(path),)
             if query.key is not None:
                 data = keypaths.get_path(data, keypaths.split_dotted(query.key))
@@ -117,17 +148,23 @@ class Config:
         shown = _under(shown, query.key)
         if query.reveal:
             self._store.secrets.record_reveal(who, env_id, what, snapshot.commit_id, shown)
-        return Served(data, snapshot.commit_id, snapshot.version,
-                      inputs=(kind, query.effective, query.show_lookup, query.key, query.reveal,
-                              *inputs), masked=() if query.reveal else shown,
-                      shared=not query.reveal)
+        return Served(
+            data,
+            snapshot.commit_id,
+            snapshot.version,
+            inputs=(kind, query.effective, query.show_lookup, query.key, query.reveal, *inputs),
+            masked=() if query.reveal else shown,
+            shared=not query.reveal,
+        )
 
-    def _effective(self, env_id: int, view: EnvironmentView, pairs: LevelPairs, name: str,
-                   query: Query):
+    def _effective(
+        self, env_id: int, view: EnvironmentView, pairs: LevelPairs, name: str, query: Query
+    ):
         layers = view.layers(pairs, name)
         merged = effective_document(view, pairs, name)  # cached by layer blob ids: never mutate
-        merged, shown = self._store.secrets.show_effective(env_id, view, pairs, name, merged,
-                                                           reveal=query.reveal)
+        merged, shown = self._store.secrets.show_effective(
+            env_id, view, pairs, name, merged, reveal=query.reveal
+        )
         inputs = (view.merge, *view.layer_inputs(pairs, name))
         if query.key is not None:
             path = keypaths.split_dotted(query.key)
@@ -141,8 +178,15 @@ class Config:
         return merged, inputs, shown
 
     # -- writing ---------------------------------------------------------------------------
-    def put(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, document: Any,
-            author: Author | None = None) -> Served:
+    def put(
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        kind: str,
+        document: Any,
+        author: Author | None = None,
+    ) -> Served:
         """Replace one values or overrides document."""
         _check_kind(kind)
         if not isinstance(document, dict):
@@ -155,8 +199,16 @@ class Config:
 
         return self._write(env_id, pairs, resource, kind, change, author)
 
-    def update_keys(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, op: str,
-                    paths: Any, author: Author | None = None) -> Served:
+    def update_keys(
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        kind: str,
+        op: str,
+        paths: Any,
+        author: Author | None = None,
+    ) -> Served:
         """Set or delete a batch of key paths atomically (one commit, or nothing)."""
         _check_kind(kind)
         if op not in keypaths.KEY_OPS:
@@ -186,8 +238,16 @@ class Config:
             check_plain_data(document, path)
             self._validate(name, path, document)
             changes = ChangeSet(message)
-            changes.put(path, documents.encode(snapshot.repository, path, document, old,
-                                               sealer=self._store.secrets.sealer(env_id, view)))
+            changes.put(
+                path,
+                documents.encode(
+                    snapshot.repository,
+                    path,
+                    document,
+                    old,
+                    sealer=self._store.secrets.sealer(env_id, view),
+                ),
+            )
             return changes
 
         result = repo.update(operation, author or self._store.default_author)
@@ -199,8 +259,13 @@ class Config:
 
         check_resource_document(self.definition(name), path, document)
 
-    def write_many(self, env_id: int, documents_by_path: dict[tuple, dict], message: str,
-                   author: Author | None = None) -> Served:
+    def write_many(
+        self,
+        env_id: int,
+        documents_by_path: dict[tuple, dict],
+        message: str,
+        author: Author | None = None,
+    ) -> Served:
         """Write several documents in one commit: keys are (pairs, resource, kind)."""
         repo = self._store.environment_repo(env_id)
 
@@ -214,8 +279,12 @@ class Config:
                 name = self.resource_name(view, resource)
                 path = layer_file(checked[-1] if checked else None, kind, name)
                 self._validate(name, path, document)
-                changes.put(path, documents.encode(snapshot.repository, path, document,
-                                                   snapshot.read(path), sealer=sealer))
+                changes.put(
+                    path,
+                    documents.encode(
+                        snapshot.repository, path, document, snapshot.read(path), sealer=sealer
+                    ),
+                )
             return changes
 
         result = repo.update(operation, author or self._store.default_author)

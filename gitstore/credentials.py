@@ -59,8 +59,9 @@ def dummy_hash() -> str:
 
 
 def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
-    return hashlib.scrypt(password.encode("utf-8"), salt=salt, n=n, r=r, p=p,
-                          maxmem=_MAXMEM, dklen=_KEY_BYTES)
+    return hashlib.scrypt(
+        password.encode("utf-8"), salt=salt, n=n, r=r, p=p, maxmem=_MAXMEM, dklen=_KEY_BYTES
+    )
 
 
 def _b64(data: bytes) -> str:

@@ -14,9 +14,12 @@ from gitstore.merge.diff import diff_documents
 from gitstore.scopes import default_scopes, effective_document, resources_at
 
 
-def diff_environment(before: EnvironmentView, after: EnvironmentView,
-                     scopes: list[LevelPairs] | None = None,
-                     resource: str | None = None) -> dict[str, dict[str, Any]]:
+def diff_environment(
+    before: EnvironmentView,
+    after: EnvironmentView,
+    scopes: list[LevelPairs] | None = None,
+    resource: str | None = None,
+) -> dict[str, dict[str, Any]]:
     """`{scope: {resource: {added, removed, changed}}}` for every scope that differs.
 
     `scopes` defaults to global plus every level value with data at either version; `resource`
@@ -24,8 +27,11 @@ def diff_environment(before: EnvironmentView, after: EnvironmentView,
     """
     found: dict[str, dict[str, Any]] = {}
     for pairs in default_scopes(before, after) if scopes is None else scopes:
-        names = [resource] if resource else sorted(resources_at(before, pairs)
-                                                   | resources_at(after, pairs))
+        names = (
+            [resource]
+            if resource
+            else sorted(resources_at(before, pairs) | resources_at(after, pairs))
+        )
         for name in names:
             change = _diff_scope(before, after, pairs, name)
             if change:
@@ -33,10 +39,13 @@ def diff_environment(before: EnvironmentView, after: EnvironmentView,
     return found
 
 
-def _diff_scope(before: EnvironmentView, after: EnvironmentView, pairs: LevelPairs,
-                resource: str) -> dict:
-    if (before.merge == after.merge
-            and before.layer_inputs(pairs, resource) == after.layer_inputs(pairs, resource)):
+def _diff_scope(
+    before: EnvironmentView, after: EnvironmentView, pairs: LevelPairs, resource: str
+) -> dict:
+    if before.merge == after.merge and before.layer_inputs(pairs, resource) == after.layer_inputs(
+        pairs, resource
+    ):
         return {}
-    return diff_documents(effective_document(before, pairs, resource),
-                          effective_document(after, pairs, resource))
+    return diff_documents(
+        effective_document(before, pairs, resource), effective_document(after, pairs, resource)
+    )

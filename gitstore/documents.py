@@ -20,8 +20,14 @@ if TYPE_CHECKING:
 _UNREADABLE = object()
 
 
-def encode(repository: str, path: str, document: Any, old: bytes | None = None, *,
-           sealer: Sealer | None = None) -> bytes:
+def encode(
+    repository: str,
+    path: str,
+    document: Any,
+    old: bytes | None = None,
+    *,
+    sealer: Sealer | None = None,
+) -> bytes:
     """Bytes for `document` at `path` of `repository`, keeping comments and order of `old`.
 
     With `sealer`, secret leaves are sealed first; values unchanged against `old` keep their

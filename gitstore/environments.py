@@ -23,8 +23,16 @@ if TYPE_CHECKING:
 #: The largest environment id (a signed 64-bit integer, like the cluster ids of Fuel's database).
 MAX_ENVIRONMENT_ID = 2**63 - 1
 
-_FIELDS = ("id", "name", "components", "hierarchy_levels", "merge", "release", "plugins",
-           "secret_keys")
+_FIELDS = (
+    "id",
+    "name",
+    "components",
+    "hierarchy_levels",
+    "merge",
+    "release",
+    "plugins",
+    "secret_keys",
+)
 
 
 def environment_entity(doc: dict, catalog: CatalogView) -> dict:
@@ -55,10 +63,14 @@ def _check_body(body: Any, *, partial: bool) -> dict:
     fields: dict[str, Any] = {}
     if "id" in body and body["id"] is not None:
         env_id = body["id"]
-        if isinstance(env_id, bool) or not isinstance(env_id, int) or not (
-                1 <= env_id <= MAX_ENVIRONMENT_ID):
-            raise InvalidInput(f"field 'id' must be an integer from 1 to {MAX_ENVIRONMENT_ID}",
-                               key="id")
+        if (
+            isinstance(env_id, bool)
+            or not isinstance(env_id, int)
+            or not (1 <= env_id <= MAX_ENVIRONMENT_ID)
+        ):
+            raise InvalidInput(
+                f"field 'id' must be an integer from 1 to {MAX_ENVIRONMENT_ID}", key="id"
+            )
         fields["id"] = body["id"]
     if "name" in body:
         fields["name"] = _check_name(body["name"])
@@ -91,15 +103,17 @@ def _check_components(refs: Any) -> list:
         raise InvalidInput("field 'components' must be a list of ids or names", key="components")
     for ref in refs:
         if isinstance(ref, bool) or not isinstance(ref, int | str):
-            raise InvalidInput(f"field 'components': {ref!r} is not an id or a name",
-                               key="components")
+            raise InvalidInput(
+                f"field 'components': {ref!r} is not an id or a name", key="components"
+            )
     return refs
 
 
 def _check_levels(levels: Any) -> list[str]:
     if not isinstance(levels, list):
-        raise InvalidInput("field 'hierarchy_levels' must be a list of names",
-                           key="hierarchy_levels")
+        raise InvalidInput(
+            "field 'hierarchy_levels' must be a list of names", key="hierarchy_levels"
+        )
     checked = [check_level_name(level) for level in levels]
     repeated = sorted({level for level in checked if checked.count(level) > 1})
     if repeated:
@@ -140,8 +154,11 @@ class Environments:
 
     def get(self, env_id: int, version: str | None = None) -> Served:
         view = self.view(env_id, version)
-        return Served(environment_entity(view.doc, self._catalog()), view.snapshot.commit_id,
-                      view.snapshot.version)
+        return Served(
+            environment_entity(view.doc, self._catalog()),
+            view.snapshot.commit_id,
+            view.snapshot.version,
+        )
 
     def levels(self, env_id: int, version: str | None = None) -> Served:
         view = self.view(env_id, version)
@@ -159,8 +176,11 @@ class Environments:
         doc = {"id": None}
         if fields.get("name") is not None:
             doc["name"] = fields["name"]
-        doc.update(components=_component_names(fields["components"], catalog),
-                   hierarchy=fields["hierarchy"], merge=fields["merge"])
+        doc.update(
+            components=_component_names(fields["components"], catalog),
+            hierarchy=fields["hierarchy"],
+            merge=fields["merge"],
+        )
         if fields.get("secret_keys"):
             doc["secret_keys"] = fields["secret_keys"]
         doc.update(owner_refs(fields, catalog.snapshot))
@@ -185,8 +205,9 @@ class Environments:
     def _create_repo(self, env_id: int, doc: dict, author: Author) -> None:
         doc["id"] = env_id
         first = ChangeSet(f"environment {env_id}: create")
-        first.put(ENVIRONMENT_FILE, documents.encode(f"environment {env_id}", ENVIRONMENT_FILE,
-                                                     doc))
+        first.put(
+            ENVIRONMENT_FILE, documents.encode(f"environment {env_id}", ENVIRONMENT_FILE, doc)
+        )
         self._store.create_environment_repo(env_id, first, author)
 
     def update(self, env_id: int, body: Any, author: Author | None = None) -> Served:
@@ -194,8 +215,7 @@ class Environments:
         if "id" in fields and fields["id"] != env_id:
             raise InvalidInput("field 'id' cannot be changed", key="id")
         catalog = self._catalog()
-        names = (_component_names(fields["components"], catalog)
-                 if "components" in fields else None)
+        names = _component_names(fields["components"], catalog) if "components" in fields else None
         owners = owner_refs(fields, catalog.snapshot)
         if owners.get("plugins"):
             self._store.graphs.check_plugins(owners["plugins"], catalog.snapshot)
@@ -219,8 +239,9 @@ class Environments:
 
         self._store.environment_repo(env_id).update(operation, author or self._store.default_author)
         if owners:  # the merged roles and tags changed: re-elect primaries
-            self._store.nodes.reconcile(env_id, "reconcile nodes after a release or plugin "
-                                                "change", author)
+            self._store.nodes.reconcile(
+                env_id, "reconcile nodes after a release or plugin change", author
+            )
         return self.get(env_id)
 
     def _check_detach(self, view: EnvironmentView, catalog: CatalogView, names: list[str]) -> None:
@@ -228,11 +249,15 @@ class Environments:
         resources = [d["name"] for d in catalog.definitions_of(dropped)]
         held = [r for r in resources if view.resource_has_data(r)]
         if held:
-            raise Conflict(f"environment {view.env_id} holds data for resources {held} of the "
-                           f"components being detached", key="components")
+            raise Conflict(
+                f"environment {view.env_id} holds data for resources {held} of the "
+                f"components being detached",
+                key="components",
+            )
 
-    def rename_level(self, env_id: int, name: str, body: Any,
-                     author: Author | None = None) -> Served:
+    def rename_level(
+        self, env_id: int, name: str, body: Any, author: Author | None = None
+    ) -> Served:
         """Rename level `name` (body `{"name": new}`): its folder moves in the same commit.
 
         `parent` and `values` of the level entity are derived, so a body may repeat them but
@@ -245,15 +270,18 @@ class Environments:
             current = _level_entity(view, name)
             for field in ("parent", "values"):
                 if field in body and body[field] != current[field]:
-                    raise InvalidInput(f"field {field!r} of a hierarchy level is read-only; "
-                                       "reorder levels with PUT /environments/<id>", key=field)
+                    raise InvalidInput(
+                        f"field {field!r} of a hierarchy level is read-only; "
+                        "reorder levels with PUT /environments/<id>",
+                        key=field,
+                    )
             if new_name != name and new_name in view.hierarchy:
-                raise Conflict(f"environment {env_id} already has a level {new_name!r}",
-                               key="name")
+                raise Conflict(f"environment {env_id} already has a level {new_name!r}", key="name")
             doc = dict(view.doc)
             doc["hierarchy"] = [new_name if lvl == name else lvl for lvl in view.hierarchy]
-            changes = _put_environment(view, doc, f"environment {env_id}: rename level "
-                                                  f"{name} to {new_name}")
+            changes = _put_environment(
+                view, doc, f"environment {env_id}: rename level {name} to {new_name}"
+            )
             graft = snapshot.graft(name)
             if graft is not None and new_name != name:
                 changes.graft(new_name, graft)
@@ -304,8 +332,7 @@ def _level_entity(view: EnvironmentView, name: str) -> dict:
 
 def _check_level_body(body: Any) -> str:
     if not isinstance(body, dict) or "name" not in body:
-        raise InvalidInput("hierarchy level body must be an object with field 'name'",
-                           key="name")
+        raise InvalidInput("hierarchy level body must be an object with field 'name'", key="name")
     unknown = sorted(str(k) for k in body if k not in ("name", "parent", "values"))
     if unknown:
         raise InvalidInput(f"unknown hierarchy level field {unknown[0]!r}", key=unknown[0])
@@ -315,13 +342,17 @@ def _check_level_body(body: Any) -> str:
 def _check_dropped_levels(view: EnvironmentView, new_levels: list[str]) -> None:
     for level in view.hierarchy:
         if level not in new_levels and view.snapshot.list(level):
-            raise Conflict(f"hierarchy level {level!r} of environment {view.env_id} holds data; "
-                           "it cannot be removed", key="hierarchy_levels")
+            raise Conflict(
+                f"hierarchy level {level!r} of environment {view.env_id} holds data; "
+                "it cannot be removed",
+                key="hierarchy_levels",
+            )
 
 
 def _put_environment(view: EnvironmentView, doc: dict, message: str) -> ChangeSet:
     changes = ChangeSet(message)
     old = view.snapshot.read(ENVIRONMENT_FILE)
-    changes.put(ENVIRONMENT_FILE,
-                documents.encode(view.snapshot.repository, ENVIRONMENT_FILE, doc, old))
+    changes.put(
+        ENVIRONMENT_FILE, documents.encode(view.snapshot.repository, ENVIRONMENT_FILE, doc, old)
+    )
     return changes

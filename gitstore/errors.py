@@ -84,8 +84,9 @@ class UnknownPin(InvalidInput):
 
     def __init__(self, revision: str, repository: str = "") -> None:
         where = f" in {repository}" if repository else ""
-        super().__init__(f"unknown version {revision!r}{where}: the pin names no commit",
-                         key="version")
+        super().__init__(
+            f"unknown version {revision!r}{where}: the pin names no commit", key="version"
+        )
         self.revision = revision
 
 

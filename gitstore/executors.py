@@ -61,9 +61,14 @@ def now() -> str:
 
 
 def entry(task: str, node: str, status: str, started: str, **details: Any) -> dict:
-    return {"task_name": task, "node_id": None if node == SYNC else node, "status": status,
-            "time_start": started, "time_end": now(),
-            **{k: v for k, v in details.items() if v is not None}}
+    return {
+        "task_name": task,
+        "node_id": None if node == SYNC else node,
+        "status": status,
+        "time_start": started,
+        "time_end": now(),
+        **{k: v for k, v in details.items() if v is not None},
+    }
 
 
 class Executor:
@@ -78,12 +83,14 @@ class Executor:
         for node, step in execution_order(graph.get("tasks_graph") or {}):
             started = now()
             if failed is not None:
-                history.append(entry(step["id"], node, SKIPPED, started,
-                                     message=f"not run: {failed} failed"))
+                history.append(
+                    entry(step["id"], node, SKIPPED, started, message=f"not run: {failed} failed")
+                )
                 continue
             if step.get("type") == SKIPPED:
-                history.append(entry(step["id"], node, SKIPPED, started,
-                                     message="not selected for this run"))
+                history.append(
+                    entry(step["id"], node, SKIPPED, started, message="not selected for this run")
+                )
                 continue
             result = self.run_task(node, step, directory.get(step["id"]) or {}, context)
             history.append(entry(step["id"], node, started=started, **result))
@@ -91,8 +98,9 @@ class Executor:
                 failed = f"task {step['id']} on {_where(node)}"
         return history
 
-    def run_task(self, node: str, step: Mapping[str, Any], task: Mapping[str, Any],
-                 context: RunContext) -> dict:
+    def run_task(
+        self, node: str, step: Mapping[str, Any], task: Mapping[str, Any], context: RunContext
+    ) -> dict:
         """`{status, message?, exit_code?, output?}` of one task on one node."""
         raise NotImplementedError
 
@@ -116,8 +124,11 @@ class Local(Executor):
         if kind in SYNC_TYPES:
             return {"status": READY, "message": f"{kind}: a sync point"}
         if kind not in SHELL_TYPES:
-            return {"status": SKIPPED, "message": f"the local executor does not run {kind} "
-                                                  "tasks (only shell and master_shell)"}
+            return {
+                "status": SKIPPED,
+                "message": f"the local executor does not run {kind} "
+                "tasks (only shell and master_shell)",
+            }
         parameters = task.get("parameters") or {}
         command = parameters.get("cmd")
         if not isinstance(command, str) or not command.strip():
@@ -132,30 +143,47 @@ def _shell(command: str, parameters: Mapping[str, Any], variables: dict[str, str
     timeout = timeout if isinstance(timeout, int) and timeout > 0 else DEFAULT_TIMEOUT
     cwd = parameters.get("cwd") if isinstance(parameters.get("cwd"), str) else "/"
     try:
-        done = subprocess.run(["/bin/sh", "-c", command], cwd=cwd, env={**os.environ,
-                              **variables}, stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, errors="replace", timeout=timeout, check=False)
+        done = subprocess.run(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            env={**os.environ, **variables},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return {"status": ERROR, "message": f"timed out after {timeout} s"}
     except OSError as exc:
         return {"status": ERROR, "message": f"could not run the command: {exc}"}
     output = (done.stdout + done.stderr)[-OUTPUT_LIMIT:]
     if done.returncode != 0:
-        return {"status": ERROR, "exit_code": done.returncode, "output": output,
-                "message": f"the command exited with code {done.returncode}"}
+        return {
+            "status": ERROR,
+            "exit_code": done.returncode,
+            "output": output,
+            "message": f"the command exited with code {done.returncode}",
+        }
     return {"status": READY, "exit_code": 0, "output": output}
 
 
 def _variables(node: str, task: str, context: RunContext) -> dict[str, str]:
     """What a command learns of its run (Astute substituted placeholders; we export these)."""
-    return {"GITSTORE_TRANSACTION": str(context.transaction),
-            "GITSTORE_CLUSTER": str(context.cluster), "GITSTORE_GRAPH_TYPE": context.graph_type,
-            "GITSTORE_TASK": task, "GITSTORE_NODE": "" if node == SYNC else node}
+    return {
+        "GITSTORE_TRANSACTION": str(context.transaction),
+        "GITSTORE_CLUSTER": str(context.cluster),
+        "GITSTORE_GRAPH_TYPE": context.graph_type,
+        "GITSTORE_TASK": task,
+        "GITSTORE_NODE": "" if node == SYNC else node,
+    }
 
 
 def _where(node: str) -> str:
-    return "the sync point" if node == SYNC else "the master" if node == "master" else \
-        f"node {node}"
+    return (
+        "the sync point" if node == SYNC else "the master" if node == "master" else f"node {node}"
+    )
 
 
 # -- finding executors by name --------------------------------------------------------------------
@@ -177,6 +205,7 @@ def executor(name: str) -> Runner:
     """The executor called `name`; InvalidInput naming the known ones otherwise."""
     factories = available()
     if name not in factories:
-        raise InvalidInput(f"unknown executor {name!r}; available: "
-                           f"{', '.join(sorted(factories))}", key="executor")
+        raise InvalidInput(
+            f"unknown executor {name!r}; available: {', '.join(sorted(factories))}", key="executor"
+        )
     return factories[name]()

@@ -27,22 +27,30 @@ _LINES = LRUCache(max_entries=4096)
 _MISSING = object()
 
 
-def explain(repo: Repository, view: EnvironmentView, pairs: LevelPairs, resource: str,
-            key: str | None = None) -> dict[str, Any]:
+def explain(
+    repo: Repository,
+    view: EnvironmentView,
+    pairs: LevelPairs,
+    resource: str,
+    key: str | None = None,
+) -> dict[str, Any]:
     """`{"keys": [{path, value, layers, winner, commit, author, date}]}` for the scope."""
     cache_key = (str(repo.path), view.snapshot.commit_id, tuple(pairs), resource, key)
-    return _ANSWERS.get_or_compute(cache_key,
-                                   lambda: _explain(repo, view, pairs, resource, key))
+    return _ANSWERS.get_or_compute(cache_key, lambda: _explain(repo, view, pairs, resource, key))
 
 
-def _explain(repo: Repository, view: EnvironmentView, pairs: LevelPairs, resource: str,
-             key: str | None) -> dict[str, Any]:
+def _explain(
+    repo: Repository, view: EnvironmentView, pairs: LevelPairs, resource: str, key: str | None
+) -> dict[str, Any]:
     layers = view.layers(pairs, resource)
     merged = effective_document(view, pairs, resource)
     base = tuple(keypaths.split_dotted(key)) if key is not None else ()
     value = keypaths.get_path(merged, base) if base else merged
-    paths = ([(*base, *p) for p in leaf_paths(value)]
-             if isinstance(value, Mapping) and value else ([base] if base else []))
+    paths = (
+        [(*base, *p) for p in leaf_paths(value)]
+        if isinstance(value, Mapping) and value
+        else ([base] if base else [])
+    )
     keys = [_explain_key(view, layers, path, keypaths.get_path(merged, path)) for path in paths]
     _attribute(repo, view.snapshot.commit_id, keys)
     for item in keys:
@@ -56,11 +64,25 @@ def _explain_key(view: EnvironmentView, layers: list[Layer], path: tuple, value:
         layer_value = _get(layer.data, path)
         if layer_value is _MISSING:
             continue
-        found.append({"scope": layer.scope, "kind": layer.kind, "file": layer.file,
-                      "line": _line(view, layer.file, path), "value": layer_value})
-    return {"path": dotted(path), "value": value, "layers": found,
-            "winner": len(found) - 1 if found else None, "commit": None, "author": None,
-            "date": None, "_path": path}
+        found.append(
+            {
+                "scope": layer.scope,
+                "kind": layer.kind,
+                "file": layer.file,
+                "line": _line(view, layer.file, path),
+                "value": layer_value,
+            }
+        )
+    return {
+        "path": dotted(path),
+        "value": value,
+        "layers": found,
+        "winner": len(found) - 1 if found else None,
+        "commit": None,
+        "author": None,
+        "date": None,
+        "_path": path,
+    }
 
 
 def _get(document: Any, path: tuple) -> Any:
@@ -99,8 +121,13 @@ def _attribute(repo: Repository, start: str, keys: list[dict]) -> None:
         current, ids = parent, parent_ids
 
 
-def _settle(repo: Repository, commit_id: str, file: str, parent_blob: str | None,
-            pending: dict[str, list[dict]]) -> None:
+def _settle(
+    repo: Repository,
+    commit_id: str,
+    file: str,
+    parent_blob: str | None,
+    pending: dict[str, list[dict]],
+) -> None:
     """Attribute to `commit_id` every pending key of `file` whose value differs in the parent."""
     before = _past_document(repo, parent_blob, file)
     info = repo.commit_info(commit_id)

@@ -163,13 +163,17 @@ class GitOps:
             raise Conflict(f"{target.name}: deleting main is refused (it is the served state)")
         mirror = self.mirror_of(target.name)
         if mirror is not None:
-            raise Conflict(f"{target.name} mirrors {remote.redact(mirror['url'])}: push there; "
-                           "the store follows it")
+            raise Conflict(
+                f"{target.name} mirrors {remote.redact(mirror['url'])}: push there; "
+                "the store follows it"
+            )
         repo = Repository(repo_path, target.name)
         remote.include_quarantine(repo)
         if old != ZERO and not remote.is_ancestor(repo, old, new):
-            raise Conflict(f"{target.name}: non-fast-forward push to main refused (history is "
-                           "never rewritten); fetch, merge or rebase onto main, and push again")
+            raise Conflict(
+                f"{target.name}: non-fast-forward push to main refused (history is "
+                "never rewritten); fetch, merge or rebase onto main, and push again"
+            )
         problems = self._validate_commit(repo, target, repo.snapshot(new))
         raise_problems(problems, f"{target.name}: push rejected, commit {new[:12]} is invalid")
 
@@ -187,13 +191,23 @@ class GitOps:
         would no longer contain the served commit)."""
         mirror = self.mirror_of(name)
         if mirror is not None:
-            raise Conflict(f"{name} mirrors {remote.redact(mirror['url'])} (branch "
-                           f"{mirror['branch']}): change it there, the store follows it; or "
-                           "`gitstore mirror remove` first")
+            raise Conflict(
+                f"{name} mirrors {remote.redact(mirror['url'])} (branch "
+                f"{mirror['branch']}): change it there, the store follows it; or "
+                "`gitstore mirror remove` first"
+            )
 
-    def add_mirror(self, name: str, url: str, *, secret: str, branch: str = "main",
-                   forge: str | None = None, api_url: str | None = None,
-                   api_token: str | None = None) -> dict:
+    def add_mirror(
+        self,
+        name: str,
+        url: str,
+        *,
+        secret: str,
+        branch: str = "main",
+        forge: str | None = None,
+        api_url: str | None = None,
+        api_token: str | None = None,
+    ) -> dict:
         """Make repository `name` follow `branch` of `url` (replacing earlier settings)."""
         target = parse_repository_name(name)
         self._repository(target)
@@ -237,8 +251,9 @@ class GitOps:
         with files.exclusive_lock(self.folder / ".lock"):
             yield
 
-    def authenticate_webhook(self, forge: str, urls: list[str], verify: Callable[[str], bool],
-                             env_id: int | None = None) -> list[str]:
+    def authenticate_webhook(
+        self, forge: str, urls: list[str], verify: Callable[[str], bool], env_id: int | None = None
+    ) -> list[str]:
         """Mirrors a forge event is for and whose webhook secret `verify` accepts.
 
         Candidates are the mirrors of `forge` (or of no forge) whose URL is one of `urls`, or
@@ -251,7 +266,8 @@ class GitOps:
                 continue
             by_env = env_id is not None and name == environment_repository(env_id)
             if (by_env or _normal_url(settings["url"]) in wanted) and verify(
-                    settings["webhook_secret"]):
+                settings["webhook_secret"]
+            ):
                 found.append(name)
         return found
 
@@ -277,8 +293,9 @@ class GitOps:
         with files.exclusive_lock(repo.path / "gitstore-mirror.lock"):
             state = {**self._state(target.name), "last_fetch": _now()}
             try:
-                remote.fetch(repo, settings["url"],
-                             [f"+refs/heads/{settings['branch']}:{INCOMING}"])
+                remote.fetch(
+                    repo, settings["url"], [f"+refs/heads/{settings['branch']}:{INCOMING}"]
+                )
             except GitstoreError as exc:
                 state["failure"] = {"message": exc.message}
                 self._record(target.name, state)
@@ -306,13 +323,20 @@ class GitOps:
         if served and remote.is_ancestor(repo, incoming, served):
             return None  # the remote is behind what we serve: nothing new
         if served and not remote.is_ancestor(repo, served, incoming):
-            return {"commit": incoming, "message": f"the remote branch does not contain the "
-                    f"served commit {served[:12]} (history rewritten, or commits made here); "
-                    "not served"}
+            return {
+                "commit": incoming,
+                "message": f"the remote branch does not contain the "
+                f"served commit {served[:12]} (history rewritten, or commits made here); "
+                "not served",
+            }
         problems = self._validate_commit(repo, target, repo.snapshot(incoming))
         if problems:
-            return {"commit": incoming, "message": f"commit {incoming[:12]} is invalid; "
-                    f"{served[:12] if served else 'nothing'} stays served", "errors": problems}
+            return {
+                "commit": incoming,
+                "message": f"commit {incoming[:12]} is invalid; "
+                f"{served[:12] if served else 'nothing'} stays served",
+                "errors": problems,
+            }
         if not remote.fast_forward(repo, served, incoming):
             return {"commit": incoming, "message": "main moved during the sync; sync again"}
         return None
@@ -356,16 +380,28 @@ class GitOps:
         catalog = self._served_catalog() if target.kind == ENVIRONMENT else None
         return review(self._repository(target), base, head, catalog, target.env_id)
 
-    def review_pull_request(self, name: str, number: int, head_ref: str, base_branch: str,
-                            base_sha: str | None, head_sha: str | None) -> Review:
+    def review_pull_request(
+        self,
+        name: str,
+        number: int,
+        head_ref: str,
+        base_branch: str,
+        base_sha: str | None,
+        head_sha: str | None,
+    ) -> Review:
         """Fetch a pull request of mirror `name` and review it against its merge base."""
         target = parse_repository_name(name)
         settings = self._mirror(name)
         repo = self._repository(target)
         prefix = f"{REVIEW_REFS}{int(number)}"
-        remote.fetch(repo, settings["url"], [f"+{_check_ref(head_ref)}:{prefix}/head",
-                                             f"+refs/heads/{_check_branch(base_branch)}:"
-                                             f"{prefix}/base"])
+        remote.fetch(
+            repo,
+            settings["url"],
+            [
+                f"+{_check_ref(head_ref)}:{prefix}/head",
+                f"+refs/heads/{_check_branch(base_branch)}:{prefix}/base",
+            ],
+        )
         head = _known(repo, head_sha) or remote.read_ref(repo, f"{prefix}/head")
         base = _known(repo, base_sha) or remote.read_ref(repo, f"{prefix}/base")
         base = remote.merge_base(repo, base, head) or base
@@ -373,8 +409,13 @@ class GitOps:
 
 
 # -- review ------------------------------------------------------------------------------
-def review(repo: Repository, base: str, head: str, catalog: CatalogView | None = None,
-           env_id: int | None = None) -> Review:
+def review(
+    repo: Repository,
+    base: str,
+    head: str,
+    catalog: CatalogView | None = None,
+    env_id: int | None = None,
+) -> Review:
     """What going from `base` to `head` does (see the module docstring)."""
     before, after = repo.snapshot(base), repo.snapshot(head)
     kind = detect_kind(after)
@@ -388,25 +429,36 @@ def review(repo: Repository, base: str, head: str, catalog: CatalogView | None =
             scopes = diff_environment(old, new)
             nodes = nodes_affected(old, new, scopes)
             scopes = _masked(scopes, new, catalog)
-    report = {"valid": not errors, "errors": errors, "scopes": scopes,
-              "nodes_affected": nodes,
-              "override_files": [f for f in changed if "/overrides/" in f"/{f}"]}
+    report = {
+        "valid": not errors,
+        "errors": errors,
+        "scopes": scopes,
+        "nodes_affected": nodes,
+        "override_files": [f for f in changed if "/overrides/" in f"/{f}"],
+    }
     return Review(before.commit_id, after.commit_id, report, changed)
-
 
 
 # -- helpers ------------------------------------------------------------------------------
 def _masked(scopes: dict, view: EnvironmentView, catalog: CatalogView | None) -> dict:
     """The diff with secret values masked: a review report may reach a forge comment."""
-    definitions = ({d["name"]: d for d in catalog.definitions_of(view.components)}
-                   if catalog is not None else None)
-    shown, _ = mask_scopes(scopes, lambda resource: rules_for_file(
-        layer_file(None, "values", resource), definitions, view.doc))
+    definitions = (
+        {d["name"]: d for d in catalog.definitions_of(view.components)}
+        if catalog is not None
+        else None
+    )
+    shown, _ = mask_scopes(
+        scopes,
+        lambda resource: rules_for_file(
+            layer_file(None, "values", resource), definitions, view.doc
+        ),
+    )
     return shown
 
 
-def nodes_affected(before: EnvironmentView, after: EnvironmentView,
-                   scopes: dict) -> list[int | str]:
+def nodes_affected(
+    before: EnvironmentView, after: EnvironmentView, scopes: dict
+) -> list[int | str]:
     """Nodes whose effective values differ: a changed `/nodes/<id>/` scope, or a change of
     global for a node with no data of its own (its effective values are global's)."""
     with_data = set(before.level_values(NODES_LEVEL)) | set(after.level_values(NODES_LEVEL))
@@ -419,8 +471,11 @@ def nodes_affected(before: EnvironmentView, after: EnvironmentView,
 
 
 def _inventory_ids(view: EnvironmentView) -> set[str]:
-    return {e.name[: -len(".yaml")] for e in view.snapshot.list(INVENTORY_NODES)
-            if not e.is_tree and e.name.endswith(".yaml")}
+    return {
+        e.name[: -len(".yaml")]
+        for e in view.snapshot.list(INVENTORY_NODES)
+        if not e.is_tree and e.name.endswith(".yaml")
+    }
 
 
 def _changed_files(before: Snapshot, after: Snapshot) -> list[str]:
@@ -446,16 +501,28 @@ def _check_ref(ref: str) -> str:
     return ref
 
 
-def _check_mirror(url: str, branch: str, secret: str, forge: str | None,
-                  api_url: str | None, api_token: str | None) -> dict:
+def _check_mirror(
+    url: str,
+    branch: str,
+    secret: str,
+    forge: str | None,
+    api_url: str | None,
+    api_token: str | None,
+) -> dict:
     if not url or not isinstance(url, str) or url.startswith("-"):
         raise InvalidInput("the mirror URL must be a git URL", key="url")
     if not secret:
         raise InvalidInput("a webhook secret is required (--webhook-secret)", key="webhook_secret")
     if forge is not None and forge not in FORGES:
         raise InvalidInput(f"forge {forge!r} is not one of {', '.join(FORGES)}", key="forge")
-    settings = {"url": url, "branch": _check_branch(branch), "forge": forge,
-                "webhook_secret": secret, "api_url": api_url, "api_token": api_token}
+    settings = {
+        "url": url,
+        "branch": _check_branch(branch),
+        "forge": forge,
+        "webhook_secret": secret,
+        "api_url": api_url,
+        "api_token": api_token,
+    }
     return {k: v for k, v in settings.items() if v is not None}
 
 
@@ -500,8 +567,9 @@ def _catalog_at(path: str | os.PathLike | None, repo_path: Path) -> CatalogView 
     return CatalogView(open_repository(path).snapshot("HEAD"))
 
 
-def validate_repository(path: str | os.PathLike, revision: str | None = None,
-                        catalog: str | os.PathLike | None = None) -> list[Problem]:
+def validate_repository(
+    path: str | os.PathLike, revision: str | None = None, catalog: str | os.PathLike | None = None
+) -> list[Problem]:
     """Problems of the repository at `path` at `revision` (default HEAD)."""
     repo = open_repository(path)
     snapshot = repo.snapshot(revision or "HEAD")
@@ -510,8 +578,9 @@ def validate_repository(path: str | os.PathLike, revision: str | None = None,
     return validate_tree(snapshot, kind, catalog=view)
 
 
-def review_repository(path: str | os.PathLike, base: str, head: str,
-                      catalog: str | os.PathLike | None = None) -> Review:
+def review_repository(
+    path: str | os.PathLike, base: str, head: str, catalog: str | os.PathLike | None = None
+) -> Review:
     """`GitOps.review` for a repository by path, with no store and no server."""
     repo = open_repository(path)
     return review(repo, base, head, _catalog_at(catalog, repo.path))
@@ -524,8 +593,12 @@ def render_markdown(review: Review) -> str:
     count = len(report["errors"])
     plural = "s" if count != 1 else ""
     verdict = "valid" if report["valid"] else f"INVALID ({count} problem{plural})"
-    lines = [f"### gitstore review: {verdict}", "",
-             f"`{review.base[:12]}` → `{review.head[:12]}`", ""]
+    lines = [
+        f"### gitstore review: {verdict}",
+        "",
+        f"`{review.base[:12]}` → `{review.head[:12]}`",
+        "",
+    ]
     if report["errors"]:
         lines += ["**Validation**", ""]
         lines += [f"- `{format_problem(p)}`" for p in report["errors"]] + [""]
@@ -537,8 +610,7 @@ def render_markdown(review: Review) -> str:
             lines += [f"`{scope}` {resource}", "", "| key | old | new |", "|---|---|---|"]
             lines += _change_rows(change) + [""]
     nodes = report["nodes_affected"]
-    lines += [f"**Nodes affected** ({len(nodes)}): " + (", ".join(map(str, nodes)) or "none"),
-              ""]
+    lines += [f"**Nodes affected** ({len(nodes)}): " + (", ".join(map(str, nodes)) or "none"), ""]
     if report["override_files"]:
         lines += ["**Override files** (owners of `**/overrides/**` review these):", ""]
         lines += [f"- `{f}`" for f in report["override_files"]] + [""]
@@ -548,8 +620,10 @@ def render_markdown(review: Review) -> str:
 def _change_rows(change: dict) -> list[str]:
     rows = [f"| `{k}` | | {_cell(v)} |" for k, v in change.get("added", {}).items()]
     rows += [f"| `{k}` | {_cell(v)} | |" for k, v in change.get("removed", {}).items()]
-    rows += [f"| `{k}` | {_cell(v['old'])} | {_cell(v['new'])} |"
-             for k, v in change.get("changed", {}).items()]
+    rows += [
+        f"| `{k}` | {_cell(v['old'])} | {_cell(v['new'])} |"
+        for k, v in change.get("changed", {}).items()
+    ]
     return rows
 
 
@@ -559,8 +633,9 @@ def _cell(value: Any) -> str:
     return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
 
 
-def start_poller(store: Store, seconds: float,
-                 stop: threading.Event | None = None) -> threading.Thread:
+def start_poller(
+    store: Store, seconds: float, stop: threading.Event | None = None
+) -> threading.Thread:
     """Sync every mirror of `store` every `seconds` in a daemon thread (`serve --poll`).
 
     Run it in one process only (e.g. the gunicorn arbiter's `when_ready`, or the `serve`

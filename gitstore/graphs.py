@@ -78,8 +78,11 @@ def read_graph(snapshot: Snapshot, path: str) -> dict | None:
 def graph_types(snapshot: Snapshot, folder: str) -> list[str]:
     """The graph types stored under `folder` (sorted, `default` first)."""
     where = f"{folder}/{FOLDER}" if folder else FOLDER
-    found = [entry.name[:-len(".yaml")] for entry in snapshot.list(where)
-             if not entry.is_tree and entry.name.endswith(".yaml")]
+    found = [
+        entry.name[: -len(".yaml")]
+        for entry in snapshot.list(where)
+        if not entry.is_tree and entry.name.endswith(".yaml")
+    ]
     found = [name for name in found if merging.GRAPH_TYPE.match(name)]
     return sorted(found, key=lambda name: (name != DEFAULT_TYPE, name))
 
@@ -122,8 +125,12 @@ class Owner:
         return entity
 
     def answer(self, data: Any) -> Answer:
-        return Answer(data, self.snapshot.commit_id, self.snapshot.version,
-                      catalog_commit=self.catalog.commit_id)
+        return Answer(
+            data,
+            self.snapshot.commit_id,
+            self.snapshot.version,
+            catalog_commit=self.catalog.commit_id,
+        )
 
 
 def served_task(task: dict) -> dict:
@@ -131,14 +138,16 @@ def served_task(task: dict) -> dict:
 
 
 def cluster_owner(cluster: Cluster) -> Owner:
-    return Owner(CLUSTER, cluster.env_id, str(cluster.env_id), "", cluster.env.snapshot,
-                 cluster.catalog)
+    return Owner(
+        CLUSTER, cluster.env_id, str(cluster.env_id), "", cluster.env.snapshot, cluster.catalog
+    )
 
 
 def catalog_owner(catalog: Snapshot, kind: OwnerKind, ref: int | str) -> Owner:
     entity = OwnerCatalog(catalog, kind).entity(ref)
-    return Owner(kind.name, entity["id"], entity["name"], f"{kind.folder}/{entity['name']}",
-                 catalog, catalog)
+    return Owner(
+        kind.name, entity["id"], entity["name"], f"{kind.folder}/{entity['name']}", catalog, catalog
+    )
 
 
 # -- merging a cluster's sources ------------------------------------------------------------------
@@ -154,24 +163,35 @@ class Sources:
     @classmethod
     def of(cls, cluster: Cluster, graph_type: str) -> Sources:
         release = cluster.release["name"] if cluster.release is not None else None
-        return cls.build(cluster.catalog, release, [p["name"] for p in cluster.plugins],
-                         read_graph(cluster.env.snapshot, graph_path("", graph_type)),
-                         graph_type)
+        return cls.build(
+            cluster.catalog,
+            release,
+            [p["name"] for p in cluster.plugins],
+            read_graph(cluster.env.snapshot, graph_path("", graph_type)),
+            graph_type,
+        )
 
     @classmethod
-    def build(cls, catalog: Snapshot, release: str | None, plugins: Sequence[str],
-              own: dict | None, graph_type: str) -> Sources:
+    def build(
+        cls,
+        catalog: Snapshot,
+        release: str | None,
+        plugins: Sequence[str],
+        own: dict | None,
+        graph_type: str,
+    ) -> Sources:
         """The sources named: a release and plugins (names) of `catalog`, the cluster's own."""
-        release_doc = catalog_owner(catalog, RELEASE, release).read(graph_type) \
-            if release else None
-        plugin_docs = [(name, doc) for name in plugins
-                       if (doc := catalog_owner(catalog, PLUGIN, name).read(graph_type))]
+        release_doc = catalog_owner(catalog, RELEASE, release).read(graph_type) if release else None
+        plugin_docs = [
+            (name, doc)
+            for name in plugins
+            if (doc := catalog_owner(catalog, PLUGIN, name).read(graph_type))
+        ]
         return cls(graph_type, release_doc, plugin_docs, own)
 
     @property
     def exists(self) -> bool:
-        return self.graph_type == DEFAULT_TYPE or any(
-            (self.release, self.plugins, self.own))
+        return self.graph_type == DEFAULT_TYPE or any((self.release, self.plugins, self.own))
 
     def merged(self, own: dict | None = None, *, with_own: bool = True) -> dict:
         """The merged document (`own` instead of the stored cluster graph when given)."""
@@ -190,8 +210,11 @@ def merged_graph(cluster: Cluster, graph_type: str) -> dict:
     """The merged graph document of a cluster; NotFound for a type nobody defines."""
     sources = Sources.of(cluster, check_graph_type(graph_type))
     if not sources.exists:
-        raise NotFound(f"cluster {cluster.env_id} has no graph of type {graph_type!r} (its "
-                       "release, enabled plugins and itself define none)", key="graph_type")
+        raise NotFound(
+            f"cluster {cluster.env_id} has no graph of type {graph_type!r} (its "
+            "release, enabled plugins and itself define none)",
+            key="graph_type",
+        )
     return sources.merged()
 
 
@@ -220,12 +243,18 @@ class Graphs:
         self._store = store
 
     # -- owners ----------------------------------------------------------------------------
-    def cluster(self, env_id: int, version: str | None = None,
-                catalog_version: str | None = None) -> Cluster:
+    def cluster(
+        self, env_id: int, version: str | None = None, catalog_version: str | None = None
+    ) -> Cluster:
         return self._store.nodes.cluster(env_id, version, catalog_version)
 
-    def owner(self, kind: str, ref: int | str, version: str | None = None,
-              catalog_version: str | None = None) -> Owner:
+    def owner(
+        self,
+        kind: str,
+        ref: int | str,
+        version: str | None = None,
+        catalog_version: str | None = None,
+    ) -> Owner:
         """The owner at the given commits (a release or plugin: `catalog_version`, else
         `version`, names the catalog commit)."""
         if kind == CLUSTER:
@@ -236,51 +265,69 @@ class Graphs:
         return catalog_owner(catalog, _CATALOG_KINDS[kind], ref)
 
     # -- one owner's documents -------------------------------------------------------------
-    def list(self, kind: str, ref: int | str, version: str | None = None,
-             catalog_version: str | None = None) -> Answer:
+    def list(
+        self,
+        kind: str,
+        ref: int | str,
+        version: str | None = None,
+        catalog_version: str | None = None,
+    ) -> Answer:
         owner = self.owner(kind, ref, version, catalog_version)
         return owner.answer([owner.entity(t, owner.read(t)) for t in owner.types()])
 
-    def get(self, kind: str, ref: int | str, graph_type: str, version: str | None = None,
-            catalog_version: str | None = None) -> Answer:
+    def get(
+        self,
+        kind: str,
+        ref: int | str,
+        graph_type: str,
+        version: str | None = None,
+        catalog_version: str | None = None,
+    ) -> Answer:
         owner = self.owner(kind, ref, version, catalog_version)
         return owner.answer(owner.entity(graph_type, _existing(owner, graph_type)))
 
-    def create(self, kind: str, ref: int | str, graph_type: str, body: Any,
-               author: Author | None = None) -> Answer:
+    def create(
+        self, kind: str, ref: int | str, graph_type: str, body: Any, author: Author | None = None
+    ) -> Answer:
         """POST: a new graph of `graph_type`; Conflict if the owner has one."""
         fields = _graph_body(body, graph_type)
 
         def change(owner: Owner, old: dict | None) -> dict:
             if old is not None:
-                raise Conflict(f"{owner.kind} {owner.id} already has a graph of type "
-                               f"{graph_type!r}", key="graph_type")
+                raise Conflict(
+                    f"{owner.kind} {owner.id} already has a graph of type {graph_type!r}",
+                    key="graph_type",
+                )
             return fields
 
         return self._write(kind, ref, graph_type, change, "create", author)
 
-    def replace(self, kind: str, ref: int | str, graph_type: str, body: Any,
-                author: Author | None = None) -> Answer:
+    def replace(
+        self, kind: str, ref: int | str, graph_type: str, body: Any, author: Author | None = None
+    ) -> Answer:
         """PUT: the graph replaced whole (fields not given are reset)."""
         fields = _graph_body(body, graph_type)
         change = _requiring(graph_type, lambda old: fields)
         return self._write(kind, ref, graph_type, change, "replace", author)
 
-    def patch(self, kind: str, ref: int | str, graph_type: str, body: Any,
-              author: Author | None = None) -> Answer:
+    def patch(
+        self, kind: str, ref: int | str, graph_type: str, body: Any, author: Author | None = None
+    ) -> Answer:
         """PATCH: only the fields given change; a `tasks` list replaces every task."""
         fields = _graph_body(body, graph_type, partial=True)
         change = _requiring(graph_type, lambda old: {**old, **fields})
         return self._write(kind, ref, graph_type, change, "update", author)
 
-    def delete(self, kind: str, ref: int | str, graph_type: str,
-               author: Author | None = None) -> Answer:
+    def delete(
+        self, kind: str, ref: int | str, graph_type: str, author: Author | None = None
+    ) -> Answer:
         """Remove a graph (a cluster's default graph then reads as empty again)."""
         change = _requiring(graph_type, lambda old: None)
         return self._write(kind, ref, graph_type, change, "delete", author)
 
-    def put_cluster_tasks(self, env_id: int, graph_type: str, tasks: Any,
-                          author: Author | None = None) -> Answer:
+    def put_cluster_tasks(
+        self, env_id: int, graph_type: str, tasks: Any, author: Author | None = None
+    ) -> Answer:
         """Upsert the cluster's own graph of a type with `tasks` (its metadata is kept)."""
         if isinstance(tasks, dict) and "tasks" in tasks:
             tasks = tasks["tasks"]
@@ -292,12 +339,22 @@ class Graphs:
             return {**(old or {}), **fields}
 
         written = self._write(CLUSTER, env_id, graph_type, change, "set tasks of", author)
-        return Answer(written.data["tasks"], written.commit, written.version,
-                      catalog_commit=written.catalog_commit)
+        return Answer(
+            written.data["tasks"],
+            written.commit,
+            written.version,
+            catalog_commit=written.catalog_commit,
+        )
 
-    def _write(self, kind: str, ref: int | str, graph_type: str,
-               change: Callable[[Owner, dict | None], dict | None], verb: str,
-               author: Author | None) -> Answer:
+    def _write(
+        self,
+        kind: str,
+        ref: int | str,
+        graph_type: str,
+        change: Callable[[Owner, dict | None], dict | None],
+        verb: str,
+        author: Author | None,
+    ) -> Answer:
         check_graph_type(graph_type)
         author = author or self._store.default_author
         outcome: dict[str, Any] = {}
@@ -326,10 +383,18 @@ class Graphs:
         return Answer(data, result.commit, result.version, catalog_commit=catalog)
 
     # -- a cluster's merged graph ----------------------------------------------------------
-    def tasks(self, env_id: int, graph_type: str = DEFAULT_TYPE, view: str = "merged", *,
-              version: str | None = None, catalog_version: str | None = None,
-              start: str | None = None, end: str | None = None,
-              include: Sequence[str] = ()) -> Answer:
+    def tasks(
+        self,
+        env_id: int,
+        graph_type: str = DEFAULT_TYPE,
+        view: str = "merged",
+        *,
+        version: str | None = None,
+        catalog_version: str | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        include: Sequence[str] = (),
+    ) -> Answer:
         """A cluster's tasks: merged, or only its own, its plugins' or its release's."""
         if view not in VIEWS:
             raise NotFound(f"no deployment task view {view!r}; use one of {', '.join(VIEWS)}")
@@ -347,42 +412,79 @@ class Graphs:
             tasks = (sources.release or {"tasks": []})["tasks"]
         return _tasks_answer(cluster_owner(cluster), tasks, start, end, include)
 
-    def release_tasks(self, release: int | str, graph_type: str = DEFAULT_TYPE, *,
-                      version: str | None = None, start: str | None = None,
-                      end: str | None = None, include: Sequence[str] = ()) -> Answer:
+    def release_tasks(
+        self,
+        release: int | str,
+        graph_type: str = DEFAULT_TYPE,
+        *,
+        version: str | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        include: Sequence[str] = (),
+    ) -> Answer:
         owner = self.owner(RELEASE.name, release, catalog_version=version)
         doc = _existing(owner, check_graph_type(graph_type))
         return _tasks_answer(owner, doc["tasks"], start, end, include)
 
-    def dot(self, env_id: int, graph_type: str = DEFAULT_TYPE, *, only: Sequence[str] = (),
-            parents_for: str | None = None, remove: Sequence[str] = (),
-            version: str | None = None, catalog_version: str | None = None) -> Answer:
+    def dot(
+        self,
+        env_id: int,
+        graph_type: str = DEFAULT_TYPE,
+        *,
+        only: Sequence[str] = (),
+        parents_for: str | None = None,
+        remove: Sequence[str] = (),
+        version: str | None = None,
+        catalog_version: str | None = None,
+    ) -> Answer:
         """The merged graph in Graphviz DOT (see `merge.graphs.to_dot`)."""
         cluster = self.cluster(env_id, version, catalog_version)
         tasks = merged_graph(cluster, graph_type)["tasks"]
-        text = merging.to_dot(tasks, graph_type, only=only, parents_for=parents_for,
-                              remove=remove)
+        text = merging.to_dot(tasks, graph_type, only=only, parents_for=parents_for, remove=remove)
         return cluster_owner(cluster).answer(text)
 
-    def check(self, env_id: int, graph_type: str = DEFAULT_TYPE, version: str | None = None,
-              catalog_version: str | None = None) -> Answer:
+    def check(
+        self,
+        env_id: int,
+        graph_type: str = DEFAULT_TYPE,
+        version: str | None = None,
+        catalog_version: str | None = None,
+    ) -> Answer:
         """Problems of a cluster's merged graph (after a release or plugin change, say)."""
         cluster = self.cluster(env_id, version, catalog_version)
         sources = Sources.of(cluster, check_graph_type(graph_type))
         if not sources.exists:
             merged_graph(cluster, graph_type)
-        problems = [{"message": p.message, **({"task": p.task} if p.task else {})}
-                    for p in sources.problems()]
-        problems += [{"message": f"environment {cluster.env_id} names {what}, which the "
-                                 "catalog does not hold"} for what in cluster.missing]
-        data = {"cluster": cluster.env_id, "graph_type": graph_type, "valid": not problems,
-                "errors": problems}
+        problems = [
+            {"message": p.message, **({"task": p.task} if p.task else {})}
+            for p in sources.problems()
+        ]
+        problems += [
+            {
+                "message": f"environment {cluster.env_id} names {what}, which the "
+                "catalog does not hold"
+            }
+            for what in cluster.missing
+        ]
+        data = {
+            "cluster": cluster.env_id,
+            "graph_type": graph_type,
+            "valid": not problems,
+            "errors": problems,
+        }
         return cluster_owner(cluster).answer(data)
 
     # -- every owner ---------------------------------------------------------------------------
-    def search(self, clusters: Sequence[int] = (), plugins: Sequence[int] = (),
-               releases: Sequence[int] = (), types: Sequence[str] = (), related: bool = False,
-               version: str | None = None, catalog_version: str | None = None) -> Answer:
+    def search(
+        self,
+        clusters: Sequence[int] = (),
+        plugins: Sequence[int] = (),
+        releases: Sequence[int] = (),
+        types: Sequence[str] = (),
+        related: bool = False,
+        version: str | None = None,
+        catalog_version: str | None = None,
+    ) -> Answer:
         """Graphs of the owners named (every owner when none is), each with its relations;
         `related` adds the graphs of the named clusters' release and enabled plugins."""
         catalog = self._store.catalog().snapshot(catalog_version)
@@ -390,13 +492,23 @@ class Graphs:
         wanted = set(types)
         for graph_type in wanted:
             check_graph_type(graph_type, "graph_types")
-        found = [owner.entity(t, owner.read(t)) for owner in owners for t in owner.types()
-                 if not wanted or t in wanted]
+        found = [
+            owner.entity(t, owner.read(t))
+            for owner in owners
+            for t in owner.types()
+            if not wanted or t in wanted
+        ]
         return Answer(found, None, None, catalog_commit=catalog.commit_id)
 
-    def _search_owners(self, catalog: Snapshot, clusters: Sequence[int],
-                       plugins: Sequence[int], releases: Sequence[int], related: bool,
-                       version: str | None) -> list[Owner]:
+    def _search_owners(
+        self,
+        catalog: Snapshot,
+        clusters: Sequence[int],
+        plugins: Sequence[int],
+        releases: Sequence[int],
+        related: bool,
+        version: str | None,
+    ) -> list[Owner]:
         if not (clusters or plugins or releases):
             releases = [e["id"] for e in OwnerCatalog(catalog, RELEASE).entities()]
             plugins = [e["id"] for e in OwnerCatalog(catalog, PLUGIN).entities()]
@@ -429,18 +541,22 @@ class Graphs:
 def _existing(owner: Owner, graph_type: str) -> dict:
     doc = owner.read(check_graph_type(graph_type))
     if doc is None:
-        raise NotFound(f"{owner.kind} {owner.id} has no graph of type {graph_type!r}",
-                       key="graph_type")
+        raise NotFound(
+            f"{owner.kind} {owner.id} has no graph of type {graph_type!r}", key="graph_type"
+        )
     return doc
 
 
-def _requiring(graph_type: str, make: Callable[[dict], dict | None]
-               ) -> Callable[[Owner, dict | None], dict | None]:
+def _requiring(
+    graph_type: str, make: Callable[[dict], dict | None]
+) -> Callable[[Owner, dict | None], dict | None]:
     """A change that needs the graph to exist (PUT, PATCH, DELETE): NotFound otherwise."""
+
     def change(owner: Owner, old: dict | None) -> dict | None:
         if old is None:
-            raise NotFound(f"{owner.kind} {owner.id} has no graph of type {graph_type!r}",
-                           key="graph_type")
+            raise NotFound(
+                f"{owner.kind} {owner.id} has no graph of type {graph_type!r}", key="graph_type"
+            )
         return make(old)
 
     return change
@@ -451,8 +567,9 @@ def _graph_body(body: Any, graph_type: str, *, partial: bool = False) -> dict:
     if not isinstance(body, dict):
         raise InvalidInput("graph body must be a JSON object")
     if body.get("type") not in (None, graph_type):
-        raise InvalidInput(f"body names graph type {body['type']!r} but the URL {graph_type!r}",
-                           key="type")
+        raise InvalidInput(
+            f"body names graph type {body['type']!r} but the URL {graph_type!r}", key="type"
+        )
     fields = {k: v for k, v in body.items() if k not in _DERIVED}
     if not partial:
         fields.setdefault("tasks", [])
@@ -482,8 +599,12 @@ def _changes(owner: Owner, graph_type: str, doc: dict | None, message: str) -> C
     _validate(owner, graph_type, doc)
     old = owner.snapshot.read(path)
     old_doc = owner.snapshot.read_yaml(path) if old else None
-    changes.put(path, documents.encode(owner.snapshot.repository, path, doc,
-                                       old if isinstance(old_doc, dict) else None))
+    changes.put(
+        path,
+        documents.encode(
+            owner.snapshot.repository, path, doc, old if isinstance(old_doc, dict) else None
+        ),
+    )
     return changes
 
 
@@ -497,14 +618,15 @@ def _validate(owner: Owner, graph_type: str, doc: dict) -> None:
     else:
         cluster = load_cluster(owner.snapshot, owner.catalog)
         sources = Sources.of(cluster, graph_type)
-        merging.raise_problems(new_problems(sources, doc), f"{what} (merged with its release "
-                                                           "and plugins)")
+        merging.raise_problems(
+            new_problems(sources, doc), f"{what} (merged with its release and plugins)"
+        )
 
 
-def _tasks_answer(owner: Owner, tasks: list[dict], start: str | None, end: str | None,
-                  include: Sequence[str]) -> Answer:
-    chosen = merging.legacy_subgraph([merging.with_defaults(t) for t in tasks], start, end,
-                                     include)
+def _tasks_answer(
+    owner: Owner, tasks: list[dict], start: str | None, end: str | None, include: Sequence[str]
+) -> Answer:
+    chosen = merging.legacy_subgraph([merging.with_defaults(t) for t in tasks], start, end, include)
     return owner.answer([merging.output_task(t) for t in chosen])
 
 
@@ -536,7 +658,7 @@ def _cluster_graphs(tree: TreeCheck) -> None:
         if owners is None:
             _report(tree, path, merging.graph_problems(doc["tasks"], missing=False))
             continue
-        graph_type = path[len(FOLDER) + 1:-len(".yaml")]
+        graph_type = path[len(FOLDER) + 1 : -len(".yaml")]
         try:
             sources = Sources.build(tree.catalog.snapshot, *owners, None, graph_type)
             _report(tree, path, new_problems(sources, doc))
@@ -557,17 +679,20 @@ def _gate_owners(tree: TreeCheck, env: dict) -> tuple[str | None, list[str]] | N
     except NotFound:
         return None  # an unknown owner: the tags check reports it
     for graph_type, task, first, second in clashes:
-        tree.report(ENVIRONMENT_FILE, f"plugins {first!r} and {second!r} both define task "
-                                      f"{task!r} in graph type {graph_type!r}", key="plugins")
+        tree.report(
+            ENVIRONMENT_FILE,
+            f"plugins {first!r} and {second!r} both define task "
+            f"{task!r} in graph type {graph_type!r}",
+            key="plugins",
+        )
     return release, plugins
 
 
 def _gate_document(tree: TreeCheck, path: str, folder: str) -> dict | None:
     """The canonical graph at `path` when it is a valid document (problems reported)."""
-    name = path[len(folder):]
+    name = path[len(folder) :]
     if "/" in name or not name.endswith(".yaml") or not merging.GRAPH_TYPE.match(name[:-5]):
-        tree.report(path, "graphs are files graphs/<type>.yaml, the type matching "
-                          "[a-zA-Z0-9_-]+")
+        tree.report(path, "graphs are files graphs/<type>.yaml, the type matching [a-zA-Z0-9_-]+")
         return None
     raw = tree.document(path)
     if raw is not None and not isinstance(raw, dict | list | str | int | float | bool):

@@ -66,11 +66,15 @@ def instances_section(store: Store, view: EnvironmentView, node: Node) -> tuple[
     env_id = int(view.env_id)
     commit = view.snapshot.commit_id
     catalog = store.catalog().snapshot().commit_id
-    inputs = (view.snapshot.object_id(INVENTORY), view.snapshot.object_id(ENVIRONMENT_FILE),
-              catalog)
+    inputs = (
+        view.snapshot.object_id(INVENTORY),
+        view.snapshot.object_id(ENVIRONMENT_FILE),
+        catalog,
+    )
     value = _INSTANCES.get_or_compute(
         (env_id, *inputs),
-        lambda: store.tags.all_instances(env_id, version=commit, catalog_version=catalog))
+        lambda: store.tags.all_instances(env_id, version=commit, catalog_version=catalog),
+    )
     return value, inputs
 
 
@@ -89,9 +93,16 @@ class Hiera:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    def node_document(self, env_id: int, node: str, version: str | None = None,
-                      resources: Sequence[str] | None = None, *, reveal: bool = False,
-                      who: str | None = None) -> Served:
+    def node_document(
+        self,
+        env_id: int,
+        node: str,
+        version: str | None = None,
+        resources: Sequence[str] | None = None,
+        *,
+        reveal: bool = False,
+        who: str | None = None,
+    ) -> Served:
         """Every resource (or those named) of environment `env_id`, effective at `node`.
 
         Args:
@@ -132,18 +143,26 @@ class Hiera:
             document[section], section_inputs = build(self._store, view, found)
             inputs.append((section, section_inputs))
         if reveal:
-            self._store.secrets.record_reveal(who, env_id, f"hiera node {found.id}",
-                                              snapshot.commit_id, shown)
-        return Served(document, snapshot.commit_id, snapshot.version, inputs=tuple(inputs),
-                      masked=() if reveal else shown)
+            self._store.secrets.record_reveal(
+                who, env_id, f"hiera node {found.id}", snapshot.commit_id, shown
+            )
+        return Served(
+            document,
+            snapshot.commit_id,
+            snapshot.version,
+            inputs=tuple(inputs),
+            masked=() if reveal else shown,
+        )
 
-    def _show_secrets(self, env_id: int, view: EnvironmentView, node: Node, values: dict,
-                      reveal: bool) -> tuple[dict, tuple[str, ...]]:
+    def _show_secrets(
+        self, env_id: int, view: EnvironmentView, node: Node, values: dict, reveal: bool
+    ) -> tuple[dict, tuple[str, ...]]:
         """Each resource masked (or revealed), and the paths that were, as `resources.<r>.<key>`."""
         shown, paths = {}, []
         for name, merged in values.items():
-            shown[name], found = self._store.secrets.show_effective(env_id, view, node.pairs, name,
-                                                                    merged, reveal=reveal)
+            shown[name], found = self._store.secrets.show_effective(
+                env_id, view, node.pairs, name, merged, reveal=reveal
+            )
             paths += [f"resources.{name}.{path}" for path in found]
         return shown, tuple(paths)
 
@@ -154,8 +173,11 @@ class Hiera:
             return sorted(attached)
         unknown = [name for name in wanted if name not in attached]
         if unknown:
-            raise InvalidInput(f"resources {unknown} are not defined for environment "
-                               f"{view.env_id} (no attached component has them)", key="resources")
+            raise InvalidInput(
+                f"resources {unknown} are not defined for environment "
+                f"{view.env_id} (no attached component has them)",
+                key="resources",
+            )
         return list(dict.fromkeys(wanted))
 
 
@@ -166,7 +188,8 @@ def effective_values(view: EnvironmentView, node: Node, names: list[str]) -> tup
         layer_ids = view.layer_inputs(node.pairs, name)
         values[name] = _EFFECTIVE.get_or_compute(
             (view.merge, layer_ids),
-            lambda name=name: effective.merge_layers(view.layers(node.pairs, name), view.merge))
+            lambda name=name: effective.merge_layers(view.layers(node.pairs, name), view.merge),
+        )
         inputs.append(layer_ids)
     return values, inputs
 
@@ -181,12 +204,19 @@ def find_node(view: EnvironmentView, ref: str) -> Node:
     record_path = f"{INVENTORY_NODES}/{node_id}.yaml"
     record = view.snapshot.read_mapping(record_path)
     if record is None and not view.snapshot.is_tree(f"{NODES_LEVEL}/{node_id}"):
-        raise NotFound(f"node {ref!r} is unknown in environment {view.env_id}: no inventory "
-                       f"record has that id or fqdn and no {NODES_LEVEL}/{ref}/ folder exists",
-                       key="node", errors=[{"key": "node", "value": ref}])
+        raise NotFound(
+            f"node {ref!r} is unknown in environment {view.env_id}: no inventory "
+            f"record has that id or fqdn and no {NODES_LEVEL}/{ref}/ folder exists",
+            key="node",
+            errors=[{"key": "node", "value": ref}],
+        )
     record = record or {}
-    return Node(node_id, _text(record.get("fqdn")), _pairs(view, node_id, record),
-                view.snapshot.object_id(record_path))
+    return Node(
+        node_id,
+        _text(record.get("fqdn")),
+        _pairs(view, node_id, record),
+        view.snapshot.object_id(record_path),
+    )
 
 
 def _pairs(view: EnvironmentView, node_id: str, record: dict) -> tuple[tuple[str, str], ...]:

@@ -47,13 +47,20 @@ def commits(repo: Repository, walk: Walk) -> Iterator[str]:
 def entry(repo: Repository, commit_id: str) -> dict[str, Any]:
     """The common fields of a history entry."""
     info = repo.commit_info(commit_id)
-    return {"version": repo.depth(commit_id), "commit": info.commit, "author": info.author,
-            "email": info.email, "date": info.date, "message": info.message}
+    return {
+        "version": repo.depth(commit_id),
+        "commit": info.commit,
+        "author": info.author,
+        "email": info.email,
+        "date": info.date,
+        "message": info.message,
+    }
 
 
 # -- the change log -----------------------------------------------------------------------------
-def change_log(repo: Repository, walk: Walk, pairs: LevelPairs | None, resource: str | None,
-               key: str | None) -> list[dict[str, Any]]:
+def change_log(
+    repo: Repository, walk: Walk, pairs: LevelPairs | None, resource: str | None, key: str | None
+) -> list[dict[str, Any]]:
     """Commits that changed layer documents, each with its changes, newest first.
 
     Without filters every commit is listed (`changes` may be empty). `pairs` keeps the changes of
@@ -64,9 +71,11 @@ def change_log(repo: Repository, walk: Walk, pairs: LevelPairs | None, resource:
     filtered = pairs is not None or resource is not None or key is not None
     entries = []
     for commit_id in commits(repo, walk):
-        changes = [change for change in (_describe(repo, fc) for fc in
-                                         repo.changed_files(commit_id, under, skip))
-                   if change is not None and _wanted(change, resource, key)]
+        changes = [
+            change
+            for change in (_describe(repo, fc) for fc in repo.changed_files(commit_id, under, skip))
+            if change is not None and _wanted(change, resource, key)
+        ]
         if changes or not filtered:
             entries.append({**entry(repo, commit_id), "changes": changes})
         if len(entries) >= walk.limit:
@@ -88,8 +97,13 @@ def _describe(repo: Repository, change: FileChange) -> dict[str, Any] | None:
         return None
     pair, kind, resource = parsed
     old, new = _document(repo, change.old, change.path), _document(repo, change.new, change.path)
-    return {"level": scope_of([pair] if pair else []), "resource": resource, "kind": kind,
-            "file": change.path, **changed_keys(old, new)}
+    return {
+        "level": scope_of([pair] if pair else []),
+        "resource": resource,
+        "kind": kind,
+        "file": change.path,
+        **changed_keys(old, new),
+    }
 
 
 def _document(repo: Repository, blob_id: str | None, path: str) -> dict:
@@ -113,8 +127,9 @@ def _wanted(change: dict, resource: str | None, key: str | None) -> bool:
 
 
 # -- one effective value ------------------------------------------------------------------------
-def value_history(repo: Repository, walk: Walk, pairs: LevelPairs, resource: str,
-                  key: str) -> list[dict[str, Any]]:
+def value_history(
+    repo: Repository, walk: Walk, pairs: LevelPairs, resource: str, key: str
+) -> list[dict[str, Any]]:
     """Commits where the effective value of `key` at scope `pairs` changed, with old and new.
 
     `old` is absent where the commit introduced the key, `new` where it removed it.
@@ -140,8 +155,9 @@ def value_history(repo: Repository, walk: Walk, pairs: LevelPairs, resource: str
     return entries
 
 
-def _value_at(repo: Repository, commit_id: str, pairs: LevelPairs, resource: str,
-              path: list[str]) -> Any:
+def _value_at(
+    repo: Repository, commit_id: str, pairs: LevelPairs, resource: str, path: list[str]
+) -> Any:
     try:
         view = EnvironmentView(repo.snapshot(commit_id))
         return keypaths.get_path(effective_document(view, pairs, resource), path)

@@ -114,8 +114,11 @@ def _read_environments(folder: Path) -> dict[int, Tree]:
         if child.name.startswith("."):
             continue
         if not child.is_dir() or not child.name.isdigit() or int(child.name) < 1:
-            raise InvalidInput(f"environments/{child.name}: expected a folder named by an "
-                               "environment id (a positive integer)", path=str(child))
+            raise InvalidInput(
+                f"environments/{child.name}: expected a folder named by an "
+                "environment id (a positive integer)",
+                path=str(child),
+            )
         trees[int(child.name)] = read_tree(child, f"environments/{child.name}")
     return dict(sorted(trees.items()))
 
@@ -136,43 +139,58 @@ def _check_environment(env_id: int, tree: Tree, components: set[str]) -> None:
     if doc is None:
         raise InvalidInput(f"{tree.label} has no {ENVIRONMENT_FILE}", path=where)
     if doc.get("id") != env_id:
-        raise InvalidInput(f"{where}: id {doc.get('id')!r} does not match the folder name "
-                           f"{env_id}", path=where, key="id")
+        raise InvalidInput(
+            f"{where}: id {doc.get('id')!r} does not match the folder name {env_id}",
+            path=where,
+            key="id",
+        )
     missing = [name for name in doc.get("components") or [] if name not in components]
     if missing:
-        raise NotFound(f"{where}: component {missing[0]!r} is in no catalog", path=where,
-                       key="components")
+        raise NotFound(
+            f"{where}: component {missing[0]!r} is in no catalog", path=where, key="components"
+        )
     hierarchy = [check_level_name(level) for level in doc.get("hierarchy") or []]
     for path in tree.data:
         top, _, rest = path.partition("/")
         if top in RESERVED_TOP_LEVEL:
             continue
         if top not in hierarchy:
-            raise InvalidInput(f"{tree.label}/{top}: neither a reserved name nor a level of the "
-                               f"hierarchy {hierarchy}", path=f"{tree.label}/{top}")
+            raise InvalidInput(
+                f"{tree.label}/{top}: neither a reserved name nor a level of the "
+                f"hierarchy {hierarchy}",
+                path=f"{tree.label}/{top}",
+            )
         check_level_value(rest.partition("/")[0], top)
 
 
 def _check_new_component(view: CatalogView, path: str, doc: dict) -> None:
     """A component file being added must not reuse an id or a name the catalog already has."""
     if doc.get("name") != Path(path).stem:
-        raise InvalidInput(f"catalog/{path}: name {doc.get('name')!r} does not match the file "
-                           "name", path=path, key="name")
+        raise InvalidInput(
+            f"catalog/{path}: name {doc.get('name')!r} does not match the file name",
+            path=path,
+            key="name",
+        )
     if any(c.get("id") == doc.get("id") for c in view.components):
-        raise Conflict(f"catalog/{path}: component id {doc.get('id')!r} is already used",
-                       path=path, key="id")
+        raise Conflict(
+            f"catalog/{path}: component id {doc.get('id')!r} is already used", path=path, key="id"
+        )
     taken = {(d["id"], d["name"]) for d in view.definitions()}
     ids, names = {i for i, _ in taken}, {n for _, n in taken}
     for definition in doc.get("resource_definitions") or []:
         if definition.get("id") in ids or definition.get("name") in names:
-            raise Conflict(f"catalog/{path}: resource definition {definition.get('name')!r} "
-                           f"(id {definition.get('id')!r}) clashes with an existing one",
-                           path=path, key="resource_definitions")
+            raise Conflict(
+                f"catalog/{path}: resource definition {definition.get('name')!r} "
+                f"(id {definition.get('id')!r}) clashes with an existing one",
+                path=path,
+                key="resource_definitions",
+            )
 
 
 # -- writing -----------------------------------------------------------------------------------
-def _load_catalog(store: Store, tree: Tree, source: str, author: Author,
-                  report: LoadReport) -> None:
+def _load_catalog(
+    store: Store, tree: Tree, source: str, author: Author, report: LoadReport
+) -> None:
     outcome: dict[str, list[str]] = {}
 
     def operation(snapshot: Snapshot) -> ChangeSet:
@@ -192,8 +210,9 @@ def _load_catalog(store: Store, tree: Tree, source: str, author: Author,
     report.catalog_kept = [path for path in tree.data if path not in outcome["added"]]
 
 
-def _load_environment(store: Store, env_id: int, tree: Tree, source: str, author: Author,
-                      report: LoadReport) -> None:
+def _load_environment(
+    store: Store, env_id: int, tree: Tree, source: str, author: Author, report: LoadReport
+) -> None:
     if store.environment_path(env_id).exists():
         report.environments_kept.append(env_id)
         return

@@ -40,19 +40,49 @@ if TYPE_CHECKING:
 CLUSTER_TAGS = "inventory/tags.yaml"
 CLUSTER_ROLES = "inventory/roles.yaml"
 LOCK_FILE = "inventory.lock"
-STATUSES = ("discover", "provisioning", "provisioned", "deploying", "ready", "error",
-            "removing", "stopped")
-NODE_FIELDS = ("id", "fqdn", "name", "roles", "pending_roles", "tags_added", "tags_removed",
-               "primary_tags", "status", "error_type", "online", "pending_addition",
-               "pending_deletion", "ip_addresses", "meta")
+STATUSES = (
+    "discover",
+    "provisioning",
+    "provisioned",
+    "deploying",
+    "ready",
+    "error",
+    "removing",
+    "stopped",
+)
+NODE_FIELDS = (
+    "id",
+    "fqdn",
+    "name",
+    "roles",
+    "pending_roles",
+    "tags_added",
+    "tags_removed",
+    "primary_tags",
+    "status",
+    "error_type",
+    "online",
+    "pending_addition",
+    "pending_deletion",
+    "ip_addresses",
+    "meta",
+)
 #: Fields a client may send back from a GET but never sets: they are computed.
 COMPUTED_FIELDS = ("primary_tags", "tags", "cluster")
 _LISTS = ("roles", "pending_roles", "tags_added", "tags_removed")
 _FLAGS = ("online", "pending_addition", "pending_deletion")
 _DEFAULTS: dict[str, Any] = {
-    "roles": [], "pending_roles": [], "tags_added": [], "tags_removed": [], "primary_tags": [],
-    "status": "discover", "error_type": None, "online": True, "pending_addition": False,
-    "pending_deletion": False, "ip_addresses": {},
+    "roles": [],
+    "pending_roles": [],
+    "tags_added": [],
+    "tags_removed": [],
+    "primary_tags": [],
+    "status": "discover",
+    "error_type": None,
+    "online": True,
+    "pending_addition": False,
+    "pending_deletion": False,
+    "ip_addresses": {},
 }
 
 
@@ -108,8 +138,11 @@ class Cluster:
 
     def entity(self, node: dict, meta: Metadata | None = None) -> dict:
         """A node as the API shows it: its file, its environment and its computed tags."""
-        return {**stored_node(node), "cluster": self.env_id,
-                "tags": tagging.node_tags(node, meta or self.meta)}
+        return {
+            **stored_node(node),
+            "cluster": self.env_id,
+            "tags": tagging.node_tags(node, meta or self.meta),
+        }
 
 
 def load_cluster(env: Snapshot, catalog: Snapshot) -> Cluster:
@@ -117,8 +150,11 @@ def load_cluster(env: Snapshot, catalog: Snapshot) -> Cluster:
     missing: list[str] = []
     release = _owner(OwnerCatalog(catalog, RELEASE), view.doc.get("release"), missing)
     plugin_view = OwnerCatalog(catalog, PLUGIN)
-    plugins = [p for name in view.doc.get("plugins") or []
-               if (p := _owner(plugin_view, name, missing)) is not None]
+    plugins = [
+        p
+        for name in view.doc.get("plugins") or []
+        if (p := _owner(plugin_view, name, missing)) is not None
+    ]
     roles = env.read_mapping(CLUSTER_ROLES) or {}
     tags = env.read_mapping(CLUSTER_TAGS) or {}
     own = Metadata(dict(roles.get(ROLES) or {}), dict(tags.get(TAGS) or {}))
@@ -153,8 +189,10 @@ def check_node_body(body: Any, *, partial: bool) -> dict:
         raise InvalidInput("node body must be a JSON object")
     unknown = sorted(set(body) - set(NODE_FIELDS) - set(COMPUTED_FIELDS))
     if unknown:
-        raise InvalidInput(f"unknown node field {unknown[0]!r}; known fields: "
-                           f"{', '.join(NODE_FIELDS)}", key=unknown[0])
+        raise InvalidInput(
+            f"unknown node field {unknown[0]!r}; known fields: {', '.join(NODE_FIELDS)}",
+            key=unknown[0],
+        )
     fields = {k: v for k, v in body.items() if k not in COMPUTED_FIELDS}
     if not partial and "fqdn" not in fields:
         raise InvalidInput("node field 'fqdn' is required", key="fqdn")
@@ -164,8 +202,7 @@ def check_node_body(body: Any, *, partial: bool) -> dict:
 
 
 def _check_id(key: str, value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                              or value < 1):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise InvalidInput("node field 'id' must be a positive integer", key=key)
 
 
@@ -197,14 +234,14 @@ def _check_optional_text(key: str, value: Any) -> None:
 
 def _check_ips(key: str, value: Any) -> None:
     if not isinstance(value, dict):
-        raise InvalidInput("node field 'ip_addresses' must map network names to addresses",
-                           key=key)
+        raise InvalidInput("node field 'ip_addresses' must map network names to addresses", key=key)
     for network, address in value.items():
         try:
             ipaddress.ip_interface(str(address))
         except ValueError as exc:
-            raise InvalidInput(f"ip_addresses.{network}: {address!r} is not an IP address",
-                               key=key) from exc
+            raise InvalidInput(
+                f"ip_addresses.{network}: {address!r} is not an IP address", key=key
+            ) from exc
 
 
 def _check_meta(key: str, value: Any) -> None:
@@ -217,9 +254,15 @@ def _check_any(key: str, value: Any) -> None:
 
 
 _FIELD_CHECKS: dict[str, Callable[[str, Any], None]] = {
-    "id": _check_id, "fqdn": _check_fqdn, "name": _check_optional_text,
-    "error_type": _check_optional_text, "status": _check_status, "ip_addresses": _check_ips,
-    "meta": _check_meta, **{k: _check_list for k in _LISTS}, **{k: _check_flag for k in _FLAGS},
+    "id": _check_id,
+    "fqdn": _check_fqdn,
+    "name": _check_optional_text,
+    "error_type": _check_optional_text,
+    "status": _check_status,
+    "ip_addresses": _check_ips,
+    "meta": _check_meta,
+    **{k: _check_list for k in _LISTS},
+    **{k: _check_flag for k in _FLAGS},
 }
 
 
@@ -228,14 +271,20 @@ def check_roles(node: dict, meta: Metadata, env_id: int) -> None:
     roles = tagging.node_roles(node)
     unknown = [r for r in roles if r not in meta.roles]
     if unknown:
-        raise InvalidInput(f"role {unknown[0]!r} does not exist in environment {env_id}; "
-                           f"known roles: {', '.join(sorted(meta.roles)) or 'none'}", key="roles")
+        raise InvalidInput(
+            f"role {unknown[0]!r} does not exist in environment {env_id}; "
+            f"known roles: {', '.join(sorted(meta.roles)) or 'none'}",
+            key="roles",
+        )
     for role in roles:
         conflicts = meta.roles[role].get("conflicts") or []
         clashing = [r for r in roles if r != role and (conflicts == "*" or r in conflicts)]
         if clashing:
-            raise InvalidInput(f"role {role!r} conflicts with role {clashing[0]!r} "
-                               f"(node {node.get('fqdn') or node.get('id')})", key="roles")
+            raise InvalidInput(
+                f"role {role!r} conflicts with role {clashing[0]!r} "
+                f"(node {node.get('fqdn') or node.get('id')})",
+                key="roles",
+            )
 
 
 def check_node_tags(node: dict, meta: Metadata, env_id: int) -> None:
@@ -243,16 +292,18 @@ def check_node_tags(node: dict, meta: Metadata, env_id: int) -> None:
     for key in ("tags_added", "tags_removed"):
         for tag in node.get(key) or []:
             if tag.startswith(tagging.PRIMARY_PREFIX) and tag not in meta.tags:
-                raise InvalidInput(f"tag {tag!r}: primary tags are elected, not assigned",
-                                   key=key)
+                raise InvalidInput(f"tag {tag!r}: primary tags are elected, not assigned", key=key)
             if not tagging.known_tag(tag, meta):
                 raise NotFound(f"Tag '{tag}' is not found for the cluster {env_id}", key=key)
 
 
 def stored_node(node: dict) -> dict:
     """The node file's document, fields in their documented order."""
-    return {k: node[k] for k in NODE_FIELDS if k in node and (k not in ("name", "meta")
-                                                              or node[k] is not None)}
+    return {
+        k: node[k]
+        for k in NODE_FIELDS
+        if k in node and (k not in ("name", "meta") or node[k] is not None)
+    }
 
 
 # -- the service ------------------------------------------------------------------------------
@@ -287,8 +338,9 @@ class Nodes:
         self._store = store
 
     # -- reading ---------------------------------------------------------------------------
-    def cluster(self, env_id: int, version: str | None = None,
-                catalog_version: str | None = None) -> Cluster:
+    def cluster(
+        self, env_id: int, version: str | None = None, catalog_version: str | None = None
+    ) -> Cluster:
         env = self._store.environment_repo(env_id).snapshot(version)
         cluster = load_cluster(env, self._store.catalog().snapshot(catalog_version))
         if version is None:  # a node moving into an upgrade seed is served by one side only
@@ -296,15 +348,21 @@ class Nodes:
                 cluster.nodes.pop(node_id, None)
         return cluster
 
-    def list(self, env_id: int, version: str | None = None,
-             catalog_version: str | None = None) -> Served:
+    def list(
+        self, env_id: int, version: str | None = None, catalog_version: str | None = None
+    ) -> Served:
         cluster = self.cluster(env_id, version, catalog_version)
         meta = cluster.meta
         entities = [cluster.entity(n, meta) for n in cluster.nodes.values()]
         return _served(entities, cluster)
 
-    def get(self, env_id: int, ref: int | str, version: str | None = None,
-            catalog_version: str | None = None) -> Served:
+    def get(
+        self,
+        env_id: int,
+        ref: int | str,
+        version: str | None = None,
+        catalog_version: str | None = None,
+    ) -> Served:
         cluster = self.cluster(env_id, version, catalog_version)
         return _served(cluster.entity(cluster.node(ref)), cluster)
 
@@ -320,8 +378,11 @@ class Nodes:
                     raise
                 continue  # archived between listing and reading
             meta = cluster.meta
-            found += [cluster.entity(n, meta) for n in cluster.nodes.values()
-                      if fqdn is None or n.get("fqdn") == fqdn]
+            found += [
+                cluster.entity(n, meta)
+                for n in cluster.nodes.values()
+                if fqdn is None or n.get("fqdn") == fqdn
+            ]
         return Served(sorted(found, key=lambda n: n["id"]))
 
     # -- writing ---------------------------------------------------------------------------
@@ -333,17 +394,23 @@ class Nodes:
 
             def edit(cluster: Cluster) -> Edit:
                 if any(n.get("fqdn") == fields["fqdn"] for n in cluster.nodes.values()):
-                    raise Conflict(f"environment {env_id} already has a node with fqdn "
-                                   f"{fields['fqdn']!r}", key="fqdn")
+                    raise Conflict(
+                        f"environment {env_id} already has a node with fqdn {fields['fqdn']!r}",
+                        key="fqdn",
+                    )
                 node = {**_DEFAULTS, **fields, "id": node_id, "primary_tags": []}
-                return Edit(f"environment {env_id}: add node {node_id} ({node['fqdn']})",
-                            {node_id: node}, checked=[node_id])
+                return Edit(
+                    f"environment {env_id}: add node {node_id} ({node['fqdn']})",
+                    {node_id: node},
+                    checked=[node_id],
+                )
 
             written = self.write(env_id, edit, author)
         return written.served(written.cluster.entity(written.cluster.nodes[node_id]))
 
-    def update(self, env_id: int, ref: int | str, body: Any,
-               author: Author | None = None) -> Served:
+    def update(
+        self, env_id: int, ref: int | str, body: Any, author: Author | None = None
+    ) -> Served:
         """Change the fields given (PUT and PATCH alike); id and fqdn identify the node."""
         fields = check_node_body(body, partial=True)
 
@@ -351,13 +418,22 @@ class Nodes:
             node = cluster.node(ref)
             if fields.get("id") not in (None, node["id"]):
                 raise InvalidInput("node field 'id' cannot be changed", key="id")
-            if "fqdn" in fields and fields["fqdn"] != node.get("fqdn") and any(
-                    n.get("fqdn") == fields["fqdn"] for n in cluster.nodes.values()):
-                raise Conflict(f"environment {env_id} already has a node with fqdn "
-                               f"{fields['fqdn']!r}", key="fqdn")
+            if (
+                "fqdn" in fields
+                and fields["fqdn"] != node.get("fqdn")
+                and any(n.get("fqdn") == fields["fqdn"] for n in cluster.nodes.values())
+            ):
+                raise Conflict(
+                    f"environment {env_id} already has a node with fqdn {fields['fqdn']!r}",
+                    key="fqdn",
+                )
             changed = {**node, **fields, "id": node["id"]}
-            return Edit(f"environment {env_id}: update node {node['id']}",
-                        {node["id"]: changed}, checked=[node["id"]], result=node["id"])
+            return Edit(
+                f"environment {env_id}: update node {node['id']}",
+                {node["id"]: changed},
+                checked=[node["id"]],
+                result=node["id"],
+            )
 
         written = self.write(env_id, edit, author)
         return written.served(written.cluster.entity(written.cluster.nodes[written.value]))
@@ -365,8 +441,10 @@ class Nodes:
     def delete(self, env_id: int, ref: int | str, author: Author | None = None) -> Served:
         def edit(cluster: Cluster) -> Edit:
             node = cluster.node(ref)
-            return Edit(f"environment {env_id}: remove node {node['id']} ({node.get('fqdn')})",
-                        {node["id"]: None})
+            return Edit(
+                f"environment {env_id}: remove node {node['id']} ({node.get('fqdn')})",
+                {node["id"]: None},
+            )
 
         return self.write(env_id, edit, author).served(None)
 
@@ -374,8 +452,9 @@ class Nodes:
         """Re-run the election and drop vanished tags after a catalog change."""
         self.write(env_id, lambda cluster: Edit(f"environment {env_id}: {reason}"), author)
 
-    def write(self, env_id: int, edit: Callable[[Cluster], Edit],
-              author: Author | None = None) -> Written:
+    def write(
+        self, env_id: int, edit: Callable[[Cluster], Edit], author: Author | None = None
+    ) -> Written:
         """Apply `edit` to the environment in one commit, with the election re-run.
 
         Only the nodes the edit lists in `checked` have their roles and tags validated, so a
@@ -422,8 +501,9 @@ class Nodes:
         if wanted is None:
             return next(i for i in range(1, len(used) + 2) if i not in used)
         if wanted in used:
-            raise Conflict(f"node id {wanted} is taken by a node of environment {used[wanted]}",
-                           key="id")
+            raise Conflict(
+                f"node id {wanted} is taken by a node of environment {used[wanted]}", key="id"
+            )
         return wanted
 
 
@@ -440,8 +520,15 @@ def _apply(cluster: Cluster, change: Edit) -> Cluster:
             nodes.pop(node_id, None)
         else:
             nodes[node_id] = dict(node)
-    return Cluster(cluster.env, cluster.catalog, cluster.release, cluster.plugins, own,
-                   dict(sorted(nodes.items())), cluster.missing)
+    return Cluster(
+        cluster.env,
+        cluster.catalog,
+        cluster.release,
+        cluster.plugins,
+        own,
+        dict(sorted(nodes.items())),
+        cluster.missing,
+    )
 
 
 def _settle(cluster: Cluster) -> Cluster:
@@ -461,8 +548,15 @@ def _settle(cluster: Cluster) -> Cluster:
     elected = tagging.elect_primaries(list(cluster.nodes.values()), meta)
     for node_id, primaries in elected.items():
         cluster.nodes[node_id]["primary_tags"] = primaries
-    return Cluster(cluster.env, cluster.catalog, cluster.release, cluster.plugins, own,
-                   cluster.nodes, cluster.missing)
+    return Cluster(
+        cluster.env,
+        cluster.catalog,
+        cluster.release,
+        cluster.plugins,
+        own,
+        cluster.nodes,
+        cluster.missing,
+    )
 
 
 def _without_tag(role: dict, tag: str) -> dict:
@@ -472,8 +566,10 @@ def _without_tag(role: dict, tag: str) -> dict:
 def _changes(before: Cluster, after: Cluster, change: Edit) -> ChangeSet:
     changes = ChangeSet(change.message)
     repo = before.env.snapshot.repository
-    docs = {CLUSTER_TAGS: (TAGS, before.own.tags, after.own.tags),
-            CLUSTER_ROLES: (ROLES, before.own.roles, after.own.roles)}
+    docs = {
+        CLUSTER_TAGS: (TAGS, before.own.tags, after.own.tags),
+        CLUSTER_ROLES: (ROLES, before.own.roles, after.own.roles),
+    }
     for path, (key, old_value, new_value) in docs.items():
         if path in change.files or new_value != old_value:
             old = before.env.snapshot.read(path)

@@ -124,11 +124,14 @@ def _set(document: dict, keys: list[Any], value: Any, owned: set[int]) -> None:
             child = node[_dict_key(node, segment)] = {}
             owned.add(id(child))
         if child is _MISSING:
-            raise Conflict(f"list index {dotted(keys[: depth + 1])!r} does not exist "
-                           "(set never appends)", key=dotted(keys))
+            raise Conflict(
+                f"list index {dotted(keys[: depth + 1])!r} does not exist (set never appends)",
+                key=dotted(keys),
+            )
         if not isinstance(child, dict | list):
-            raise Conflict(f"key {dotted(keys[: depth + 1])!r} is not a mapping or list",
-                           key=dotted(keys))
+            raise Conflict(
+                f"key {dotted(keys[: depth + 1])!r} is not a mapping or list", key=dotted(keys)
+            )
         node = _own(node, segment, child, owned)
     _assign(node, keys, value)
 
@@ -162,8 +165,9 @@ def _delete(document: dict, keys: list[Any], owned: set[int]) -> None:
     for depth, segment in enumerate(keys[:-1]):
         child = _child(parent, segment)
         if child is _MISSING:
-            raise Conflict(f"key {dotted(keys[: depth + 1])!r} does not exist",
-                           key=dotted(keys[:-1]))
+            raise Conflict(
+                f"key {dotted(keys[: depth + 1])!r} does not exist", key=dotted(keys[:-1])
+            )
         parent = _own(parent, segment, child, owned) if isinstance(child, dict | list) else child
     last = keys[-1]
     if _child(parent, last) is _MISSING:

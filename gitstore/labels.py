@@ -23,20 +23,34 @@ _RESERVED = frozenset({"HEAD", "main", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD"})
 def check_label_name(name: Any) -> str:
     """A label name: letters, digits, `_.-`, not a number, not sha-like, not a branch name."""
     if not isinstance(name, str) or not _NAME.match(name):
-        raise InvalidInput(f"label name {name!r} must be 1-100 letters, digits, '_', '.' or '-' "
-                           "starting with a letter or digit", key="name")
+        raise InvalidInput(
+            f"label name {name!r} must be 1-100 letters, digits, '_', '.' or '-' "
+            "starting with a letter or digit",
+            key="name",
+        )
     if name.isdigit():
-        raise InvalidInput(f"label name {name!r} must not be a number (version=N means the "
-                           "N-th commit)", key="name")
+        raise InvalidInput(
+            f"label name {name!r} must not be a number (version=N means the N-th commit)",
+            key="name",
+        )
     if _HEX.match(name):
-        raise InvalidInput(f"label name {name!r} looks like a commit id; add a non-hex letter",
-                           key="name")
+        raise InvalidInput(
+            f"label name {name!r} looks like a commit id; add a non-hex letter", key="name"
+        )
     if name in _RESERVED or ".." in name or name.endswith((".", ".lock")):
-        raise InvalidInput(f"label name {name!r} is reserved or not a valid git tag name",
-                           key="name")
+        raise InvalidInput(
+            f"label name {name!r} is reserved or not a valid git tag name", key="name"
+        )
     return name
 
 
 def label_entity(repo: Repository, tag: TagInfo) -> dict[str, Any]:
-    return {"name": tag.name, "commit": tag.commit, "version": repo.depth(tag.commit),
-            "author": tag.tagger, "email": tag.email, "date": tag.date, "message": tag.message}
+    return {
+        "name": tag.name,
+        "commit": tag.commit,
+        "version": repo.depth(tag.commit),
+        "author": tag.tagger,
+        "email": tag.email,
+        "date": tag.date,
+        "message": tag.message,
+    }

@@ -73,13 +73,17 @@ class EnvironmentView:
             check_segment(level, "hierarchy level")
             check_level_value(value, level)
         if len(pairs) > len(self.hierarchy):
-            raise NotFound(f"environment {self.env_id} has {len(self.hierarchy)} hierarchy "
-                           f"levels {self.hierarchy}; the request names {len(pairs)}")
+            raise NotFound(
+                f"environment {self.env_id} has {len(self.hierarchy)} hierarchy "
+                f"levels {self.hierarchy}; the request names {len(pairs)}"
+            )
         checked = []
         for (level, value), expected in zip(pairs, self.hierarchy, strict=False):
             if level != expected:
-                raise NotFound(f"environment {self.env_id}: level {level!r} is not next in the "
-                               f"hierarchy; expected {expected!r}")
+                raise NotFound(
+                    f"environment {self.env_id}: level {level!r} is not next in the "
+                    f"hierarchy; expected {expected!r}"
+                )
             checked.append((level, self.resolve_value(level, value)))
         return checked
 
@@ -139,11 +143,18 @@ class EnvironmentView:
 
     def layer_inputs(self, pairs: LevelPairs, resource: str) -> tuple:
         """Blob ids of every layer file (None where absent): what an effective answer reads."""
-        return tuple(self.snapshot.object_id(layer_file(pair, kind, resource))
-                     for _, pair in self.chain(pairs) for kind in KINDS)
+        return tuple(
+            self.snapshot.object_id(layer_file(pair, kind, resource))
+            for _, pair in self.chain(pairs)
+            for kind in KINDS
+        )
 
     def resource_has_data(self, resource: str) -> bool:
-        folders = [GLOBAL] + [f"{lvl}/{val}" for lvl in self.hierarchy
-                              for val in self.level_values(lvl)]
-        return any(self.snapshot.exists(f"{folder}/{kind}/{resource}.yaml")
-                   for folder in folders for kind in KINDS)
+        folders = [GLOBAL] + [
+            f"{lvl}/{val}" for lvl in self.hierarchy for val in self.level_values(lvl)
+        ]
+        return any(
+            self.snapshot.exists(f"{folder}/{kind}/{resource}.yaml")
+            for folder in folders
+            for kind in KINDS
+        )

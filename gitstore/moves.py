@@ -85,35 +85,48 @@ def check_assign_body(body: Any) -> dict:
         raise InvalidInput("assign body must be an object {nodes_ids, reprovision?, roles?}")
     unknown = sorted(set(body) - set(_ASSIGN_FIELDS))
     if unknown:
-        raise InvalidInput(f"assign: unknown field {unknown[0]!r}; known: "
-                           f"{', '.join(_ASSIGN_FIELDS)}", key=unknown[0])
+        raise InvalidInput(
+            f"assign: unknown field {unknown[0]!r}; known: {', '.join(_ASSIGN_FIELDS)}",
+            key=unknown[0],
+        )
     ids = body.get("nodes_ids")
-    if (not isinstance(ids, list) or not ids
-            or any(isinstance(i, bool) or not isinstance(i, int) or i < 1 for i in ids)):
-        raise InvalidInput("field 'nodes_ids' must be a non-empty list of node ids",
-                           key="nodes_ids")
+    if (
+        not isinstance(ids, list)
+        or not ids
+        or any(isinstance(i, bool) or not isinstance(i, int) or i < 1 for i in ids)
+    ):
+        raise InvalidInput(
+            "field 'nodes_ids' must be a non-empty list of node ids", key="nodes_ids"
+        )
     if len(set(ids)) != len(ids):
         raise InvalidInput("field 'nodes_ids' names a node twice", key="nodes_ids")
     if not isinstance(body.get("reprovision", True), bool):
         raise InvalidInput("field 'reprovision' must be true or false", key="reprovision")
     roles = body.get("roles")
-    if roles is not None and (not isinstance(roles, list)
-                              or not all(isinstance(r, str) for r in roles)
-                              or len(set(roles)) != len(roles)):
+    if roles is not None and (
+        not isinstance(roles, list)
+        or not all(isinstance(r, str) for r in roles)
+        or len(set(roles)) != len(roles)
+    ):
         raise InvalidInput("field 'roles' must be a list of distinct role names", key="roles")
-    return {"nodes_ids": ids, "reprovision": body.get("reprovision", True),
-            "roles": roles or None}
+    return {"nodes_ids": ids, "reprovision": body.get("reprovision", True), "roles": roles or None}
 
 
 def check_movable(node: dict) -> None:
     """Only deployed or provisioned nodes move (a failed deployment may be retried)."""
     status = node.get("status")
     if status not in MOVABLE:
-        raise InvalidInput(f"node {node['id']} is {status!r}; a node moves only when it is one "
-                           f"of {', '.join(MOVABLE)}", key="nodes_ids")
+        raise InvalidInput(
+            f"node {node['id']} is {status!r}; a node moves only when it is one "
+            f"of {', '.join(MOVABLE)}",
+            key="nodes_ids",
+        )
     if status == "error" and node.get("error_type") != "deploy":
-        raise InvalidInput(f"node {node['id']} is in error {node.get('error_type')!r}; only a "
-                           "node whose deployment failed ('deploy') moves", key="nodes_ids")
+        raise InvalidInput(
+            f"node {node['id']} is in error {node.get('error_type')!r}; only a "
+            "node whose deployment failed ('deploy') moves",
+            key="nodes_ids",
+        )
 
 
 def moved_roles(nodes: list[dict], given: list[str] | None) -> list[str]:
@@ -123,9 +136,12 @@ def moved_roles(nodes: list[dict], given: list[str] | None) -> list[str]:
     first = tagging.node_roles(nodes[0])
     for node in nodes[1:]:
         if set(tagging.node_roles(node)) != set(first):
-            raise InvalidInput(f"nodes {nodes[0]['id']} and {node['id']} have different roles "
-                               f"({first} and {tagging.node_roles(node)}); move them "
-                               "separately or give 'roles'", key="roles")
+            raise InvalidInput(
+                f"nodes {nodes[0]['id']} and {node['id']} have different roles "
+                f"({first} and {tagging.node_roles(node)}); move them "
+                "separately or give 'roles'",
+                key="roles",
+            )
     return first
 
 
@@ -133,9 +149,11 @@ def check_seed_roles(roles: list[str], seed: Cluster) -> None:
     """Every role exists in the seed (409 otherwise) and no two conflict (400)."""
     unknown = [role for role in roles if role not in seed.meta.roles]
     if unknown:
-        raise Conflict(f"role {unknown[0]!r} does not exist in environment {seed.env_id}; "
-                       f"known roles: {', '.join(sorted(seed.meta.roles)) or 'none'}",
-                       key="roles")
+        raise Conflict(
+            f"role {unknown[0]!r} does not exist in environment {seed.env_id}; "
+            f"known roles: {', '.join(sorted(seed.meta.roles)) or 'none'}",
+            key="roles",
+        )
     check_roles({"id": "moved", "roles": roles}, seed.meta, seed.env_id)
 
 
@@ -206,8 +224,11 @@ class Moves:
 
     def _node_ids(self, env_id: int) -> set[int]:
         snapshot = self._store.environment_repo(env_id).snapshot()
-        return {int(e.name[:-5]) for e in snapshot.list(INVENTORY_NODES)
-                if e.name.endswith(".yaml") and e.name[:-5].isdigit()}
+        return {
+            int(e.name[:-5])
+            for e in snapshot.list(INVENTORY_NODES)
+            if e.name.endswith(".yaml") and e.name[:-5].isdigit()
+        }
 
     # -- moving ----------------------------------------------------------------------------
     def assign(self, seed_id: int, body: Any, author: Author | None = None) -> Served:
@@ -220,8 +241,15 @@ class Moves:
             original = self._store.upgrades.original_of(seed_id)
             nodes = self._check_nodes(seed_id, original, request["nodes_ids"])
             moved_roles(nodes, request["roles"])  # without roles given, theirs must agree
-            intent = Intent(uuid.uuid4().hex, original, seed_id, request["nodes_ids"],
-                            request["roles"], request["reprovision"], [author.name, author.email])
+            intent = Intent(
+                uuid.uuid4().hex,
+                original,
+                seed_id,
+                request["nodes_ids"],
+                request["roles"],
+                request["reprovision"],
+                [author.name, author.email],
+            )
             self._write_intent(intent)
             pause("move.intent-written")
             try:
@@ -236,28 +264,34 @@ class Moves:
 
     def _check_nodes(self, seed_id: int, original: int, ids: list[int]) -> list[dict]:
         where = self._store.nodes.used_ids()
-        held = load_cluster(self._store.environment_repo(original).snapshot(),
-                            self._store.catalog().snapshot()).nodes
+        held = load_cluster(
+            self._store.environment_repo(original).snapshot(), self._store.catalog().snapshot()
+        ).nodes
         found = []
         for node_id in ids:
             if node_id not in where:
                 raise NotFound(f"node {node_id} does not exist", key="nodes_ids")
             if node_id not in held and where[node_id] == seed_id:
-                raise InvalidInput(f"node {node_id} is already in environment {seed_id}",
-                                   key="nodes_ids")
+                raise InvalidInput(
+                    f"node {node_id} is already in environment {seed_id}", key="nodes_ids"
+                )
             if node_id not in held:
-                raise NotAllowed(f"node {node_id} is in environment {where[node_id]}, not in "
-                                 f"environment {original}, the original of seed {seed_id}",
-                                 key="nodes_ids")
+                raise NotAllowed(
+                    f"node {node_id} is in environment {where[node_id]}, not in "
+                    f"environment {original}, the original of seed {seed_id}",
+                    key="nodes_ids",
+                )
             check_movable(held[node_id])
             found.append(held[node_id])
         return found
 
     def _copy_into_seed(self, intent: Intent, ids: list[int], *, strict: bool):
         """Commit A: the seed gains the nodes the original still holds."""
+
         def edit(seed: Cluster) -> Edit:
-            held = load_cluster(self._store.environment_repo(intent.original).snapshot(),
-                                seed.catalog).nodes
+            held = load_cluster(
+                self._store.environment_repo(intent.original).snapshot(), seed.catalog
+            ).nodes
             nodes = [held[i] for i in ids if i in held]
             if strict and len(nodes) != len(ids):
                 raise Conflict(f"nodes of environment {intent.original} changed during the move")
@@ -265,18 +299,25 @@ class Moves:
             check_seed_roles(roles, seed)
             names = network_names(seed.env.snapshot)
             docs = {n["id"]: seed_node(n, intent, roles, names) for n in nodes}
-            return Edit(f"environment {intent.seed}: upgrade: move nodes "
-                        f"{_ids(docs)} in from environment {intent.original} "
-                        f"(move {intent.id})", docs)
+            return Edit(
+                f"environment {intent.seed}: upgrade: move nodes "
+                f"{_ids(docs)} in from environment {intent.original} "
+                f"(move {intent.id})",
+                docs,
+            )
 
         return self._store.nodes.write(intent.seed, edit, intent.who)
 
     def _finish(self, intent: Intent, ids: list[int]) -> None:
         """Commit B (the commit point), then the record goes."""
+
         def edit(original: Cluster) -> Edit:
             gone = {i: None for i in ids if i in original.nodes}
-            return Edit(f"environment {intent.original}: upgrade: move nodes {_ids(gone)} out "
-                        f"to environment {intent.seed} (move {intent.id})", gone)
+            return Edit(
+                f"environment {intent.original}: upgrade: move nodes {_ids(gone)} out "
+                f"to environment {intent.seed} (move {intent.id})",
+                gone,
+            )
 
         try:
             if ids:
@@ -319,10 +360,10 @@ class Moves:
 
     def _withdraw(self, intent: Intent, ids: list[int]) -> None:
         """Undo commit A: the seed drops its copies, the nodes stay in the original."""
+
         def edit(seed: Cluster) -> Edit:
             copies = {i: None for i in ids if i in seed.nodes}
-            return Edit(f"environment {intent.seed}: upgrade: withdraw move {intent.id}",
-                        copies)
+            return Edit(f"environment {intent.seed}: upgrade: withdraw move {intent.id}", copies)
 
         self._store.nodes.write(intent.seed, edit, intent.who)
         self._delete_intent(intent)
@@ -360,4 +401,3 @@ def pause(point: str) -> None:
     Path(os.environ.get(PAUSE_FILE, f"{point}.paused")).touch()
     while True:
         time.sleep(1)
-

@@ -40,17 +40,22 @@ def check_network(body: Any) -> dict:
         raise InvalidInput("network body must be an object {node_groups, networks, vips}")
     unknown = sorted(set(body) - set(FIELDS))
     if unknown:
-        raise InvalidInput(f"network: unknown field {unknown[0]!r}; known: "
-                           f"{', '.join(FIELDS)}", key=unknown[0])
+        raise InvalidInput(
+            f"network: unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}", key=unknown[0]
+        )
     for name in FIELDS:
         if not isinstance(body.get(name, []), list):
             raise InvalidInput(f"network field {name!r} must be a list", key=name)
     groups = _check_groups(body.get("node_groups") or [])
-    networks = [_check_entry(n, f"networks[{i}]", _NETWORK_FIELDS, _NETWORK_CHECKS)
-                for i, n in enumerate(body.get("networks") or [])]
+    networks = [
+        _check_entry(n, f"networks[{i}]", _NETWORK_FIELDS, _NETWORK_CHECKS)
+        for i, n in enumerate(body.get("networks") or [])
+    ]
     _check_network_refs(networks, groups)
-    vips = [_check_entry(v, f"vips[{i}]", _VIP_FIELDS, _VIP_CHECKS)
-            for i, v in enumerate(body.get("vips") or [])]
+    vips = [
+        _check_entry(v, f"vips[{i}]", _VIP_FIELDS, _VIP_CHECKS)
+        for i, v in enumerate(body.get("vips") or [])
+    ]
     _check_vip_refs(vips, {n["name"] for n in networks})
     return {"node_groups": [{"name": g} for g in groups], "networks": networks, "vips": vips}
 
@@ -59,21 +64,25 @@ def _check_groups(groups: list) -> list[str]:
     names = []
     for index, group in enumerate(groups):
         if not isinstance(group, dict) or set(group) != {"name"}:
-            raise InvalidInput(f"node_groups[{index}] must be an object {{name}}",
-                               key="node_groups")
+            raise InvalidInput(
+                f"node_groups[{index}] must be an object {{name}}", key="node_groups"
+            )
         names.append(_text(group["name"], f"node_groups[{index}].name"))
     _unique(names, "node group")
     return names
 
 
-def _check_entry(entry: Any, where: str, fields: tuple[str, ...],
-                 checks: dict[str, Callable[[Any, str], Any]]) -> dict:
+def _check_entry(
+    entry: Any, where: str, fields: tuple[str, ...], checks: dict[str, Callable[[Any, str], Any]]
+) -> dict:
     if not isinstance(entry, dict):
         raise InvalidInput(f"{where} must be an object", key=where.split("[")[0])
     unknown = sorted(set(entry) - set(fields))
     if unknown:
-        raise InvalidInput(f"{where}: unknown field {unknown[0]!r}; known: {', '.join(fields)}",
-                           key=where.split("[")[0])
+        raise InvalidInput(
+            f"{where}: unknown field {unknown[0]!r}; known: {', '.join(fields)}",
+            key=where.split("[")[0],
+        )
     for name, check in checks.items():
         check(entry.get(name), f"{where}.{name}")
     return {name: entry[name] for name in fields if name in entry}
@@ -82,16 +91,19 @@ def _check_entry(entry: Any, where: str, fields: tuple[str, ...],
 def _check_network_refs(networks: list[dict], groups: list[str]) -> None:
     for index, network in enumerate(networks):
         if network.get("node_group") is not None and network["node_group"] not in groups:
-            raise InvalidInput(f"networks[{index}].node_group {network['node_group']!r} is not "
-                               "one of node_groups", key="networks")
+            raise InvalidInput(
+                f"networks[{index}].node_group {network['node_group']!r} is not one of node_groups",
+                key="networks",
+            )
     _unique([(n["name"], n.get("node_group")) for n in networks], "network in a node group")
 
 
 def _check_vip_refs(vips: list[dict], networks: set[str]) -> None:
     for index, vip in enumerate(vips):
         if vip["network"] not in networks:
-            raise InvalidInput(f"vips[{index}].network {vip['network']!r} is not one of the "
-                               "networks", key="vips")
+            raise InvalidInput(
+                f"vips[{index}].network {vip['network']!r} is not one of the networks", key="vips"
+            )
     _unique([v["name"] for v in vips], "VIP")
 
 
@@ -117,8 +129,9 @@ def _cidr(value: Any, where: str) -> None:
     try:
         ipaddress.ip_network(str(value), strict=False)
     except ValueError as exc:
-        raise InvalidInput(f"{where} {value!r} is not a network like 10.0.0.0/24",
-                           key=where) from exc
+        raise InvalidInput(
+            f"{where} {value!r} is not a network like 10.0.0.0/24", key=where
+        ) from exc
 
 
 def _address(value: Any, where: str) -> None:
@@ -154,12 +167,18 @@ def _string(value: Any, where: str) -> None:
 
 
 _NETWORK_CHECKS: dict[str, Callable[[Any, str], Any]] = {
-    "name": _text, "node_group": _optional(_text), "cidr": _optional(_cidr),
-    "gateway": _optional(_address), "ip_ranges": _optional(_ranges), "vlan": _optional(_vlan),
+    "name": _text,
+    "node_group": _optional(_text),
+    "cidr": _optional(_cidr),
+    "gateway": _optional(_address),
+    "ip_ranges": _optional(_ranges),
+    "vlan": _optional(_vlan),
     "meta": _optional(_mapping),
 }
 _VIP_CHECKS: dict[str, Callable[[Any, str], Any]] = {
-    "name": _text, "network": _text, "ip": _optional(_address),
+    "name": _text,
+    "network": _text,
+    "ip": _optional(_address),
     "namespace": _optional(_string),
 }
 
@@ -169,15 +188,24 @@ def read_network(snapshot: Snapshot) -> dict:
     """`{node_groups, networks, vips}` of one commit (empty lists where files are absent)."""
     networks = snapshot.read_mapping(NETWORKS) or {}
     vips = snapshot.read_mapping(VIPS) or {}
-    return {"node_groups": list(networks.get("node_groups") or []),
-            "networks": list(networks.get("networks") or []),
-            "vips": list(vips.get("vips") or [])}
+    return {
+        "node_groups": list(networks.get("node_groups") or []),
+        "networks": list(networks.get("networks") or []),
+        "vips": list(vips.get("vips") or []),
+    }
 
 
-def put_network(store: Store, env_id: int, changes: ChangeSet, snapshot: Snapshot,
-                network: dict) -> None:
-    write_file(store, env_id, changes, snapshot, NETWORKS,
-               {"node_groups": network["node_groups"], "networks": network["networks"]})
+def put_network(
+    store: Store, env_id: int, changes: ChangeSet, snapshot: Snapshot, network: dict
+) -> None:
+    write_file(
+        store,
+        env_id,
+        changes,
+        snapshot,
+        NETWORKS,
+        {"node_groups": network["node_groups"], "networks": network["networks"]},
+    )
     write_file(store, env_id, changes, snapshot, VIPS, {"vips": network["vips"]})
 
 
@@ -195,8 +223,11 @@ def remap_addresses(addresses: dict, names: set[str], node: Any) -> dict:
         return dict(addresses)
     missing = sorted(set(addresses) - names)
     if missing:
-        raise InvalidInput(f"node {node}: networks {', '.join(missing)} of its ip_addresses do "
-                           "not exist in the target environment", key="ip_addresses")
+        raise InvalidInput(
+            f"node {node}: networks {', '.join(missing)} of its ip_addresses do "
+            "not exist in the target environment",
+            key="ip_addresses",
+        )
     return dict(addresses)
 
 
@@ -225,8 +256,7 @@ class Networks:
             put_network(self._store, env_id, changes, snapshot, network)
             return changes
 
-        self._store.environment_repo(env_id).update(operation,
-                                                    author or self._store.default_author)
+        self._store.environment_repo(env_id).update(operation, author or self._store.default_author)
         return self.get(env_id)
 
 

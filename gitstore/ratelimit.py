@@ -27,8 +27,9 @@ WINDOW_SECONDS = 60.0
 class FailureLog:
     """Recent authentication failures per client address."""
 
-    def __init__(self, root: str | os.PathLike, *, limit: int = LIMIT,
-                 window: float = WINDOW_SECONDS) -> None:
+    def __init__(
+        self, root: str | os.PathLike, *, limit: int = LIMIT, window: float = WINDOW_SECONDS
+    ) -> None:
         self.path = Path(root) / FAILURES_FILE
         self.limit = limit
         self.window = window
@@ -52,10 +53,13 @@ class FailureLog:
         """Count one failed authentication from `address`."""
         now = time.time()
         with self._open(fcntl.LOCK_EX) as handle:
-            data = {addr: kept for addr, times in _load(handle).items()
-                    if (kept := _recent(times, now, self.window))}
+            data = {
+                addr: kept
+                for addr, times in _load(handle).items()
+                if (kept := _recent(times, now, self.window))
+            }
             # more than `limit + 1` entries never change the answer
-            data[address] = [*data.get(address, []), now][-(self.limit + 1):]
+            data[address] = [*data.get(address, []), now][-(self.limit + 1) :]
             handle.seek(0)
             handle.truncate()
             handle.write(json.dumps(data).encode())

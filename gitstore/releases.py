@@ -34,8 +34,14 @@ ROLES_FILE = "roles.yaml"
 TAGS_FILE = "tags.yaml"
 ROLES = "roles_metadata"
 TAGS = "tags_metadata"
-RELEASE_STATES = ("available", "unavailable", "manageable", "not_available", "manageonly",
-                  "deprecated")
+RELEASE_STATES = (
+    "available",
+    "unavailable",
+    "manageable",
+    "not_available",
+    "manageonly",
+    "deprecated",
+)
 #: Where an entity's metadata lives: extra fields go to the main document as given.
 _METADATA = (ROLES, TAGS)
 #: Field order of an entity (other fields follow in the order given, metadata last).
@@ -55,8 +61,9 @@ class OwnerKind:
     strict_role_tags: bool
 
 
-RELEASE = OwnerKind("release", "releases", "release.yaml", True,
-                    ("name", "version", "operating_system"), True)
+RELEASE = OwnerKind(
+    "release", "releases", "release.yaml", True, ("name", "version", "operating_system"), True
+)
 PLUGIN = OwnerKind("plugin", "plugins", "plugin.yaml", False, ("name", "version"), False)
 
 
@@ -71,10 +78,14 @@ class OwnerCatalog:
     def entities(self) -> list[dict]:
         """Every entity, sorted by id."""
         if self._entities is None:
-            found = [self._read(entry.name) for entry in self.snapshot.list(self.kind.folder)
-                     if entry.is_tree]
-            self._entities = sorted((e for e in found if e is not None),
-                                    key=lambda e: e.get("id") or 0)
+            found = [
+                self._read(entry.name)
+                for entry in self.snapshot.list(self.kind.folder)
+                if entry.is_tree
+            ]
+            self._entities = sorted(
+                (e for e in found if e is not None), key=lambda e: e.get("id") or 0
+            )
         return self._entities
 
     def entity(self, ref: int | str) -> dict:
@@ -126,12 +137,14 @@ def check_entity(entity: dict, kind: OwnerKind) -> dict:
     for name in kind.required:
         value = entity.get(name)
         if not isinstance(value, str) or not value.strip():
-            raise InvalidInput(f"{kind.name} field {name!r} is required (a non-empty string)",
-                               key=name)
+            raise InvalidInput(
+                f"{kind.name} field {name!r} is required (a non-empty string)", key=name
+            )
     check_segment(entity["name"], f"{kind.name} name")
     if kind is RELEASE and entity.get("state") not in RELEASE_STATES:
-        raise InvalidInput(f"release field 'state' must be one of {', '.join(RELEASE_STATES)}",
-                           key="state")
+        raise InvalidInput(
+            f"release field 'state' must be one of {', '.join(RELEASE_STATES)}", key="state"
+        )
     for key in entity:
         if key not in ("id", *_METADATA):
             check_identifier(key, f"{kind.name} field name")
@@ -152,8 +165,9 @@ def check_tag_name(name: Any) -> str:
 def check_tag_meta(meta: Any, tag: str) -> dict:
     """Tag metadata: a mapping whose `has_primary` is a boolean."""
     if not isinstance(meta, dict) or not isinstance(meta.get("has_primary"), bool):
-        raise InvalidInput(f"tag {tag!r}: meta.has_primary is required and must be a boolean",
-                           key="meta")
+        raise InvalidInput(
+            f"tag {tag!r}: meta.has_primary is required and must be a boolean", key="meta"
+        )
     return meta
 
 
@@ -180,10 +194,12 @@ def check_roles_metadata(roles: Any, owner: str) -> dict:
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise InvalidInput(f"role {name!r}: 'tags' must be a list of tag names", key=ROLES)
         conflicts = role.get("conflicts", [])
-        if conflicts != "*" and (not isinstance(conflicts, list)
-                                 or not all(isinstance(c, str) for c in conflicts)):
-            raise InvalidInput(f"role {name!r}: 'conflicts' must be a list of roles or '*'",
-                               key=ROLES)
+        if conflicts != "*" and (
+            not isinstance(conflicts, list) or not all(isinstance(c, str) for c in conflicts)
+        ):
+            raise InvalidInput(
+                f"role {name!r}: 'conflicts' must be a list of roles or '*'", key=ROLES
+            )
     return roles
 
 
@@ -194,8 +210,9 @@ def check_role_tags(roles: dict, tags: dict) -> None:
 
 
 # -- storage ----------------------------------------------------------------------------------
-def _put_entity(changes: ChangeSet, snapshot: Snapshot, kind: OwnerKind, entity: dict,
-                old_name: str | None) -> None:
+def _put_entity(
+    changes: ChangeSet, snapshot: Snapshot, kind: OwnerKind, entity: dict, old_name: str | None
+) -> None:
     """Write `entity`'s files; a rename moves every other file of the old folder along."""
     folder = f"{kind.folder}/{entity['name']}"
     if old_name is not None and old_name != entity["name"]:
@@ -265,8 +282,7 @@ class Owners:
 
         def edit(current: dict, view: OwnerCatalog) -> tuple[dict, str]:
             if body.get("id") is not None and body["id"] != current["id"]:
-                raise InvalidInput(f"field 'id' of a {self.kind.name} cannot be changed",
-                                   key="id")
+                raise InvalidInput(f"field 'id' of a {self.kind.name} cannot be changed", key="id")
             return {**current, **body, "id": current["id"]}, "update"
 
         entity, result = self.change(ref, edit, author)
@@ -280,16 +296,22 @@ class Owners:
         for env_id in self.users(name):
             if self._store.gitops.mirror_of(environment_repository(env_id)) is not None:
                 continue  # its forge owns its history (GitOps.check_writable)
-            self._store.nodes.reconcile(env_id, f"reconcile nodes after {self.kind.name} "
-                                                f"{name}: {verb}", author)
+            self._store.nodes.reconcile(
+                env_id, f"reconcile nodes after {self.kind.name} {name}: {verb}", author
+            )
 
-    def change(self, ref: int | str, edit: Callable[[dict, OwnerCatalog], tuple[dict, str]],
-               author: Author | None = None) -> tuple[dict, WriteResult]:
+    def change(
+        self,
+        ref: int | str,
+        edit: Callable[[dict, OwnerCatalog], tuple[dict, str]],
+        author: Author | None = None,
+    ) -> tuple[dict, WriteResult]:
         """Apply `edit(current, view) -> (new entity, verb)` in one catalog write.
 
         The new entity is validated whole; a rename is refused while environments name it.
         Other services (tags) change roles and tags through here.
         """
+
         def operation(view: OwnerCatalog):
             current = view.entity(ref)
             entity, verb = edit(_copy(current), view)
@@ -331,14 +353,17 @@ class Owners:
             if other["name"] == entity["name"]:
                 raise Conflict(f"{self.kind.name} {entity['name']!r} already exists", key="name")
             if other["id"] == entity["id"]:
-                raise Conflict(f"{self.kind.name} id {entity['id']} is taken by "
-                               f"{other['name']!r}", key="id")
+                raise Conflict(
+                    f"{self.kind.name} id {entity['id']} is taken by {other['name']!r}", key="id"
+                )
 
     def _check_unused(self, entity: dict, what: str) -> None:
         users = self.users(entity["name"])
         if users:
-            raise Conflict(f"{self.kind.name} {entity['name']!r} is used by environments "
-                           f"{users}; it cannot be {what}")
+            raise Conflict(
+                f"{self.kind.name} {entity['name']!r} is used by environments "
+                f"{users}; it cannot be {what}"
+            )
 
     def users(self, name: str) -> list[int]:
         """Ids of the environments that name this release (or enable this plugin)."""
@@ -401,9 +426,11 @@ def owner_refs(fields: dict, catalog: Snapshot) -> dict:
     stored: dict[str, Any] = {}
     if "release" in fields:
         ref = fields["release"]
-        stored["release"] = (None if ref in (None, "") else
-                             OwnerCatalog(catalog, RELEASE).entity(_owner_ref(ref, "release"))
-                             ["name"])
+        stored["release"] = (
+            None
+            if ref in (None, "")
+            else OwnerCatalog(catalog, RELEASE).entity(_owner_ref(ref, "release"))["name"]
+        )
     if "plugins" in fields:
         refs = fields["plugins"] or []
         if not isinstance(refs, list):
@@ -442,6 +469,5 @@ def owner_fields(doc: dict, catalog: Snapshot) -> dict:
 
 def _owner_ref(ref: Any, field_name: str) -> int | str:
     if isinstance(ref, bool) or not isinstance(ref, int | str):
-        raise InvalidInput(f"field {field_name!r}: {ref!r} is not an id or a name",
-                           key=field_name)
+        raise InvalidInput(f"field {field_name!r}: {ref!r} is not an id or a name", key=field_name)
     return ref

@@ -26,8 +26,9 @@ _SUFFIX = ".yaml"
 def effective_document(view: EnvironmentView, pairs: LevelPairs, resource: str) -> dict[str, Any]:
     """The effective document of `resource` at `pairs` (a shared object: read it, never edit)."""
     key = (view.merge, view.layer_inputs(pairs, resource))
-    return _MERGED.get_or_compute(key, lambda: merge_layers(view.layers(pairs, resource),
-                                                            view.merge))
+    return _MERGED.get_or_compute(
+        key, lambda: merge_layers(view.layers(pairs, resource), view.merge)
+    )
 
 
 def layer_paths(pairs: LevelPairs, resource: str) -> list[str]:
@@ -74,8 +75,11 @@ def resources_at(view: EnvironmentView, pairs: LevelPairs) -> set[str]:
     for pair in [None, *pairs]:
         for kind in KINDS:
             base = f"{folder(pair)}/{kind}"
-            found.update(path[len(base) + 1 : -len(_SUFFIX)] for path in view.snapshot.walk(base)
-                         if path.endswith(_SUFFIX))
+            found.update(
+                path[len(base) + 1 : -len(_SUFFIX)]
+                for path in view.snapshot.walk(base)
+                if path.endswith(_SUFFIX)
+            )
     return found
 
 

@@ -53,15 +53,17 @@ def check_settings(body: Any, what: str) -> dict:
         raise InvalidInput(f"{what} must be an object {{editable, generated}}")
     unknown = sorted(set(body) - set(PARTS))
     if unknown:
-        raise InvalidInput(f"{what}: unknown field {unknown[0]!r}; known: editable, generated",
-                           key=unknown[0])
+        raise InvalidInput(
+            f"{what}: unknown field {unknown[0]!r}; known: editable, generated", key=unknown[0]
+        )
     for part in PARTS:
         if part in body and not isinstance(body[part], dict):
             raise InvalidInput(f"{what}: field {part!r} must be an object", key=part)
     for section, attributes in (body.get("editable") or {}).items():
         if not isinstance(attributes, dict):
-            raise InvalidInput(f"{what}: editable section {section!r} must be an object",
-                               key="editable")
+            raise InvalidInput(
+                f"{what}: editable section {section!r} must be an object", key="editable"
+            )
     return body
 
 
@@ -106,8 +108,16 @@ def read_plain(store: Store, env_id: int, snapshot: Snapshot, path: str) -> dict
     return dict(plain)
 
 
-def write_file(store: Store, env_id: int, changes: ChangeSet, snapshot: Snapshot, path: str,
-               document: dict, *, fresh: bool = False) -> None:
+def write_file(
+    store: Store,
+    env_id: int,
+    changes: ChangeSet,
+    snapshot: Snapshot,
+    path: str,
+    document: dict,
+    *,
+    fresh: bool = False,
+) -> None:
     """Write `document` at `path` of environment `env_id` through the one write door: secret
     leaves sealed for this place, unchanged ones keeping their bytes, the mask meaning
     "unchanged".
@@ -118,8 +128,7 @@ def write_file(store: Store, env_id: int, changes: ChangeSet, snapshot: Snapshot
     """
     sealer = store.secrets.sealer(env_id, EnvironmentView(snapshot))
     old = None if fresh else snapshot.read(path)
-    changes.put(path, documents.encode(snapshot.repository, path, document, old,
-                                       sealer=sealer))
+    changes.put(path, documents.encode(snapshot.repository, path, document, old, sealer=sealer))
 
 
 def release_folder(catalog: Snapshot, ref: int | str) -> str:
@@ -150,8 +159,9 @@ class Settings:
         data = release_defaults(catalog, release_folder(catalog, ref))
         return Served(data, catalog.commit_id, catalog.version)
 
-    def put_release_settings(self, ref: int | str, body: Any,
-                             author: Author | None = None) -> Served:
+    def put_release_settings(
+        self, ref: int | str, body: Any, author: Author | None = None
+    ) -> Served:
         body = check_settings(body, "release settings")
         document = {part: body.get(part) or {} for part in PARTS}
         self._put_release_file(ref, RELEASE_SETTINGS, document, "settings", author)
@@ -162,27 +172,29 @@ class Settings:
         rules = release_rules(catalog, release_folder(catalog, ref))
         return Served({"rules": rules}, catalog.commit_id, catalog.version)
 
-    def put_upgrade_rules(self, ref: int | str, body: Any,
-                          author: Author | None = None) -> Served:
+    def put_upgrade_rules(self, ref: int | str, body: Any, author: Author | None = None) -> Served:
         document = check_rules(body)
         self._put_release_file(ref, RELEASE_RULES, document, "upgrade rules", author)
         return self.upgrade_rules(ref)
 
-    def _put_release_file(self, ref: int | str, name: str, document: dict, what: str,
-                          author: Author | None) -> None:
+    def _put_release_file(
+        self, ref: int | str, name: str, document: dict, what: str, author: Author | None
+    ) -> None:
         def operation(snapshot: Snapshot) -> ChangeSet:
             folder = release_folder(snapshot, ref)
             changes = ChangeSet(f"catalog: set {what} of {folder}")
             path = f"{folder}/{name}"
-            changes.put(path, documents.encode(snapshot.repository, path, document,
-                                               snapshot.read(path)))
+            changes.put(
+                path, documents.encode(snapshot.repository, path, document, snapshot.read(path))
+            )
             return changes
 
         self._store.catalog().update(operation, author or self._store.default_author)
 
     # -- environments ----------------------------------------------------------------------
-    def cluster_settings(self, env_id: int, version: str | None = None, reveal: bool = False,
-                         who: str | None = None) -> Served:
+    def cluster_settings(
+        self, env_id: int, version: str | None = None, reveal: bool = False, who: str | None = None
+    ) -> Served:
         """`{editable, generated}` with secrets masked unless `reveal` (recorded as `who`'s)."""
         snapshot = self._store.environment_repo(env_id).snapshot(version)
         view = EnvironmentView(snapshot)
@@ -190,30 +202,36 @@ class Settings:
         shown: list[str] = []
         for part, path in (("editable", EDITABLE), ("generated", GENERATED)):
             data[part], paths = self._store.secrets.show(
-                env_id, view, snapshot.read_mapping(path) or {}, path,
-                cache_key=("layer", snapshot.object_id(path)), reveal=reveal)
+                env_id,
+                view,
+                snapshot.read_mapping(path) or {},
+                path,
+                cache_key=("layer", snapshot.object_id(path)),
+                reveal=reveal,
+            )
             shown += [f"{part}.{p}" for p in paths]
         if reveal:
             self._store.secrets.record_reveal(who, env_id, "settings", snapshot.commit_id, shown)
         inputs = (snapshot.object_id(EDITABLE), snapshot.object_id(GENERATED), reveal)
-        return Served(data, snapshot.commit_id, snapshot.version, inputs,
-                      () if reveal else tuple(shown))
+        return Served(
+            data, snapshot.commit_id, snapshot.version, inputs, () if reveal else tuple(shown)
+        )
 
-    def put_cluster_settings(self, env_id: int, body: Any,
-                             author: Author | None = None) -> Served:
+    def put_cluster_settings(self, env_id: int, body: Any, author: Author | None = None) -> Served:
         """Replace the parts given; a secret sent back masked keeps its stored value."""
         body = check_settings(body, "cluster settings")
 
         def operation(snapshot: Snapshot) -> ChangeSet:
-            changes = ChangeSet(f"environment {env_id}: set settings "
-                                f"({', '.join(p for p in PARTS if p in body) or 'nothing'})")
+            changes = ChangeSet(
+                f"environment {env_id}: set settings "
+                f"({', '.join(p for p in PARTS if p in body) or 'nothing'})"
+            )
             for part, path in (("editable", EDITABLE), ("generated", GENERATED)):
                 if part in body:
                     write_file(self._store, env_id, changes, snapshot, path, body[part])
             return changes
 
-        self._store.environment_repo(env_id).update(operation,
-                                                    author or self._store.default_author)
+        self._store.environment_repo(env_id).update(operation, author or self._store.default_author)
         return self.cluster_settings(env_id)
 
 
@@ -223,8 +241,10 @@ def _release_files(tree: TreeCheck) -> None:
     """A pushed release's `settings.yaml` and `upgrade.yaml` have the shapes the API writes."""
     for entry in tree.snapshot.list(RELEASE.folder):
         folder = f"{RELEASE.folder}/{entry.name}"
-        for name, check in ((RELEASE_SETTINGS, lambda d: check_settings(d, "release settings")),
-                            (RELEASE_RULES, check_rules)):
+        for name, check in (
+            (RELEASE_SETTINGS, lambda d: check_settings(d, "release settings")),
+            (RELEASE_RULES, check_rules),
+        ):
             _gate(tree, f"{folder}/{name}", check)
 
 

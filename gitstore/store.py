@@ -47,8 +47,13 @@ ARCHIVE = "archive"
 class Store:
     """A gitstore root and its services."""
 
-    def __init__(self, root: str | os.PathLike, *, author: Author = DEFAULT_AUTHOR,
-                 local_executor: bool = False) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        *,
+        author: Author = DEFAULT_AUTHOR,
+        local_executor: bool = False,
+    ) -> None:
         self.root = Path(root)
         self.default_author = author
         #: Whether graph execution may use the `local` executor, which runs shell commands as
@@ -89,8 +94,11 @@ class Store:
         (root / ENVIRONMENTS).mkdir(parents=True, exist_ok=True)
         if not (root / CATALOG).exists():
             first = ChangeSet("catalog: initialise the store")
-            _create_atomically(root / CATALOG, "catalog",
-                               lambda tmp: Repository.create(tmp, "catalog", first, author))
+            _create_atomically(
+                root / CATALOG,
+                "catalog",
+                lambda tmp: Repository.create(tmp, "catalog", first, author),
+            )
         store = cls(root, author=author)
         store.secrets.keyring.create()  # the keys that seal secrets live beside the repositories
         store.install_hooks()
@@ -156,8 +164,9 @@ class Store:
         name = f"environment {env_id}"
         _create_atomically(path, name, lambda tmp: Repository.create(tmp, name, first, author))
 
-    def clone_environment_repo(self, source_id: int, env_id: int, operation: Operation,
-                               author: Author) -> None:
+    def clone_environment_repo(
+        self, source_id: int, env_id: int, operation: Operation, author: Author
+    ) -> None:
         """Create `environments/<id>.git` holding `source_id`'s history plus one commit made by
         `operation` on it (an upgrade seed); Conflict if the id is taken."""
         source = self.environment_repo(source_id)
@@ -165,8 +174,9 @@ class Store:
         if path.exists():
             raise Conflict(f"environment {env_id} already exists")
         name = f"environment {env_id}"
-        _create_atomically(path, name, lambda tmp: Repository.create_clone(
-            tmp, name, source, operation, author))
+        _create_atomically(
+            path, name, lambda tmp: Repository.create_clone(tmp, name, source, operation, author)
+        )
 
     def archive_environment(self, env_id: int) -> Path:
         """Move an environment's repository aside (never destroyed); its id then answers 404."""

@@ -68,9 +68,14 @@ def _check_body(body: Any, name: str | None = None) -> tuple[str, dict]:
 
 def strip_tag(roles: dict, tag: str) -> dict:
     """Roles with `tag` removed from every role's tags (new mappings; inputs untouched)."""
-    return {name: ({**role, "tags": [t for t in role.get("tags") or [] if t != tag]}
-                   if tag in (role.get("tags") or []) else role)
-            for name, role in roles.items()}
+    return {
+        name: (
+            {**role, "tags": [t for t in role.get("tags") or [] if t != tag]}
+            if tag in (role.get("tags") or [])
+            else role
+        )
+        for name, role in roles.items()
+    }
 
 
 class Tags:
@@ -106,9 +111,11 @@ class Tags:
         sources += [(PLUGIN.name, p["id"], p) for p in cluster.plugins]
         merged: dict[str, dict] = {}
         for kind, owner_id, owner in sources:
-            own = tagging.merge_metadata([cluster.own] if owner is None else
-                                         [tagging.Metadata(owner[ROLES], owner[TAGS],
-                                                           kind == PLUGIN.name)])
+            own = tagging.merge_metadata(
+                [cluster.own]
+                if owner is None
+                else [tagging.Metadata(owner[ROLES], owner[TAGS], kind == PLUGIN.name)]
+            )
             for name, meta in own.tags.items():
                 merged[name] = tag_entity(name, meta, kind, owner_id)
         return list(merged.values())
@@ -128,20 +135,19 @@ class Tags:
         return Served(entity, served.commit, served.version)
 
     # -- writing ---------------------------------------------------------------------------
-    def create(self, kind: str, ref: int | str, body: Any,
-               author: Author | None = None) -> Served:
+    def create(self, kind: str, ref: int | str, body: Any, author: Author | None = None) -> Served:
         name, meta = _check_body(body)
 
         def change(tags: dict, roles: dict, owner_id: int) -> tuple[dict, dict]:
             if name in tags:
-                raise Conflict(f"Tag '{name}' already exists for the {kind} {owner_id}",
-                               key="name")
+                raise Conflict(f"Tag '{name}' already exists for the {kind} {owner_id}", key="name")
             return {**tags, name: meta}, roles
 
         return self._change(kind, ref, change, f"create tag {name}", name, author)
 
-    def update(self, kind: str, ref: int | str, name: str, body: Any,
-               author: Author | None = None) -> Served:
+    def update(
+        self, kind: str, ref: int | str, name: str, body: Any, author: Author | None = None
+    ) -> Served:
         """Replace a tag's meta (PUT): `has_primary` and any other keys."""
         name, meta = _check_body(body, name)
 
@@ -152,9 +158,9 @@ class Tags:
 
         return self._change(kind, ref, change, f"update tag {name}", name, author)
 
-    def delete(self, kind: str, ref: int | str, name: str,
-               author: Author | None = None) -> Served:
+    def delete(self, kind: str, ref: int | str, name: str, author: Author | None = None) -> Served:
         """Remove a tag, strip it from the owner's roles and from nodes that lose it."""
+
         def change(tags: dict, roles: dict, owner_id: int) -> tuple[dict, dict]:
             if name not in tags:
                 raise _not_found(name, kind, owner_id)
@@ -162,8 +168,9 @@ class Tags:
 
         return self._change(kind, ref, change, f"delete tag {name}", None, author)
 
-    def _change(self, kind: str, ref: int | str, change, verb: str, name: str | None,
-                author: Author | None) -> Served:
+    def _change(
+        self, kind: str, ref: int | str, change, verb: str, name: str | None, author: Author | None
+    ) -> Served:
         if kind == CLUSTER:
             return self._change_cluster(int(ref), change, verb, name, author)
         owners = self._owners(kind)
@@ -177,16 +184,20 @@ class Tags:
         data = tag_entity(name, entity[TAGS][name], kind, entity["id"]) if name else None
         return Served(data, result.commit, result.version)
 
-    def _change_cluster(self, env_id: int, change, verb: str, name: str | None,
-                        author: Author | None) -> Served:
+    def _change_cluster(
+        self, env_id: int, change, verb: str, name: str | None, author: Author | None
+    ) -> Served:
         def edit(cluster: Cluster) -> Edit:
             tags, roles = change(dict(cluster.own.tags), dict(cluster.own.roles), env_id)
             check_role_tags(roles, _merged_tag_names(cluster, tags))
             files = {CLUSTER_TAGS: {TAGS: tags}}
             if roles != cluster.own.roles:
                 files[CLUSTER_ROLES] = {ROLES: roles}
-            return Edit(f"environment {env_id}: {verb}", files=files,
-                        result=tags.get(name) if name else None)
+            return Edit(
+                f"environment {env_id}: {verb}",
+                files=files,
+                result=tags.get(name) if name else None,
+            )
 
         written = self._store.nodes.write(env_id, edit, author)
         data = tag_entity(name, written.value, CLUSTER, env_id) if name else None
@@ -201,47 +212,54 @@ class Tags:
     def put_roles(self, env_id: int, body: Any, author: Author | None = None) -> Served:
         """Replace the cluster's own `roles_metadata` (`inventory/roles.yaml`)."""
         if not isinstance(body, dict) or not isinstance(body.get(ROLES), dict):
-            raise InvalidInput("body must be an object with a 'roles_metadata' mapping",
-                               key=ROLES)
+            raise InvalidInput("body must be an object with a 'roles_metadata' mapping", key=ROLES)
         roles = check_roles_metadata(body[ROLES], CLUSTER)
 
         def edit(cluster: Cluster) -> Edit:
             check_role_tags(roles, _merged_tag_names(cluster, cluster.own.tags))
-            kept = tagging.merge_metadata(cluster.owner_metadata(
-                tagging.Metadata(roles, cluster.own.tags))).roles
+            kept = tagging.merge_metadata(
+                cluster.owner_metadata(tagging.Metadata(roles, cluster.own.tags))
+            ).roles
             for node in cluster.nodes.values():
                 lost = [r for r in tagging.node_roles(node) if r not in kept]
                 if lost:
-                    raise Conflict(f"role {lost[0]!r} is assigned to node {node['id']}; "
-                                   "it cannot be removed", key=ROLES)
-            return Edit(f"environment {env_id}: set cluster roles",
-                        files={CLUSTER_ROLES: {ROLES: roles}})
+                    raise Conflict(
+                        f"role {lost[0]!r} is assigned to node {node['id']}; it cannot be removed",
+                        key=ROLES,
+                    )
+            return Edit(
+                f"environment {env_id}: set cluster roles", files={CLUSTER_ROLES: {ROLES: roles}}
+            )
 
         written = self._store.nodes.write(env_id, edit, author)
         return written.served(written.cluster.meta.roles)
 
     # -- per-node assignment ---------------------------------------------------------------
-    def assign(self, env_id: int, node_ref: int | str, tags: Any,
-               author: Author | None = None) -> Served:
+    def assign(
+        self, env_id: int, node_ref: int | str, tags: Any, author: Author | None = None
+    ) -> Served:
         """Give a node tags beyond its roles' (or give back role tags it had removed)."""
         wanted = _tag_list(tags)
 
         def edit(cluster: Cluster) -> Edit:
             node = dict(cluster.node(node_ref))
             removed = [t for t in node.get("tags_removed") or [] if t not in wanted]
-            carried = set(tagging.base_tags({**node, "tags_removed": removed},
-                                            cluster.meta.roles))
+            carried = set(tagging.base_tags({**node, "tags_removed": removed}, cluster.meta.roles))
             added = list(node.get("tags_added") or [])
             added += [t for t in wanted if t not in carried and t not in added]
             node.update(tags_added=added, tags_removed=removed)
-            return Edit(f"environment {env_id}: assign tags {', '.join(wanted)} to node "
-                        f"{node['id']}", {node["id"]: node}, checked=[node["id"]],
-                        result=node["id"])
+            return Edit(
+                f"environment {env_id}: assign tags {', '.join(wanted)} to node {node['id']}",
+                {node["id"]: node},
+                checked=[node["id"]],
+                result=node["id"],
+            )
 
         return self._node_answer(env_id, edit, author)
 
-    def unassign(self, env_id: int, node_ref: int | str, tags: Any,
-                 author: Author | None = None) -> Served:
+    def unassign(
+        self, env_id: int, node_ref: int | str, tags: Any, author: Author | None = None
+    ) -> Served:
         """Take tags off a node; its role-name tags always stay."""
         unwanted = _tag_list(tags)
 
@@ -256,8 +274,11 @@ class Tags:
             removed = list(node.get("tags_removed") or [])
             removed += [t for t in unwanted if t in produced - role_names and t not in removed]
             node.update(tags_added=added, tags_removed=removed)
-            return Edit(f"environment {env_id}: unassign tags {', '.join(unwanted)} from node "
-                        f"{node['id']}", {node["id"]: node}, result=node["id"])
+            return Edit(
+                f"environment {env_id}: unassign tags {', '.join(unwanted)} from node {node['id']}",
+                {node["id"]: node},
+                result=node["id"],
+            )
 
         return self._node_answer(env_id, edit, author)
 
@@ -279,8 +300,9 @@ class Tags:
             raise _not_found(name, CLUSTER, env_id)
         return _served(tagging.instances(_deployed_tags(cluster), name), cluster)
 
-    def all_instances(self, env_id: int, version: str | None = None,
-                      catalog_version: str | None = None) -> dict[str, dict]:
+    def all_instances(
+        self, env_id: int, version: str | None = None, catalog_version: str | None = None
+    ) -> dict[str, dict]:
         """Every instance tag of a cluster: `{"mysql": {"1": [1, 2], "2": [3]}}`.
 
         The data of the Hiera node document's `gitstore_instances`, which pins both
@@ -289,9 +311,14 @@ class Tags:
         cluster = self._store.nodes.cluster(env_id, version, catalog_version)
         return tagging.all_instances(_deployed_tags(cluster))
 
-    def resolved_tasks(self, env_id: int, graph_type: str = DEFAULT_GRAPH,
-                       node: str | None = None, all_nodes: bool = False,
-                       version: str | None = None) -> Served:
+    def resolved_tasks(
+        self,
+        env_id: int,
+        graph_type: str = DEFAULT_GRAPH,
+        node: str | None = None,
+        all_nodes: bool = False,
+        version: str | None = None,
+    ) -> Served:
         """Where each task of a graph type runs: nodes, master and the sync point.
 
         Nodes are those of the default filter (deployed, not being added or removed) unless
@@ -299,13 +326,13 @@ class Tags:
         """
         check_identifier(graph_type, "graph_type")
         cluster = self._store.nodes.cluster(env_id, version)
-        chosen = [n for n in cluster.nodes.values()
-                  if all_nodes or tagging.default_node_filter(n)]
+        chosen = [n for n in cluster.nodes.values() if all_nodes or tagging.default_node_filter(n)]
         if node is not None:
             named = cluster.node(node)
             chosen = [named]
-        answer = tagging.resolve_tasks(graph_tasks(cluster, graph_type),
-                                       cluster.tags_by_node(chosen))
+        answer = tagging.resolve_tasks(
+            graph_tasks(cluster, graph_type), cluster.tags_by_node(chosen)
+        )
         return _served(answer, cluster)
 
 
@@ -317,30 +344,58 @@ def graph_tasks(cluster: Cluster, graph_type: str) -> list[dict]:
 def cluster_warnings(cluster: Cluster) -> list[dict]:
     """Mandatory tags nobody carries, primaries not elected, unknown owners, roles and tags."""
     meta = cluster.meta
-    warnings = [{"kind": "missing_owner", "message": f"environment {cluster.env_id} names "
-                 f"{what}, which the catalog does not hold"} for what in cluster.missing]
+    warnings = [
+        {
+            "kind": "missing_owner",
+            "message": f"environment {cluster.env_id} names "
+            f"{what}, which the catalog does not hold",
+        }
+        for what in cluster.missing
+    ]
     staying = [n for n in cluster.nodes.values() if not n.get("pending_deletion")]
     carried = {int(n["id"]): set(tagging.base_tags(n, meta.roles)) for n in staying}
     all_carried = set().union(*carried.values()) if carried else set()
     roles = sorted({r for n in staying for r in tagging.node_roles(n)})
     for role in roles:
         if role not in meta.roles:
-            warnings.append({"kind": "unknown_role", "role": role,
-                             "message": f"role {role!r} of a node is defined by no owner"})
+            warnings.append(
+                {
+                    "kind": "unknown_role",
+                    "role": role,
+                    "message": f"role {role!r} of a node is defined by no owner",
+                }
+            )
             continue
         for tag in tagging.role_tags(role, meta.roles):
             if tag not in all_carried:
-                warnings.append({"kind": "tag_unassigned", "tag": tag, "role": role,
-                                 "message": f"tag {tag!r} of role {role!r} is carried by no "
-                                            "node"})
+                warnings.append(
+                    {
+                        "kind": "tag_unassigned",
+                        "tag": tag,
+                        "role": role,
+                        "message": f"tag {tag!r} of role {role!r} is carried by no node",
+                    }
+                )
     for role, tag in tagging.missing_role_tags(meta.roles, meta.tags):
-        warnings.append({"kind": "unknown_tag", "tag": tag, "role": role,
-                         "message": f"Role {role} contains non-existent tag {tag}"})
+        warnings.append(
+            {
+                "kind": "unknown_tag",
+                "tag": tag,
+                "role": role,
+                "message": f"Role {role} contains non-existent tag {tag}",
+            }
+        )
     for tag in sorted(t for t in all_carried if tagging.has_primary(t, meta.tags)):
-        if not any(tag in tagging.valid_primaries(n, carried[int(n["id"])], meta.tags)
-                   for n in staying):
-            warnings.append({"kind": "no_primary", "tag": tag,
-                             "message": f"tag {tag!r} has no primary node yet"})
+        if not any(
+            tag in tagging.valid_primaries(n, carried[int(n["id"])], meta.tags) for n in staying
+        ):
+            warnings.append(
+                {
+                    "kind": "no_primary",
+                    "tag": tag,
+                    "message": f"tag {tag!r} has no primary node yet",
+                }
+            )
     return warnings
 
 
@@ -351,8 +406,9 @@ def _merged_tag_names(cluster: Cluster, own_tags: dict) -> dict:
 
 
 def _deployed_tags(cluster: Cluster) -> dict[int, list[str]]:
-    return cluster.tags_by_node([n for n in cluster.nodes.values()
-                                 if not n.get("pending_deletion")])
+    return cluster.tags_by_node(
+        [n for n in cluster.nodes.values() if not n.get("pending_deletion")]
+    )
 
 
 def _tag_list(tags: Any) -> list[str]:

@@ -59,8 +59,19 @@ DEFAULT_EXECUTOR = executors.DryRun.name
 _BODY_FIELDS = ("cluster", "graphs", "dry_run", "noop_run", "force", "executor")
 _GRAPH_FIELDS = ("type", "nodes", "tasks")
 #: Summary fields of a listing (the plans stay in `GET /transactions/<id>`).
-_SUMMARY = ("id", "cluster", "status", "dry_run", "noop_run", "force", "executor",
-            "created_at", "finished_at", "message", "source")
+_SUMMARY = (
+    "id",
+    "cluster",
+    "status",
+    "dry_run",
+    "noop_run",
+    "force",
+    "executor",
+    "created_at",
+    "finished_at",
+    "message",
+    "source",
+)
 _YAQL = threading.local()
 
 
@@ -99,8 +110,9 @@ def parse_request(body: Any) -> Request:
         raise InvalidInput("field 'cluster' must be a cluster id", key="cluster")
     graphs = body.get("graphs")
     if not isinstance(graphs, list) or not graphs:
-        raise InvalidInput("field 'graphs' must be a non-empty list of {type, nodes?, tasks?}",
-                           key="graphs")
+        raise InvalidInput(
+            "field 'graphs' must be a non-empty list of {type, nodes?, tasks?}", key="graphs"
+        )
     flags = {}
     for name in ("dry_run", "noop_run", "force"):
         if not isinstance(body.get(name, False), bool):
@@ -114,8 +126,9 @@ def parse_request(body: Any) -> Request:
 
 def _graph_request(item: Any) -> GraphRequest:
     if not isinstance(item, dict):
-        raise InvalidInput("each of 'graphs' must be an object {type, nodes?, tasks?}",
-                           key="graphs")
+        raise InvalidInput(
+            "each of 'graphs' must be an object {type, nodes?, tasks?}", key="graphs"
+        )
     unknown = sorted(set(item) - set(_GRAPH_FIELDS))
     if unknown:
         raise InvalidInput(f"unknown field {unknown[0]!r} in 'graphs'", key="graphs")
@@ -128,8 +141,9 @@ def _graph_request(item: Any) -> GraphRequest:
             raise InvalidInput("'nodes' of a graph must be a list of node ids", key="nodes")
         nodes = list(dict.fromkeys(int(n) for n in nodes))
     tasks = item.get("tasks")
-    if tasks is not None and (not isinstance(tasks, list)
-                              or not all(isinstance(t, str) for t in tasks)):
+    if tasks is not None and (
+        not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks)
+    ):
         raise InvalidInput("'tasks' of a graph must be a list of task ids", key="tasks")
     return GraphRequest(graph_type, nodes, tasks)
 
@@ -141,20 +155,23 @@ def _is_node_id(value: Any) -> bool:
 
 
 # -- nodes -------------------------------------------------------------------------------
-def choose_nodes(cluster: Cluster, wanted: list[int] | None, node_filter: str | None
-                 ) -> list[dict]:
+def choose_nodes(cluster: Cluster, wanted: list[int] | None, node_filter: str | None) -> list[dict]:
     """The request's nodes, else those the graph's YAQL `node_filter` keeps, else the default
     filter's (deployed, not being added or removed)."""
     if wanted is not None:
         outside = [str(n) for n in wanted if n not in cluster.nodes]
         if outside:
-            raise InvalidInput(f"nodes {', '.join(outside)} are not in cluster "
-                               f"{cluster.env_id}", key="nodes")
+            raise InvalidInput(
+                f"nodes {', '.join(outside)} are not in cluster {cluster.env_id}", key="nodes"
+            )
         return [cluster.nodes[n] for n in wanted]
     if node_filter:
         expression = _expression(node_filter)
-        return [n for n in cluster.nodes.values()
-                if _evaluate(expression, node_filter, cluster.entity(n))]
+        return [
+            n
+            for n in cluster.nodes.values()
+            if _evaluate(expression, node_filter, cluster.entity(n))
+        ]
     return [n for n in cluster.nodes.values() if tagging.default_node_filter(n)]
 
 
@@ -165,16 +182,18 @@ def _expression(text: str):
     try:
         return engine(text)
     except YaqlException as exc:
-        raise InvalidInput(f"node_filter {text!r} is not a valid YAQL expression: {exc}",
-                           key="node_filter") from exc
+        raise InvalidInput(
+            f"node_filter {text!r} is not a valid YAQL expression: {exc}", key="node_filter"
+        ) from exc
 
 
 def _evaluate(expression, text: str, node: dict) -> bool:
     try:
         return bool(expression.evaluate(data=node))
     except (YaqlException, TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise InvalidInput(f"node_filter {text!r} fails on node {node['id']}: {exc}",
-                           key="node_filter") from exc
+        raise InvalidInput(
+            f"node_filter {text!r} fails on node {node['id']}: {exc}", key="node_filter"
+        ) from exc
 
 
 # -- the service -------------------------------------------------------------------------
@@ -195,8 +214,9 @@ class Transactions:
                 if cluster_id is not None:
                     raise
                 continue
-            found += [_summary(snapshot.read_mapping(transaction_path(i)) or {})
-                      for i in _ids(snapshot)]
+            found += [
+                _summary(snapshot.read_mapping(transaction_path(i)) or {}) for i in _ids(snapshot)
+            ]
         return Served(sorted(found, key=lambda t: t.get("id") or 0))
 
     def get(self, transaction_id: int) -> Served:
@@ -211,8 +231,9 @@ class Transactions:
         raise NotFound(f"transaction {transaction_id} does not exist")
 
     # -- executing -------------------------------------------------------------------------
-    def execute(self, body: Any, author: Author | None = None, *,
-                background: bool = True) -> Served:
+    def execute(
+        self, body: Any, author: Author | None = None, *, background: bool = True
+    ) -> Served:
         """Record a transaction for the request and start running it.
 
         `background` runs the executor in a thread and answers at once (the REST 202); without
@@ -223,8 +244,10 @@ class Transactions:
         if request.dry_run:
             runner = executors.DryRun()
         elif isinstance(runner, executors.Local) and not self._store.local_executor:
-            raise Forbidden("the local executor runs shell commands as the server's user and "
-                            "is off; start the server with --enable-local-executor to allow it")
+            raise Forbidden(
+                "the local executor runs shell commands as the server's user and "
+                "is off; start the server with --enable-local-executor to allow it"
+            )
         author = author or self._store.default_author
         cluster = self._store.nodes.cluster(request.cluster)
         doc = self._plan(cluster, request)
@@ -236,8 +259,12 @@ class Transactions:
             written = self._record(doc, author, check_running=True)
         answer = copy.deepcopy(doc)
         if not finished and background:
-            threading.Thread(target=self._run, args=(doc, runner, author),
-                             name=f"transaction-{doc['id']}", daemon=True).start()
+            threading.Thread(
+                target=self._run,
+                args=(doc, runner, author),
+                name=f"transaction-{doc['id']}",
+                daemon=True,
+            ).start()
         elif not finished:
             written = self._run(doc, runner, author) or written
             answer = doc
@@ -248,20 +275,36 @@ class Transactions:
         for wanted in request.graphs:
             merged = merged_graph(cluster, wanted.type)
             tasks = [merging.with_defaults(t) for t in merged["tasks"]]
-            merging.raise_problems(merging.graph_problems(tasks),
-                                   f"graph {wanted.type!r} of cluster {cluster.env_id}")
+            merging.raise_problems(
+                merging.graph_problems(tasks), f"graph {wanted.type!r} of cluster {cluster.env_id}"
+            )
             nodes = choose_nodes(cluster, wanted.nodes, merged.get("node_filter"))
             plan = execution.serialize(tasks, cluster.tags_by_node(nodes), wanted.tasks)
-            graphs.append({"type": wanted.type, "status": PENDING,
-                           "nodes": [int(n["id"]) for n in nodes], **plan, "history": []})
-        return {"id": None, "cluster": cluster.env_id, "status": PENDING,
-                "dry_run": request.dry_run, "noop_run": request.noop_run,
-                "force": request.force, "executor": "dry-run" if request.dry_run
-                else request.executor, "created_at": executors.now(),
-                "source": {"commit": cluster.env.snapshot.commit_id,
-                           "catalog_commit": cluster.catalog.commit_id},
-                "runner": {"host": socket.gethostname(), "pid": os.getpid()},
-                "graphs": graphs}
+            graphs.append(
+                {
+                    "type": wanted.type,
+                    "status": PENDING,
+                    "nodes": [int(n["id"]) for n in nodes],
+                    **plan,
+                    "history": [],
+                }
+            )
+        return {
+            "id": None,
+            "cluster": cluster.env_id,
+            "status": PENDING,
+            "dry_run": request.dry_run,
+            "noop_run": request.noop_run,
+            "force": request.force,
+            "executor": "dry-run" if request.dry_run else request.executor,
+            "created_at": executors.now(),
+            "source": {
+                "commit": cluster.env.snapshot.commit_id,
+                "catalog_commit": cluster.catalog.commit_id,
+            },
+            "runner": {"host": socket.gethostname(), "pid": os.getpid()},
+            "graphs": graphs,
+        }
 
     def _run(self, doc: dict, runner: executors.Runner, author: Author) -> WriteResult | None:
         """Run every graph, committing each one's history; never raises (a thread runs it)."""
@@ -271,16 +314,20 @@ class Transactions:
             return self._run_graphs(doc, runner, lambda: self._record(doc, author))
         except Exception as exc:  # noqa: BLE001 - recorded: a thread has nobody to raise to
             log.exception("transaction %s failed", doc.get("id"))
-            doc.update(status=ERROR, finished_at=executors.now(),
-                       message=f"the executor failed: {type(exc).__name__}: {exc}")
+            doc.update(
+                status=ERROR,
+                finished_at=executors.now(),
+                message=f"the executor failed: {type(exc).__name__}: {exc}",
+            )
             try:
                 return self._record(doc, author)
             except GitstoreError:
                 log.exception("transaction %s: could not record the failure", doc.get("id"))
                 return None
 
-    def _run_graphs(self, doc: dict, runner: executors.Runner,
-                    record: Callable[[], WriteResult] | None = None) -> WriteResult | None:
+    def _run_graphs(
+        self, doc: dict, runner: executors.Runner, record: Callable[[], WriteResult] | None = None
+    ) -> WriteResult | None:
         """Run the graphs in order (a failed one stops the rest), calling `record` after each
         graph; the last call records the finished transaction."""
         failed = None
@@ -295,7 +342,8 @@ class Transactions:
             if graph["status"] == ERROR:
                 failed = graph["type"]
                 doc["message"] = f"graph {failed!r} failed" + (
-                    "" if last else "; the graphs after it did not run")
+                    "" if last else "; the graphs after it did not run"
+                )
             if record is not None and not last:
                 record()
         doc.update(status=ERROR if failed else READY, finished_at=executors.now())
@@ -308,8 +356,9 @@ class Transactions:
         def operation(snapshot: Snapshot) -> ChangeSet:
             if check_running:
                 self._check_idle(snapshot, doc["cluster"])
-            changes = ChangeSet(f"environment {doc['cluster']}: transaction {doc['id']} "
-                                f"{doc['status']}")
+            changes = ChangeSet(
+                f"environment {doc['cluster']}: transaction {doc['id']} {doc['status']}"
+            )
             # No old bytes: a machine-written record has no comments to keep, and a round trip
             # of a large plan through ruamel costs seconds.
             changes.put(path, documents.encode(snapshot.repository, path, _stored(doc)))
@@ -323,8 +372,11 @@ class Transactions:
             return
         latest = snapshot.read_mapping(transaction_path(ids[-1])) or {}
         if latest.get("status") in UNFINISHED and _runner_alive(latest.get("runner")):
-            raise Conflict(f"transaction {latest.get('id')} of cluster {env_id} is still "
-                           f"{latest.get('status')}; wait for it to end", key="cluster")
+            raise Conflict(
+                f"transaction {latest.get('id')} of cluster {env_id} is still "
+                f"{latest.get('status')}; wait for it to end",
+                key="cluster",
+            )
 
     def _next_id(self) -> int:
         highest = 0
@@ -341,17 +393,26 @@ class Transactions:
 
 
 def _ids(snapshot: Snapshot) -> list[int]:
-    found = [int(e.name[:-len(".yaml")]) for e in snapshot.list(FOLDER)
-             if not e.is_tree and e.name.endswith(".yaml") and e.name[:-len(".yaml")].isdigit()]
+    found = [
+        int(e.name[: -len(".yaml")])
+        for e in snapshot.list(FOLDER)
+        if not e.is_tree and e.name.endswith(".yaml") and e.name[: -len(".yaml")].isdigit()
+    ]
     return sorted(found)
 
 
 def _aborted(graph: Mapping[str, Any]) -> bool:
     """Whether a task failure stopped the graph (a `fail_on_error: false` failure does not)."""
-    steps = {(s["id"], None if node == execution.SYNC else node): s
-             for node, entries in graph["tasks_graph"].items() for s in entries}
-    return any(h["status"] == ERROR and steps.get((h["task_name"], h["node_id"]), {})
-               .get("fail_on_error", True) is not False for h in graph["history"])
+    steps = {
+        (s["id"], None if node == execution.SYNC else node): s
+        for node, entries in graph["tasks_graph"].items()
+        for s in entries
+    }
+    return any(
+        h["status"] == ERROR
+        and steps.get((h["task_name"], h["node_id"]), {}).get("fail_on_error", True) is not False
+        for h in graph["history"]
+    )
 
 
 def _runner_alive(runner: Any) -> bool:
@@ -373,6 +434,7 @@ def _stored(doc: dict) -> dict:
 
 def _summary(doc: dict) -> dict:
     summary = {k: doc.get(k) for k in _SUMMARY if k in doc}
-    summary["graphs"] = [{"type": g.get("type"), "status": g.get("status")}
-                         for g in doc.get("graphs") or []]
+    summary["graphs"] = [
+        {"type": g.get("type"), "status": g.get("status")} for g in doc.get("graphs") or []
+    ]
     return summary

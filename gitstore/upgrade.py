@@ -94,13 +94,19 @@ def check_clone_body(body: Any) -> dict:
         raise InvalidInput("clone body must be an object {name, release_id}")
     unknown = sorted(set(body) - set(_CLONE_FIELDS))
     if unknown:
-        raise InvalidInput(f"clone: unknown field {unknown[0]!r}; known: name, release_id",
-                           key=unknown[0])
+        raise InvalidInput(
+            f"clone: unknown field {unknown[0]!r}; known: name, release_id", key=unknown[0]
+        )
     name = body.get("name")
-    if not isinstance(name, str) or not name.strip() or len(name) > 200 or any(
-            ord(c) < 32 for c in name):
-        raise InvalidInput("field 'name' must be a non-empty string of printable characters",
-                           key="name")
+    if (
+        not isinstance(name, str)
+        or not name.strip()
+        or len(name) > 200
+        or any(ord(c) < 32 for c in name)
+    ):
+        raise InvalidInput(
+            "field 'name' must be a non-empty string of printable characters", key="name"
+        )
     release = body.get("release_id")
     if isinstance(release, bool) or not isinstance(release, int) or release < 1:
         raise InvalidInput("field 'release_id' must be a positive integer", key="release_id")
@@ -110,33 +116,43 @@ def check_clone_body(body: Any) -> dict:
 def check_target(source: dict, target: dict) -> None:
     """A clone target is installable, newer than the original's release and of its OS."""
     if target.get("state") in CLOSED_STATES:
-        raise InvalidInput(f"release {target['id']} ({target['name']}) is {target['state']}: "
-                           "it cannot be installed, so it cannot be an upgrade target",
-                           key="release_id")
+        raise InvalidInput(
+            f"release {target['id']} ({target['name']}) is {target['state']}: "
+            "it cannot be installed, so it cannot be an upgrade target",
+            key="release_id",
+        )
     old = migrations.parse_version(source.get("version"), "version")
     new = migrations.parse_version(target.get("version"), "version")
     if new <= old:
-        raise InvalidInput(f"release {target['id']} ({target.get('version')}) is not newer than "
-                           f"the original's release {source['id']} ({source.get('version')})",
-                           key="release_id")
+        raise InvalidInput(
+            f"release {target['id']} ({target.get('version')}) is not newer than "
+            f"the original's release {source['id']} ({source.get('version')})",
+            key="release_id",
+        )
     if target.get("operating_system") != source.get("operating_system"):
-        raise InvalidInput(f"release {target['id']} runs {target.get('operating_system')!r}, "
-                           f"the original's release runs {source.get('operating_system')!r}: "
-                           "an upgrade keeps the operating system", key="release_id")
+        raise InvalidInput(
+            f"release {target['id']} runs {target.get('operating_system')!r}, "
+            f"the original's release runs {source.get('operating_system')!r}: "
+            "an upgrade keeps the operating system",
+            key="release_id",
+        )
 
 
 def carried_settings(original: dict, source: dict, target: dict, catalog: Snapshot) -> dict:
     """The seed's `{editable, generated}`: the `original`'s (plain), migrated and merged into
     the target release's defaults."""
     folder = f"{RELEASE.folder}/{target['name']}"
-    rules = migrations.applicable(release_rules(catalog, folder),
-                                  migrations.parse_version(source.get("version")),
-                                  migrations.parse_version(target.get("version")))
+    rules = migrations.applicable(
+        release_rules(catalog, folder),
+        migrations.parse_version(source.get("version")),
+        migrations.parse_version(target.get("version")),
+    )
     migrated = migrations.apply_rules(original, rules)
     defaults = generate(release_defaults(catalog, folder))
-    return {"editable": migrations.merge_editable(defaults["editable"], migrated["editable"]),
-            "generated": migrations.merge_generated(defaults["generated"],
-                                                    migrated["generated"])}
+    return {
+        "editable": migrations.merge_editable(defaults["editable"], migrated["editable"]),
+        "generated": migrations.merge_generated(defaults["generated"], migrated["generated"]),
+    }
 
 
 def sealed_files(snapshot: Snapshot, skip: frozenset[str], folder: str = "") -> list[str]:
@@ -156,8 +172,9 @@ def sealed_files(snapshot: Snapshot, skip: frozenset[str], folder: str = "") -> 
 
 def values_folders(view: EnvironmentView) -> list[str]:
     """Every `values/` folder of the levels (the global one is in NOT_INHERITED)."""
-    return [f"{level}/{value}/values" for level in view.hierarchy
-            for value in view.level_values(level)]
+    return [
+        f"{level}/{value}/values" for level in view.hierarchy for value in view.level_values(level)
+    ]
 
 
 def editable_values(editable: dict) -> dict:
@@ -166,8 +183,11 @@ def editable_values(editable: dict) -> dict:
     for section, attributes in editable.items():
         if not isinstance(attributes, dict):
             continue
-        result[section] = {key: (a["value"] if isinstance(a, dict) and "value" in a else a)
-                           for key, a in attributes.items() if key != migrations.METADATA}
+        result[section] = {
+            key: (a["value"] if isinstance(a, dict) and "value" in a else a)
+            for key, a in attributes.items()
+            if key != migrations.METADATA
+        }
     return result
 
 
@@ -195,11 +215,15 @@ class Upgrades:
         """The original of seed `seed_id`; InvalidInput if it is not a seed."""
         relation = self.relation(seed_id)
         if relation is None:
-            raise InvalidInput(f"environment {seed_id} is not an upgrade seed: clone an "
-                               "environment first (POST .../upgrade/clone)")
+            raise InvalidInput(
+                f"environment {seed_id} is not an upgrade seed: clone an "
+                "environment first (POST .../upgrade/clone)"
+            )
         if relation.role != SEED:
-            raise InvalidInput(f"environment {seed_id} is the original of an upgrade; call this "
-                               f"on its seed, environment {relation.peer}")
+            raise InvalidInput(
+                f"environment {seed_id} is the original of an upgrade; call this "
+                f"on its seed, environment {relation.peer}"
+            )
         return relation.original
 
     def peer_of(self, env_id: int) -> int | None:
@@ -216,14 +240,19 @@ class Upgrades:
         except NotFound:
             return  # the peer is gone too
 
-    def _set_claim(self, env_id: int, claim: dict | None, author: Author | None,
-                   why: str, expect: int | None = None) -> None:
+    def _set_claim(
+        self,
+        env_id: int,
+        claim: dict | None,
+        author: Author | None,
+        why: str,
+        expect: int | None = None,
+    ) -> None:
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
             doc = dict(view.doc)
             current = claimed(doc)
-            if claim is None and (current is None or (expect is not None
-                                                      and current[1] != expect)):
+            if claim is None and (current is None or (expect is not None and current[1] != expect)):
                 return ChangeSet()
             doc.pop(FIELD, None)
             if claim is not None:
@@ -231,8 +260,9 @@ class Upgrades:
             verb = "record" if claim else "remove"
             changes = ChangeSet(f"environment {env_id}: upgrade: {verb} relation ({why})")
             old = snapshot.read(ENVIRONMENT_FILE)
-            changes.put(ENVIRONMENT_FILE, documents.encode(snapshot.repository,
-                                                           ENVIRONMENT_FILE, doc, old))
+            changes.put(
+                ENVIRONMENT_FILE, documents.encode(snapshot.repository, ENVIRONMENT_FILE, doc, old)
+            )
             return changes
 
         repo = self._store.environment_repo(env_id)
@@ -248,8 +278,10 @@ class Upgrades:
             view = self._store.environments.view(orig_id)
             relation = self.relation(orig_id)
             if relation is not None:
-                raise InvalidInput(f"environment {orig_id} is already in an upgrade (the "
-                                   f"{relation.role} of environment {relation.peer})")
+                raise InvalidInput(
+                    f"environment {orig_id} is already in an upgrade (the "
+                    f"{relation.role} of environment {relation.peer})"
+                )
             catalog = self._store.catalog().snapshot()
             target = OwnerCatalog(catalog, RELEASE).entity(request["release_id"])
             source = self._source_release(view, catalog)
@@ -261,13 +293,17 @@ class Upgrades:
     def _source_release(self, view: EnvironmentView, catalog: Snapshot) -> dict:
         name = view.doc.get("release")
         if not name:
-            raise InvalidInput(f"environment {view.env_id} names no release: there is nothing "
-                               "to upgrade from", key="release_id")
+            raise InvalidInput(
+                f"environment {view.env_id} names no release: there is nothing to upgrade from",
+                key="release_id",
+            )
         try:
             return OwnerCatalog(catalog, RELEASE).entity(name)
         except NotFound as exc:
-            raise InvalidInput(f"the release of environment {view.env_id}, {name!r}, is not in "
-                               "the catalog", key="release_id") from exc
+            raise InvalidInput(
+                f"the release of environment {view.env_id}, {name!r}, is not in the catalog",
+                key="release_id",
+            ) from exc
 
     def _check_name(self, name: str) -> None:
         for env_id in self._store.environment_ids():
@@ -276,15 +312,21 @@ class Upgrades:
             except NotFound:
                 continue
             if taken:
-                raise Conflict(f"environment name {name!r} is taken by environment {env_id}",
-                               key="name")
+                raise Conflict(
+                    f"environment name {name!r} is taken by environment {env_id}", key="name"
+                )
 
-    def _create_seed(self, orig_id: int, name: str, source: dict, target: dict,
-                     author: Author) -> int:
+    def _create_seed(
+        self, orig_id: int, name: str, source: dict, target: dict, author: Author
+    ) -> int:
         for _ in range(100):
             seed_id = max(self._store.environment_ids(), default=0) + 1
-            self._set_claim(orig_id, {"role": ORIGINAL, "peer": seed_id}, author,
-                            f"cloning into environment {seed_id}")
+            self._set_claim(
+                orig_id,
+                {"role": ORIGINAL, "peer": seed_id},
+                author,
+                f"cloning into environment {seed_id}",
+            )
             operation = self._seed_commit(orig_id, seed_id, name, source, target)
             try:
                 self._store.clone_environment_repo(orig_id, seed_id, operation, author)
@@ -299,22 +341,35 @@ class Upgrades:
                 raise
         raise Conflict("could not allocate an environment id for the seed")
 
-    def _seed_commit(self, orig_id: int, seed_id: int, name: str, source: dict,
-                     target: dict) -> Callable[[Snapshot], ChangeSet]:
+    def _seed_commit(
+        self, orig_id: int, seed_id: int, name: str, source: dict, target: dict
+    ) -> Callable[[Snapshot], ChangeSet]:
         """The operation that makes the seed's one commit on the original's history."""
         catalog = self._store.catalog().snapshot()
         store = self._store
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
-            changes = ChangeSet(f"environment {seed_id}: upgrade seed of environment {orig_id} "
-                                f"into release {target['name']}")
-            doc = {**view.doc, "id": seed_id, "name": name, "release": target["name"],
-                   FIELD: {"role": SEED, "peer": orig_id}}
-            changes.put(ENVIRONMENT_FILE, documents.encode(
-                snapshot.repository, ENVIRONMENT_FILE, doc, snapshot.read(ENVIRONMENT_FILE)))
-            original = {part: read_plain(store, orig_id, snapshot, path)
-                        for part, path in SETTINGS_FILES}
+            changes = ChangeSet(
+                f"environment {seed_id}: upgrade seed of environment {orig_id} "
+                f"into release {target['name']}"
+            )
+            doc = {
+                **view.doc,
+                "id": seed_id,
+                "name": name,
+                "release": target["name"],
+                FIELD: {"role": SEED, "peer": orig_id},
+            }
+            changes.put(
+                ENVIRONMENT_FILE,
+                documents.encode(
+                    snapshot.repository, ENVIRONMENT_FILE, doc, snapshot.read(ENVIRONMENT_FILE)
+                ),
+            )
+            original = {
+                part: read_plain(store, orig_id, snapshot, path) for part, path in SETTINGS_FILES
+            }
             settings = carried_settings(original, source, target, catalog)
             for part, path in SETTINGS_FILES:
                 write_file(store, seed_id, changes, snapshot, path, settings[part], fresh=True)
@@ -342,14 +397,15 @@ class Upgrades:
                 names = {v.get("name") for v in copied}
                 kept = [v for v in read_network(snapshot)["vips"] if v.get("name") not in names]
                 outcome["vips"] = kept + copied
-                changes = ChangeSet(f"environment {seed_id}: upgrade: copy VIPs of environment "
-                                    f"{original}")
-                write_file(self._store, seed_id, changes, snapshot, VIPS,
-                           {"vips": outcome["vips"]})
+                changes = ChangeSet(
+                    f"environment {seed_id}: upgrade: copy VIPs of environment {original}"
+                )
+                write_file(self._store, seed_id, changes, snapshot, VIPS, {"vips": outcome["vips"]})
                 return changes
 
             result = self._store.environment_repo(seed_id).update(
-                operation, author or self._store.default_author)
+                operation, author or self._store.default_author
+            )
         return Served(outcome["vips"], result.commit, result.version)
 
     # -- status ----------------------------------------------------------------------------
@@ -363,8 +419,7 @@ class Upgrades:
         original, seed = relation.original, relation.seed
         data.update(role=relation.role, peer=relation.peer, original=original, seed=seed)
         data["nodes"] = {"original": self._node_ids(original), "seed": self._node_ids(seed)}
-        data["moves_in_progress"] = [i.id for i in self._store.moves.pending()
-                                     if i.seed == seed]
+        data["moves_in_progress"] = [i.id for i in self._store.moves.pending() if i.seed == seed]
         data["settings_diff"] = self._settings_diff(original, seed)
         return Served(data, snapshot.commit_id, snapshot.version)
 
@@ -376,13 +431,22 @@ class Upgrades:
         sides = []
         for env_id in (original, seed):
             snapshot = self._store.environment_repo(env_id).snapshot()
-            sides.append({part: read_plain(self._store, env_id, snapshot, path)
-                          for part, path in SETTINGS_FILES})
+            sides.append(
+                {
+                    part: read_plain(self._store, env_id, snapshot, path)
+                    for part, path in SETTINGS_FILES
+                }
+            )
         before, after = sides
-        diff = diff_documents(editable_values(before["editable"]),
-                              editable_values(after["editable"]))
+        diff = diff_documents(
+            editable_values(before["editable"]), editable_values(after["editable"])
+        )
         view = self._store.environments.view(seed)
-        editable, _ = mask_change(diff or {"added": {}, "removed": {}, "changed": {}},
-                                  self._store.secrets.rules_of(view)(EDITABLE))
-        return {"editable": editable,
-                "generated": changed_keys(before["generated"], after["generated"])}
+        editable, _ = mask_change(
+            diff or {"added": {}, "removed": {}, "changed": {}},
+            self._store.secrets.rules_of(view)(EDITABLE),
+        )
+        return {
+            "editable": editable,
+            "generated": changed_keys(before["generated"], after["generated"]),
+        }

@@ -67,8 +67,9 @@ def register_check(*kinds: str) -> Callable[[Check], Check]:
 
 
 # -- the one entry point --------------------------------------------------------------------
-def validate_tree(snapshot: Snapshot, kind: str, *, catalog: CatalogView | None = None,
-                  env_id: int | None = None) -> list[Problem]:
+def validate_tree(
+    snapshot: Snapshot, kind: str, *, catalog: CatalogView | None = None, env_id: int | None = None
+) -> list[Problem]:
     """Every problem of one commit of a `catalog` or `environment` repository.
 
     `catalog` is the catalog an environment is checked against (its components, resources and
@@ -99,18 +100,27 @@ def raise_problems(problems: list[Problem], what: str) -> None:
     """Raise ValidationFailed listing `problems` (nothing when the list is empty)."""
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ValidationFailed(f"{what}: {format_problem(problems[0])}{more}",
-                               path=problems[0]["file"], key=problems[0].get("key"),
-                               errors=problems)
+        raise ValidationFailed(
+            f"{what}: {format_problem(problems[0])}{more}",
+            path=problems[0]["file"],
+            key=problems[0].get("key"),
+            errors=problems,
+        )
 
 
 # -- one document (REST writes call these too) ----------------------------------------------
-def resource_document_problems(definition: dict, path: str, document: Any,
-                               lines: dict | None = None) -> list[Problem]:
+def resource_document_problems(
+    definition: dict, path: str, document: Any, lines: dict | None = None
+) -> list[Problem]:
     """Problems of one values/overrides document: a mapping that satisfies the `schema`."""
     if not isinstance(document, dict):
-        return [{"file": path, "line": 1,
-                 "message": f"document must be a mapping, not {_kind_of(document)}"}]
+        return [
+            {
+                "file": path,
+                "line": 1,
+                "message": f"document must be a mapping, not {_kind_of(document)}",
+            }
+        ]
     schema = definition.get("schema")
     if not schema:
         return []
@@ -142,8 +152,9 @@ def _validator(schema: dict, resource: str, path: str):
             cls = jsonschema.validators.validator_for(schema)
             cls.check_schema(schema)
         except jsonschema.exceptions.SchemaError as exc:
-            raise ValidationFailed(f"{path}: the schema of resource {resource!r} is invalid: "
-                                   f"{exc.message}", path=path) from exc
+            raise ValidationFailed(
+                f"{path}: the schema of resource {resource!r} is invalid: {exc.message}", path=path
+            ) from exc
         return cls(schema)
 
     return _VALIDATORS.get_or_compute(key, build)
@@ -159,16 +170,22 @@ def _line(lines: dict, keys: Sequence[str]) -> int | None:
 
 
 def _kind_of(value: Any) -> str:
-    return {list: "a list", str: "a string", bool: "a boolean", int: "a number",
-            float: "a number"}.get(type(value), type(value).__name__)
+    return {
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), type(value).__name__)
 
 
 # -- the tree under check -------------------------------------------------------------------
 class TreeCheck:
     """One commit under validation: its files, their parsed documents, the problems found."""
 
-    def __init__(self, snapshot: Snapshot, kind: str, catalog: CatalogView | None,
-                 env_id: int | None) -> None:
+    def __init__(
+        self, snapshot: Snapshot, kind: str, catalog: CatalogView | None, env_id: int | None
+    ) -> None:
         self.snapshot = snapshot
         self.kind = kind
         self.catalog = catalog
@@ -181,8 +198,9 @@ class TreeCheck:
         self._lines: dict[str, dict] = {}
         self._memo: dict[str, Any] = {}
 
-    def report(self, file: str, message: str, *, key: str | None = None,
-               line: int | None = None) -> None:
+    def report(
+        self, file: str, message: str, *, key: str | None = None, line: int | None = None
+    ) -> None:
         """Record a problem; the line is looked up from `key` when not given."""
         if line is None and key:
             line = self.line_of(file, key.split("."))
@@ -251,7 +269,7 @@ class TreeCheck:
         prefix = folder.strip("/") + "/" if folder.strip("/") else ""
         found: dict[str, bool] = {}
         for path in self.files_under(folder):
-            name, sep, _ = path[len(prefix):].partition("/")
+            name, sep, _ = path[len(prefix) :].partition("/")
             found[name] = found.get(name, False) or bool(sep)
         return sorted(found.items())
 
@@ -304,8 +322,11 @@ def _check_env_id(tree: TreeCheck, env_id: Any) -> None:
     if isinstance(env_id, bool) or not isinstance(env_id, int) or env_id < 1:
         tree.report(ENVIRONMENT_FILE, f"must be a positive integer, not {env_id!r}", key="id")
     elif tree.env_id is not None and env_id != tree.env_id:
-        tree.report(ENVIRONMENT_FILE, f"is {env_id} but this is the repository of environment "
-                                      f"{tree.env_id}", key="id")
+        tree.report(
+            ENVIRONMENT_FILE,
+            f"is {env_id} but this is the repository of environment {tree.env_id}",
+            key="id",
+        )
 
 
 def _check_hierarchy(tree: TreeCheck, levels: Any) -> None:
@@ -332,8 +353,11 @@ def _check_env_components(tree: TreeCheck, components: Any) -> None:
     known = {c.get("name") for c in tree.catalog.components} if tree.catalog else None
     for name in components:
         if known is not None and name not in known:
-            tree.report(ENVIRONMENT_FILE, f"component {name!r} does not exist in the catalog",
-                        key="components")
+            tree.report(
+                ENVIRONMENT_FILE,
+                f"component {name!r} does not exist in the catalog",
+                key="components",
+            )
 
 
 def _hierarchy(tree: TreeCheck) -> list[str]:
@@ -353,15 +377,20 @@ def _top_level(tree: TreeCheck) -> None:
         if name.startswith("."):
             continue
         if entry.is_tree and name not in RESERVED_TOP_LEVEL and name not in levels:
-            tree.report(tree.first_file(name),
-                        f"top-level folder {name!r} is neither a level declared in "
-                        f"{ENVIRONMENT_FILE} (hierarchy: {levels}) nor a reserved name")
+            tree.report(
+                tree.first_file(name),
+                f"top-level folder {name!r} is neither a level declared in "
+                f"{ENVIRONMENT_FILE} (hierarchy: {levels}) nor a reserved name",
+            )
         elif not entry.is_tree and name != ENVIRONMENT_FILE:
             if name in RESERVED_TOP_LEVEL or name in levels:
                 tree.report(name, f"{name!r} must be a folder")
             elif name.endswith(YAML_SUFFIXES):
-                tree.report(name, "a YAML file at the top level is not part of the layout "
-                                  f"(only {ENVIRONMENT_FILE}); data lives in global/ or a level")
+                tree.report(
+                    name,
+                    "a YAML file at the top level is not part of the layout "
+                    f"(only {ENVIRONMENT_FILE}); data lives in global/ or a level",
+                )
 
 
 @register_check(ENVIRONMENT)
@@ -371,8 +400,9 @@ def _layers(tree: TreeCheck) -> None:
         for name, is_folder in tree.children(level):
             where = f"{level}/{name}"
             if not is_folder:
-                tree.report(where, f"level folder {level}/ holds only one folder per level "
-                                   "value, not files")
+                tree.report(
+                    where, f"level folder {level}/ holds only one folder per level value, not files"
+                )
                 continue
             try:
                 check_level_value(name, level)
@@ -386,16 +416,19 @@ def _check_scope(tree: TreeCheck, folder: str) -> None:
     """`folder` (`global` or `<level>/<value>`) holds only values/ and overrides/ documents."""
     for name, is_folder in tree.children(folder):
         if name not in KINDS or not is_folder:
-            tree.report(tree.first_file(f"{folder}/{name}"),
-                        f"{folder}/ may hold only the folders values/ and overrides/")
+            tree.report(
+                tree.first_file(f"{folder}/{name}"),
+                f"{folder}/ may hold only the folders values/ and overrides/",
+            )
     definitions = tree.memo("definitions", lambda: _attached_definitions(tree))
     for kind in KINDS:
         for path in tree.files_under(f"{folder}/{kind}"):
-            _check_resource_file(tree, path, path[len(folder) + len(kind) + 2:], definitions)
+            _check_resource_file(tree, path, path[len(folder) + len(kind) + 2 :], definitions)
 
 
-def _check_resource_file(tree: TreeCheck, path: str, name: str,
-                         definitions: dict[str, dict] | None) -> None:
+def _check_resource_file(
+    tree: TreeCheck, path: str, name: str, definitions: dict[str, dict] | None
+) -> None:
     if not name.endswith(".yaml"):
         tree.report(path, "resource files are named <resource>.yaml")
         return
@@ -406,8 +439,11 @@ def _check_resource_file(tree: TreeCheck, path: str, name: str,
         tree.report(path, exc.message)
         return
     if definitions is not None and resource not in definitions:
-        tree.report(path, f"resource {resource!r} is not defined by any component attached to "
-                          "this environment (environment.yaml components)")
+        tree.report(
+            path,
+            f"resource {resource!r} is not defined by any component attached to "
+            "this environment (environment.yaml components)",
+        )
         return
     doc = tree.mapping(path)
     if doc is None or definitions is None:
@@ -417,8 +453,9 @@ def _check_resource_file(tree: TreeCheck, path: str, name: str,
     except ValidationFailed as exc:
         problems = [{"file": path, "message": exc.message}]
     for problem in problems:
-        tree.report(problem["file"], problem["message"], key=problem.get("key"),
-                    line=problem.get("line"))
+        tree.report(
+            problem["file"], problem["message"], key=problem.get("key"), line=problem.get("line")
+        )
 
 
 def _attached_definitions(tree: TreeCheck) -> dict[str, dict] | None:
@@ -467,7 +504,7 @@ def _catalog_documents(tree: TreeCheck) -> None:
 
 
 def _check_component(tree: TreeCheck, path: str, doc: dict, seen: dict[int, str]) -> None:
-    stem = path[len("components/"): -len(".yaml")]
+    stem = path[len("components/") : -len(".yaml")]
     try:
         check_identifier(stem, "component name")
     except InvalidInput as exc:
@@ -496,8 +533,9 @@ def _check_definitions(tree: TreeCheck, path: str, doc: dict, seen: dict[str, di
         _check_definition(tree, path, key, definition, seen)
 
 
-def _check_definition(tree: TreeCheck, path: str, key: str, definition: dict,
-                      seen: dict[str, dict]) -> None:
+def _check_definition(
+    tree: TreeCheck, path: str, key: str, definition: dict, seen: dict[str, dict]
+) -> None:
     did, name = definition.get("id"), definition.get("name")
     if isinstance(did, bool) or not isinstance(did, int) or did < 1:
         tree.report(path, f"must be a positive integer, not {did!r}", key=f"{key}.id")
@@ -508,8 +546,11 @@ def _check_definition(tree: TreeCheck, path: str, key: str, definition: dict,
     try:
         check_resource_name(name)
         if name in seen["names"]:
-            tree.report(path, f"resource {name!r} is also defined in {seen['names'][name]}",
-                        key=f"{key}.name")
+            tree.report(
+                path,
+                f"resource {name!r} is also defined in {seen['names'][name]}",
+                key=f"{key}.name",
+            )
         seen["names"][name] = path
     except InvalidInput as exc:
         tree.report(path, exc.message, key=f"{key}.name")
@@ -517,8 +558,9 @@ def _check_definition(tree: TreeCheck, path: str, key: str, definition: dict,
     if schema is not None:
         _check_schema(tree, path, f"{key}.schema", schema, str(name))
     secret_keys = definition.get("secret_keys")
-    if secret_keys is not None and (not isinstance(secret_keys, list)
-                                    or not all(isinstance(k, str) for k in secret_keys)):
+    if secret_keys is not None and (
+        not isinstance(secret_keys, list) or not all(isinstance(k, str) for k in secret_keys)
+    ):
         tree.report(path, "must be a list of strings", key=f"{key}.secret_keys")
 
 
@@ -562,5 +604,6 @@ def _check_text(text: str, where: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{where} holds a string that is not valid Unicode "
-                           f"({exc.reason})") from exc
+        raise InvalidInput(
+            f"{where} holds a string that is not valid Unicode ({exc.reason})"
+        ) from exc

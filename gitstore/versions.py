@@ -42,9 +42,17 @@ class Versions:
         return self._store.environment_repo(env_id)
 
     # -- reading ---------------------------------------------------------------------------
-    def history(self, env_id: int, *, path: str | None = None, resource: str | None = None,
-                key: str | None = None, limit: Any = None, since: str | None = None,
-                version: str | None = None) -> Served:
+    def history(
+        self,
+        env_id: int,
+        *,
+        path: str | None = None,
+        resource: str | None = None,
+        key: str | None = None,
+        limit: Any = None,
+        since: str | None = None,
+        version: str | None = None,
+    ) -> Served:
         """Commits that changed what is asked, newest first (see docs/versions.md)."""
         repo = self._repo(env_id)
         start = _snapshot(repo, version, "version")
@@ -59,8 +67,9 @@ class Versions:
         masked: tuple[str, ...] = ()
         if key is not None and pairs is not None:
             if name is None:
-                raise InvalidInput("the history of an effective value needs resource=",
-                                   key="resource")
+                raise InvalidInput(
+                    "the history of an effective value needs resource=", key="resource"
+                )
             entries = value_history(repo, walk, pairs, name, key)
             rules = self._store.secrets.rules_of(view)(layer_file(None, "values", name))
             entries, found = secret_masks.mask_history(entries, rules, key)
@@ -69,8 +78,15 @@ class Versions:
             entries = change_log(repo, walk, pairs, name, key)  # key names only, no values
         return Served({"entries": entries}, start.commit_id, start.version, masked=masked)
 
-    def diff(self, env_id: int, source: str | None, target: str | None = None, *,
-             levels: Sequence[str] = (), resource: str | None = None) -> Served:
+    def diff(
+        self,
+        env_id: int,
+        source: str | None,
+        target: str | None = None,
+        *,
+        levels: Sequence[str] = (),
+        resource: str | None = None,
+    ) -> Served:
         """Effective values that differ between versions `source` and `target` (default head).
 
         `levels` names the scopes to compare (`nodes=1`, `role/compute/nodes/1`); by default
@@ -86,15 +102,23 @@ class Versions:
         rules_of = self._store.secrets.rules_of(after)
         shown, masked = secret_masks.mask_scopes(
             diff_environment(before, after, scopes, name),
-            lambda resource: rules_of(layer_file(None, "values", resource)))
-        data = {"from": before.snapshot.commit_id, "to": after.snapshot.commit_id,
-                "scopes": shown}
-        return Served(data, after.snapshot.commit_id, after.snapshot.version,
-                      masked=tuple(masked))
+            lambda resource: rules_of(layer_file(None, "values", resource)),
+        )
+        data = {"from": before.snapshot.commit_id, "to": after.snapshot.commit_id, "scopes": shown}
+        return Served(data, after.snapshot.commit_id, after.snapshot.version, masked=tuple(masked))
 
-    def explain(self, env_id: int, pairs: LevelPairs, resource: str, key: str | None = None,
-                version: str | None = None, *, effective: bool = True, reveal: bool = False,
-                who: str | None = None) -> Served:
+    def explain(
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        key: str | None = None,
+        version: str | None = None,
+        *,
+        effective: bool = True,
+        reveal: bool = False,
+        who: str | None = None,
+    ) -> Served:
         """Every key path of an effective document with the layers behind it.
 
         Secret values are masked unless `reveal` (recorded in the audit log as made by `who`).
@@ -110,20 +134,28 @@ class Versions:
         inputs = ("explain", key, reveal, view.merge, *view.layer_inputs(pairs, name), *commits)
         secrets = self._store.secrets
         rules = secrets.rules_of(view)(layer_file(None, "values", name))
-        data, shown = secret_masks.mask_explain(data, rules,
-                                                secrets.opener(env_id) if reveal else None)
+        data, shown = secret_masks.mask_explain(
+            data, rules, secrets.opener(env_id) if reveal else None
+        )
         if reveal:
-            secrets.record_reveal(who, env_id, f"explain {scope_of(pairs)} {name}",
-                                  view.snapshot.commit_id, shown)
-        return Served(data, view.snapshot.commit_id, view.snapshot.version, inputs=inputs,
-                      masked=() if reveal else tuple(shown))
+            secrets.record_reveal(
+                who, env_id, f"explain {scope_of(pairs)} {name}", view.snapshot.commit_id, shown
+            )
+        return Served(
+            data,
+            view.snapshot.commit_id,
+            view.snapshot.version,
+            inputs=inputs,
+            masked=() if reveal else tuple(shown),
+        )
 
     # -- labels ----------------------------------------------------------------------------
     def labels(self, env_id: int) -> Served:
         repo = self._repo(env_id)
         head = repo.snapshot()
-        return Served([label_entity(repo, tag) for tag in repo.tags()], head.commit_id,
-                      head.version)
+        return Served(
+            [label_entity(repo, tag) for tag in repo.tags()], head.commit_id, head.version
+        )
 
     def create_label(self, env_id: int, body: Any, author: Author | None = None) -> Served:
         """Name a version (default: the head); Conflict if the name is taken."""
@@ -136,8 +168,7 @@ class Versions:
         message = _optional_text(body, "message") or f"label {name}"
         repo = self._repo(env_id)
         target = _snapshot(repo, _optional_text(body, "version"), "version")
-        tag = repo.create_tag(name, target.commit_id, author or self._store.default_author,
-                              message)
+        tag = repo.create_tag(name, target.commit_id, author or self._store.default_author, message)
         return Served(label_entity(repo, tag), target.commit_id, target.version)
 
     # -- revert ----------------------------------------------------------------------------
@@ -178,8 +209,9 @@ def _limit(raw: Any) -> int:
 
 def _optional_text(body: dict, field: str) -> str | None:
     value = body.get(field)
-    if value is not None and (not isinstance(value, str | int) or isinstance(value, bool)
-                              or not str(value).strip()):
+    if value is not None and (
+        not isinstance(value, str | int) or isinstance(value, bool) or not str(value).strip()
+    ):
         raise InvalidInput(f"field {field!r} must be a non-empty string", key=field)
     return None if value is None else str(value)
 
@@ -192,8 +224,9 @@ def _check_revert_body(body: Any) -> tuple[str | None, str | None, list[str], st
         raise InvalidInput(f"unknown revert fields: {', '.join(unknown)}", key=unknown[0])
     to, commit = _optional_text(body, "to"), _optional_text(body, "commit")
     if (to is None) == (commit is None):
-        raise InvalidInput("give exactly one of 'to' (restore a version) or 'commit' (undo "
-                           "one commit)", key="to")
+        raise InvalidInput(
+            "give exactly one of 'to' (restore a version) or 'commit' (undo one commit)", key="to"
+        )
     if commit is not None and "paths" in body:
         raise InvalidInput("'paths' goes with 'to', not with 'commit'", key="paths")
     return to, commit, _check_paths(body.get("paths")), _optional_text(body, "message")
@@ -219,8 +252,9 @@ def _check_paths(paths: Any) -> list[str]:
 
 def _restore(target: Snapshot, paths: list[str], message: str | None):
     what = ", ".join(paths) if paths else "the environment"
-    message = message or (f"revert: restore {what} to version {target.version} "
-                          f"({target.commit_id[:12]})")
+    message = message or (
+        f"revert: restore {what} to version {target.version} ({target.commit_id[:12]})"
+    )
 
     def operation(head: Snapshot) -> ChangeSet:
         changes = ChangeSet(message)
@@ -228,8 +262,9 @@ def _restore(target: Snapshot, paths: list[str], message: str | None):
         for path in names:
             graft = target.graft(path)
             if graft is None and paths and not head.exists(path):
-                raise NotFound(f"path {path!r} exists neither at version {target.version} "
-                               "nor now", path=path)
+                raise NotFound(
+                    f"path {path!r} exists neither at version {target.version} nor now", path=path
+                )
             if graft is None:
                 changes.delete(path)
             else:
@@ -264,7 +299,8 @@ def _check_mapping(repo: Repository, path: str, graft: Graft, commit_id: str) ->
     try:
         doc = repo.blob_yaml(graft.object_id, path)
     except GitstoreError as exc:
-        raise Conflict(f"undoing commit {commit_id} leaves {path} unreadable: {exc}",
-                       path=path) from exc
+        raise Conflict(
+            f"undoing commit {commit_id} leaves {path} unreadable: {exc}", path=path
+        ) from exc
     if doc is not None and not isinstance(doc, dict):
         raise Conflict(f"undoing commit {commit_id} leaves {path} not a mapping", path=path)

@@ -29,6 +29,7 @@ class _Dumper(_BaseDumper):
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
+
 _UNPARSED = object()
 #: How PyYAML resolves a plain scalar (YAML 1.1), to know which strings need quotes.
 _PLAIN = yaml.resolver.Resolver()
@@ -78,7 +79,8 @@ class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
                 continue  # unhashable keys are refused by the base constructor
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is repeated in one mapping", key_node.start_mark)
+                    None, None, f"key {key!r} is repeated in one mapping", key_node.start_mark
+                )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -98,8 +100,7 @@ def load_strict(data: bytes | str, *, path: str) -> Any:
             found["line"] = mark.line + 1
         found["message"] = f"YAML does not parse: {problem}"
         where = f" line {found['line']}" if "line" in found else ""
-        raise InvalidInput(f"{path}:{where} {found['message']}", path=path,
-                           errors=[found]) from exc
+        raise InvalidInput(f"{path}:{where} {found['message']}", path=path, errors=[found]) from exc
 
 
 def load_all_first(data: bytes | str, *, path: str = "<stdin>") -> tuple[Any, int]:
@@ -267,8 +268,11 @@ def _splice(old_bytes: bytes, plain: Any, new: dict) -> bytes | None:
     if chunks is None or len(chunks) != len(plain):
         return None
     kept = dict(zip(plain, chunks, strict=True))
-    out = [kept[key] if _same(value, new[key]) else dump({key: new[key]})
-           for key, value in plain.items() if key in new]
+    out = [
+        kept[key] if _same(value, new[key]) else dump({key: new[key]})
+        for key, value in plain.items()
+        if key in new
+    ]
     out += [dump({key: value}) for key, value in new.items() if key not in plain]
     return b"".join(out)
 

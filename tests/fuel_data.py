@@ -13,8 +13,15 @@ RELEASE = FUEL / "release-newton-10.0.yaml"
 RELEASE_GRAPH = FUEL / "release-graph-newton-10.0.yaml"
 
 #: The fields of a release body (POST /api/v1/releases) that Fuel's release file provides.
-RELEASE_FIELDS = ("name", "version", "operating_system", "state", "description",
-                  "roles_metadata", "tags_metadata")
+RELEASE_FIELDS = (
+    "name",
+    "version",
+    "operating_system",
+    "state",
+    "description",
+    "roles_metadata",
+    "tags_metadata",
+)
 
 
 def newton_release() -> dict:

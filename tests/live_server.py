@@ -42,13 +42,25 @@ def free_port() -> int:
 def isolated_env(home: Path, **extra: str) -> dict[str, str]:
     """The test process's environment without git or gitstore settings, HOME in `home`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITSTORE_"))}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1",
-               GIT_TERMINAL_PROMPT="0", **extra)
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_TERMINAL_PROMPT="0",
+        **extra,
+    )
     return env
 
 
-def wait_until_answers(process: subprocess.Popen, url: str, log: Path, *, probe: str = PROBE,
-                       verify: bool | str = True, cert: tuple[str, str] | None = None) -> None:
+def wait_until_answers(
+    process: subprocess.Popen,
+    url: str,
+    log: Path,
+    *,
+    probe: str = PROBE,
+    verify: bool | str = True,
+    cert: tuple[str, str] | None = None,
+) -> None:
     """Poll `url + probe` until the server answers anything; fail with its log otherwise.
 
     A refused connection and a read timeout both mean "not ready yet": gunicorn listens before
@@ -96,8 +108,9 @@ def threaded_app_server() -> Iterator[tuple[Dispatch, str]]:
     """Real HTTP on a free loopback port, served by werkzeug in a thread of this process."""
     dispatch = Dispatch()
     httpd = make_server("127.0.0.1", 0, dispatch, threaded=True)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield dispatch, f"http://127.0.0.1:{httpd.server_port}"

@@ -131,8 +131,7 @@ def check(tokens: list[str]) -> tuple[str, list[str]]:
     return " ".join(path), problems
 
 
-def _check_option(command: click.Command, token: str, path: list[str],
-                  problems: list[str]) -> bool:
+def _check_option(command: click.Command, token: str, path: list[str], problems: list[str]) -> bool:
     """Record an unknown option; whether the (last) option named takes a value."""
     takes_value = False
     for name in token.split("=", 1)[0].split("/"):  # --reprovision/--no-reprovision
@@ -182,18 +181,20 @@ def test_every_documented_invocation_exists(cli_doc):
 
 
 def test_the_reader_catches_drift():
-    doc = "\n".join([
-        "```console",
-        "$ gitstore --root /srv/s graph lst --env 1",
-        "$ gitstore config get --env 1 --colour red | jq .",
-        "$ T=$(gitstore --nope env list)",
-        "```",
-        "```",
-        "gitstore tag list (--env ID | --cluster ID)",
-        "gitstore COMMAND --help",
-        "```",
-        "Prose: `gitstore secrets rotate --no-old-key`.",
-    ])
+    doc = "\n".join(
+        [
+            "```console",
+            "$ gitstore --root /srv/s graph lst --env 1",
+            "$ gitstore config get --env 1 --colour red | jq .",
+            "$ T=$(gitstore --nope env list)",
+            "```",
+            "```",
+            "gitstore tag list (--env ID | --cluster ID)",
+            "gitstore COMMAND --help",
+            "```",
+            "Prose: `gitstore secrets rotate --no-old-key`.",
+        ]
+    )
     problems = [p for _line, _path, found in doc_invocations(doc, inline=True) for p in found]
     assert problems == [
         "gitstore graph has no command 'lst'",
@@ -219,8 +220,11 @@ def test_every_in_page_link_reaches_a_heading(cli_doc):
 
 
 def test_the_cli_readme_lists_every_module():
-    rows = [line for line in CLI_README.read_text(encoding="utf-8").splitlines()
-            if line.startswith("| `")]
+    rows = [
+        line
+        for line in CLI_README.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `")
+    ]
     listed = {re.match(r"\| `([\w.]+)`", row).group(1) for row in rows}
     modules = {path.name for path in (ROOT / "cli").glob("*.py") if path.name != "__init__.py"}
     assert sorted(modules - listed) == [], "modules missing from cli/README.md"

@@ -64,8 +64,12 @@ IMPORTS = {module: _imports(module, path) for module, path in MODULES}
 
 
 def _offenders(importer_allowed, imported) -> list[str]:
-    return sorted(f"{module} imports {name}" for module, names in IMPORTS.items()
-                  for name in names if imported(name) and not importer_allowed(module))
+    return sorted(
+        f"{module} imports {name}"
+        for module, names in IMPORTS.items()
+        for name in names
+        if imported(name) and not importer_allowed(module)
+    )
 
 
 def test_the_project_has_modules_to_check():
@@ -73,14 +77,20 @@ def test_the_project_has_modules_to_check():
 
 
 def test_only_the_backend_imports_pygit2():
-    assert _offenders(lambda m: _within(m, "gitstore.backend"),
-                      lambda n: _within(n, "pygit2")) == []
+    assert (
+        _offenders(lambda m: _within(m, "gitstore.backend"), lambda n: _within(n, "pygit2")) == []
+    )
 
 
 def test_only_the_api_and_webhooks_import_flask():
     allowed = ("gitstore.api", "webhooks")
-    assert _offenders(lambda m: any(_within(m, p) for p in allowed),
-                      lambda n: _within(n, "flask") or _within(n, "werkzeug")) == []
+    assert (
+        _offenders(
+            lambda m: any(_within(m, p) for p in allowed),
+            lambda n: _within(n, "flask") or _within(n, "werkzeug"),
+        )
+        == []
+    )
 
 
 def test_only_the_cli_imports_click():
@@ -89,10 +99,15 @@ def test_only_the_cli_imports_click():
 
 def test_merge_is_pure():
     allowed = ("gitstore.merge", "gitstore.errors")
-    found = sorted(f"{module} imports {name}" for module, names in IMPORTS.items()
-                   if _within(module, "gitstore.merge") for name in names
-                   if _within(name, "gitstore") and name != "gitstore"
-                   and not any(_within(name, p) for p in allowed))
+    found = sorted(
+        f"{module} imports {name}"
+        for module, names in IMPORTS.items()
+        if _within(module, "gitstore.merge")
+        for name in names
+        if _within(name, "gitstore")
+        and name != "gitstore"
+        and not any(_within(name, p) for p in allowed)
+    )
     assert found == []
 
 
@@ -100,16 +115,19 @@ def test_the_library_never_imports_its_front_ends():
     def front_end(name: str) -> bool:
         return _within(name, "cli") or _within(name, "webhooks") or _within(name, "gitstore.api")
 
-    assert _offenders(lambda m: not _within(m, "gitstore") or _within(m, "gitstore.api"),
-                      front_end) == []
-    assert _offenders(lambda m: not _within(m, "gitstore.api"),
-                      lambda n: _within(n, "cli")) == []
+    assert (
+        _offenders(lambda m: not _within(m, "gitstore") or _within(m, "gitstore.api"), front_end)
+        == []
+    )
+    assert _offenders(lambda m: not _within(m, "gitstore.api"), lambda n: _within(n, "cli")) == []
 
 
 def test_the_import_reader_resolves_relative_imports(tmp_path):
     module = tmp_path / "effective.py"
-    module.write_text("from ..backend import repository\nfrom . import diff\nimport pygit2\n"
-                      "if True:\n    from flask import request\n")
+    module.write_text(
+        "from ..backend import repository\nfrom . import diff\nimport pygit2\n"
+        "if True:\n    from flask import request\n"
+    )
     names = _imports("gitstore.merge.effective", module)
     assert {"gitstore.backend.repository", "gitstore.merge.diff", "pygit2", "flask"} <= names
     package = tmp_path / "__init__.py"
@@ -136,13 +154,18 @@ def _app_routes(store) -> set[tuple[str, str]]:
 
 def _documented() -> set[tuple[str, str]]:
     spec = yaml.safe_load(OPENAPI.read_text())
-    return {(path.rstrip("/") or "/", method) for path, item in (spec.get("paths") or {}).items()
-            for method in item if method in HTTP_METHODS}
+    return {
+        (path.rstrip("/") or "/", method)
+        for path, item in (spec.get("paths") or {}).items()
+        for method in item
+        if method in HTTP_METHODS
+    }
 
 
 def test_rule_paths_normalise_like_openapi():
     assert _CONVERTER.sub(r"{\1}", "/e/<int:env_id>/<path:rest>/<name>") == (
-        "/e/{env_id}/{rest}/{name}")
+        "/e/{env_id}/{rest}/{name}"
+    )
 
 
 def test_every_route_is_documented_in_openapi(store):
@@ -165,8 +188,11 @@ def test_openapi_is_a_valid_openapi_3_document():
 
 
 # -- errors --------------------------------------------------------------------------------
-ERROR_CLASSES = [cls for _, cls in inspect.getmembers(errors, inspect.isclass)
-                 if issubclass(cls, errors.GitstoreError) and cls.__module__ == errors.__name__]
+ERROR_CLASSES = [
+    cls
+    for _, cls in inspect.getmembers(errors, inspect.isclass)
+    if issubclass(cls, errors.GitstoreError) and cls.__module__ == errors.__name__
+]
 
 
 def test_there_are_error_classes():

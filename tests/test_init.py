@@ -25,8 +25,9 @@ def commits(repo) -> int:
 
 
 def effective(store: Store, node: str, resource: str = "astute", **query):
-    return store.config.read(1, [("nodes", node)], resource, "values",
-                             Query(effective=True, **query)).data
+    return store.config.read(
+        1, [("nodes", node)], resource, "values", Query(effective=True, **query)
+    ).data
 
 
 @pytest.fixture
@@ -73,8 +74,15 @@ def test_sample_loads_the_fuel_component(sample_root):
 def test_sample_loads_environment_1_with_three_nodes(sample_root):
     store = Store(sample_root)
     assert store.environments.list().data == [
-        {"id": 1, "name": "demo", "components": [1], "hierarchy_levels": ["nodes"],
-         "merge": "deep", "release": 1, "plugins": []}
+        {
+            "id": 1,
+            "name": "demo",
+            "components": [1],
+            "hierarchy_levels": ["nodes"],
+            "merge": "deep",
+            "release": 1,
+            "plugins": [],
+        }
     ]
     [level] = store.environments.levels(1).data
     assert level["name"] == "nodes"

@@ -25,15 +25,18 @@ def test_malformed_dotted_paths_are_invalid(key):
 
 
 # -- get -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("path, value", [
-    (["a", "b", "c"], 1),
-    (["a", "b"], {"c": 1}),
-    (["list", "0", "x"], 1),
-    (["list", 1], 2),
-    (["5"], "int key"),
-    ([5], "int key"),
-    ([], DOC),
-])
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        (["a", "b", "c"], 1),
+        (["a", "b"], {"c": 1}),
+        (["list", "0", "x"], 1),
+        (["list", 1], 2),
+        (["5"], "int key"),
+        ([5], "int key"),
+        ([], DOC),
+    ],
+)
 def test_get_path(path, value):
     assert keypaths.get_path(DOC, path) == value
 
@@ -42,15 +45,18 @@ def test_an_integer_segment_finds_a_string_key():
     assert keypaths.get_path({"a": {"0": "zero"}}, ["a", 0]) == "zero"
 
 
-@pytest.mark.parametrize("path, named", [
-    (["a", "x"], "a.x"),
-    (["list", "2"], "list.2"),
-    (["list", "-1"], "list.-1"),
-    (["list", "first"], "list.first"),
-    (["s", "deeper"], "s.deeper"),
-    (["list", "²"], "list.²"),  # a unicode digit is not an index, and no crash
-    (["list", "--1"], "list.--1"),
-])
+@pytest.mark.parametrize(
+    "path, named",
+    [
+        (["a", "x"], "a.x"),
+        (["list", "2"], "list.2"),
+        (["list", "-1"], "list.-1"),
+        (["list", "first"], "list.first"),
+        (["s", "deeper"], "s.deeper"),
+        (["list", "²"], "list.²"),  # a unicode digit is not an index, and no crash
+        (["list", "--1"], "list.--1"),
+    ],
+)
 def test_a_missing_key_or_index_is_a_conflict_naming_the_path(path, named):
     with pytest.raises(Conflict) as caught:
         keypaths.get_path(DOC, path)
@@ -58,9 +64,16 @@ def test_a_missing_key_or_index_is_a_conflict_naming_the_path(path, named):
 
 
 # -- batches: checking -----------------------------------------------------------------------
-@pytest.mark.parametrize("body", [
-    {"a": 1}, "a", [["a", 1], "b"], [("a", 1)], None,
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"a": 1},
+        "a",
+        [["a", 1], "b"],
+        [("a", 1)],
+        None,
+    ],
+)
 def test_a_body_that_is_not_a_list_of_lists_is_invalid(body):
     with pytest.raises(InvalidInput, match="list of key paths"):
         keypaths.check_batch(body, "set")
@@ -74,10 +87,17 @@ def test_paths_too_short_for_their_op_are_invalid():
     assert keypaths.check_batch([["a"]], "delete") == [["a"]]
 
 
-@pytest.mark.parametrize("body, op", [
-    ([[True, 1]], "set"), ([[1.5, 1]], "set"), ([[None, "x", 1]], "set"),
-    ([["a", None]], "delete"), ([["a", {"x": 1}]], "delete"), ([[False]], "delete"),
-])
+@pytest.mark.parametrize(
+    "body, op",
+    [
+        ([[True, 1]], "set"),
+        ([[1.5, 1]], "set"),
+        ([[None, "x", 1]], "set"),
+        ([["a", None]], "delete"),
+        ([["a", {"x": 1}]], "delete"),
+        ([[False]], "delete"),
+    ],
+)
 def test_segments_must_be_strings_or_integers(body, op):
     with pytest.raises(InvalidInput, match="segments must be strings or integers"):
         keypaths.check_batch(body, op)
@@ -94,19 +114,23 @@ def test_set_creates_missing_mappings():
 
 
 def test_set_replaces_values_and_indexes_lists():
-    doc = keypaths.apply_batch(DOC, "set", [["a", "b", "c", 2], ["list", "0", "x", 3],
-                                            ["list", 1, "two"], [5, "five"]])
+    doc = keypaths.apply_batch(
+        DOC, "set", [["a", "b", "c", 2], ["list", "0", "x", 3], ["list", 1, "two"], [5, "five"]]
+    )
     assert doc["a"]["b"]["c"] == 2
     assert doc["list"] == [{"x": 3}, "two"]
     assert doc[5] == "five" and "5" not in doc
 
 
-@pytest.mark.parametrize("path, named", [
-    (["s", "x", 1], "'s'"),                   # through a scalar
-    (["list", "5", "x", 1], "list.5"),        # a list index that does not exist
-    (["list", "2", 1], "list.2"),             # no append
-    (["list", "name", 1], "list.name"),       # a list has no keys
-])
+@pytest.mark.parametrize(
+    "path, named",
+    [
+        (["s", "x", 1], "'s'"),  # through a scalar
+        (["list", "5", "x", 1], "list.5"),  # a list index that does not exist
+        (["list", "2", 1], "list.2"),  # no append
+        (["list", "name", 1], "list.name"),  # a list has no keys
+    ],
+)
 def test_set_refuses_to_walk_through_scalars_or_missing_indexes(path, named):
     with pytest.raises(Conflict) as caught:
         keypaths.apply_batch(DOC, "set", [path])
@@ -120,10 +144,15 @@ def test_delete_removes_keys_and_list_items():
     assert 5 not in doc
 
 
-@pytest.mark.parametrize("path, named", [
-    (["a", "zz"], "a.zz"), (["nope", "x"], "nope"), (["list", 9], "list.9"),
-    (["s", "x"], "s.x"),
-])
+@pytest.mark.parametrize(
+    "path, named",
+    [
+        (["a", "zz"], "a.zz"),
+        (["nope", "x"], "nope"),
+        (["list", 9], "list.9"),
+        (["s", "x"], "s.x"),
+    ],
+)
 def test_delete_of_what_does_not_exist_is_a_conflict(path, named):
     with pytest.raises(Conflict) as caught:
         keypaths.apply_batch(DOC, "delete", [path])

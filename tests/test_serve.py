@@ -36,8 +36,13 @@ def start(root: Path, workdir: Path, *extra: str) -> Server:
     log = workdir / f"serve-{port}.log"
     args = [str(GITSTORE), "serve", "--root", str(root), "--port", str(port), *extra]
     with log.open("wb") as out:
-        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=isolated_env(workdir))
+        process = subprocess.Popen(
+            args,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=isolated_env(workdir),
+        )
     server = Server(f"http://127.0.0.1:{port}", port, process, log)
     wait_until_answers(process, server.url, log)
     return server
@@ -71,10 +76,14 @@ def test_runs_two_workers(server):
 
 
 def test_effective_values_by_node_id_and_by_fqdn(server):
-    by_id = requests.get(server.url + ASTUTE.format(node=1, kind="values"),
-                         params={"effective": ""}, timeout=10)
-    by_fqdn = requests.get(server.url + ASTUTE.format(node="node-1.domain.tld", kind="values"),
-                           params={"effective": ""}, timeout=10)
+    by_id = requests.get(
+        server.url + ASTUTE.format(node=1, kind="values"), params={"effective": ""}, timeout=10
+    )
+    by_fqdn = requests.get(
+        server.url + ASTUTE.format(node="node-1.domain.tld", kind="values"),
+        params={"effective": ""},
+        timeout=10,
+    )
     assert by_id.status_code == by_fqdn.status_code == 200
     assert by_id.headers["Content-Type"] == "application/json"
     assert by_id.headers["X-Gitstore-Commit"] == by_fqdn.headers["X-Gitstore-Commit"]
@@ -84,8 +93,7 @@ def test_effective_values_by_node_id_and_by_fqdn(server):
 
 def test_a_key_set_through_one_worker_is_read_by_every_worker(server):
     url = server.url + ASTUTE.format(node=2, kind="overrides")
-    put = requests.put(url + "/keys/set", json=[["nova", "cpu_allocation_ratio", 4.0]],
-                       timeout=10)
+    put = requests.put(url + "/keys/set", json=[["nova", "cpu_allocation_ratio", 4.0]], timeout=10)
     assert put.status_code == 204
     commit = put.headers["X-Gitstore-Commit"]
     effective = server.url + ASTUTE.format(node="node-2.domain.tld", kind="values")
@@ -133,9 +141,14 @@ def test_sigterm_stops_the_master_and_its_workers(sample_root, workdir):
 
 
 def test_serve_refuses_a_folder_that_is_not_a_store(tmp_path):
-    result = subprocess.run([str(GITSTORE), "serve", "--root", str(tmp_path)],
-                            capture_output=True, text=True, timeout=30,
-                            env=isolated_env(tmp_path), stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [str(GITSTORE), "serve", "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=isolated_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+    )
     assert result.returncode == 1
     assert "is not a gitstore root" in result.stderr
     assert "Traceback" not in result.stderr

@@ -44,8 +44,9 @@ def test_load_mapping_accepts_mappings_and_empty_files():
     assert yamlio.load_mapping(b"# only a comment\n", path="f.yaml") == {}
 
 
-@pytest.mark.parametrize("data, kind", [(b"- 1\n", "list"), (b"just text\n", "str"),
-                                        (b"42\n", "int")])
+@pytest.mark.parametrize(
+    "data, kind", [(b"- 1\n", "list"), (b"just text\n", "str"), (b"42\n", "int")]
+)
 def test_a_document_that_is_not_a_mapping_is_invalid_input(data, kind):
     with pytest.raises(InvalidInput, match=f"nodes/1/values/r.yaml: .* not {kind}"):
         yamlio.load_mapping(data, path="nodes/1/values/r.yaml")
@@ -79,11 +80,20 @@ def test_comments_key_order_and_quotes_survive_a_rewrite():
     new = {"b": 2, "a": {"x": "quoted", "y": "single"}, "list": ["one", "two"], "c": "new"}
     text = yamlio.rewrite(COMMENTED, new).decode()
     assert yamlio.load(text) == new
-    for kept in ("# Deployment facts for the controller nodes.", "# why b is one",
-                 "# nested comment", 'x: "quoted"', "y: 'single'"):
+    for kept in (
+        "# Deployment facts for the controller nodes.",
+        "# why b is one",
+        "# nested comment",
+        'x: "quoted"',
+        "y: 'single'",
+    ):
         assert kept in text
     assert [line.split(":")[0] for line in text.splitlines() if line[:1].isalpha()] == [
-        "b", "a", "list", "c"]
+        "b",
+        "a",
+        "list",
+        "c",
+    ]
 
 
 def test_a_removed_key_goes_and_the_others_keep_their_comments():
@@ -94,35 +104,47 @@ def test_a_removed_key_goes_and_the_others_keep_their_comments():
 
 
 def test_a_file_without_comments_keeps_the_text_of_unchanged_entries():
-    old = b"hand: {written: [1, 2]}\nquoted: \"text\"\nchanged: 1\ngone: 0\n"
-    new = {"quoted": "text", "changed": {"now": "nested"}, "hand": {"written": [1, 2]},
-           "added": [1]}
+    old = b'hand: {written: [1, 2]}\nquoted: "text"\nchanged: 1\ngone: 0\n'
+    new = {
+        "quoted": "text",
+        "changed": {"now": "nested"},
+        "hand": {"written": [1, 2]},
+        "added": [1],
+    }
     out = yamlio.rewrite(old, new)
-    assert out == (b"hand: {written: [1, 2]}\nquoted: \"text\"\nchanged:\n  now: nested\n"
-                   b"added:\n- 1\n")
+    assert out == (
+        b'hand: {written: [1, 2]}\nquoted: "text"\nchanged:\n  now: nested\nadded:\n- 1\n'
+    )
     assert yamlio.load(out) == new
 
 
-@pytest.mark.parametrize("old", [
-    b"base: &b {x: 1}\nuse: *b\nother: 1\n",          # anchors: a kept entry may name one
-    b"---\na: 1\nb: 2\n",                              # a document marker
-    b"a: 1\nb: 2",                                     # no newline at the end
-    b'a: "runs\nb: on"\nc: 1\n',                       # a quoted scalar back at column 0
-    b"? complex\n: key\na: 1\n",                       # an explicit key
-    b"  a: 1\n  b: 2\n",                               # an indented mapping
-    b"a: 1\n- not a mapping\n",                        # does not parse
-    b"- a list\n",                                     # not a mapping
-])
+@pytest.mark.parametrize(
+    "old",
+    [
+        b"base: &b {x: 1}\nuse: *b\nother: 1\n",  # anchors: a kept entry may name one
+        b"---\na: 1\nb: 2\n",  # a document marker
+        b"a: 1\nb: 2",  # no newline at the end
+        b'a: "runs\nb: on"\nc: 1\n',  # a quoted scalar back at column 0
+        b"? complex\n: key\na: 1\n",  # an explicit key
+        b"  a: 1\n  b: 2\n",  # an indented mapping
+        b"a: 1\n- not a mapping\n",  # does not parse
+        b"- a list\n",  # not a mapping
+    ],
+)
 def test_unusual_files_are_rewritten_correctly(old):
     new = {"a": 5, "b": "two", "use": {"x": 1}}
     assert yamlio.load(yamlio.rewrite(old, new)) == new
 
 
 _keys = st.sampled_from(["a", "b", "c", "--d", "yes", "1", "key with space", "ü"])
-_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(-2, 2),
-                     st.text(max_size=8))
-_values = st.recursive(_scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(_keys, inner, max_size=3)), max_leaves=8)
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), st.floats(-2, 2), st.text(max_size=8)
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_keys, inner, max_size=3)),
+    max_leaves=8,
+)
 _documents = st.dictionaries(_keys, _values, max_size=6)
 
 
@@ -141,8 +163,13 @@ def test_any_rewrite_reads_back_as_the_new_document(old, new, comment):
 
 
 def test_strings_that_yaml_1_1_reads_as_other_types_stay_strings_next_to_comments():
-    new = {"b": "yes", "a": {"x": "on", "y": "single"}, "list": ["0777", "1_000"],
-           "no": "off", "when": "2024-01-01"}
+    new = {
+        "b": "yes",
+        "a": {"x": "on", "y": "single"},
+        "list": ["0777", "1_000"],
+        "no": "off",
+        "when": "2024-01-01",
+    }
     text = yamlio.rewrite(COMMENTED, new)
     assert _exactly(yamlio.load(text)) == _exactly(new)
     assert b"# why b is one" in text and b"# nested comment" in text

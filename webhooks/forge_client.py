@@ -23,8 +23,15 @@ _DESCRIPTION_LIMIT = 140  # GitHub refuses longer status descriptions
 class ForgeClient:
     """Comments and commit statuses on one forge, authenticated with one token."""
 
-    def __init__(self, forge: str, api_url: str, token: str, *, cafile: str | None = None,
-                 timeout: float = TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self,
+        forge: str,
+        api_url: str,
+        token: str,
+        *,
+        cafile: str | None = None,
+        timeout: float = TIMEOUT_SECONDS,
+    ) -> None:
         if forge not in (GITHUB, GITLAB, GITEA):
             raise ValueError(f"unknown forge {forge!r}")
         self.forge = forge
@@ -46,12 +53,18 @@ class ForgeClient:
         description = description[:_DESCRIPTION_LIMIT]
         if self.forge == GITLAB:
             path = f"/projects/{quote(repo, safe='')}/statuses/{quote(sha, safe='')}"
-            payload = {"state": "success" if ok else "failed", "name": CONTEXT,
-                       "description": description}
+            payload = {
+                "state": "success" if ok else "failed",
+                "name": CONTEXT,
+                "description": description,
+            }
         else:
             path = f"/repos/{_owner_name(repo)}/statuses/{quote(sha, safe='')}"
-            payload = {"state": "success" if ok else "failure", "context": CONTEXT,
-                       "description": description}
+            payload = {
+                "state": "success" if ok else "failure",
+                "context": CONTEXT,
+                "description": description,
+            }
         self._post(path, payload)
 
     def _headers(self) -> dict[str, str]:
@@ -67,16 +80,22 @@ class ForgeClient:
         return headers
 
     def _post(self, path: str, payload: dict) -> None:
-        request = urllib.request.Request(self.api_url + path, method="POST",
-                                         data=json.dumps(payload).encode("utf-8"),
-                                         headers=self._headers())
+        request = urllib.request.Request(
+            self.api_url + path,
+            method="POST",
+            data=json.dumps(payload).encode("utf-8"),
+            headers=self._headers(),
+        )
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout,
-                                        context=self._context) as response:
+            with urllib.request.urlopen(
+                request, timeout=self._timeout, context=self._context
+            ) as response:
                 response.read()
         except urllib.error.HTTPError as exc:
-            raise Unavailable(f"{self.forge} API {path} answered {exc.code}: "
-                              f"{exc.read()[:200].decode('utf-8', 'replace')}") from exc
+            raise Unavailable(
+                f"{self.forge} API {path} answered {exc.code}: "
+                f"{exc.read()[:200].decode('utf-8', 'replace')}"
+            ) from exc
         except (urllib.error.URLError, OSError) as exc:
             raise Unavailable(f"{self.forge} API at {self.api_url} is unreachable: {exc}") from exc
 

@@ -25,11 +25,22 @@ GITHUB, GITLAB, GITEA = FORGES
 PUSH, PULL_REQUEST, PING, OTHER = "push", "pull_request", "ping", "other"
 
 #: Pull-request actions that bring new commits to review.
-_REVIEW_ACTIONS = {"opened", "reopened", "synchronize", "synchronized", "open", "reopen",
-                   "update"}
+_REVIEW_ACTIONS = {"opened", "reopened", "synchronize", "synchronized", "open", "reopen", "update"}
 _EVENT_HEADERS = {GITHUB: "X-GitHub-Event", GITEA: "X-Gitea-Event", GITLAB: "X-Gitlab-Event"}
-_URL_FIELDS = ("clone_url", "ssh_url", "git_url", "html_url", "git_http_url", "git_ssh_url",
-               "http_url", "ssh_url_to_repo", "http_url_to_repo", "web_url", "url", "homepage")
+_URL_FIELDS = (
+    "clone_url",
+    "ssh_url",
+    "git_url",
+    "html_url",
+    "git_http_url",
+    "git_ssh_url",
+    "http_url",
+    "ssh_url_to_repo",
+    "http_url_to_repo",
+    "web_url",
+    "url",
+    "homepage",
+)
 
 
 @dataclass(frozen=True)
@@ -59,8 +70,11 @@ def has_signature(forge: str, headers: Mapping[str, str]) -> bool:
 
 
 def _signature_headers(forge: str) -> tuple[str, ...]:
-    return {GITHUB: ("X-Hub-Signature-256",), GITLAB: ("X-Gitlab-Token",),
-            GITEA: ("X-Gitea-Signature", "X-Hub-Signature-256")}[forge]
+    return {
+        GITHUB: ("X-Hub-Signature-256",),
+        GITLAB: ("X-Gitlab-Token",),
+        GITEA: ("X-Gitea-Signature", "X-Hub-Signature-256"),
+    }[forge]
 
 
 def verify(forge: str, headers: Mapping[str, str], body: bytes, secret: str) -> bool:
@@ -116,8 +130,12 @@ def _kind(forge: str, headers: Mapping[str, str], data: dict) -> str:
     name = (headers.get(_EVENT_HEADERS[forge]) or "").strip().lower()
     if forge == GITLAB:
         name = str(data.get("object_kind") or name.removesuffix(" hook").replace(" ", "_"))
-    return {"push": PUSH, "pull_request": PULL_REQUEST, "merge_request": PULL_REQUEST,
-            "ping": PING}.get(name, OTHER)
+    return {
+        "push": PUSH,
+        "pull_request": PULL_REQUEST,
+        "merge_request": PULL_REQUEST,
+        "ping": PING,
+    }.get(name, OTHER)
 
 
 def _pull_request(forge: str, data: dict, urls: list[str]) -> Event:
@@ -125,10 +143,18 @@ def _pull_request(forge: str, data: dict, urls: list[str]) -> Event:
     number = _integer(data.get("number", pr.get("number")), "number")
     head, base = _mapping(pr, "head"), _mapping(pr, "base")
     repo = _mapping(data, "repository")
-    return Event(forge, PULL_REQUEST, urls, number=number, action=_text(data, "action"),
-                 head_ref=f"refs/pull/{number}/head", head_sha=_text(head, "sha"),
-                 base_branch=_text(base, "ref"), base_sha=_text(base, "sha"),
-                 api_repo=_text(repo, "full_name"))
+    return Event(
+        forge,
+        PULL_REQUEST,
+        urls,
+        number=number,
+        action=_text(data, "action"),
+        head_ref=f"refs/pull/{number}/head",
+        head_sha=_text(head, "sha"),
+        base_branch=_text(base, "ref"),
+        base_sha=_text(base, "sha"),
+        api_repo=_text(repo, "full_name"),
+    )
 
 
 def _gitlab_merge_request(forge: str, data: dict, urls: list[str]) -> Event:
@@ -137,11 +163,18 @@ def _gitlab_merge_request(forge: str, data: dict, urls: list[str]) -> Event:
     diff_refs = attrs.get("diff_refs") if isinstance(attrs.get("diff_refs"), dict) else {}
     last = attrs.get("last_commit") if isinstance(attrs.get("last_commit"), dict) else {}
     project = _mapping(data, "project")
-    return Event(forge, PULL_REQUEST, urls, number=number, action=_text(attrs, "action"),
-                 head_ref=f"refs/merge-requests/{number}/head",
-                 head_sha=_text(diff_refs, "head_sha") or _text(last, "id"),
-                 base_branch=_text(attrs, "target_branch"), base_sha=_text(diff_refs, "base_sha"),
-                 api_repo=str(project.get("id")) if project.get("id") is not None else None)
+    return Event(
+        forge,
+        PULL_REQUEST,
+        urls,
+        number=number,
+        action=_text(attrs, "action"),
+        head_ref=f"refs/merge-requests/{number}/head",
+        head_sha=_text(diff_refs, "head_sha") or _text(last, "id"),
+        base_branch=_text(attrs, "target_branch"),
+        base_sha=_text(diff_refs, "base_sha"),
+        api_repo=str(project.get("id")) if project.get("id") is not None else None,
+    )
 
 
 def _mapping(data: dict, key: str) -> dict:

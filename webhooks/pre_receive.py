@@ -35,8 +35,10 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
                 messages.append(f"gitstore: {exc.message}")
                 continue
             count = len(exc.errors)
-            messages.append(f"gitstore: {name}: push to {ref} refused, commit {new[:12]} "
-                            f"has {count} problem{'s' if count > 1 else ''}:")
+            messages.append(
+                f"gitstore: {name}: push to {ref} refused, commit {new[:12]} "
+                f"has {count} problem{'s' if count > 1 else ''}:"
+            )
             messages.extend(f"gitstore:   {format_problem(p)}" for p in exc.errors)
     return messages
 
@@ -48,8 +50,10 @@ def main(stdin: TextIO = sys.stdin, stderr: TextIO = sys.stderr) -> int:
     except GitstoreError as exc:
         messages = [f"gitstore: push refused: {exc.message}"]
     except Exception as exc:  # noqa: BLE001 - fail closed: an unchecked push is never served
-        messages = [f"gitstore: push refused: the gate failed ({type(exc).__name__}: {exc}); "
-                    "this is a bug, please report it"]
+        messages = [
+            f"gitstore: push refused: the gate failed ({type(exc).__name__}: {exc}); "
+            "this is a bug, please report it"
+        ]
     for message in messages:
         print(message, file=stderr)
     return 1 if messages else 0

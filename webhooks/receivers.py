@@ -51,13 +51,17 @@ def _authenticate(forge: str, body: bytes, urls: list[str]) -> list[str]:
     """Names of the mirrors this request is for and signed by; Unauthorized if none."""
     headers = request.headers
     if not forges.has_signature(forge, headers):
-        raise Unauthorized(f"{forge} webhook without a signature: configure the mirror's secret "
-                           "in the forge's webhook settings")
+        raise Unauthorized(
+            f"{forge} webhook without a signature: configure the mirror's secret "
+            "in the forge's webhook settings"
+        )
     names = _store().gitops.authenticate_webhook(
-        forge, urls, lambda secret: forges.verify(forge, headers, body, secret), _env_arg())
+        forge, urls, lambda secret: forges.verify(forge, headers, body, secret), _env_arg()
+    )
     if not names:
-        raise Unauthorized(f"{forge} webhook signature does not verify for any mirror of this "
-                           "repository")
+        raise Unauthorized(
+            f"{forge} webhook signature does not verify for any mirror of this repository"
+        )
     return names
 
 
@@ -66,8 +70,9 @@ def _env_arg() -> int | None:
     if raw is None:
         return None
     if not raw.isdigit():
-        raise InvalidInput(f"query parameter 'env' must be an environment id, not {raw!r}",
-                           key="env")
+        raise InvalidInput(
+            f"query parameter 'env' must be an environment id, not {raw!r}", key="env"
+        )
     return int(raw)
 
 
@@ -80,16 +85,23 @@ def _push(name: str, event: forges.Event) -> dict:
 
 def _review(name: str, event: forges.Event) -> dict:
     gitops = _store().gitops
-    review = gitops.review_pull_request(name, event.number, event.head_ref, event.base_branch,
-                                        event.base_sha, event.head_sha)
+    review = gitops.review_pull_request(
+        name, event.number, event.head_ref, event.base_branch, event.base_sha, event.head_sha
+    )
     api_url, token = gitops.forge_api(name)
     posted = bool(api_url and token and event.api_repo)
     if posted:
         client = ForgeClient(event.forge, api_url, token)
         client.comment(event.api_repo, event.number, render_markdown(review))
         report = review.report
-        summary = ("valid" if report["valid"] else f"{len(report['errors'])} problems") + \
-            f"; {len(report['nodes_affected'])} nodes affected"
+        summary = (
+            "valid" if report["valid"] else f"{len(report['errors'])} problems"
+        ) + f"; {len(report['nodes_affected'])} nodes affected"
         client.status(event.api_repo, review.head, report["valid"], summary)
-    return {"repository": name, "base": review.base, "head": review.head, "posted": posted,
-            **review.report}
+    return {
+        "repository": name,
+        "base": review.base,
+        "head": review.head,
+        "posted": posted,
+        **review.report,
+    }

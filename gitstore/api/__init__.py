@@ -34,10 +34,24 @@ from gitstore.store import Store
 from webhooks import receivers as webhook_receivers
 
 #: Blueprints in registration order. Later issues add theirs here.
-BLUEPRINTS = [catalog.bp, environments.bp, values.bp, hiera.bp, versions.bp, batch.bp,
-              cluster_routes.bp, tag_routes.bp, graph_routes.bp, plan_routes.bp,
-              upgrade_routes.bp,
-              git_http.bp, status.bp, webhook_receivers.bp, access.bp, secret_routes.bp]
+BLUEPRINTS = [
+    catalog.bp,
+    environments.bp,
+    values.bp,
+    hiera.bp,
+    versions.bp,
+    batch.bp,
+    cluster_routes.bp,
+    tag_routes.bp,
+    graph_routes.bp,
+    plan_routes.bp,
+    upgrade_routes.bp,
+    git_http.bp,
+    status.bp,
+    webhook_receivers.bp,
+    access.bp,
+    secret_routes.bp,
+]
 
 
 def create_app(config: dict[str, Any] | None = None, store: Store | None = None) -> Flask:

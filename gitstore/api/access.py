@@ -24,8 +24,12 @@ def whoami():
     identity = g.identity
     if identity is None:
         return jsonify(user=None, roles=[], via=None, access_control=_access().exists())
-    return jsonify(user=identity.name, roles=[str(grant) for grant in identity.grants],
-                   via=identity.via, access_control=True)
+    return jsonify(
+        user=identity.name,
+        roles=[str(grant) for grant in identity.grants],
+        via=identity.via,
+        access_control=True,
+    )
 
 
 @bp.get("/users")

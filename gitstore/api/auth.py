@@ -47,8 +47,9 @@ log = logging.getLogger("gitstore.api.auth")
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="gitstore"'}
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Route families stored in catalog.git, shared by every environment.
-_CATALOG = frozenset({"components", "resource_definitions", "releases", "plugins", "templates",
-                      "roles", "plans"})
+_CATALOG = frozenset(
+    {"components", "resource_definitions", "releases", "plugins", "templates", "roles", "plans"}
+)
 _PER_ENVIRONMENT = frozenset({"environments", "clusters", "hiera"})
 _ENV_REPO_PREFIX = "environments/"
 _ID = re.compile(r"^[0-9]{1,18}$")
@@ -132,7 +133,7 @@ def _git_need(subpath: str, service: str | None) -> Need:
     push = rest == "/git-receive-pack" or service == "git-receive-pack"
     role = "writer" if push else "reader"
     if name.startswith(_ENV_REPO_PREFIX):
-        return Need((role,), int(name[len(_ENV_REPO_PREFIX):].removesuffix(".git")))
+        return Need((role,), int(name[len(_ENV_REPO_PREFIX) :].removesuffix(".git")))
     return Need((role,), None if push else ANY)  # catalog.git
 
 
@@ -145,8 +146,10 @@ def _authorise() -> None:
     access: AccessFile = current_app.extensions["gitstore.access"]
     if access.policy() is None:
         if current_app.config[ACCESS_REQUIRED]:
-            raise Unavailable(f"no access file at {access.path}: this server was started to "
-                              "require one; refusing every request")
+            raise Unavailable(
+                f"no access file at {access.path}: this server was started to "
+                "require one; refusing every request"
+            )
         return  # an open store
     identity = _identify(access, need)
     if identity is None:
@@ -164,12 +167,15 @@ def _identify(access: AccessFile, need: Need) -> Identity | None:
     if presented is None:
         if need.read_only and current_app.config[ANONYMOUS_READ]:
             return None
-        raise _challenge("authentication required: send HTTP Basic credentials, "
-                         "'Authorization: Bearer <token>' or 'X-Auth-Token: <token>'")
+        raise _challenge(
+            "authentication required: send HTTP Basic credentials, "
+            "'Authorization: Bearer <token>' or 'X-Auth-Token: <token>'"
+        )
     wait = failures.blocked_for(address)
     if wait:
-        error = TooManyRequests(f"too many failed authentications from {address}; "
-                                f"try again in {wait} s")
+        error = TooManyRequests(
+            f"too many failed authentications from {address}; try again in {wait} s"
+        )
         error.headers = {"Retry-After": str(wait)}
         raise error
     try:
@@ -178,8 +184,7 @@ def _identify(access: AccessFile, need: Need) -> Identity | None:
         return access.authenticate(presented)
     except Unauthorized as exc:
         failures.record(address)
-        log.warning("authentication failed from %s: %s (%s)", address, exc.message,
-                    _who(presented))
+        log.warning("authentication failed from %s: %s (%s)", address, exc.message, _who(presented))
         raise _challenge(exc.message) from None
 
 

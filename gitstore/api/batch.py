@@ -29,8 +29,9 @@ MAX_DOCUMENTS = 1000
 @bp.put("/<int:env_id>/documents")
 def write_documents(env_id: int):
     documents, message = parse_batch(json_body())
-    return written(current_app.extensions["gitstore"].config.write_many(
-        env_id, documents, message, author()))
+    return written(
+        current_app.extensions["gitstore"].config.write_many(env_id, documents, message, author())
+    )
 
 
 def parse_batch(body: Any) -> tuple[dict[tuple, dict], str]:
@@ -44,8 +45,9 @@ def parse_batch(body: Any) -> tuple[dict[tuple, dict], str]:
     for index, item in enumerate(items):
         address, document = _item(item, f"documents[{index}]")
         if address in batch:
-            raise InvalidInput(f"documents[{index}] repeats the address of an earlier item",
-                               key="documents")
+            raise InvalidInput(
+                f"documents[{index}] repeats the address of an earlier item", key="documents"
+            )
         batch[address] = document
     return batch, _message(body.get("message"), len(batch))
 
@@ -55,16 +57,18 @@ def _item(item: Any, where: str) -> tuple[tuple, dict]:
         raise InvalidInput(f"{where} must be an object", key=where)
     levels = item.get("levels", [])
     if not isinstance(levels, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p)
-            for p in levels):
-        raise InvalidInput(f"{where}.levels must be a list of [level, value] pairs",
-                           key=f"{where}.levels")
+        isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p) for p in levels
+    ):
+        raise InvalidInput(
+            f"{where}.levels must be a list of [level, value] pairs", key=f"{where}.levels"
+        )
     resource, kind = item.get("resource"), item.get("kind", "values")
     if not isinstance(resource, str) or not isinstance(kind, str):
         raise InvalidInput(f"{where}.resource and {where}.kind must be strings", key=where)
     if not isinstance(item.get("document"), dict):
-        raise InvalidInput(f"{where}.document must be an object (a mapping)",
-                           key=f"{where}.document")
+        raise InvalidInput(
+            f"{where}.document must be an object (a mapping)", key=f"{where}.document"
+        )
     pairs = tuple((level, value) for level, value in levels)
     return (pairs, resource, kind), item["document"]
 
@@ -72,8 +76,14 @@ def _item(item: Any, where: str) -> tuple[tuple, dict]:
 def _message(message: Any, count: int) -> str:
     if message is None:
         return f"config: write {count} documents"
-    if (not isinstance(message, str) or not message.strip() or len(message) > MAX_MESSAGE
-            or any(ord(c) < 32 for c in message)):
-        raise InvalidInput(f"'message' must be one printable line of at most {MAX_MESSAGE} "
-                           "characters", key="message")
+    if (
+        not isinstance(message, str)
+        or not message.strip()
+        or len(message) > MAX_MESSAGE
+        or any(ord(c) < 32 for c in message)
+    ):
+        raise InvalidInput(
+            f"'message' must be one printable line of at most {MAX_MESSAGE} characters",
+            key="message",
+        )
     return message

@@ -17,11 +17,18 @@ _OWNERS = {"releases": "releases", "plugins": "plugins"}
 def _each_owner(rule: str, methods: list[str]):
     """Register a view for `/releases<rule>` and `/plugins<rule>` (literal paths, one per
     kind, so the OpenAPI document can name each); the view gets `owners` as an argument."""
+
     def register(view):
         for owners in _OWNERS:
-            bp.add_url_rule(f"/{owners}{rule}", f"{view.__name__}_{owners}", view,
-                            methods=methods, defaults={"owners": owners})
+            bp.add_url_rule(
+                f"/{owners}{rule}",
+                f"{view.__name__}_{owners}",
+                view,
+                methods=methods,
+                defaults={"owners": owners},
+            )
         return view
+
     return register
 
 

@@ -17,9 +17,11 @@ def _store():
 @bp.get("")
 def list_environments():
     if version_arg() is not None:
-        raise InvalidInput("the environment list spans repositories and takes no 'version'; "
-                           "read one environment with /environments/<id>?version=...",
-                           key="version")
+        raise InvalidInput(
+            "the environment list spans repositories and takes no 'version'; "
+            "read one environment with /environments/<id>?version=...",
+            key="version",
+        )
     return served(_store().environments.list())
 
 

@@ -44,8 +44,10 @@ def split_path(subpath: str) -> tuple[str, str]:
     """`environments/1.git/info/refs` -> (`environments/1.git`, `/info/refs`); NotFound else."""
     match = _PATH.match(subpath)
     if match is None or "/../" in f"{match.group(2)}/" or "//" in match.group(2):
-        raise NotFound(f"no git repository at /git/{subpath}: use /git/catalog.git or "
-                       "/git/environments/<id>.git")
+        raise NotFound(
+            f"no git repository at /git/{subpath}: use /git/catalog.git or "
+            "/git/environments/<id>.git"
+        )
     return match.group(1), match.group(2)
 
 
@@ -59,11 +61,16 @@ def git(subpath: str):
 
 def _cgi_environ(root: Path, repo_path: Path, subpath: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_PROJECT_ROOT=str(Path(root).resolve()), GIT_HTTP_EXPORT_ALL="1",
-               PATH_INFO=f"/{subpath}", QUERY_STRING=request.query_string.decode("latin-1"),
-               REQUEST_METHOD=request.method, CONTENT_TYPE=request.content_type or "",
-               REMOTE_ADDR=request.remote_addr or "",
-               SERVER_PROTOCOL=request.environ.get("SERVER_PROTOCOL", "HTTP/1.1"))
+    env.update(
+        GIT_PROJECT_ROOT=str(Path(root).resolve()),
+        GIT_HTTP_EXPORT_ALL="1",
+        PATH_INFO=f"/{subpath}",
+        QUERY_STRING=request.query_string.decode("latin-1"),
+        REQUEST_METHOD=request.method,
+        CONTENT_TYPE=request.content_type or "",
+        REMOTE_ADDR=request.remote_addr or "",
+        SERVER_PROTOCOL=request.environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
+    )
     user = getattr(g, "user", None)
     if user:
         env["REMOTE_USER"] = str(user)
@@ -85,16 +92,20 @@ def _cgi_environ(root: Path, repo_path: Path, subpath: str) -> dict[str, str]:
 
 def _run_backend(env: dict[str, str]) -> Response:
     errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _finish when the body ends
-    proc = subprocess.Popen(["git", "http-backend"], env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=errors)
+    proc = subprocess.Popen(
+        ["git", "http-backend"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errors,
+    )
     pump = threading.Thread(target=_pump, args=(request.stream, proc.stdin), daemon=True)
     pump.start()
     status, headers = _read_headers(proc.stdout)
     if status is None:
         _finish(proc, errors)
         return error_response(502, "git http-backend produced no response")
-    return Response(_body(proc, errors), status=status, headers=headers,
-                    direct_passthrough=True)
+    return Response(_body(proc, errors), status=status, headers=headers, direct_passthrough=True)
 
 
 def _pump(source: IO[bytes], sink: IO[bytes]) -> None:

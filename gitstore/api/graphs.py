@@ -48,18 +48,26 @@ def _provenance(response: Response, result: Answer, catalog_only: bool) -> Respo
     if result.catalog_commit:
         response.headers[CATALOG_COMMIT] = result.catalog_commit
     args = request.args
-    pins = ([args.get("catalog_version") or args.get("version")] if catalog_only
-            else [args.get("version"), args.get("catalog_version")])
+    pins = (
+        [args.get("catalog_version") or args.get("version")]
+        if catalog_only
+        else [args.get("version"), args.get("catalog_version")]
+    )
     if "Cache-Control" in response.headers and not all(
-            _FULL_SHA.match((pin or "").strip()) for pin in pins):
+        _FULL_SHA.match((pin or "").strip()) for pin in pins
+    ):
         response.headers["Cache-Control"] = MOVING
     return response
 
 
 def _names(name: str) -> list[str]:
     """A comma-separated (or repeated) query parameter as a list of names."""
-    return [part.strip() for raw in request.args.getlist(name) for part in raw.split(",")
-            if part.strip()]
+    return [
+        part.strip()
+        for raw in request.args.getlist(name)
+        for part in raw.split(",")
+        if part.strip()
+    ]
 
 
 def _ids(name: str) -> list[int]:
@@ -75,8 +83,11 @@ def _graph_type() -> str:
 
 
 def _legacy() -> dict:
-    return {"start": request.args.get("start") or None, "end": request.args.get("end") or None,
-            "include": _names("include")}
+    return {
+        "start": request.args.get("start") or None,
+        "end": request.args.get("end") or None,
+        "include": _names("include"),
+    }
 
 
 # -- one owner's graphs -------------------------------------------------------------------------
@@ -100,8 +111,7 @@ def create_graph(owner: str, owner_id: int, graph_type: str):
 
 @each_owner(bp, "/deployment_graphs/<graph_type>", ["PUT"])
 def replace_graph(owner: str, owner_id: int, graph_type: str):
-    result = _store().graphs.replace(owner, owner_id, graph_type, json_body(),
-                                     author())
+    result = _store().graphs.replace(owner, owner_id, graph_type, json_body(), author())
     return _answer(result)
 
 
@@ -120,9 +130,13 @@ def delete_graph(owner: str, owner_id: int, graph_type: str):
 @bp.get("/graphs")
 def search_graphs():
     result = _store().graphs.search(
-        clusters=_ids("clusters_ids"), plugins=_ids("plugins_ids"),
-        releases=_ids("releases_ids"), types=_names("graph_types"),
-        related=flag("fetch_related"), **_versions())
+        clusters=_ids("clusters_ids"),
+        plugins=_ids("plugins_ids"),
+        releases=_ids("releases_ids"),
+        types=_names("graph_types"),
+        related=flag("fetch_related"),
+        **_versions(),
+    )
     return _answer(result)
 
 
@@ -148,16 +162,24 @@ def put_cluster_tasks(env_id: int):
 @bp.get("/releases/<int:release_id>/deployment_tasks")
 def release_tasks(release_id: int):
     result = _store().graphs.release_tasks(
-        release_id, _graph_type(), version=version_arg("catalog_version") or version_arg(),
-        **_legacy())
+        release_id,
+        _graph_type(),
+        version=version_arg("catalog_version") or version_arg(),
+        **_legacy(),
+    )
     return _answer(result, catalog_only=True)
 
 
 @bp.get("/clusters/<int:env_id>/deploy_tasks/graph.gv")
 def graph_dot(env_id: int):
-    result = _store().graphs.dot(env_id, _graph_type(), only=_names("tasks"),
-                                 parents_for=request.args.get("parents_for") or None,
-                                 remove=_names("remove"), **_versions())
+    result = _store().graphs.dot(
+        env_id,
+        _graph_type(),
+        only=_names("tasks"),
+        parents_for=request.args.get("parents_for") or None,
+        remove=_names("remove"),
+        **_versions(),
+    )
     body = result.data.encode("utf-8")
     response = Response(body, mimetype="text/vnd.graphviz")
     response.headers["X-Gitstore-Commit"] = result.commit or ""

@@ -26,8 +26,11 @@ def _resources_arg() -> list[str] | None:
         return None
     names = [name.strip() for name in text.split(",")]
     if not all(names):
-        raise InvalidInput(f"query parameter 'resources' {text!r} has an empty name; "
-                           "give names separated by commas", key="resources")
+        raise InvalidInput(
+            f"query parameter 'resources' {text!r} has an empty name; "
+            "give names separated by commas",
+            key="resources",
+        )
     return names
 
 
@@ -36,8 +39,9 @@ def node_document(env_id: int, node: str):
     # Puppet needs the real passwords: the node document reveals them to a caller holding the
     # `secrets` role (grant it to the Puppet master's user) and masks them for everyone else.
     reveal = may_reveal(env_id)
-    result = _store().hiera.node_document(env_id, node, version_arg(), _resources_arg(),
-                                          reveal=reveal, who=g.get("user"))
+    result = _store().hiera.node_document(
+        env_id, node, version_arg(), _resources_arg(), reveal=reveal, who=g.get("user")
+    )
     response = served(result, weak=True)
     if reveal:
         # Plain-text secrets: `public` would let a shared cache keep them for other callers.

@@ -46,8 +46,7 @@ def flag(name: str) -> bool:
     """A query flag; every occurrence must be valid and they must agree."""
     values = {parse_flag(raw, name) for raw in request.args.getlist(name)}
     if len(values) > 1:
-        raise InvalidInput(f"flag {name!r} is given more than once with different values",
-                           key=name)
+        raise InvalidInput(f"flag {name!r} is given more than once with different values", key=name)
     return values.pop() if values else False
 
 

@@ -12,9 +12,16 @@ OWNER_KINDS = {"releases": "release", "plugins": "plugin", "clusters": "cluster"
 def each_owner(bp: Blueprint, rule: str, methods: list[str]):
     """Register a view for `/{releases|plugins|clusters}/<owner_id><rule>` on `bp`, as one
     literal path per kind; the view gets the kind as `owner` (`"release"`, ...)."""
+
     def register(view):
         for segment, kind in OWNER_KINDS.items():
-            bp.add_url_rule(f"/{segment}/<int:owner_id>{rule}", f"{view.__name__}_{segment}",
-                            view, methods=methods, defaults={"owner": kind})
+            bp.add_url_rule(
+                f"/{segment}/<int:owner_id>{rule}",
+                f"{view.__name__}_{segment}",
+                view,
+                methods=methods,
+                defaults={"owner": kind},
+            )
         return view
+
     return register

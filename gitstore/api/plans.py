@@ -22,6 +22,7 @@ def _plans():
 # -- templates and roles ------------------------------------------------------------------------
 def _family_routes(family: str) -> None:
     """GET|POST /<family>, GET|PUT /<family>/<uuid> for one versioned store."""
+
     def list_versions():
         return served(_plans().list_versions(family, flag("only_latest"), version_arg()))
 

@@ -23,8 +23,7 @@ def _secrets():
 def encrypt(env_id: int):
     body = json_body()
     if not isinstance(body, dict) or set(body) - {"path", "document"}:
-        raise InvalidInput("body must be an object with fields 'path' and 'document'",
-                           key="path")
+        raise InvalidInput("body must be an object with fields 'path' and 'document'", key="path")
     return served(_secrets().encrypt(env_id, body.get("path"), body.get("document")))
 
 

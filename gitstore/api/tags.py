@@ -14,6 +14,7 @@ from gitstore.api.owners import each_owner
 
 bp = Blueprint("tags", __name__, url_prefix="/api/v1")
 
+
 def _tags():
     return current_app.extensions["gitstore"].tags
 

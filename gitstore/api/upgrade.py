@@ -99,9 +99,11 @@ def upgrade_status(env_id: int):
 @bp.post("/clusters/<int:env_id>/upgrade")
 def upgrade_in_one_call(env_id: int):
     _store().environment_repo(env_id)  # an unknown environment says so first
-    raise NotFound(f"upgrading environment {env_id} in one call is not implemented: clone it "
-                   "(POST .../upgrade/clone), move its nodes (.../upgrade/assign) and copy its "
-                   "VIPs (.../upgrade/vips); see docs/upgrade.md")
+    raise NotFound(
+        f"upgrading environment {env_id} in one call is not implemented: clone it "
+        "(POST .../upgrade/clone), move its nodes (.../upgrade/assign) and copy its "
+        "VIPs (.../upgrade/vips); see docs/upgrade.md"
+    )
 
 
 @bp.post("/clusters/<int:env_id>/upgrade/clone")

@@ -60,18 +60,35 @@ def _store():
 def read(env_id: int, rest: str):
     address = parse_address(rest)
     if address.op is not None:
-        raise MethodNotAllowed(valid_methods=["PUT", "PATCH"],
-                               description="key operations take PUT or PATCH; read a key "
-                               "with GET .../values?key=a.b")
-    query = Query(effective=flag("effective"), show_lookup=flag("show_lookup"),
-                  key=request.args.get("key"), version=version_arg(), reveal=flag("reveal"))
+        raise MethodNotAllowed(
+            valid_methods=["PUT", "PATCH"],
+            description="key operations take PUT or PATCH; read a key with GET .../values?key=a.b",
+        )
+    query = Query(
+        effective=flag("effective"),
+        show_lookup=flag("show_lookup"),
+        key=request.args.get("key"),
+        version=version_arg(),
+        reveal=flag("reveal"),
+    )
     if flag("explain"):
-        return served(_store().versions.explain(env_id, address.pairs, address.resource,
-                                                query.key, query.version,
-                                                effective=query.effective, reveal=query.reveal,
-                                                who=g.user))
-    return served(_store().config.read(env_id, address.pairs, address.resource, address.kind,
-                                       query, who=g.user))
+        return served(
+            _store().versions.explain(
+                env_id,
+                address.pairs,
+                address.resource,
+                query.key,
+                query.version,
+                effective=query.effective,
+                reveal=query.reveal,
+                who=g.user,
+            )
+        )
+    return served(
+        _store().config.read(
+            env_id, address.pairs, address.resource, address.kind, query, who=g.user
+        )
+    )
 
 
 @bp.route("/<int:env_id>/<path:rest>", methods=["PUT", "PATCH"])
@@ -79,15 +96,19 @@ def write(env_id: int, rest: str):
     address = parse_address(rest)
     config = _store().config
     if address.op is None and request.method == "PATCH":
-        raise MethodNotAllowed(valid_methods=["GET", "HEAD", "PUT"],
-                               description="a values or overrides document is replaced with "
-                               "PUT; PATCH applies only to .../keys/set|delete")
+        raise MethodNotAllowed(
+            valid_methods=["GET", "HEAD", "PUT"],
+            description="a values or overrides document is replaced with "
+            "PUT; PATCH applies only to .../keys/set|delete",
+        )
     if address.op is None:
-        result = config.put(env_id, address.pairs, address.resource, address.kind, json_body(),
-                            author())
+        result = config.put(
+            env_id, address.pairs, address.resource, address.kind, json_body(), author()
+        )
     elif address.op not in KEY_OPS:
         raise NotFound(f"unknown key operation {address.op!r}; use set or delete")
     else:
-        result = config.update_keys(env_id, address.pairs, address.resource, address.kind,
-                                    address.op, json_body(), author())
+        result = config.update_keys(
+            env_id, address.pairs, address.resource, address.kind, address.op, json_body(), author()
+        )
     return written(result)

@@ -24,16 +24,31 @@ def _scope_arg() -> str | None:
 @bp.get("/<int:env_id>/history")
 def history(env_id: int):
     args = request.args
-    return served(_versions().history(
-        env_id, path=_scope_arg(), resource=args.get("resource"), key=args.get("key"),
-        limit=args.get("limit"), since=version_arg("since"), version=version_arg()))
+    return served(
+        _versions().history(
+            env_id,
+            path=_scope_arg(),
+            resource=args.get("resource"),
+            key=args.get("key"),
+            limit=args.get("limit"),
+            since=version_arg("since"),
+            version=version_arg(),
+        )
+    )
 
 
 @bp.get("/<int:env_id>/diff")
 def diff(env_id: int):
     scopes = request.args.getlist("levels") + request.args.getlist("path")
-    return served(_versions().diff(env_id, version_arg("from"), version_arg("to"),
-                                   levels=scopes, resource=request.args.get("resource")))
+    return served(
+        _versions().diff(
+            env_id,
+            version_arg("from"),
+            version_arg("to"),
+            levels=scopes,
+            resource=request.args.get("resource"),
+        )
+    )
 
 
 @bp.post("/<int:env_id>/revert")

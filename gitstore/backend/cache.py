@@ -25,8 +25,9 @@ class LRUCache:
         self._weight = 0
         self._lock = threading.Lock()
 
-    def get_or_compute(self, key: Hashable, compute: Callable[[], Any],
-                       weigh: Callable[[Any], int] | None = None) -> Any:
+    def get_or_compute(
+        self, key: Hashable, compute: Callable[[], Any], weigh: Callable[[Any], int] | None = None
+    ) -> Any:
         """The cached value of `key`, else `compute()` stored with weight `weigh(value)`."""
         with self._lock:
             found = self._data.get(key, _MISSING)
@@ -55,7 +56,8 @@ class LRUCache:
             self._data[key] = (value, weight)
             self._weight += weight
             while len(self._data) > self._max or (
-                    self._max_weight is not None and self._weight > self._max_weight):
+                self._max_weight is not None and self._weight > self._max_weight
+            ):
                 _, (_, dropped) = self._data.popitem(last=False)
                 self._weight -= dropped
 

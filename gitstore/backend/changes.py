@@ -61,6 +61,7 @@ def _normal(path: str) -> str:
     """`path` without surrounding slashes; InvalidInput if a segment cannot name a tree entry."""
     normal = path.strip("/")
     if any(segment in _BAD_SEGMENTS for segment in normal.split("/")):
-        raise InvalidInput(f"path {path!r} cannot be stored: empty, '.', '..' or '.git' segment",
-                           path=path)
+        raise InvalidInput(
+            f"path {path!r} cannot be stored: empty, '.', '..' or '.git' segment", path=path
+        )
     return normal

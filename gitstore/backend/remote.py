@@ -70,16 +70,33 @@ def fetch(repo: Repository, url: str, refspecs: Sequence[str]) -> None:
     for spec in refspecs:
         if spec.lstrip("+").split(":")[-1] == MAIN:
             raise ValueError("a fetch never writes main; fetch into a quarantine ref")
-    command = ["git", "--git-dir", str(repo.path), "fetch", "--quiet", "--no-tags",
-               "--no-write-fetch-head", "--", url, *refspecs]
+    command = [
+        "git",
+        "--git-dir",
+        str(repo.path),
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--",
+        url,
+        *refspecs,
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="true")
     try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True,
-                              timeout=FETCH_TIMEOUT_SECONDS, check=False)
+        done = subprocess.run(
+            command,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=FETCH_TIMEOUT_SECONDS,
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
-        raise Unavailable(f"git fetch from {redact(url)} timed out after "
-                          f"{FETCH_TIMEOUT_SECONDS}s") from exc
+        raise Unavailable(
+            f"git fetch from {redact(url)} timed out after {FETCH_TIMEOUT_SECONDS}s"
+        ) from exc
     if done.returncode != 0:
         detail = done.stderr.strip().splitlines()[-1:] or ["no message"]
         raise Unavailable(f"git fetch from {redact(url)} failed: {detail[0]}")

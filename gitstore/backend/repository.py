@@ -84,8 +84,9 @@ class _Guess:
 class Repository:
     """A bare repository whose branch `main` is the served state."""
 
-    def __init__(self, path: Path, name: str,
-                 write_guard: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, path: Path, name: str, write_guard: Callable[[], None] | None = None
+    ) -> None:
         self.path = Path(path)
         self.name = name
         self._local = threading.local()
@@ -107,8 +108,9 @@ class Repository:
         return repo
 
     @classmethod
-    def create_clone(cls, path: Path, name: str, source: Repository, operation: Operation,
-                     author: Author) -> Repository:
+    def create_clone(
+        cls, path: Path, name: str, source: Repository, operation: Operation, author: Author
+    ) -> Repository:
         """Initialise a bare repository at `path` holding the history of `source`'s main plus
         one commit that `operation` makes on top of it, so `git log` and `git diff` connect them.
 
@@ -256,8 +258,9 @@ class Repository:
         tree = self.git[commit_id].tree
         return tuple(_id_of(revisions.lookup(tree, path)) for path in paths)
 
-    def changed_files(self, commit_id: str, under: Sequence[str] = ("",),
-                      skip: Sequence[str] = ()) -> list[FileChange]:
+    def changed_files(
+        self, commit_id: str, under: Sequence[str] = ("",), skip: Sequence[str] = ()
+    ) -> list[FileChange]:
         """Files the commit changed against its first parent, below the folders `under`.
 
         `skip` names top-level entries left out when `under` holds the root (``""``).
@@ -275,8 +278,11 @@ class Repository:
 
     def blob_yaml(self, blob_id: str, label: str) -> Any:
         """The parsed YAML of a blob (shared cache: never mutate it)."""
-        return parsed(blob_id, lambda: self.git[blob_id].data,
-                      lambda data: yamlio.load(data, path=f"{self.name}:{label}"))
+        return parsed(
+            blob_id,
+            lambda: self.git[blob_id].data,
+            lambda data: yamlio.load(data, path=f"{self.name}:{label}"),
+        )
 
     def revert_entries(self, commit_id: str, head_id: str) -> dict[str, Graft | None]:
         """Changes that undo commit `commit_id` on top of `head_id`; Conflict names clashes."""
@@ -287,8 +293,9 @@ class Repository:
 
     def create_tag(self, name: str, commit_id: str, author: Author, message: str) -> TagInfo:
         """Tag `commit_id` as `name` (annotated); Conflict if the tag exists (never moved)."""
-        tag_id = revisions.tag_object(self.git, name, commit_id, (author.name, author.email),
-                                      message)
+        tag_id = revisions.tag_object(
+            self.git, name, commit_id, (author.name, author.email), message
+        )
         if not refs.compare_and_swap(self.path, revisions.TAGS + name, None, tag_id):
             raise Conflict(f"label {name!r} already exists in {self.name}", key="name")
         return revisions.tag_info(self.git, revisions.TAGS + name)
@@ -319,8 +326,9 @@ class Repository:
             time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
         raise Conflict(f"{self.name}: could not move main (pushes kept winning the race)")
 
-    def _attempt(self, operation: Operation, author: Author,
-                 guess: _Guess | None = None) -> WriteResult | None:
+    def _attempt(
+        self, operation: Operation, author: Author, guess: _Guess | None = None
+    ) -> WriteResult | None:
         head = self.head()
         if guess is not None and head is not None and guess.holds_at(head, self.git[head].tree):
             return self._commit_on(head, guess.changes, author)
@@ -372,9 +380,19 @@ class Repository:
 
 def _fetch_main(source: Repository, target: Path) -> None:
     """Copy `source`'s main, with every object it reaches, into `target`'s main."""
-    command = ["git", "--git-dir", str(target), "fetch", "--quiet", "--no-tags",
-               "--no-write-fetch-head", "--update-head-ok", "--", str(source.path.resolve()),
-               f"+{MAIN}:{MAIN}"]
+    command = [
+        "git",
+        "--git-dir",
+        str(target),
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--update-head-ok",
+        "--",
+        str(source.path.resolve()),
+        f"+{MAIN}:{MAIN}",
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:

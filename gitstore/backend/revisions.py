@@ -80,26 +80,32 @@ def revert_entries(repo: pygit2.Repository, commit: pygit2.Commit, head: pygit2.
     Raises Conflict naming the files when the undo clashes with later changes.
     """
     if not commit.parent_ids:
-        raise Conflict(f"commit {commit.id} is the first commit; it cannot be undone "
-                       "(revert to a later version instead)")
+        raise Conflict(
+            f"commit {commit.id} is the first commit; it cannot be undone "
+            "(revert to a later version instead)"
+        )
     mainline = 1 if len(commit.parent_ids) > 1 else 0
     index = repo.revert_commit(commit, head, mainline)
     if index.conflicts is not None:
         files = sorted({entry.path for trio in index.conflicts for entry in trio if entry})
-        raise Conflict(f"undoing commit {commit.id} conflicts with later changes in "
-                       f"{', '.join(files)}", path=files[0],
-                       errors=[{"file": f, "message": "conflict"} for f in files])
+        raise Conflict(
+            f"undoing commit {commit.id} conflicts with later changes in {', '.join(files)}",
+            path=files[0],
+            errors=[{"file": f, "message": "conflict"} for f in files],
+        )
     result = repo[index.write_tree(repo)]
-    return {c.path: (Graft(c.new, False) if c.new else None)
-            for c in compare(head.tree, result)}
+    return {c.path: (Graft(c.new, False) if c.new else None) for c in compare(head.tree, result)}
 
 
-def tag_object(repo: pygit2.Repository, name: str, commit_id: str, tagger: tuple[str, str],
-               message: str) -> str:
+def tag_object(
+    repo: pygit2.Repository, name: str, commit_id: str, tagger: tuple[str, str], message: str
+) -> str:
     """Write an annotated tag object (no ref yet) and return its id."""
     who, email = (_clean(part) for part in tagger)
-    text = (f"object {commit_id}\ntype commit\ntag {name}\n"
-            f"tagger {who} <{email}> {int(time.time())} +0000\n\n{message.rstrip()}\n")
+    text = (
+        f"object {commit_id}\ntype commit\ntag {name}\n"
+        f"tagger {who} <{email}> {int(time.time())} +0000\n\n{message.rstrip()}\n"
+    )
     return str(repo.odb.write(pygit2.enums.ObjectType.TAG, text.encode("utf-8")))
 
 
@@ -126,5 +132,6 @@ def tag_info(repo: pygit2.Repository, ref_name: str) -> TagInfo:
     else:
         who, message = commit.author, ""
     when = datetime.fromtimestamp(who.time, UTC).isoformat().replace("+00:00", "Z")
-    return TagInfo(ref_name[len(TAGS):], str(commit.id), who.name, who.email, when,
-                   message.strip())
+    return TagInfo(
+        ref_name[len(TAGS) :], str(commit.id), who.name, who.email, when, message.strip()
+    )

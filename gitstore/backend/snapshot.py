@@ -46,8 +46,15 @@ class Snapshot:
     on it still holds on a later head where `unchanged_at` that head (see `Repository.update`).
     """
 
-    def __init__(self, repo: pygit2.Repository, commit: pygit2.Commit, name: str, version: int,
-                 *, tracked: bool = False):
+    def __init__(
+        self,
+        repo: pygit2.Repository,
+        commit: pygit2.Commit,
+        name: str,
+        version: int,
+        *,
+        tracked: bool = False,
+    ):
         self._repo = repo
         self._commit = commit
         self._tree = commit.tree

@@ -30,8 +30,10 @@ def store_blobs(repo: pygit2.Repository, entries: dict[str, _Change]) -> dict[st
     A blob is named by its content, so it can be written before the tree it goes into is
     known: a writer does this before it takes the write lock (`Repository._speculate`).
     """
-    return {path: Graft(str(repo.create_blob(change)), False) if isinstance(change, bytes)
-            else change for path, change in entries.items()}
+    return {
+        path: Graft(str(repo.create_blob(change)), False) if isinstance(change, bytes) else change
+        for path, change in entries.items()
+    }
 
 
 def _build(repo: pygit2.Repository, tree: pygit2.Tree | None, entries: dict[str, _Change]):

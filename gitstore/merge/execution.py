@@ -35,14 +35,26 @@ SYNC = "null"
 MASTER = tagging.MASTER
 SKIPPED = "skipped"
 #: Dependency and selector fields: in the entries of tasks_graph, not in the directory.
-_LINK_FIELDS = ("id", "requires", "required_for", "cross_depends", "cross_depended_by",
-                "roles", "groups", "tags", "tasks")
+_LINK_FIELDS = (
+    "id",
+    "requires",
+    "required_for",
+    "cross_depends",
+    "cross_depended_by",
+    "roles",
+    "groups",
+    "tags",
+    "tasks",
+)
 
 Vertex = tuple[str, str]  # (task id, node key)
 
 
-def serialize(tasks: Sequence[Mapping[str, Any]], tags_by_node: Mapping[Any, Iterable[str]],
-              selected: Sequence[str] | None = None) -> dict[str, Any]:
+def serialize(
+    tasks: Sequence[Mapping[str, Any]],
+    tags_by_node: Mapping[Any, Iterable[str]],
+    selected: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """The plan of `tasks` (a merged, valid graph) on the nodes of `tags_by_node`.
 
     `selected` names the tasks to run (None: all); the others are skipped. An unknown name in
@@ -58,8 +70,7 @@ def serialize(tasks: Sequence[Mapping[str, Any]], tags_by_node: Mapping[Any, Ite
     tasks_graph: dict[str, list[dict]] = {key: [] for key in _node_keys(placed, tags_by_node)}
     for task in ordered:
         for node in placed.get(task["id"], ()):
-            tasks_graph[node].append(_entry(task, links.requires((task["id"], node)),
-                                            selected))
+            tasks_graph[node].append(_entry(task, links.requires((task["id"], node)), selected))
     directory = {task["id"]: _directory_entry(task) for task in ordered if task["id"] in placed}
     return {"tasks_graph": tasks_graph, "tasks_directory": directory}
 
@@ -100,8 +111,12 @@ def _directory_entry(task: Mapping[str, Any]) -> dict:
 class _Links:
     """The predecessors of every placed (task, node) vertex."""
 
-    def __init__(self, tasks: Sequence[Mapping[str, Any]], placed: Mapping[str, list[str]],
-                 tags_by_node: Mapping[Any, Iterable[str]]) -> None:
+    def __init__(
+        self,
+        tasks: Sequence[Mapping[str, Any]],
+        placed: Mapping[str, list[str]],
+        tags_by_node: Mapping[Any, Iterable[str]],
+    ) -> None:
         self.placed = placed
         self.tags_by_node = tags_by_node
         self.ids = [task["id"] for task in tasks]
@@ -116,8 +131,9 @@ class _Links:
     def requires(self, vertex: Vertex) -> list[dict]:
         found = self._local(vertex) + [v for v in self.cross.get(vertex, []) if v != vertex]
         unique = list(dict.fromkeys(found))
-        return [{"name": task_id, "node_id": None if node == SYNC else node}
-                for task_id, node in unique]
+        return [
+            {"name": task_id, "node_id": None if node == SYNC else node} for task_id, node in unique
+        ]
 
     def _local(self, vertex: Vertex) -> list[Vertex]:
         """Same-node predecessors, walking through tasks that are not placed on the node."""
@@ -151,8 +167,11 @@ class _Links:
                 continue  # a {yaql_exp} is evaluated per node by a real orchestrator
             for item in items:
                 for other in self._targets(item, node):
-                    later, before = ((task["id"], node), other) if field == "cross_depends" \
+                    later, before = (
+                        ((task["id"], node), other)
+                        if field == "cross_depends"
                         else (other, (task["id"], node))
+                    )
                     self.cross.setdefault(later, []).append(before)
 
     def _targets(self, item: Mapping[str, Any], node: str) -> list[Vertex]:
@@ -176,8 +195,9 @@ class _Links:
 
 
 # -- running order ----------------------------------------------------------------------------
-def execution_order(tasks_graph: Mapping[str, Sequence[Mapping[str, Any]]]
-                    ) -> list[tuple[str, Mapping[str, Any]]]:
+def execution_order(
+    tasks_graph: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> list[tuple[str, Mapping[str, Any]]]:
     """(node key, entry) pairs in an order that respects every `requires` and each node's own
     order; ties go to the earlier place in a node's list, then to the lower node."""
     nodes = sorted(tasks_graph, key=lambda k: (k != SYNC, k != MASTER, _node_rank(k)))
@@ -189,8 +209,10 @@ def execution_order(tasks_graph: Mapping[str, Sequence[Mapping[str, Any]]]
         for position, entry in enumerate(tasks_graph[node]):
             vertex = (entry["id"], node)
             entries[vertex], rank[vertex] = entry, (position, node_index)
-            before[vertex] = {(r["name"], SYNC if r.get("node_id") is None else str(r["node_id"]))
-                              for r in entry.get("requires") or []}
+            before[vertex] = {
+                (r["name"], SYNC if r.get("node_id") is None else str(r["node_id"]))
+                for r in entry.get("requires") or []
+            }
             if previous is not None:
                 before[vertex].add(previous)
             previous = vertex
@@ -206,6 +228,7 @@ def _kahn(before: Mapping[Vertex, set[Vertex]], rank: Mapping[Vertex, tuple]) ->
     order = ranked_order(after, rank)
     if len(order) < len(before):
         stuck = sorted(f"{task}@{node}" for (task, node) in set(before) - set(order))
-        raise ValidationFailed(f"the plan cannot be ordered: tasks {', '.join(stuck[:5])} "
-                               "wait on each other")
+        raise ValidationFailed(
+            f"the plan cannot be ordered: tasks {', '.join(stuck[:5])} wait on each other"
+        )
     return order

@@ -26,8 +26,21 @@ import jsonschema
 
 from gitstore.errors import InvalidInput, ValidationFailed
 
-TASK_TYPES = ("puppet", "shell", "sync", "upload_file", "group", "stage", "skipped", "reboot",
-              "copy_files", "role", "master_shell", "move_to_bootstrap", "erase_node")
+TASK_TYPES = (
+    "puppet",
+    "shell",
+    "sync",
+    "upload_file",
+    "group",
+    "stage",
+    "skipped",
+    "reboot",
+    "copy_files",
+    "role",
+    "master_shell",
+    "move_to_bootstrap",
+    "erase_node",
+)
 GRAPH_TYPE = re.compile(r"^[a-zA-Z0-9_-]+$")
 DEFAULT_TYPE = "default"
 DEFAULT_VERSION = "1.0.0"
@@ -40,19 +53,40 @@ CROSS_FIELDS = ("cross_depends", "cross_depended_by")
 LOCAL_FIELDS = ("requires", "required_for", "tasks", "groups")
 #: Selector words that stay strings (Nailgun's NODE_RESOLVE_POLICY and `self`).
 SELECTOR_WORDS = frozenset({"*", "master", "self"})
-_INPUT_ALIASES = {"task_name": "id", "role": "roles", "cross-depends": "cross_depends",
-                  "cross-depended-by": "cross_depended_by"}
-_OUTPUT_ALIASES = {"roles": "role", "cross_depends": "cross-depends",
-                   "cross_depended_by": "cross-depended-by"}
+_INPUT_ALIASES = {
+    "task_name": "id",
+    "role": "roles",
+    "cross-depends": "cross_depends",
+    "cross-depended-by": "cross_depended_by",
+}
+_OUTPUT_ALIASES = {
+    "roles": "role",
+    "cross_depends": "cross-depends",
+    "cross_depended_by": "cross-depended-by",
+}
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
 _NAMES = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _SELECTOR = {"anyOf": [{"type": "string"}, _NAMES]}
 _YAQL = {"type": "object", "required": ["yaql_exp"], "properties": {"yaql_exp": {"type": "string"}}}
-_CROSS = {"anyOf": [{"type": "array", "items": {
-    "type": "object", "required": ["name"],
-    "properties": {"name": {"type": "string", "minLength": 1}, "role": _SELECTOR,
-                   "tags": _SELECTOR, "policy": {"enum": ["all", "any"]}}}}, _YAQL]}
+_CROSS = {
+    "anyOf": [
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "role": _SELECTOR,
+                    "tags": _SELECTOR,
+                    "policy": {"enum": ["all", "any"]},
+                },
+            },
+        },
+        _YAQL,
+    ]
+}
 TASK_SCHEMA = {
     "type": "object",
     "required": ["id", "type"],
@@ -60,14 +94,23 @@ TASK_SCHEMA = {
         "id": {"type": "string", "minLength": 1},
         "type": {"enum": list(TASK_TYPES)},
         "version": {"type": "string", "pattern": _VERSION.pattern},
-        "requires": _NAMES, "required_for": _NAMES, "tasks": _NAMES,
-        "cross_depends": _CROSS, "cross_depended_by": _CROSS,
-        "roles": _SELECTOR, "groups": _SELECTOR, "tags": _SELECTOR,
+        "requires": _NAMES,
+        "required_for": _NAMES,
+        "tasks": _NAMES,
+        "cross_depends": _CROSS,
+        "cross_depended_by": _CROSS,
+        "roles": _SELECTOR,
+        "groups": _SELECTOR,
+        "tags": _SELECTOR,
         "condition": {"anyOf": [{"type": "string"}, _YAQL]},
         "parameters": {"type": "object"},
-        "strategy": {"type": "object", "properties": {
-            "type": {"enum": ["parallel", "one_by_one"]},
-            "amount": {"anyOf": [{"type": "integer", "minimum": 1}, _YAQL]}}},
+        "strategy": {
+            "type": "object",
+            "properties": {
+                "type": {"enum": ["parallel", "one_by_one"]},
+                "amount": {"anyOf": [{"type": "integer", "minimum": 1}, _YAQL]},
+            },
+        },
     },
 }
 _TASK_VALIDATOR = jsonschema.Draft7Validator(TASK_SCHEMA)
@@ -153,11 +196,17 @@ def document_problems(doc: Any) -> list[Problem]:
     """What is wrong with one canonical graph document on its own: shape, fields, schema of
     each task, duplicate ids."""
     if not isinstance(doc, Mapping):
-        return [Problem("a graph is a mapping {name?, node_filter?, on_success?, on_error?, "
-                        "on_stop?, tasks: [...]} or a list of tasks")]
-    problems = [Problem(f"unknown graph field {key!r}; known fields: "
-                        f"{', '.join((*METADATA, 'tasks'))}") for key in doc
-                if key not in (*METADATA, "tasks")]
+        return [
+            Problem(
+                "a graph is a mapping {name?, node_filter?, on_success?, on_error?, "
+                "on_stop?, tasks: [...]} or a list of tasks"
+            )
+        ]
+    problems = [
+        Problem(f"unknown graph field {key!r}; known fields: {', '.join((*METADATA, 'tasks'))}")
+        for key in doc
+        if key not in (*METADATA, "tasks")
+    ]
     for key in ("name", "node_filter"):
         if doc.get(key) is not None and not isinstance(doc[key], str):
             problems.append(Problem(f"graph field {key!r} must be a string"))
@@ -171,8 +220,7 @@ def document_problems(doc: Any) -> list[Problem]:
         problems += _task_problems(index, task)
     duplicates = duplicate_ids(tasks)
     if duplicates:
-        problems.append(Problem(f"Tasks duplication found: {', '.join(duplicates)}",
-                                duplicates[0]))
+        problems.append(Problem(f"Tasks duplication found: {', '.join(duplicates)}", duplicates[0]))
     return problems
 
 
@@ -183,8 +231,11 @@ def _task_problems(index: int, task: Any) -> list[Problem]:
     for error in sorted(_TASK_VALIDATOR.iter_errors(task), key=lambda e: list(map(str, e.path))):
         where = ".".join(str(p) for p in error.path)
         field = f" field {where!r}:" if where else ""
-        found.append(Problem(f"{label}:{field} {_schema_message(error)}",
-                             name if isinstance(name, str) else None))
+        found.append(
+            Problem(
+                f"{label}:{field} {_schema_message(error)}", name if isinstance(name, str) else None
+            )
+        )
     return found[:3]  # the first few say enough; a broken list must not flood the answer
 
 
@@ -215,9 +266,11 @@ def check_document(doc: Any, what: str) -> dict:
 def raise_problems(problems: Sequence[Problem], what: str) -> None:
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ValidationFailed(f"{what}: {problems[0].message}{more}",
-                               key=problems[0].task,
-                               errors=[_problem_dict(p) for p in problems])
+        raise ValidationFailed(
+            f"{what}: {problems[0].message}{more}",
+            key=problems[0].task,
+            errors=[_problem_dict(p) for p in problems],
+        )
 
 
 def _problem_dict(problem: Problem) -> dict:
@@ -225,8 +278,9 @@ def _problem_dict(problem: Problem) -> dict:
 
 
 # -- merging ----------------------------------------------------------------------------------
-def plugin_overlaps(plugins: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]
-                    ) -> list[tuple[str, str, str]]:
+def plugin_overlaps(
+    plugins: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+) -> list[tuple[str, str, str]]:
     """(task, first plugin, second plugin) for each task id two enabled plugins define."""
     owner: dict[str, str] = {}
     found = []
@@ -242,12 +296,19 @@ def plugin_overlaps(plugins: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]
 
 def overlap_error(overlaps: Sequence[tuple[str, str, str]], graph_type: str) -> InvalidInput:
     task, first, second = overlaps[0]
-    return InvalidInput(f"plugins {first!r} and {second!r} both define task {task!r} in graph "
-                        f"type {graph_type!r}; enable only one of them", key="plugins")
+    return InvalidInput(
+        f"plugins {first!r} and {second!r} both define task {task!r} in graph "
+        f"type {graph_type!r}; enable only one of them",
+        key="plugins",
+    )
 
 
-def merge_graphs(release: Mapping | None, plugins: Sequence[tuple[str, Mapping]],
-                 cluster: Mapping | None, graph_type: str = DEFAULT_TYPE) -> dict:
+def merge_graphs(
+    release: Mapping | None,
+    plugins: Sequence[tuple[str, Mapping]],
+    cluster: Mapping | None,
+    graph_type: str = DEFAULT_TYPE,
+) -> dict:
     """The merged graph: cluster tasks > plugins' (in enabled order) > release tasks, whole
     tasks replaced by id (a replaced task keeps its place); metadata merged recursively.
 
@@ -323,8 +384,9 @@ def _references(task: Mapping[str, Any]) -> Iterable[tuple[str, str, bool]]:
             yield "groups", name, False
 
 
-def dependency_edges(tasks: Sequence[Mapping[str, Any]],
-                     fields: Container[str] | None = None) -> list[tuple[str, str]]:
+def dependency_edges(
+    tasks: Sequence[Mapping[str, Any]], fields: Container[str] | None = None
+) -> list[tuple[str, str]]:
     """Every edge (dependency, dependent) between tasks of the graph, in a stable order
     (only those the `fields` name, when given)."""
     ids = {task["id"]: None for task in tasks}
@@ -346,11 +408,20 @@ def missing_dependencies(tasks: Sequence[Mapping[str, Any]]) -> list[Problem]:
     for task in tasks:
         for field, name, _ in _references(task):
             if not is_pattern(name) and name not in ids:
-                problems.append(Problem(f"task {task['id']!r} depends on {name!r} "
-                                        f"({field}), which is not in the graph", task["id"]))
+                problems.append(
+                    Problem(
+                        f"task {task['id']!r} depends on {name!r} "
+                        f"({field}), which is not in the graph",
+                        task["id"],
+                    )
+                )
             elif is_pattern(name) and _bad_pattern(name):
-                problems.append(Problem(f"task {task['id']!r}: {field} {name!r} is not a valid "
-                                        "regular expression", task["id"]))
+                problems.append(
+                    Problem(
+                        f"task {task['id']!r}: {field} {name!r} is not a valid regular expression",
+                        task["id"],
+                    )
+                )
     return problems
 
 
@@ -362,8 +433,9 @@ def _bad_pattern(name: str) -> bool:
     return False
 
 
-def find_cycle(tasks: Sequence[Mapping[str, Any]],
-               edges: Sequence[tuple[str, str]] | None = None) -> list[str] | None:
+def find_cycle(
+    tasks: Sequence[Mapping[str, Any]], edges: Sequence[tuple[str, str]] | None = None
+) -> list[str] | None:
     """One dependency cycle as `[a, b, ..., a]`, or None when the graph is acyclic."""
     after = _successors(tasks, dependency_edges(tasks) if edges is None else edges)
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -378,7 +450,7 @@ def find_cycle(tasks: Sequence[Mapping[str, Any]],
                 state[path.pop()] = 2
                 stack.pop()
             elif state.get(child) == 1:
-                return [*path[path.index(child):], child]
+                return [*path[path.index(child) :], child]
             elif child not in state:
                 state[child] = 1
                 path.append(child)
@@ -386,8 +458,9 @@ def find_cycle(tasks: Sequence[Mapping[str, Any]],
     return None
 
 
-def _successors(tasks: Sequence[Mapping[str, Any]],
-                edges: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+def _successors(
+    tasks: Sequence[Mapping[str, Any]], edges: Iterable[tuple[str, str]]
+) -> dict[str, list[str]]:
     after: dict[str, list[str]] = {task["id"]: [] for task in tasks}
     for before, later in edges:
         if before in after and later in after:
@@ -454,16 +527,23 @@ def related(start: str, edges: Iterable[tuple[str, str]], *, upwards: bool) -> s
 
 
 # -- legacy start/end/include -----------------------------------------------------------------
-def legacy_subgraph(tasks: Sequence[Mapping[str, Any]], start: str | None = None,
-                    end: str | None = None, include: Sequence[str] = ()) -> list[Mapping]:
+def legacy_subgraph(
+    tasks: Sequence[Mapping[str, Any]],
+    start: str | None = None,
+    end: str | None = None,
+    include: Sequence[str] = (),
+) -> list[Mapping]:
     """Nailgun's legacy filter: the tasks from `start` (and what follows it) up to `end` (and
     what precedes it), plus `include`. Only without start and end is everything kept."""
     if not start and not end:
         return list(tasks)
     based = next((t for t in tasks if is_task_based(t)), None)
     if based is not None:
-        raise InvalidInput(f"'start' and 'end' filter legacy graphs only; task {based['id']!r} "
-                           f"is task-based (version {based.get('version')})", key="start")
+        raise InvalidInput(
+            f"'start' and 'end' filter legacy graphs only; task {based['id']!r} "
+            f"is task-based (version {based.get('version')})",
+            key="start",
+        )
     ids = [task["id"] for task in tasks]
     for name in (start, end, *include):
         if name and name not in ids:
@@ -480,14 +560,21 @@ def legacy_subgraph(tasks: Sequence[Mapping[str, Any]], start: str | None = None
 
 # -- Graphviz -----------------------------------------------------------------------------------
 _DEFAULT_STYLE = 'color="yellowgreen", style="filled"'
-_STYLES = {"group": 'color="lightskyblue", shape="box", style="filled, rounded"',
-           "skipped": 'color="gray95"',
-           "stage": 'color="red", shape="rect", style="filled"'}
+_STYLES = {
+    "group": 'color="lightskyblue", shape="box", style="filled, rounded"',
+    "skipped": 'color="gray95"',
+    "stage": 'color="red", shape="rect", style="filled"',
+}
 
 
-def to_dot(tasks: Sequence[Mapping[str, Any]], graph_type: str = DEFAULT_TYPE, *,
-           only: Sequence[str] = (), parents_for: str | None = None,
-           remove: Sequence[str] = ()) -> str:
+def to_dot(
+    tasks: Sequence[Mapping[str, Any]],
+    graph_type: str = DEFAULT_TYPE,
+    *,
+    only: Sequence[str] = (),
+    parents_for: str | None = None,
+    remove: Sequence[str] = (),
+) -> str:
     """The graph in Graphviz DOT: edges point from a dependency to its dependent.
 
     `only` keeps those tasks and the edges among them; `parents_for` keeps a task and its
@@ -498,12 +585,15 @@ def to_dot(tasks: Sequence[Mapping[str, Any]], graph_type: str = DEFAULT_TYPE, *
     if parents_for and parents_for not in ids:
         unknown.append(parents_for)
     if unknown:
-        raise InvalidInput(f"tasks {', '.join(unknown)} are not present in the {graph_type!r} "
-                           "graph", key="tasks")
+        raise InvalidInput(
+            f"tasks {', '.join(unknown)} are not present in the {graph_type!r} graph", key="tasks"
+        )
     bad_types = [name for name in remove if name not in TASK_TYPES]
     if bad_types:
-        raise InvalidInput(f"task types {', '.join(bad_types)} do not exist; known types: "
-                           f"{', '.join(TASK_TYPES)}", key="remove")
+        raise InvalidInput(
+            f"task types {', '.join(bad_types)} do not exist; known types: {', '.join(TASK_TYPES)}",
+            key="remove",
+        )
     keep = set(only) if only else set(ids)
     edges = [(a, b) for a, b in dependency_edges(tasks) if a in keep and b in keep]
     if parents_for:

@@ -45,8 +45,9 @@ def parse_version(text: Any, what: str = "version") -> Version:
         raise InvalidInput(f"{what} {text!r} is not a release version like '9.0'", key=what)
     tail = text.rsplit("-", 1)[-1].strip()
     if not _VERSION.match(tail):
-        raise InvalidInput(f"{what} {text!r} is not a release version like 'newton-10.0' or "
-                           "'9.0'", key=what)
+        raise InvalidInput(
+            f"{what} {text!r} is not a release version like 'newton-10.0' or '9.0'", key=what
+        )
     return tuple(int(part) for part in tail.split("."))
 
 
@@ -86,8 +87,10 @@ def _check_rule(rule: Any, where: str) -> None:
 def _check_path(path: Any, where: str) -> list[str]:
     parts = path.split(".") if isinstance(path, str) else []
     if len(parts) < 2 or parts[0] not in ROOTS or "" in parts:
-        raise InvalidInput(f"{where} {path!r} must be a dotted path starting with 'editable.' "
-                           "or 'generated.'", key="rules")
+        raise InvalidInput(
+            f"{where} {path!r} must be a dotted path starting with 'editable.' or 'generated.'",
+            key="rules",
+        )
     return parts
 
 
@@ -174,8 +177,11 @@ def merge_editable(defaults: Mapping[str, Any], original: Mapping[str, Any]) -> 
     result = copy.deepcopy(dict(defaults))
     for section, attributes in result.items():
         theirs = original.get(section)
-        if (section in RELEASE_OWNED_SECTIONS or not isinstance(attributes, dict)
-                or not isinstance(theirs, Mapping)):
+        if (
+            section in RELEASE_OWNED_SECTIONS
+            or not isinstance(attributes, dict)
+            or not isinstance(theirs, Mapping)
+        ):
             continue
         for key, attribute in attributes.items():
             if key != METADATA and key in theirs:

@@ -126,8 +126,9 @@ def node_tags(node: Mapping[str, Any], meta: Metadata) -> list[str]:
     return [*tags, *primaries]
 
 
-def valid_primaries(node: Mapping[str, Any], carried: Iterable[str],
-                    tags: Mapping[str, Any]) -> list[str]:
+def valid_primaries(
+    node: Mapping[str, Any], carried: Iterable[str], tags: Mapping[str, Any]
+) -> list[str]:
     """The node's recorded primary tags that still make sense (carried, has_primary)."""
     carried = set(carried)
     return [t for t in node.get("primary_tags") or [] if t in carried and has_primary(t, tags)]
@@ -153,15 +154,18 @@ def elect_primaries(nodes: Sequence[Mapping[str, Any]], meta: Metadata) -> dict[
     return result
 
 
-def _primary_for(tag: str, ordered: Sequence[Mapping[str, Any]],
-                 carried: Mapping[int, set[str]]) -> int | None:
-    holders = [n for n in ordered if tag in carried[int(n["id"])]
-               and tag in (n.get("primary_tags") or [])]
+def _primary_for(
+    tag: str, ordered: Sequence[Mapping[str, Any]], carried: Mapping[int, set[str]]
+) -> int | None:
+    holders = [
+        n for n in ordered if tag in carried[int(n["id"])] and tag in (n.get("primary_tags") or [])
+    ]
     staying = [n for n in holders if not n.get("pending_deletion")]
     if staying:
         return int(staying[0]["id"])
-    candidates = [n for n in ordered if tag in carried[int(n["id"])]
-                  and not n.get("pending_deletion")]
+    candidates = [
+        n for n in ordered if tag in carried[int(n["id"])] and not n.get("pending_deletion")
+    ]
     ready = [n for n in candidates if n.get("status") == READY]
     chosen = (ready or candidates or holders or [None])[0]
     return int(chosen["id"]) if chosen is not None else None
@@ -176,8 +180,9 @@ def task_selector(task: Mapping[str, Any]) -> Any:
     return None
 
 
-def resolve(selector: Any, tags_by_node: Mapping[Any, Iterable[str]],
-            policy: str | None = None) -> list:
+def resolve(
+    selector: Any, tags_by_node: Mapping[Any, Iterable[str]], policy: str | None = None
+) -> list:
     """Node ids (sorted) that `selector` names; `"master"` if it names the master node.
 
     Instance tags (`mysql:1`) match only an exact name or a regex that mentions `:`; a selector
@@ -225,8 +230,9 @@ def _id_order(node: Any) -> tuple:
     return (0, int(text), text) if text.isdigit() else (1, 0, text)
 
 
-def resolve_tasks(tasks: Sequence[Mapping[str, Any]],
-                  tags_by_node: Mapping[Any, Iterable[str]]) -> dict[str, Any]:
+def resolve_tasks(
+    tasks: Sequence[Mapping[str, Any]], tags_by_node: Mapping[Any, Iterable[str]]
+) -> dict[str, Any]:
     """Where each task runs: `{"nodes": {id: [task ids]}, "master": [...], "sync": [...]}`.
 
     `stage` tasks and tasks without a selector go to the sync point (Nailgun's `null` node); a
@@ -273,8 +279,11 @@ def _placement_answer(tasks, placement, tags_by_node) -> dict[str, Any]:
 # -- node filters and instances ---------------------------------------------------------------
 def default_node_filter(node: Mapping[str, Any]) -> bool:
     """Nodes a graph runs on by default: deployed, and not being added or removed."""
-    return (not node.get("pending_addition") and not node.get("pending_deletion")
-            and node.get("status") in DEFAULT_FILTER_STATUSES)
+    return (
+        not node.get("pending_addition")
+        and not node.get("pending_deletion")
+        and node.get("status") in DEFAULT_FILTER_STATUSES
+    )
 
 
 def instances(tags_by_node: Mapping[Any, Iterable[str]], name: str) -> dict[str, list]:
@@ -290,8 +299,10 @@ def all_instances(tags_by_node: Mapping[Any, Iterable[str]]) -> dict[str, dict[s
             parsed = split_instance(tag)
             if parsed:
                 grouped.setdefault(parsed[0], {}).setdefault(parsed[1], []).append(node)
-    return {name: {str(number): members for number, members in sorted(groups.items())}
-            for name, groups in sorted(grouped.items())}
+    return {
+        name: {str(number): members for number, members in sorted(groups.items())}
+        for name, groups in sorted(grouped.items())
+    }
 
 
 def _unique(items: Iterable[str]) -> list[str]:

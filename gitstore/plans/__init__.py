@@ -19,8 +19,21 @@ from gitstore.plans.stores import (
 )
 
 __all__ = [
-    "DeploymentPlan", "DeploymentPlanStore", "Driver", "EnvironmentFile",
-    "EnvironmentFileStore", "GitDriver", "MemoryDriver", "NameAlreadyUsed", "Plans",
-    "Revision", "Role", "RoleStore", "Template", "TemplateStore", "UnknownName", "UnknownUUID",
+    "DeploymentPlan",
+    "DeploymentPlanStore",
+    "Driver",
+    "EnvironmentFile",
+    "EnvironmentFileStore",
+    "GitDriver",
+    "MemoryDriver",
+    "NameAlreadyUsed",
+    "Plans",
+    "Revision",
+    "Role",
+    "RoleStore",
+    "Template",
+    "TemplateStore",
+    "UnknownName",
+    "UnknownUUID",
     "UnknownVersion",
 ]

@@ -122,8 +122,12 @@ class Objects:
 
 
 def _order(record: dict) -> tuple:
-    return (record.get("name") or "", record.get("version") or 0, record.get("created_at") or "",
-            record["uuid"])
+    return (
+        record.get("name") or "",
+        record.get("version") or 0,
+        record.get("created_at") or "",
+        record["uuid"],
+    )
 
 
 @dataclass(frozen=True)
@@ -142,8 +146,9 @@ class Driver(ABC):
         """The objects at revision `at` (None: the latest); UnknownRevision if there is none."""
 
     @abstractmethod
-    def transact(self, change: Callable[[Objects], T], message: str,
-                 author: Author | None = None) -> tuple[T, Revision]:
+    def transact(
+        self, change: Callable[[Objects], T], message: str, author: Author | None = None
+    ) -> tuple[T, Revision]:
         """Run `change` on the latest objects and store its changes atomically."""
 
     def revision(self, at: str | int | None = None) -> Revision:
@@ -153,11 +158,16 @@ class Driver(ABC):
     # -- the seed's operations -------------------------------------------------------------
     def create(self, kind: Kind, record: dict, author: Author | None = None) -> Outcome:
         """Store a new object (version 1 of a versioned kind); NameAlreadyUsed if named so."""
+
         def change(objects: Objects) -> dict:
             if kind.named and objects.named(kind, record["name"]):
                 raise NameAlreadyUsed(kind.name, record["name"])
-            new = {**copy.deepcopy(record), "uuid": record.get("uuid") or new_uuid(),
-                   "created_at": now(), "updated_at": None}
+            new = {
+                **copy.deepcopy(record),
+                "uuid": record.get("uuid") or new_uuid(),
+                "created_at": now(),
+                "updated_at": None,
+            }
             if kind.versioned:
                 new["version"] = 1
             objects.message = _message("create", kind, new)
@@ -170,10 +180,10 @@ class Driver(ABC):
         objects = self.view(at)
         return Outcome(copy.deepcopy(objects.get(kind, uuid)), objects.revision)
 
-    def update(self, kind: Kind, uuid: str, fields: dict,
-               author: Author | None = None) -> Outcome:
+    def update(self, kind: Kind, uuid: str, fields: dict, author: Author | None = None) -> Outcome:
         """Change an object: a versioned kind gets a new version (latest + 1) unless `fields`
         would repeat the latest; another kind is changed in place."""
+
         def change(objects: Objects) -> dict:
             current = objects.get(kind, uuid)
             if kind.versioned:
@@ -195,8 +205,7 @@ class Driver(ABC):
 
         return Outcome(*self.transact(change, f"catalog: delete {kind.name} {uuid}", author))
 
-    def list(self, kind: Kind, only_latest: bool = False,
-             at: str | int | None = None) -> Outcome:
+    def list(self, kind: Kind, only_latest: bool = False, at: str | int | None = None) -> Outcome:
         objects = self.view(at)
         records = objects.all(kind)
         if only_latest:
@@ -204,8 +213,9 @@ class Driver(ABC):
             records = list(latest.values())
         return Outcome(copy.deepcopy(records), objects.revision)
 
-    def retrieve_by_name(self, kind: Kind, name: str, version: int | None = None,
-                         at: str | int | None = None) -> Outcome:
+    def retrieve_by_name(
+        self, kind: Kind, name: str, version: int | None = None, at: str | int | None = None
+    ) -> Outcome:
         objects = self.view(at)
         found = objects.named(kind, name)
         if not found:
@@ -224,9 +234,15 @@ def _new_version(objects: Objects, kind: Kind, current: dict, fields: dict) -> d
     description = fields.get("description")
     if content == latest["content"] and description in (None, latest.get("description")):
         return latest  # byte-identical content: no new version
-    new = {"uuid": new_uuid(), "name": latest["name"], "version": latest["version"] + 1,
-           "description": latest.get("description") if description is None else description,
-           "content": content, "created_at": now(), "updated_at": None}
+    new = {
+        "uuid": new_uuid(),
+        "name": latest["name"],
+        "version": latest["version"] + 1,
+        "description": latest.get("description") if description is None else description,
+        "content": content,
+        "created_at": now(),
+        "updated_at": None,
+    }
     objects.message = _message("update", kind, new)
     objects.put(kind, new)
     return new
@@ -257,12 +273,14 @@ class MemoryDriver(Driver):
             raise UnknownRevision(text, "memory")
         return int(text)
 
-    def transact(self, change: Callable[[Objects], T], message: str,
-                 author: Author | None = None) -> tuple[T, Revision]:
+    def transact(
+        self, change: Callable[[Objects], T], message: str, author: Author | None = None
+    ) -> tuple[T, Revision]:
         with self._lock:
             state = self._states[-1]
-            objects = Objects(Revision(None, len(self._states)),
-                              lambda kind: state.get(kind.name, {}))
+            objects = Objects(
+                Revision(None, len(self._states)), lambda kind: state.get(kind.name, {})
+            )
             result = change(objects)
             if not _differs(objects, state):
                 return result, Revision(None, len(self._states), changed=False)
@@ -275,5 +293,8 @@ class MemoryDriver(Driver):
 
 def _differs(objects: Objects, state: dict[str, dict[str, dict]]) -> bool:
     """Whether the change left any record other than it was (as an unchanged git tree would)."""
-    return any(objects.loaded(kind).get(uuid) != state.get(kind, {}).get(uuid)
-               for kind, uuids in objects.changed.items() for uuid in uuids)
+    return any(
+        objects.loaded(kind).get(uuid) != state.get(kind, {}).get(uuid)
+        for kind, uuids in objects.changed.items()
+        for uuid in uuids
+    )

@@ -18,8 +18,9 @@ class NameAlreadyUsed(Conflict):
     """The store already holds an object of that name (a new version is `update`)."""
 
     def __init__(self, what: str, name: str) -> None:
-        super().__init__(f"{what} name {name!r} is already used; upload a new version instead",
-                         key="name")
+        super().__init__(
+            f"{what} name {name!r} is already used; upload a new version instead", key="name"
+        )
         self.name = name
 
 

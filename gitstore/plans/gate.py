@@ -14,8 +14,10 @@ from gitstore.secrets.gate import check_document
 from gitstore.validation import CATALOG, TreeCheck, register_check
 
 #: Hidden values are sealed by the plan API and CLI, which hold the keyring.
-HINT = ("set it with `gitstore plan set PLAN NAME=VALUE` or `PATCH /api/v1/plans/<uuid>`, "
-        "which seal it; see docs/plans.md")
+HINT = (
+    "set it with `gitstore plan set PLAN NAME=VALUE` or `PATCH /api/v1/plans/<uuid>`, "
+    "which seal it; see docs/plans.md"
+)
 
 
 @register_check(CATALOG)

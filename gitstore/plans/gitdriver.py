@@ -57,8 +57,9 @@ class GitDriver(Driver):
         snapshot = self._store.catalog().snapshot(at)
         return _GitObjects(snapshot, self.hidden)
 
-    def transact(self, change: Callable[[Objects], T], message: str,
-                 author: Author | None = None) -> tuple[T, Revision]:
+    def transact(
+        self, change: Callable[[Objects], T], message: str, author: Author | None = None
+    ) -> tuple[T, Revision]:
         outcome: list[T] = []
 
         def operation(snapshot: Snapshot | None) -> ChangeSet:
@@ -76,8 +77,7 @@ class _GitObjects(Objects):
     """The objects of one catalog commit; `write` turns a change's puts into tree entries."""
 
     def __init__(self, snapshot: Snapshot | None, hidden: Hidden) -> None:
-        revision = Revision(snapshot.commit_id, snapshot.version) if snapshot else Revision(
-            None, 0)
+        revision = Revision(snapshot.commit_id, snapshot.version) if snapshot else Revision(None, 0)
         super().__init__(revision, self._load)
         self._snapshot = snapshot
         self._hidden = hidden
@@ -102,8 +102,7 @@ class _GitObjects(Objects):
             old, new = self._original[kind_name], self.loaded(kind_name)
             if kind is PLAN:
                 for uuid in sorted(uuids):
-                    _write_plan(changes, self._snapshot, old.get(uuid), new.get(uuid),
-                                self._hidden)
+                    _write_plan(changes, self._snapshot, old.get(uuid), new.get(uuid), self._hidden)
             elif kind is ENVIRONMENT:
                 for uuid in sorted(uuids):
                     _write_environment_file(changes, self._snapshot, new.get(uuid), uuid)
@@ -155,11 +154,15 @@ def _load_plans(snapshot: Snapshot) -> dict[str, dict]:
         record = copy.deepcopy(meta)
         record["name"] = entry.name
         record["roles"] = list(record.get("roles") or [])
-        for key, path, empty in (("master_template", MASTER, heat.empty_master),
-                                 ("environment_file", ENVIRONMENT_FILE, heat.empty_environment)):
+        for key, path, empty in (
+            ("master_template", MASTER, heat.empty_master),
+            ("environment_file", ENVIRONMENT_FILE, heat.empty_environment),
+        ):
             document = _meta(snapshot, f"{base}/{path}")
-            record[key] = {**(record.get(key) or {}),
-                           "document": copy.deepcopy(document) if document else empty()}
+            record[key] = {
+                **(record.get(key) or {}),
+                "document": copy.deepcopy(document) if document else empty(),
+            }
         found[record["uuid"]] = record
     return found
 
@@ -180,18 +183,28 @@ def _old_bytes(snapshot: Snapshot | None, path: str) -> bytes | None:
     return snapshot.read(path) if snapshot is not None else None
 
 
-def _put_document(changes: ChangeSet, snapshot: Snapshot | None, path: str, document: dict,
-                  sealer: Sealer | None = None) -> None:
+def _put_document(
+    changes: ChangeSet,
+    snapshot: Snapshot | None,
+    path: str,
+    document: dict,
+    sealer: Sealer | None = None,
+) -> None:
     """Write a document through the one door (`documents.encode`), sealed by `sealer`."""
     old = _old_bytes(snapshot, path)
     changes.put(path, documents.encode(REPOSITORY, path, document, old, sealer=sealer))
 
 
-def _write_versions(changes: ChangeSet, snapshot: Snapshot | None, folder: str, name: str,
-                    old: dict[str, dict], new: dict[str, dict]) -> None:
+def _write_versions(
+    changes: ChangeSet,
+    snapshot: Snapshot | None,
+    folder: str,
+    name: str,
+    old: dict[str, dict],
+    new: dict[str, dict],
+) -> None:
     base = f"{folder}/{check_identifier(name, 'name')}"
-    versions = sorted((r for r in new.values() if r["name"] == name),
-                      key=lambda r: r["version"])
+    versions = sorted((r for r in new.values() if r["name"] == name), key=lambda r: r["version"])
     if not versions:
         changes.delete(base)
         return
@@ -201,13 +214,17 @@ def _write_versions(changes: ChangeSet, snapshot: Snapshot | None, folder: str, 
     for record in versions:
         if old.get(record["uuid"]) != record:
             changes.put(f"{base}/{record['version']}.yaml", record["content"].encode("utf-8"))
-    meta = {"name": name, "versions": [{k: r.get(k) for k in _VERSION_FIELDS}
-                                       for r in versions]}
+    meta = {"name": name, "versions": [{k: r.get(k) for k in _VERSION_FIELDS} for r in versions]}
     _put_document(changes, snapshot, f"{base}/{META}", meta)
 
 
-def _write_plan(changes: ChangeSet, snapshot: Snapshot | None, old: dict | None,
-                new: dict | None, hidden: Hidden) -> None:
+def _write_plan(
+    changes: ChangeSet,
+    snapshot: Snapshot | None,
+    old: dict | None,
+    new: dict | None,
+    hidden: Hidden,
+) -> None:
     if old is not None and (new is None or new["name"] != old["name"]):
         changes.delete(f"{PLAN.folder}/{old['name']}")
     if new is None:
@@ -216,20 +233,27 @@ def _write_plan(changes: ChangeSet, snapshot: Snapshot | None, old: dict | None,
     master = new["master_template"]["document"]
     sealer = hidden.sealer(master)
     _put_document(changes, snapshot, plan_file(name, MASTER), master, sealer)
-    _put_document(changes, snapshot, plan_file(name, ENVIRONMENT_FILE),
-                  new["environment_file"]["document"], sealer)
+    _put_document(
+        changes,
+        snapshot,
+        plan_file(name, ENVIRONMENT_FILE),
+        new["environment_file"]["document"],
+        sealer,
+    )
     meta = {key: new.get(key) for key in _PLAN_FIELDS}
     for key in ("master_template", "environment_file"):
         meta[key] = {field: new[key].get(field) for field in _FILE_FIELDS}
     _put_document(changes, snapshot, plan_file(name, META), meta)
 
 
-def _write_environment_file(changes: ChangeSet, snapshot: Snapshot | None, new: dict | None,
-                            uuid: str) -> None:
+def _write_environment_file(
+    changes: ChangeSet, snapshot: Snapshot | None, new: dict | None, uuid: str
+) -> None:
     base = f"{ENVIRONMENT.folder}/{uuid}"
     if new is None:
         changes.delete(base)
         return
     changes.put(f"{base}/{ENVIRONMENT_FILE}", new["content"].encode("utf-8"))
-    _put_document(changes, snapshot, f"{base}/{META}",
-                  {field: new.get(field) for field in _FILE_FIELDS})
+    _put_document(
+        changes, snapshot, f"{base}/{META}", {field: new.get(field) for field in _FILE_FIELDS}
+    )

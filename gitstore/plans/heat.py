@@ -36,8 +36,7 @@ REMOVAL_POLICIES = "removal_policies"
 MASK = "******"
 #: Role parameter names become `N-V::P` names in plans, headers and key paths: keep them plain.
 _PARAMETER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-_TEMPLATE_KEYS = ("heat_template_version", "HeatTemplateFormatVersion",
-                  "AWSTemplateFormatVersion")
+_TEMPLATE_KEYS = ("heat_template_version", "HeatTemplateFormatVersion", "AWSTemplateFormatVersion")
 
 
 # -- names -----------------------------------------------------------------------------------
@@ -68,14 +67,18 @@ def check_template(doc: Any, label: str) -> dict:
     if not isinstance(doc, dict):
         raise InvalidInput(f"{label}: a Heat template must be a mapping", key="content")
     if not any(key in doc for key in _TEMPLATE_KEYS):
-        raise InvalidInput(f"{label}: not a Heat template (no heat_template_version)",
-                           key="content")
+        raise InvalidInput(
+            f"{label}: not a Heat template (no heat_template_version)", key="content"
+        )
     for section in ("parameters", "resources", "outputs"):
         _check_section(doc, section, label)
     for name, spec in (doc.get("parameters") or {}).items():
         if not _PARAMETER.match(name):
-            raise InvalidInput(f"{label}: parameter name {name!r} may contain only letters, "
-                               "digits, '_', '.' and '-'", key="content")
+            raise InvalidInput(
+                f"{label}: parameter name {name!r} may contain only letters, "
+                "digits, '_', '.' and '-'",
+                key="content",
+            )
         if "type" not in spec:
             raise InvalidInput(f"{label}: parameter {name!r} has no type", key="content")
     return doc
@@ -89,8 +92,9 @@ def _check_section(doc: dict, section: str, label: str) -> None:
         raise InvalidInput(f"{label}: {section} must be a mapping", key="content")
     for name, spec in value.items():
         if not isinstance(name, str) or not isinstance(spec, dict):
-            raise InvalidInput(f"{label}: {section} entry {name!r} must be a named mapping",
-                               key="content")
+            raise InvalidInput(
+                f"{label}: {section} entry {name!r} must be a named mapping", key="content"
+            )
 
 
 # -- an empty plan ---------------------------------------------------------------------------
@@ -112,16 +116,18 @@ def has_role(environment: Mapping, ns: str) -> bool:
     return resource_type(ns) in (environment.get("resource_registry") or {})
 
 
-def add_role(master: Mapping, environment: Mapping, ns: str,
-             role: Mapping) -> tuple[dict, dict]:
+def add_role(master: Mapping, environment: Mapping, ns: str, role: Mapping) -> tuple[dict, dict]:
     """The plan with the role template `role` added under namespace `ns`; Conflict if present."""
     if has_role(environment, ns):
         raise Conflict(f"role {ns} is already in the plan", key="uuid")
     role_parameters = role.get("parameters") or {}
     for reserved in (COUNT, REMOVAL_POLICIES):
         if reserved in role_parameters:
-            raise InvalidInput(f"role {ns} declares parameter {reserved!r}, which the plan uses "
-                               "for its resource group", key="uuid")
+            raise InvalidInput(
+                f"role {ns} declares parameter {reserved!r}, which the plan uses "
+                "for its resource group",
+                key="uuid",
+            )
     master, environment = copy.deepcopy(dict(master)), copy.deepcopy(dict(environment))
     parameters = master.setdefault("parameters", {})
     values = environment.setdefault("parameters", {})
@@ -142,12 +148,16 @@ def add_role(master: Mapping, environment: Mapping, ns: str,
 def _group_parameters(ns: str) -> dict:
     return {
         qualified(ns, COUNT): {
-            "type": "number", "default": 1, "label": f"{ns} count",
+            "type": "number",
+            "default": 1,
+            "label": f"{ns} count",
             "description": f"How many {ns} servers to deploy.",
             "constraints": [{"range": {"min": 0}}],
         },
         qualified(ns, REMOVAL_POLICIES): {
-            "type": "json", "default": [], "label": f"{ns} removal policies",
+            "type": "json",
+            "default": [],
+            "label": f"{ns} removal policies",
             "description": f"Which {ns} servers to remove first when scaling down.",
         },
     }
@@ -184,10 +194,12 @@ def remove_role(master: Mapping, environment: Mapping, ns: str) -> tuple[dict, d
     master["parameters"] = without(master.get("parameters"), lambda k: not k.startswith(prefix))
     master["resources"] = without(master.get("resources"), lambda k: k != group_id(ns))
     master["outputs"] = without(master.get("outputs"), lambda k: not k.startswith(prefix))
-    environment["parameters"] = without(environment.get("parameters"),
-                                        lambda k: not k.startswith(prefix))
-    environment["resource_registry"] = without(environment.get("resource_registry"),
-                                               lambda k: k != resource_type(ns))
+    environment["parameters"] = without(
+        environment.get("parameters"), lambda k: not k.startswith(prefix)
+    )
+    environment["resource_registry"] = without(
+        environment.get("resource_registry"), lambda k: k != resource_type(ns)
+    )
     return copy.deepcopy(master), copy.deepcopy(environment)
 
 
@@ -202,8 +214,11 @@ def set_values(master: Mapping, environment: Mapping, values: Mapping[str, Any])
     if unknown:
         raise InvalidInput(
             f"unknown plan parameter{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}",
-            key="name", errors=[{"key": name, "message": f"plan has no parameter {name!r}"}
-                                for name in unknown])
+            key="name",
+            errors=[
+                {"key": name, "message": f"plan has no parameter {name!r}"} for name in unknown
+            ],
+        )
     environment = copy.deepcopy(dict(environment))
     current = environment.setdefault("parameters", {})
     for name, value in values.items():
@@ -216,8 +231,11 @@ def set_values(master: Mapping, environment: Mapping, values: Mapping[str, Any])
 # -- reading a plan ----------------------------------------------------------------------------
 def hidden_names(master: Mapping) -> list[str]:
     """The master parameters marked `hidden: true`."""
-    return [name for name, spec in (master.get("parameters") or {}).items()
-            if isinstance(spec, dict) and spec.get("hidden") is True]
+    return [
+        name
+        for name, spec in (master.get("parameters") or {}).items()
+        if isinstance(spec, dict) and spec.get("hidden") is True
+    ]
 
 
 def plan_parameters(master: Mapping, environment: Mapping) -> list[dict]:
@@ -225,14 +243,16 @@ def plan_parameters(master: Mapping, environment: Mapping) -> list[dict]:
     values = environment.get("parameters") or {}
     found = []
     for name, spec in (master.get("parameters") or {}).items():
-        found.append({
-            "name": name,
-            "label": spec.get("label"),
-            "default": spec.get("default"),
-            "description": spec.get("description"),
-            "hidden": bool(spec.get("hidden", False)),
-            "value": values.get(name),
-            "constraints": spec.get("constraints") or [],
-            "parameter_type": spec.get("type"),
-        })
+        found.append(
+            {
+                "name": name,
+                "label": spec.get("label"),
+                "default": spec.get("default"),
+                "description": spec.get("description"),
+                "hidden": bool(spec.get("hidden", False)),
+                "value": values.get(name),
+                "constraints": spec.get("constraints") or [],
+                "parameter_type": spec.get("type"),
+            }
+        )
     return found

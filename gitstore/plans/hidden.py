@@ -74,8 +74,9 @@ class Hidden:
         keys, problem = self._keys()
         return Sealer(REPOSITORY, keys, lambda file: rules(file, master), problem)
 
-    def show(self, document: dict, file: str, master: Mapping,
-             reveal: bool) -> tuple[dict, list[str]]:
+    def show(
+        self, document: dict, file: str, master: Mapping, reveal: bool
+    ) -> tuple[dict, list[str]]:
         """`document` (stored at `file`) masked, or revealed, and the dotted paths concerned."""
         file_rules = rules(file, master)
         if not reveal:
@@ -87,4 +88,3 @@ class Hidden:
         """Note a reveal in the audit log (no environment: the catalog's secrets)."""
         if paths and self._secrets is not None:
             self._secrets.audit.record(who, None, what, commit, paths)  # type: ignore[arg-type]
-

@@ -47,10 +47,16 @@ class Template:
 
     @classmethod
     def from_record(cls, record: dict, revision: Revision | None = None) -> Template:
-        return cls(uuid=record["uuid"], name=record["name"], version=record.get("version"),
-                   content=record["content"], description=record.get("description"),
-                   created_at=record.get("created_at"), updated_at=record.get("updated_at"),
-                   revision=revision)
+        return cls(
+            uuid=record["uuid"],
+            name=record["name"],
+            version=record.get("version"),
+            content=record["content"],
+            description=record.get("description"),
+            created_at=record.get("created_at"),
+            updated_at=record.get("updated_at"),
+            revision=revision,
+        )
 
     @cached_property
     def document(self) -> dict:
@@ -69,8 +75,11 @@ class Template:
     def entity(self, *, content: bool = True) -> dict:
         """The API's view: the record's fields (the content only when asked)."""
         entity: dict[str, Any] = {
-            "uuid": self.uuid, "name": self.name, "version": self.version,
-            "description": self.description, "created_at": self.created_at,
+            "uuid": self.uuid,
+            "name": self.name,
+            "version": self.version,
+            "description": self.description,
+            "created_at": self.created_at,
             "updated_at": self.updated_at,
         }
         if content:
@@ -98,9 +107,13 @@ class EnvironmentFile:
 
     @classmethod
     def from_record(cls, record: dict, revision: Revision | None = None) -> EnvironmentFile:
-        return cls(uuid=record["uuid"], content=record["content"],
-                   created_at=record.get("created_at"), updated_at=record.get("updated_at"),
-                   revision=revision)
+        return cls(
+            uuid=record["uuid"],
+            content=record["content"],
+            created_at=record.get("created_at"),
+            updated_at=record.get("updated_at"),
+            revision=revision,
+        )
 
     @cached_property
     def document(self) -> dict:
@@ -148,23 +161,38 @@ class DeploymentPlan:
     @classmethod
     def from_record(cls, record: dict, revision: Revision | None = None) -> DeploymentPlan:
         master, environment = record["master_template"], record["environment_file"]
-        template = Template(uuid=master["uuid"], name=record["name"], version=None,
-                            content=_text(master["document"]),
-                            created_at=master.get("created_at"),
-                            updated_at=master.get("updated_at"), revision=revision)
-        env = EnvironmentFile(uuid=environment["uuid"], content=_text(environment["document"]),
-                              created_at=environment.get("created_at"),
-                              updated_at=environment.get("updated_at"), revision=revision)
-        return cls(uuid=record["uuid"], name=record["name"], master_template=template,
-                   environment_file=env, roles=tuple(_role_ref(r) for r in record["roles"]),
-                   description=record.get("description"), created_at=record.get("created_at"),
-                   updated_at=record.get("updated_at"), revision=revision)
+        template = Template(
+            uuid=master["uuid"],
+            name=record["name"],
+            version=None,
+            content=_text(master["document"]),
+            created_at=master.get("created_at"),
+            updated_at=master.get("updated_at"),
+            revision=revision,
+        )
+        env = EnvironmentFile(
+            uuid=environment["uuid"],
+            content=_text(environment["document"]),
+            created_at=environment.get("created_at"),
+            updated_at=environment.get("updated_at"),
+            revision=revision,
+        )
+        return cls(
+            uuid=record["uuid"],
+            name=record["name"],
+            master_template=template,
+            environment_file=env,
+            roles=tuple(_role_ref(r) for r in record["roles"]),
+            description=record.get("description"),
+            created_at=record.get("created_at"),
+            updated_at=record.get("updated_at"),
+            revision=revision,
+        )
 
     @property
     def parameters(self) -> list[dict]:
         """Every master parameter with its value (stored form: hidden values as stored)."""
-        return heat.plan_parameters(self.master_template.document,
-                                    self.environment_file.document)
+        return heat.plan_parameters(self.master_template.document, self.environment_file.document)
 
     @property
     def resource_registry(self) -> dict[str, str]:

@@ -41,8 +41,9 @@ def _fields(body: Any, what: str, required: tuple[str, ...], optional: tuple[str
     known = required + optional
     unknown = [str(key) for key in body if key not in known]
     if unknown:
-        raise InvalidInput(f"unknown {what} field {unknown[0]!r}; known fields: "
-                           f"{', '.join(known)}", key=unknown[0])
+        raise InvalidInput(
+            f"unknown {what} field {unknown[0]!r}; known fields: {', '.join(known)}", key=unknown[0]
+        )
     for name in required:
         if name not in body:
             raise InvalidInput(f"{what} field {name!r} is required", key=name)
@@ -56,8 +57,9 @@ def parameter_values(body: Any) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for index, item in enumerate(body):
         if not isinstance(item, dict) or set(item) != {"name", "value"}:
-            raise InvalidInput(f"item {index} must be an object with exactly 'name' and 'value'",
-                               key=str(index))
+            raise InvalidInput(
+                f"item {index} must be an object with exactly 'name' and 'value'", key=str(index)
+            )
         if not isinstance(item["name"], str) or not item["name"]:
             raise InvalidInput(f"item {index}: name must be a non-empty string", key="name")
         if item["name"] in values:
@@ -90,8 +92,9 @@ class Plans:
         return self.roles if family == "roles" else self.templates
 
     # -- templates and roles ---------------------------------------------------------------
-    def list_versions(self, family: str, only_latest: bool = False,
-                      version: str | None = None) -> Served:
+    def list_versions(
+        self, family: str, only_latest: bool = False, version: str | None = None
+    ) -> Served:
         """Every version (or only each name's latest), without contents."""
         revision = self.driver.revision(version)
         found = self._family(family).list(only_latest, at=revision.pin)
@@ -104,34 +107,46 @@ class Plans:
     def create_version(self, family: str, body: Any, author: Author | None = None) -> Served:
         """`{name, content, description?}` -> version 1 of a new name."""
         fields = _fields(body, family[:-1], ("name", "content"), ("description",))
-        item = self._family(family).create(fields["name"], fields["content"],
-                                           fields.get("description"), author)
+        item = self._family(family).create(
+            fields["name"], fields["content"], fields.get("description"), author
+        )
         return _served(item.entity(), item.revision)
 
-    def update_version(self, family: str, uuid: str, body: Any,
-                       author: Author | None = None) -> tuple[Served, bool]:
+    def update_version(
+        self, family: str, uuid: str, body: Any, author: Author | None = None
+    ) -> tuple[Served, bool]:
         """`{content, description?}` -> (the new version, True), or (the latest, False) when
         the content repeats the latest."""
         fields = _fields(body, family[:-1], ("content",), ("description",))
-        item = self._family(family).update(uuid, fields["content"], fields.get("description"),
-                                           author)
+        item = self._family(family).update(
+            uuid, fields["content"], fields.get("description"), author
+        )
         return _served(item.entity(), item.revision), bool(item.revision.changed)
 
-    def upload(self, family: str, name: str, content: str, description: str | None = None,
-               author: Author | None = None) -> tuple[Served, bool]:
+    def upload(
+        self,
+        family: str,
+        name: str,
+        content: str,
+        description: str | None = None,
+        author: Author | None = None,
+    ) -> tuple[Served, bool]:
         """Create `name`, or add a version if it exists (the same content adds none)."""
         store = self._family(family)
         try:
             latest = store.retrieve_by_name(name)
         except NotFound:
-            return self.create_version(family, {"name": name, "content": content,
-                                                "description": description}, author), True
-        return self.update_version(family, latest.uuid,
-                                   {"content": content, "description": description}, author)
+            return self.create_version(
+                family, {"name": name, "content": content, "description": description}, author
+            ), True
+        return self.update_version(
+            family, latest.uuid, {"content": content, "description": description}, author
+        )
 
     # -- plans -----------------------------------------------------------------------------
-    def list_plans(self, version: str | None = None, reveal: bool = False,
-                   who: str | None = None) -> Served:
+    def list_plans(
+        self, version: str | None = None, reveal: bool = False, who: str | None = None
+    ) -> Served:
         revision = self.driver.revision(version)
         views, masked = [], []
         for plan in self.deployments.list(at=revision.pin):
@@ -140,8 +155,9 @@ class Plans:
             masked += [f"{plan.name}.{path}" for path in paths]
         return _served(views, revision, () if reveal else tuple(masked))
 
-    def get_plan(self, uuid: str, version: str | None = None, reveal: bool = False,
-                 who: str | None = None) -> Served:
+    def get_plan(
+        self, uuid: str, version: str | None = None, reveal: bool = False, who: str | None = None
+    ) -> Served:
         return self._plan_answer(self.deployments.retrieve(uuid, at=version), reveal, who)
 
     def create_plan(self, body: Any, author: Author | None = None) -> Served:
@@ -166,8 +182,9 @@ class Plans:
         plan = self.deployments.set_values(uuid, parameter_values(body), author)
         return self._plan_answer(plan)
 
-    def export(self, uuid: str, version: str | None = None, reveal: bool = False,
-               who: str | None = None) -> Served:
+    def export(
+        self, uuid: str, version: str | None = None, reveal: bool = False, who: str | None = None
+    ) -> Served:
         """`{plan.yaml, environment.yaml, provider-N-V.yaml...}`: what `heat stack-create`
         needs, hidden values masked unless `reveal`."""
         plan = self.deployments.retrieve(uuid, at=version)
@@ -181,20 +198,23 @@ class Plans:
         try:
             return self.roles.retrieve(role_uuid, at=plan.revision.pin if plan.revision else None)
         except NotFound:
-            raise NotFound(f"plan {plan.name} holds role {role_uuid}, which is no longer in "
-                           "the catalog; remove it from the plan", key="uuid") from None
+            raise NotFound(
+                f"plan {plan.name} holds role {role_uuid}, which is no longer in "
+                "the catalog; remove it from the plan",
+                key="uuid",
+            ) from None
 
     # -- hidden values ---------------------------------------------------------------------
-    def _shown(self, plan: DeploymentPlan, reveal: bool, who: str | None,
-               what: str) -> tuple[dict, dict, list[str]]:
+    def _shown(
+        self, plan: DeploymentPlan, reveal: bool, who: str | None, what: str
+    ) -> tuple[dict, dict, list[str]]:
         """The plan's master template and environment as an answer shows them, and the
         `file:dotted.path` of every value masked (or revealed, which is audited)."""
         master_doc = plan.master_template.document
         paths = []
         shown = []
         for file, document in ((MASTER, master_doc), (ENVIRONMENT, plan.environment_file.document)):
-            data, found = self.hidden.show(document, plan_file(plan.name, file), master_doc,
-                                           reveal)
+            data, found = self.hidden.show(document, plan_file(plan.name, file), master_doc, reveal)
             shown.append(data)
             paths += [f"{file}:{path}" for path in found]
         if reveal:
@@ -202,18 +222,25 @@ class Plans:
             self.hidden.record(who, f"plan {plan.name} {what}", commit, paths)
         return shown[0], shown[1], paths
 
-    def _plan_view(self, plan: DeploymentPlan, reveal: bool,
-                   who: str | None) -> tuple[dict, list[str]]:
+    def _plan_view(
+        self, plan: DeploymentPlan, reveal: bool, who: str | None
+    ) -> tuple[dict, list[str]]:
         """The API's plan, and the dotted paths (of that view) it masked."""
         master, environment, paths = self._shown(plan, reveal, who, "view")
-        view = {"uuid": plan.uuid, "name": plan.name, "description": plan.description,
-                "created_at": plan.created_at, "updated_at": plan.updated_at,
-                "roles": [ref.entity() for ref in plan.roles],
-                "parameters": heat.plan_parameters(master, environment)}
+        view = {
+            "uuid": plan.uuid,
+            "name": plan.name,
+            "description": plan.description,
+            "created_at": plan.created_at,
+            "updated_at": plan.updated_at,
+            "roles": [ref.entity() for ref in plan.roles],
+            "parameters": heat.plan_parameters(master, environment),
+        }
         return view, [_view_path(path) for path in paths]
 
-    def _plan_answer(self, plan: DeploymentPlan, reveal: bool = False,
-                     who: str | None = None) -> Served:
+    def _plan_answer(
+        self, plan: DeploymentPlan, reveal: bool = False, who: str | None = None
+    ) -> Served:
         view, masked = self._plan_view(plan, reveal, who)
         return _served(view, plan.revision, () if reveal else tuple(masked))
 

@@ -66,17 +66,18 @@ class VersionedStore:
     def _one(self, outcome: Outcome) -> Template:
         return self.model.from_record(outcome.data, outcome.revision)
 
-    def create(self, name: str, content: str, description: str | None = None,
-               author: Author | None = None) -> Template:
+    def create(
+        self, name: str, content: str, description: str | None = None, author: Author | None = None
+    ) -> Template:
         """Version 1 of a new name; NameAlreadyUsed if the name exists."""
         check_identifier(name, "name")
         check_content(content, f"{self.kind.name} {name}")
-        record = {"name": name, "description": check_description(description),
-                  "content": content}
+        record = {"name": name, "description": check_description(description), "content": content}
         return self._one(self._driver.create(self.kind, record, author))
 
-    def update(self, uuid: str, content: str, description: str | None = None,
-               author: Author | None = None) -> Template:
+    def update(
+        self, uuid: str, content: str, description: str | None = None, author: Author | None = None
+    ) -> Template:
         """A new version (latest + 1) of the object's name; the latest if nothing changes."""
         check_content(content, f"{self.kind.name} {uuid}")
         fields = {"content": content, "description": check_description(description)}
@@ -109,13 +110,20 @@ class RoleStore(VersionedStore):
 
     def delete(self, uuid: str, author: Author | None = None) -> Revision:
         """Delete one version; Conflict while a plan holds it (its export would break)."""
+
         def change(objects: Objects) -> None:
             role = objects.get(ROLE, uuid)
-            users = [p["name"] for p in objects.all(PLAN)
-                     if any(r["uuid"] == role["uuid"] for r in p["roles"])]
+            users = [
+                p["name"]
+                for p in objects.all(PLAN)
+                if any(r["uuid"] == role["uuid"] for r in p["roles"])
+            ]
             if users:
-                raise Conflict(f"role {role['name']} version {role['version']} is in plan "
-                               f"{', '.join(users)}; remove it from the plan first", key="uuid")
+                raise Conflict(
+                    f"role {role['name']} version {role['version']} is in plan "
+                    f"{', '.join(users)}; remove it from the plan first",
+                    key="uuid",
+                )
             objects.message = f"catalog: delete role {role['name']} version {role['version']}"
             objects.remove(ROLE, role["uuid"])
 
@@ -171,14 +179,19 @@ class DeploymentPlanStore:
     def _one(outcome: Outcome) -> DeploymentPlan:
         return DeploymentPlan.from_record(outcome.data, outcome.revision)
 
-    def create(self, name: str, description: str | None = None,
-               author: Author | None = None) -> DeploymentPlan:
+    def create(
+        self, name: str, description: str | None = None, author: Author | None = None
+    ) -> DeploymentPlan:
         """A plan with an empty master template and environment; NameAlreadyUsed if taken."""
         check_identifier(name, "name")
         check_description(description)
-        record = {"name": name, "description": description, "roles": [],
-                  "master_template": _file(heat.empty_master(description)),
-                  "environment_file": _file(heat.empty_environment())}
+        record = {
+            "name": name,
+            "description": description,
+            "roles": [],
+            "master_template": _file(heat.empty_master(description)),
+            "environment_file": _file(heat.empty_environment()),
+        }
         return self._one(self._driver.create(PLAN, record, author))
 
     def retrieve(self, uuid: str, at: At = None) -> DeploymentPlan:
@@ -195,22 +208,32 @@ class DeploymentPlanStore:
         """Delete the plan, its master template and its environment."""
         return self._driver.delete(PLAN, uuid, author).revision
 
-    def update_master_template(self, uuid: str, content: str,
-                               author: Author | None = None) -> DeploymentPlan:
+    def update_master_template(
+        self, uuid: str, content: str, author: Author | None = None
+    ) -> DeploymentPlan:
         master = check_content(content, "master template")
-        return self._compose(uuid, "replace the master template", author,
-                             lambda plan, objects: (master, _environment(plan), plan["roles"]))
+        return self._compose(
+            uuid,
+            "replace the master template",
+            author,
+            lambda plan, objects: (master, _environment(plan), plan["roles"]),
+        )
 
-    def update_environment(self, uuid: str, content: str,
-                           author: Author | None = None) -> DeploymentPlan:
+    def update_environment(
+        self, uuid: str, content: str, author: Author | None = None
+    ) -> DeploymentPlan:
         environment = _check_environment(content)
-        return self._compose(uuid, "replace the environment", author,
-                             lambda plan, objects: (_master(plan), environment, plan["roles"]))
+        return self._compose(
+            uuid,
+            "replace the environment",
+            author,
+            lambda plan, objects: (_master(plan), environment, plan["roles"]),
+        )
 
     # -- composition -------------------------------------------------------------------------
-    def add_role(self, uuid: str, role_uuid: str,
-                 author: Author | None = None) -> DeploymentPlan:
+    def add_role(self, uuid: str, role_uuid: str, author: Author | None = None) -> DeploymentPlan:
         """Add a role version; Conflict if the plan already holds that version."""
+
         def compose(plan: dict, objects: Objects) -> tuple[dict, dict, list]:
             role = objects.get(ROLE, role_uuid)
             ns = heat.namespace(role["name"], role["version"])
@@ -224,9 +247,11 @@ class DeploymentPlanStore:
 
         return self._compose(uuid, "add a role", author, compose)
 
-    def remove_role(self, uuid: str, role_uuid: str,
-                    author: Author | None = None) -> DeploymentPlan:
+    def remove_role(
+        self, uuid: str, role_uuid: str, author: Author | None = None
+    ) -> DeploymentPlan:
         """Remove exactly what a role version added; nothing happens if the plan lacks it."""
+
         def compose(plan: dict, objects: Objects) -> tuple[dict, dict, list]:
             held = [r for r in plan["roles"] if r["uuid"] == role_uuid]
             role = held[0] if held else objects.get(ROLE, role_uuid)
@@ -237,12 +262,15 @@ class DeploymentPlanStore:
 
         return self._compose(uuid, "remove a role", author, compose)
 
-    def set_values(self, uuid: str, values: dict[str, Any],
-                   author: Author | None = None) -> DeploymentPlan:
+    def set_values(
+        self, uuid: str, values: dict[str, Any], author: Author | None = None
+    ) -> DeploymentPlan:
         """Set parameter values, all or nothing (see `heat.set_values`)."""
+
         def compose(plan: dict, objects: Objects) -> tuple[dict, dict, list]:
-            objects.message = (f"catalog: plan {plan['name']}: set "
-                               f"{', '.join(values) or 'no values'}")
+            objects.message = (
+                f"catalog: plan {plan['name']}: set {', '.join(values) or 'no values'}"
+            )
             env = heat.set_values(_master(plan), _environment(plan), values)
             return _master(plan), env, plan["roles"]
 
@@ -285,6 +313,9 @@ def _updated(plan: dict, master: dict, environment: dict, roles: list) -> dict:
     updated.update(roles=copy.deepcopy(roles), updated_at=stamp)
     for key, document in (("master_template", master), ("environment_file", environment)):
         if document != plan[key]["document"]:
-            updated[key] = {**updated[key], "document": copy.deepcopy(document),
-                            "updated_at": stamp}
+            updated[key] = {
+                **updated[key],
+                "document": copy.deepcopy(document),
+                "updated_at": stamp,
+            }
     return updated

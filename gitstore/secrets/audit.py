@@ -27,13 +27,24 @@ class AuditLog:
     def __init__(self, root: str | os.PathLike) -> None:
         self.path = Path(root) / AUDIT_FILE
 
-    def record(self, who: str | None, environment: int | None, what: str, commit: str | None,
-               paths: Sequence[str]) -> None:
+    def record(
+        self,
+        who: str | None,
+        environment: int | None,
+        what: str,
+        commit: str | None,
+        paths: Sequence[str],
+    ) -> None:
         """Append one reveal; `who` None is an unauthenticated caller of an open store, and
         `environment` None the catalog (plan parameters)."""
-        entry = {"time": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-                 "who": who or "(open store: no user)", "environment": environment,
-                 "what": what, "commit": commit, "paths": list(paths)}
+        entry = {
+            "time": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "who": who or "(open store: no user)",
+            "environment": environment,
+            "what": what,
+            "commit": commit,
+            "paths": list(paths),
+        }
         line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

@@ -25,8 +25,10 @@ from gitstore.errors import Undecryptable
 
 PREFIX = "ENC["
 NONCE_BYTES = 12
-_SEALED = re.compile(r"^ENC\[v1,aesgcm,kid=([A-Za-z0-9_.-]{1,64}),n=([A-Za-z0-9+/]{16}),"
-                     r"d=([A-Za-z0-9+/]+={0,2})\]$")
+_SEALED = re.compile(
+    r"^ENC\[v1,aesgcm,kid=([A-Za-z0-9_.-]{1,64}),n=([A-Za-z0-9+/]{16}),"
+    r"d=([A-Za-z0-9+/]+={0,2})\]$"
+)
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,9 @@ class Place:
 
     def associated_data(self) -> bytes:
         """An unambiguous encoding of the three parts (a key may itself contain dots)."""
-        return json.dumps([self.repository, self.file, list(self.key)],
-                          separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        return json.dumps(
+            [self.repository, self.file, list(self.key)], separators=(",", ":"), ensure_ascii=False
+        ).encode("utf-8")
 
     def named(self) -> str:
         return f"{self.file}: key {self.dotted!r}"
@@ -89,8 +92,7 @@ def open_sealed(text: str, keys: dict[str, bytes], place: Place) -> Any:
         plain = _aead(key).decrypt(_unb64(nonce), _unb64(data), place.associated_data())
         return json.loads(plain)
     except (InvalidTag, binascii.Error, ValueError) as exc:
-        raise _fail(place, "it was sealed for another place (moved or copied) or altered") \
-            from exc
+        raise _fail(place, "it was sealed for another place (moved or copied) or altered") from exc
 
 
 @functools.lru_cache(maxsize=64)
@@ -100,8 +102,9 @@ def _aead(key: bytes) -> AESGCM:
 
 
 def _fail(place: Place, why: str) -> Undecryptable:
-    return Undecryptable(f"the secret at {place.named()} does not decrypt: {why}",
-                         path=place.file, key=place.dotted)
+    return Undecryptable(
+        f"the secret at {place.named()} does not decrypt: {why}", path=place.file, key=place.dotted
+    )
 
 
 def _b64(data: bytes) -> str:

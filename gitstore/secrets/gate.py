@@ -57,16 +57,22 @@ def _definitions(tree: TreeCheck, environment: dict) -> dict[str, dict] | None:
 SEAL_HINT = "`gitstore secrets encrypt FILE --env ID`, see docs/secrets.md"
 
 
-def check_document(tree: TreeCheck, file: str, document: dict, rules: Rules,
-                   hint: str = SEAL_HINT) -> None:
+def check_document(
+    tree: TreeCheck, file: str, document: dict, rules: Rules, hint: str = SEAL_HINT
+) -> None:
     """Report each plain value at a secret path of `document` and each malformed sealed one;
     `hint` says how to store that value sealed."""
     for path, value, secret in secret_leaves(document, rules):
         key = ".".join(path)
         if cipher.is_sealed(value):
             if not cipher.well_formed(value):
-                tree.report(file, "looks sealed (ENC[...) but is not a well-formed "
-                                  "ENC[v1,aesgcm,kid=...,n=...,d=...] value", key=key)
+                tree.report(
+                    file,
+                    "looks sealed (ENC[...) but is not a well-formed "
+                    "ENC[v1,aesgcm,kid=...,n=...,d=...] value",
+                    key=key,
+                )
         elif secret and value is not None:
-            tree.report(file, f"a secret stored in plain text; seal it before pushing ({hint})",
-                        key=key)
+            tree.report(
+                file, f"a secret stored in plain text; seal it before pushing ({hint})", key=key
+            )

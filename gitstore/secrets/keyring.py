@@ -35,9 +35,11 @@ KEYRING_FILE = "keyring.yaml"
 KEY_BYTES = 32
 #: Key ids appear inside every sealed value (`kid=k1`): short, and safe in that syntax.
 KEY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_HEADER = (b"# gitstore keyring: the keys that seal secret values in the store's repositories.\n"
-           b"# Keep it mode 0600, out of every repository, and backed up apart from them: without\n"
-           b"# it no secret can be read back. Managed by `gitstore secrets rotate|remove-key`.\n")
+_HEADER = (
+    b"# gitstore keyring: the keys that seal secret values in the store's repositories.\n"
+    b"# Keep it mode 0600, out of every repository, and backed up apart from them: without\n"
+    b"# it no secret can be read back. Managed by `gitstore secrets rotate|remove-key`.\n"
+)
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,10 @@ class Keyring:
         """The keys; Unavailable, saying that secrets cannot be used, without a keyring."""
         keys = self.current()
         if keys is None:
-            raise Unavailable(f"secrets are unavailable: no keyring at {self.path} (restore it "
-                              "from its backup; `gitstore init` creates one for a new store)")
+            raise Unavailable(
+                f"secrets are unavailable: no keyring at {self.path} (restore it "
+                "from its backup; `gitstore init` creates one for a new store)"
+            )
         return keys
 
     # -- editing -----------------------------------------------------------------------------
@@ -110,15 +114,18 @@ class Keyring:
 
         def change(data: dict) -> None:
             if key_id not in data["keys"]:
-                raise NotFound(f"the keyring has no key {key_id!r} (see `gitstore secrets keys`)",
-                               key="key")
+                raise NotFound(
+                    f"the keyring has no key {key_id!r} (see `gitstore secrets keys`)", key="key"
+                )
             if key_id == data["active"]:
                 raise Conflict(f"key {key_id!r} is the active key; rotate first", key="key")
             count = in_use(key_id)
             if count:
-                raise Conflict(f"key {key_id!r} still seals {count} values at the head of the "
-                               "store; run `gitstore secrets rotate --no-new-key` first",
-                               key="key")
+                raise Conflict(
+                    f"key {key_id!r} still seals {count} values at the head of the "
+                    "store; run `gitstore secrets rotate --no-new-key` first",
+                    key="key",
+                )
             del data["keys"][key_id]
 
         self._edit(change)
@@ -128,9 +135,13 @@ class Keyring:
             keys = _parse(self.path.read_bytes(), self.path) if self.path.exists() else None
             if keys is None:
                 raise Unavailable(f"no keyring at {self.path}: nothing to change")
-            data = {"active": keys.active,
-                    "keys": {kid: {"key": _b64(key), "created": keys.created.get(kid)}
-                             for kid, key in keys.keys.items()}}
+            data = {
+                "active": keys.active,
+                "keys": {
+                    kid: {"key": _b64(key), "created": keys.created.get(kid)}
+                    for kid, key in keys.keys.items()
+                },
+            }
             result = change(data)
             files.write_private(self.path, _render(data))
             return result
@@ -150,9 +161,14 @@ def _b64(data: bytes) -> str:
 
 
 def _render(data: dict) -> bytes:
-    ordered = {"version": 1, "active": data["active"],
-               "keys": {kid: {k: v for k, v in entry.items() if v is not None}
-                        for kid, entry in data["keys"].items()}}
+    ordered = {
+        "version": 1,
+        "active": data["active"],
+        "keys": {
+            kid: {k: v for k, v in entry.items() if v is not None}
+            for kid, entry in data["keys"].items()
+        },
+    }
     return _HEADER + yamlio.dump(ordered)
 
 
@@ -172,8 +188,9 @@ def _parse(raw: bytes, path: Path) -> Keys:
         if active not in keys:
             raise InvalidInput(f"'active' is {active!r}, which is not one of the keys")
     except InvalidInput as exc:
-        raise Unavailable(f"keyring {path} is invalid, so secrets are unavailable: "
-                          f"{exc.message}") from exc
+        raise Unavailable(
+            f"keyring {path} is invalid, so secrets are unavailable: {exc.message}"
+        ) from exc
     return Keys(str(active), keys, created)
 
 
@@ -193,5 +210,7 @@ def _key_of(key_id: str, entry: Any) -> bytes:
 def _check_private(path: Path, info: os.stat_result) -> None:
     """Refuse a keyring others may read: its keys open every secret of the store."""
     if stat.S_IMODE(info.st_mode) & 0o077:
-        raise Unavailable(f"keyring {path} is readable by others (mode "
-                          f"{stat.S_IMODE(info.st_mode):04o}); run `chmod 600 {path}`")
+        raise Unavailable(
+            f"keyring {path} is readable by others (mode "
+            f"{stat.S_IMODE(info.st_mode):04o}); run `chmod 600 {path}`"
+        )

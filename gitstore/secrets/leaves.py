@@ -18,8 +18,14 @@ MISSING: Any = object()
 Leaf = Callable[[Any, Any, tuple[str, ...], bool], Any]
 
 
-def rebuild(value: Any, rules: Rules, leaf: Leaf, old: Any = MISSING,
-            path: tuple[str, ...] = (), inherited: bool = False) -> Any:
+def rebuild(
+    value: Any,
+    rules: Rules,
+    leaf: Leaf,
+    old: Any = MISSING,
+    path: tuple[str, ...] = (),
+    inherited: bool = False,
+) -> Any:
     """`value` with `leaf` applied to every leaf; `old` is walked alongside it."""
     secret = inherited or rules.starts_here(path)
     if isinstance(value, dict):
@@ -27,21 +33,30 @@ def rebuild(value: Any, rules: Rules, leaf: Leaf, old: Any = MISSING,
         changed = False
         result = {}
         for key, child in value.items():
-            new = rebuild(child, rules, leaf, old_map.get(key, MISSING), (*path, str(key)),
-                          secret)
+            new = rebuild(child, rules, leaf, old_map.get(key, MISSING), (*path, str(key)), secret)
             changed = changed or new is not child
             result[key] = new
         return result if changed else value
     if isinstance(value, list):
         old_list = old if isinstance(old, list) else []
-        items = [rebuild(child, rules, leaf, old_list[i] if i < len(old_list) else MISSING,
-                         (*path, str(i)), secret) for i, child in enumerate(value)]
+        items = [
+            rebuild(
+                child,
+                rules,
+                leaf,
+                old_list[i] if i < len(old_list) else MISSING,
+                (*path, str(i)),
+                secret,
+            )
+            for i, child in enumerate(value)
+        ]
         return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     return leaf(value, old, path, secret)
 
 
-def secret_leaves(value: Any, rules: Rules, path: tuple[str, ...] = (),
-                  inherited: bool = False) -> Iterator[tuple[tuple[str, ...], Any, bool]]:
+def secret_leaves(
+    value: Any, rules: Rules, path: tuple[str, ...] = (), inherited: bool = False
+) -> Iterator[tuple[tuple[str, ...], Any, bool]]:
     """(key path, value, secret?) of every leaf."""
     secret = inherited or rules.starts_here(path)
     if isinstance(value, dict):
@@ -77,8 +92,7 @@ def replaced(document: Any, path: tuple[str, ...], value: Any) -> Any:
     head, rest = path[0], path[1:]
     if isinstance(document, list):
         index = int(head)
-        return [*document[:index], replaced(document[index], rest, value),
-                *document[index + 1:]]
+        return [*document[:index], replaced(document[index], rest, value), *document[index + 1 :]]
     key = _key(document, head)
     return {**document, key: replaced(document[key], rest, value)}
 

@@ -27,8 +27,9 @@ from gitstore.secrets.service import repository_of
 class CloneFile:
     """One YAML file of a clone of environment `env_id`."""
 
-    def __init__(self, file: str | os.PathLike, env_id: int,
-                 catalog: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self, file: str | os.PathLike, env_id: int, catalog: str | os.PathLike | None = None
+    ) -> None:
         self.file = Path(file).resolve()
         if not self.file.is_file():
             raise NotFound(f"{file} is not a file")
@@ -59,8 +60,9 @@ class CloneFile:
             return None
         return document if isinstance(document, dict) else None
 
-    def sealed(self, keyring: str | os.PathLike, document: dict | None = None,
-               stored: dict | None = None) -> bytes:
+    def sealed(
+        self, keyring: str | os.PathLike, document: dict | None = None, stored: dict | None = None
+    ) -> bytes:
         """The file's bytes made to hold `document` (default: its own), secret leaves sealed.
 
         Comments and order of the file are kept. `stored` (default: the file at HEAD) is what
@@ -69,8 +71,9 @@ class CloneFile:
         raw, own = self.read()
         sealer = Sealer(self.repository, Keyring(keyring).require(), self.rules_of)
         stored = stored if stored is not None else self.committed()
-        return yamlio.rewrite(raw, sealer.seal(self.path, own if document is None else document,
-                                               stored))
+        return yamlio.rewrite(
+            raw, sealer.seal(self.path, own if document is None else document, stored)
+        )
 
     def opened(self, keyring: str | os.PathLike) -> bytes:
         """The file's bytes with its sealed values in plain text: for reading and editing."""
@@ -89,8 +92,11 @@ def _clone_root(file: Path) -> Path:
     for folder in file.parents:
         if (folder / ".git").exists():
             return folder
-    raise InvalidInput(f"{file} is not inside a git clone (no .git above it); run this in a "
-                       "clone of the environment's repository", path=str(file))
+    raise InvalidInput(
+        f"{file} is not inside a git clone (no .git above it); run this in a "
+        "clone of the environment's repository",
+        path=str(file),
+    )
 
 
 def _rules_of(root: Path, catalog: Path | None) -> Callable[[str], Rules]:
@@ -105,7 +111,8 @@ def _definitions(catalog: Path) -> dict[str, dict]:
         raise NotFound(f"catalog clone {catalog} is not a folder")
     found: dict[str, dict] = {}
     files = sorted((catalog / "components").glob("*.yaml")) + [
-        catalog / "resource_definitions.yaml"]
+        catalog / "resource_definitions.yaml"
+    ]
     for path in files:
         doc = _load(path) or {}
         for definition in doc.get("resource_definitions") or []:

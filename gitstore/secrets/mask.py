@@ -47,8 +47,9 @@ def mask(value: Any, rules: Rules, base: tuple[str, ...] = ()) -> tuple[Any, lis
     return result, [dotted(path) for path in paths]
 
 
-def mask_paths(value: Any, rules: Rules,
-               base: tuple[str, ...] = ()) -> tuple[Any, list[tuple[str, ...]]]:
+def mask_paths(
+    value: Any, rules: Rules, base: tuple[str, ...] = ()
+) -> tuple[Any, list[tuple[str, ...]]]:
     """`mask`, with the masked key paths as tuples."""
     masked: list[tuple[str, ...]] = []
 
@@ -62,8 +63,7 @@ def mask_paths(value: Any, rules: Rules,
     return result, masked
 
 
-def mask_cached(key: Any, document: Any,
-                rules: Rules) -> tuple[Any, tuple[tuple[str, ...], ...]]:
+def mask_cached(key: Any, document: Any, rules: Rules) -> tuple[Any, tuple[tuple[str, ...], ...]]:
     """`mask_paths` of a document identified by `key` (immutable inputs such as blob ids)."""
 
     def compute() -> tuple[Any, tuple[tuple[str, ...], ...]]:
@@ -84,13 +84,17 @@ class Opener:
     def open_at(self, value: str, file: str, path: tuple[str, ...]) -> Any:
         place = Place(self.repository, file, path)
         if self.keys is None:
-            raise Unavailable(f"secrets are unavailable ({self.keyring}), so the secret at "
-                              f"{place.named()} cannot be revealed",
-                              path=file, key=place.dotted)
+            raise Unavailable(
+                f"secrets are unavailable ({self.keyring}), so the secret at "
+                f"{place.named()} cannot be revealed",
+                path=file,
+                key=place.dotted,
+            )
         return cipher.open_sealed(value, self.keys.keys, place)
 
-    def reveal(self, value: Any, rules: Rules, sources: Sources | str,
-               base: tuple[str, ...] = ()) -> tuple[Any, list[str]]:
+    def reveal(
+        self, value: Any, rules: Rules, sources: Sources | str, base: tuple[str, ...] = ()
+    ) -> tuple[Any, list[str]]:
         """`value` (at key path `base`) with sealed leaves opened, and the revealed paths.
 
         `sources` is the file the value is stored in, or the layers it was merged from: then
@@ -110,9 +114,9 @@ class Opener:
         result = rebuild(value, rules, leaf, MISSING, base, _ancestors_secret(rules, base))
         return result, revealed
 
-
-    def reveal_paths(self, document: Any, paths: Sequence[tuple[str, ...]],
-                     sources: Sources | str) -> tuple[Any, list[str]]:
+    def reveal_paths(
+        self, document: Any, paths: Sequence[tuple[str, ...]], sources: Sources | str
+    ) -> tuple[Any, list[str]]:
         """`reveal` when the secret leaves are known (from a cached mask): only they are
         visited, so the cost follows the number of secrets, not the size of the document."""
         result, revealed = document, []
@@ -130,13 +134,16 @@ def _source_of(value: str, path: tuple[str, ...], sources: Sources) -> str:
         if value_at(document, path) == value:
             return file
     where = sources[0][0] if sources else "?"
-    raise Undecryptable(f"the secret at {where}: key {dotted(path)!r} does not decrypt: no "
-                        "layer holds it at that key", path=where, key=dotted(path))
+    raise Undecryptable(
+        f"the secret at {where}: key {dotted(path)!r} does not decrypt: no "
+        "layer holds it at that key",
+        path=where,
+        key=dotted(path),
+    )
 
 
 # -- answers that show values of several places -------------------------------------------------
-def mask_explain(data: dict, rules: Rules,
-                 opener: Opener | None = None) -> tuple[dict, list[str]]:
+def mask_explain(data: dict, rules: Rules, opener: Opener | None = None) -> tuple[dict, list[str]]:
     """An explain answer with each key's value and layer values masked (or, with `opener`,
     opened at their own files). Returns the new answer and the masked (or revealed) paths."""
     keys, touched = [], []
@@ -154,8 +161,9 @@ def mask_explain(data: dict, rules: Rules,
     return {**data, "keys": keys}, list(dict.fromkeys(touched))
 
 
-def _show(value: Any, rules: Rules, base: tuple[str, ...], opener: Opener | None,
-          file: str) -> tuple[Any, list[str]]:
+def _show(
+    value: Any, rules: Rules, base: tuple[str, ...], opener: Opener | None, file: str
+) -> tuple[Any, list[str]]:
     return mask(value, rules, base) if opener is None else opener.reveal(value, rules, file, base)
 
 

@@ -75,14 +75,16 @@ def parse_patterns(keys: Any, where: str) -> tuple[tuple[str, ...], ...]:
     for key in keys:
         segments = tuple(key.split("."))
         if not key or any(not segment for segment in segments):
-            raise InvalidInput(f"{where}: {key!r} is not a dotted key path (empty segment)",
-                               key="secret_keys")
+            raise InvalidInput(
+                f"{where}: {key!r} is not a dotted key path (empty segment)", key="secret_keys"
+            )
         patterns.append(segments)
     return tuple(dict.fromkeys(patterns))
 
 
-def rules_for_file(file: str, definitions: Mapping[str, Mapping] | None,
-                   environment: Mapping | None) -> Rules:
+def rules_for_file(
+    file: str, definitions: Mapping[str, Mapping] | None, environment: Mapping | None
+) -> Rules:
     """The rules of `file` of an environment.
 
     Args:
@@ -112,14 +114,17 @@ def _lenient(keys: Any) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(k.split(".")) for k in keys if isinstance(k, str) and k)
 
 
-def describe(definitions: Mapping[str, Mapping], environment: Mapping | None,
-             resources: Iterable[str]) -> dict[str, Any]:
+def describe(
+    definitions: Mapping[str, Mapping], environment: Mapping | None, resources: Iterable[str]
+) -> dict[str, Any]:
     """The rules in force, as `gitstore secrets rules` shows them."""
     return {
         "default_patterns": [f"*{suffix}" for suffix in DEFAULT_SUFFIXES],
         "default_applies_to": "every resource document and settings/*.yaml",
         "wholly_secret_files": list(WHOLLY_SECRET),
         "environment_secret_keys": list((environment or {}).get("secret_keys") or []),
-        "resource_secret_keys": {name: list((definitions.get(name) or {}).get("secret_keys")
-                                             or []) for name in sorted(resources)},
+        "resource_secret_keys": {
+            name: list((definitions.get(name) or {}).get("secret_keys") or [])
+            for name in sorted(resources)
+        },
     }

@@ -38,8 +38,13 @@ class Sealer:
         keyring: why secrets are unavailable when `keys` is None (named by errors).
     """
 
-    def __init__(self, repository: str, keys: Keys | None, rules_of: Callable[[str], Rules],
-                 keyring: str = "no keyring") -> None:
+    def __init__(
+        self,
+        repository: str,
+        keys: Keys | None,
+        rules_of: Callable[[str], Rules],
+        keyring: str = "no keyring",
+    ) -> None:
         self.repository = repository
         self.keys = keys
         self.rules_of = rules_of
@@ -87,9 +92,12 @@ class Sealer:
         if isinstance(value, str) and value == MASK:
             if stored is MISSING:
                 if secret:
-                    raise InvalidInput(f"{place.named()}: {MASK} means 'unchanged', but no "
-                                       "value is stored there to keep; send the value itself",
-                                       path=place.file, key=place.dotted)
+                    raise InvalidInput(
+                        f"{place.named()}: {MASK} means 'unchanged', but no "
+                        "value is stored there to keep; send the value itself",
+                        path=place.file,
+                        key=place.dotted,
+                    )
                 return value
             value = stored  # unchanged: as if the stored value had been sent back
         if cipher.is_sealed(value):
@@ -113,9 +121,12 @@ class Sealer:
     def _seal_new(self, value: Any, place: Place) -> str:
         keys = self.keys
         if keys is None:
-            raise Unavailable(f"secrets are unavailable ({self.keyring}), so the secret at "
-                              f"{place.named()} cannot be stored encrypted",
-                              path=place.file, key=place.dotted)
+            raise Unavailable(
+                f"secrets are unavailable ({self.keyring}), so the secret at "
+                f"{place.named()} cannot be stored encrypted",
+                path=place.file,
+                key=place.dotted,
+            )
         self.sealed += 1
         return cipher.seal(value, keys.active, keys.keys[keys.active], place)
 

@@ -57,7 +57,8 @@ class Secrets:
         catalog = self._store.catalog().snapshot()
         return _DEFINITIONS.get_or_compute(
             (catalog.commit_id, tuple(components)),
-            lambda: {d["name"]: d for d in CatalogView(catalog).definitions_of(components)})
+            lambda: {d["name"]: d for d in CatalogView(catalog).definitions_of(components)},
+        )
 
     def rules_of(self, view: EnvironmentView) -> Callable[[str], Rules]:
         """File path -> its rules, for one commit of an environment."""
@@ -68,8 +69,11 @@ class Secrets:
         """The rules in force in environment `env_id` (`gitstore secrets rules`)."""
         view = EnvironmentView(self._store.environment_repo(env_id).snapshot(version))
         definitions = self.definitions(view.components)
-        return Served(describe(definitions, view.doc, definitions), view.snapshot.commit_id,
-                      view.snapshot.version)
+        return Served(
+            describe(definitions, view.doc, definitions),
+            view.snapshot.commit_id,
+            view.snapshot.version,
+        )
 
     # -- keys --------------------------------------------------------------------------------
     def _keys(self) -> tuple[Keys | None, str]:
@@ -90,8 +94,12 @@ class Secrets:
         """The sealer of the first commit of an environment (no view of it exists yet)."""
         keys, problem = self._keys()
         definitions = self.definitions(list(environment.get("components") or []))
-        return Sealer(repository_of(env_id), keys,
-                      lambda file: rules_for_file(file, definitions, environment), problem)
+        return Sealer(
+            repository_of(env_id),
+            keys,
+            lambda file: rules_for_file(file, definitions, environment),
+            problem,
+        )
 
     def encrypt(self, env_id: int, path: Any, document: Any) -> Served:
         """`document` as it would be stored at `path` of environment `env_id`: secrets sealed.
@@ -108,8 +116,9 @@ class Secrets:
         sealed = self.sealer(env_id, view).seal(path, document, old)
         return Served(sealed, snapshot.commit_id, snapshot.version)
 
-    def moved_folder(self, env_id: int, snapshot: Snapshot, old: str, new: str,
-                     changes: ChangeSet) -> None:
+    def moved_folder(
+        self, env_id: int, snapshot: Snapshot, old: str, new: str, changes: ChangeSet
+    ) -> None:
         """Re-seal, into `changes`, the sealed values of files moving from `old/` to `new/`.
 
         A sealed value is bound to its file path, so a moved file would no longer open.
@@ -119,16 +128,26 @@ class Secrets:
             document = _mapping(snapshot, file)
             if document is None:
                 continue
-            target = new + file[len(old):]
+            target = new + file[len(old) :]
             moved = sealer.rebind(file, target, document)
             if moved is not document:
-                changes.put(target, documents.encode(snapshot.repository, target, moved,
-                                                     snapshot.read(file)))
+                changes.put(
+                    target,
+                    documents.encode(snapshot.repository, target, moved, snapshot.read(file)),
+                )
 
     # -- reading -----------------------------------------------------------------------------
-    def show(self, env_id: int, view: EnvironmentView, document: Any,
-             sources: str | list[tuple[str, Any]], *, cache_key: Any = None,
-             reveal: bool = False, rules_file: str | None = None) -> tuple[Any, tuple[str, ...]]:
+    def show(
+        self,
+        env_id: int,
+        view: EnvironmentView,
+        document: Any,
+        sources: str | list[tuple[str, Any]],
+        *,
+        cache_key: Any = None,
+        reveal: bool = False,
+        rules_file: str | None = None,
+    ) -> tuple[Any, tuple[str, ...]]:
         """`document` masked (the default) or revealed, and the dotted paths masked/revealed.
 
         Args:
@@ -151,20 +170,43 @@ class Secrets:
         keys, problem = self._keys()
         return mask.Opener(repository_of(env_id), keys, problem)
 
-    def show_effective(self, env_id: int, view: EnvironmentView, pairs: Any, resource: str,
-                       document: Any, *, reveal: bool) -> tuple[Any, tuple[str, ...]]:
+    def show_effective(
+        self,
+        env_id: int,
+        view: EnvironmentView,
+        pairs: Any,
+        resource: str,
+        document: Any,
+        *,
+        reveal: bool,
+    ) -> tuple[Any, tuple[str, ...]]:
         """`show` for the effective document of `resource` at `pairs` of `view`."""
         if reveal:
-            layers = [(layer.file, layer.data) for layer in reversed(view.layers(pairs, resource))
-                      if layer.data]
+            layers = [
+                (layer.file, layer.data)
+                for layer in reversed(view.layers(pairs, resource))
+                if layer.data
+            ]
         else:
             layers = []
-        return self.show(env_id, view, document, layers,
-                         cache_key=("effective", view.merge, view.layer_inputs(pairs, resource)),
-                         reveal=reveal, rules_file=layer_file(None, "values", resource))
+        return self.show(
+            env_id,
+            view,
+            document,
+            layers,
+            cache_key=("effective", view.merge, view.layer_inputs(pairs, resource)),
+            reveal=reveal,
+            rules_file=layer_file(None, "values", resource),
+        )
 
-    def record_reveal(self, who: str | None, env_id: int, what: str, commit: str | None,
-                      paths: tuple[str, ...] | list[str]) -> None:
+    def record_reveal(
+        self,
+        who: str | None,
+        env_id: int,
+        what: str,
+        commit: str | None,
+        paths: tuple[str, ...] | list[str],
+    ) -> None:
         """Append a reveal to the audit log (nothing when no secret was revealed)."""
         if paths:
             self.audit.record(who, env_id, what, commit, paths)
@@ -178,12 +220,20 @@ class Secrets:
         """
         keys, problem = self._keys()
         found: list[tuple[str, Repository, Callable[[Snapshot], Sealer]]] = [
-            (CATALOG, self._store.catalog(),
-             lambda snapshot: Sealer(CATALOG, keys, lambda file: NO_SECRETS, problem))]
+            (
+                CATALOG,
+                self._store.catalog(),
+                lambda snapshot: Sealer(CATALOG, keys, lambda file: NO_SECRETS, problem),
+            )
+        ]
         for env_id in self._store.environment_ids():
-            found.append((repository_of(env_id), self._store.environment_repo(env_id),
-                          lambda snapshot, env_id=env_id: self.sealer(
-                              env_id, EnvironmentView(snapshot))))
+            found.append(
+                (
+                    repository_of(env_id),
+                    self._store.environment_repo(env_id),
+                    lambda snapshot, env_id=env_id: self.sealer(env_id, EnvironmentView(snapshot)),
+                )
+            )
         return found
 
     def usage(self) -> dict[str, int]:
@@ -203,11 +253,19 @@ class Secrets:
         """Every key of the keyring: id, whether active, creation time, values it seals."""
         keys = self.keyring.require()
         usage = self.usage()
-        found = [{"id": key_id, "active": key_id == keys.active,
-                  "created": keys.created.get(key_id), "values": usage.pop(key_id, 0)}
-                 for key_id in keys.keys]
-        found += [{"id": key_id, "active": False, "created": None, "values": count,
-                   "missing": True} for key_id, count in sorted(usage.items())]
+        found = [
+            {
+                "id": key_id,
+                "active": key_id == keys.active,
+                "created": keys.created.get(key_id),
+                "values": usage.pop(key_id, 0),
+            }
+            for key_id in keys.keys
+        ]
+        found += [
+            {"id": key_id, "active": False, "created": None, "values": count, "missing": True}
+            for key_id, count in sorted(usage.items())
+        ]
         return found
 
     def remove_key(self, key_id: str) -> None:
@@ -223,8 +281,13 @@ class Secrets:
             report["repositories"].append(self._reseal(name, repo, sealer_of, author))
         return report
 
-    def _reseal(self, name: str, repo: Repository, sealer_of: Callable[[Snapshot], Sealer],
-                author: Author | None) -> dict:
+    def _reseal(
+        self,
+        name: str,
+        repo: Repository,
+        sealer_of: Callable[[Snapshot], Sealer],
+        author: Author | None,
+    ) -> dict:
         counted: dict[str, int] = {}
 
         def operation(snapshot: Snapshot) -> ChangeSet:
@@ -236,16 +299,21 @@ class Secrets:
                     continue
                 sealed = sealer.reseal(file, document)
                 if sealed is not document:
-                    changes.put(file, documents.encode(snapshot.repository, file, sealed,
-                                                       snapshot.read(file)))
+                    changes.put(
+                        file,
+                        documents.encode(snapshot.repository, file, sealed, snapshot.read(file)),
+                    )
             counted["values"] = sealer.sealed
             active = sealer.keys.active if sealer.keys else "?"
-            changes.message = (f"secrets: re-encrypt {sealer.sealed} values with key {active}")
+            changes.message = f"secrets: re-encrypt {sealer.sealed} values with key {active}"
             return changes
 
         result = repo.update(operation, author or self._store.default_author)
-        return {"repository": name, "values": counted["values"],
-                "commit": result.commit if result.changed else None}
+        return {
+            "repository": name,
+            "values": counted["values"],
+            "commit": result.commit if result.changed else None,
+        }
 
 
 def _yaml_files(snapshot: Snapshot) -> list[str]:
@@ -263,8 +331,11 @@ def _mapping(snapshot: Snapshot, file: str) -> dict | None:
 
 def _check_file(path: Any) -> str:
     if not isinstance(path, str) or not path.strip("/").endswith(_YAML):
-        raise InvalidInput("field 'path' must be the repository path of a .yaml file, e.g. "
-                           "global/values/astute.yaml", key="path")
+        raise InvalidInput(
+            "field 'path' must be the repository path of a .yaml file, e.g. "
+            "global/values/astute.yaml",
+            key="path",
+        )
     path = path.strip("/")
     for segment in path.split("/"):
         check_segment(segment, f"path {path!r} segment")

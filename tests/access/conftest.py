@@ -13,11 +13,13 @@ from .helpers import add_users
 def build_store(root) -> Store:
     """Component `fuel` (astute, globals); environments 1 and 2 with hierarchy [nodes]."""
     store = Store.init(root)
-    store.components.create({"name": "fuel", "resource_definitions": [
-        {"name": "astute"}, {"name": "globals"}]})
+    store.components.create(
+        {"name": "fuel", "resource_definitions": [{"name": "astute"}, {"name": "globals"}]}
+    )
     for env_id in (1, 2):
-        store.environments.create({"id": env_id, "components": ["fuel"],
-                                   "hierarchy_levels": ["nodes"]})
+        store.environments.create(
+            {"id": env_id, "components": ["fuel"], "hierarchy_levels": ["nodes"]}
+        )
     return store
 
 

@@ -57,8 +57,14 @@ def basic(user: str, password: str) -> dict[str, str]:
 
 def gitstore(*args: str, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
     """The real `gitstore` command."""
-    return subprocess.run([str(GITSTORE), *args], input=stdin, capture_output=True, text=True,
-                          timeout=60, env=isolated_env(home))
+    return subprocess.run(
+        [str(GITSTORE), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=isolated_env(home),
+    )
 
 
 @dataclass
@@ -72,19 +78,41 @@ class Server:
         stop_process(self.process)
 
 
-def serve(root: Path, workdir: Path, *extra: str, verify: bool | str = True,
-          scheme: str = "http", cert: tuple[str, str] | None = None) -> Server:
+def serve(
+    root: Path,
+    workdir: Path,
+    *extra: str,
+    verify: bool | str = True,
+    scheme: str = "http",
+    cert: tuple[str, str] | None = None,
+) -> Server:
     """`gitstore serve --workers 2 --access-log` on a free port, waited for until it answers."""
     port = free_port()
     log = workdir / f"serve-{port}.log"
-    args = [str(GITSTORE), "serve", "--root", str(root), "--port", str(port), "--workers", "2",
-            "--access-log", *extra]
+    args = [
+        str(GITSTORE),
+        "serve",
+        "--root",
+        str(root),
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+        "--access-log",
+        *extra,
+    ]
     with log.open("wb") as out:
-        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=isolated_env(workdir))
+        process = subprocess.Popen(
+            args,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=isolated_env(workdir),
+        )
     server = Server(f"{scheme}://127.0.0.1:{port}", port, process, log)
-    wait_until_answers(process, server.url, log, probe="/api/v1/access/whoami", verify=verify,
-                       cert=cert)
+    wait_until_answers(
+        process, server.url, log, probe="/api/v1/access/whoami", verify=verify, cert=cert
+    )
     return server
 
 
@@ -100,20 +128,25 @@ class Certificates:
 
 
 def _key_pem(key) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
-def _certificate(subject: str, key, issuer: x509.Name, issuer_key, *, ca: bool,
-                 extensions: list) -> x509.Certificate:
+def _certificate(
+    subject: str, key, issuer: x509.Name, issuer_key, *, ca: bool, extensions: list
+) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
-    builder = (x509.CertificateBuilder()
-               .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-               .issuer_name(issuer).public_key(key.public_key())
-               .serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5))
-               .not_valid_after(now + datetime.timedelta(days=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
     for extension in extensions:
         builder = builder.add_extension(extension, critical=False)
     return builder.sign(issuer_key, hashes.SHA256())
@@ -123,17 +156,35 @@ def make_certificates(folder: Path) -> Certificates:
     """A self-signed CA and two certificates it signs, written as PEM files to `folder`."""
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "gitstore test CA")])
-    ca_cert = _certificate("gitstore test CA", ca_key, ca_name, ca_key, ca=True, extensions=[
-        x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                      content_commitment=False, key_encipherment=False, data_encipherment=False,
-                      key_agreement=False, encipher_only=False, decipher_only=False)])
-    names = x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                         x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    ca_cert = _certificate(
+        "gitstore test CA",
+        ca_key,
+        ca_name,
+        ca_key,
+        ca=True,
+        extensions=[
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            )
+        ],
+    )
+    names = x509.SubjectAlternativeName(
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    )
     files = {}
     for role, extensions in (("server", [names]), ("client", [])):
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = _certificate(f"gitstore test {role}", key, ca_cert.subject, ca_key, ca=False,
-                            extensions=extensions)
+        cert = _certificate(
+            f"gitstore test {role}", key, ca_cert.subject, ca_key, ca=False, extensions=extensions
+        )
         files[f"{role}_cert"] = folder / f"{role}.pem"
         files[f"{role}_key"] = folder / f"{role}-key.pem"
         files[f"{role}_cert"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))

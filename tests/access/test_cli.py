@@ -24,12 +24,23 @@ def gs(root: str | None, *args: str, stdin: str | None = None):
 
 
 def test_user_add_from_stdin_then_list_shows_roles_never_hashes(root):
-    added = gs(root, "user", "add", "alice", "--role", "writer:env:1", "--role", "reader",
-               "--password-stdin", stdin="s3cret-pw\n")
+    added = gs(
+        root,
+        "user",
+        "add",
+        "alice",
+        "--role",
+        "writer:env:1",
+        "--role",
+        "reader",
+        "--password-stdin",
+        stdin="s3cret-pw\n",
+    )
     assert added.exit_code == 0, added.output
     listed = gs(root, "user", "list", "--format", "json")
     assert json.loads(listed.stdout) == [
-        {"name": "alice", "roles": ["writer:env:1", "reader"], "password": True, "tokens": 0}]
+        {"name": "alice", "roles": ["writer:env:1", "reader"], "password": True, "tokens": 0}
+    ]
     assert "s3cret-pw" not in (listed.output + (AccessFile(root).path.read_text()))
     assert "scrypt$" not in gs(root, "user", "list").stdout
 
@@ -64,23 +75,36 @@ def test_passwd_roles_and_remove(root):
     assert access.authenticate(Credentials("carol", "new")).name == "carol"
     assert gs(root, "user", "roles", "carol", "--role", "secrets:env:2").exit_code == 0
     assert [str(g) for g in access.authenticate(Credentials("carol", "new")).grants] == [
-        "secrets:env:2"]
+        "secrets:env:2"
+    ]
     removed = gs(root, "user", "remove", "carol")
     assert removed.exit_code == 0 and "revoked 1 token" in removed.stderr
     assert access.users() == [] and access.tokens() == []
 
 
-@pytest.mark.parametrize("args, code, fragment", [
-    (["user", "add", "x", "--role", "boss", "--no-password"], 2, "role 'boss'"),
-    (["user", "add", "x", "--role", "reader:env:one", "--no-password"], 2, "scope 'env:one'"),
-    (["user", "add", "x", "--no-password"], 2, "--role"),
-    (["user", "add", "a:b", "--role", "reader", "--no-password"], 1, "user name"),
-    (["user", "remove", "ghost"], 1, "no user 'ghost'"),
-    (["token", "create", "--user", "ghost"], 1, "no user 'ghost'"),
-    (["token", "revoke", "0123"], 1, "no token with id '0123'"),
-    (["user", "passwd", "ghost", "--password-stdin"], 1, "no user 'ghost'"),
-], ids=["bad role", "bad scope", "no role", "bad name", "remove unknown", "token unknown user",
-        "revoke unknown", "passwd unknown"])
+@pytest.mark.parametrize(
+    "args, code, fragment",
+    [
+        (["user", "add", "x", "--role", "boss", "--no-password"], 2, "role 'boss'"),
+        (["user", "add", "x", "--role", "reader:env:one", "--no-password"], 2, "scope 'env:one'"),
+        (["user", "add", "x", "--no-password"], 2, "--role"),
+        (["user", "add", "a:b", "--role", "reader", "--no-password"], 1, "user name"),
+        (["user", "remove", "ghost"], 1, "no user 'ghost'"),
+        (["token", "create", "--user", "ghost"], 1, "no user 'ghost'"),
+        (["token", "revoke", "0123"], 1, "no token with id '0123'"),
+        (["user", "passwd", "ghost", "--password-stdin"], 1, "no user 'ghost'"),
+    ],
+    ids=[
+        "bad role",
+        "bad scope",
+        "no role",
+        "bad name",
+        "remove unknown",
+        "token unknown user",
+        "revoke unknown",
+        "passwd unknown",
+    ],
+)
 def test_mistakes_are_one_line_errors(root, args, code, fragment):
     result = gs(root, *args, stdin="pw\n")
     assert result.exit_code == code, result.output

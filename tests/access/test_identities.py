@@ -37,23 +37,36 @@ def test_a_store_without_access_file_is_open(tmp_path):
 
 def test_basic_bearer_and_x_auth_token_all_authenticate(small):
     _, tokens, client = small
-    for headers in (basic("alice", password_of("alice")), bearer(tokens["alice"]),
-                    {"X-Auth-Token": tokens["alice"]}):
+    for headers in (
+        basic("alice", password_of("alice")),
+        bearer(tokens["alice"]),
+        {"X-Auth-Token": tokens["alice"]},
+    ):
         got = client.get("/api/v1/access/whoami", headers=headers)
         assert got.status_code == 200
         assert got.json["user"] == "alice"
         assert got.json["roles"] == ["writer:env:1"]
 
 
-@pytest.mark.parametrize("headers, message", [
-    (basic("alice", "wrong"), "invalid user name or password"),
-    (basic("nobody", "alice-pw"), "invalid user name or password"),
-    (bearer("gst_000000000000_guess"), "invalid or revoked token"),
-    ({"X-Auth-Token": "not-a-token"}, "invalid or revoked token"),
-    ({"Authorization": "Basic %%%"}, "malformed Basic credentials"),
-    ({"Authorization": "Negotiate abc"}, "unsupported authorization scheme"),
-], ids=["wrong password", "unknown user", "unknown token", "foreign token", "bad base64",
-        "other scheme"])
+@pytest.mark.parametrize(
+    "headers, message",
+    [
+        (basic("alice", "wrong"), "invalid user name or password"),
+        (basic("nobody", "alice-pw"), "invalid user name or password"),
+        (bearer("gst_000000000000_guess"), "invalid or revoked token"),
+        ({"X-Auth-Token": "not-a-token"}, "invalid or revoked token"),
+        ({"Authorization": "Basic %%%"}, "malformed Basic credentials"),
+        ({"Authorization": "Negotiate abc"}, "unsupported authorization scheme"),
+    ],
+    ids=[
+        "wrong password",
+        "unknown user",
+        "unknown token",
+        "foreign token",
+        "bad base64",
+        "other scheme",
+    ],
+)
 def test_bad_credentials_get_401_with_a_challenge(small, headers, message):
     got = small[2].get(ASTUTE.format(env=1), headers=headers)
     assert got.status_code == 401
@@ -64,17 +77,31 @@ def test_bad_credentials_get_401_with_a_challenge(small, headers, message):
 
 def test_commits_through_rest_record_the_authenticated_user(small):
     store, tokens, client = small
-    assert client.put(ASTUTE.format(env=1), json={"debug": True},
-                      headers=bearer(tokens["alice"])).status_code == 204
-    assert client.post("/api/v1/config/components", json={"name": "extra"},
-                       headers=basic("root", password_of("root"))).status_code == 201
+    assert (
+        client.put(
+            ASTUTE.format(env=1), json={"debug": True}, headers=bearer(tokens["alice"])
+        ).status_code
+        == 204
+    )
+    assert (
+        client.post(
+            "/api/v1/config/components",
+            json={"name": "extra"},
+            headers=basic("root", password_of("root")),
+        ).status_code
+        == 201
+    )
     assert _last_author(store.environment_path(1)) == "alice <alice@gitstore>"
     assert _last_author(store.root / "catalog.git") == "root <root@gitstore>"
 
 
 def _last_author(repo) -> str:
-    return subprocess.run(["git", "--git-dir", str(repo), "log", "-1", "--format=%an <%ae>"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "--git-dir", str(repo), "log", "-1", "--format=%an <%ae>"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def test_anonymous_reads_when_allowed_but_never_writes(small):
@@ -120,8 +147,12 @@ def test_the_access_file_is_private_and_holds_no_secret(small):
 
 def test_the_access_file_is_never_served(small):
     _, tokens, client = small
-    for path in ("/git/access.yaml", "/git/catalog.git/../access.yaml",
-                 "/git/environments/1.git/../../access.yaml", "/access.yaml"):
+    for path in (
+        "/git/access.yaml",
+        "/git/catalog.git/../access.yaml",
+        "/git/environments/1.git/../../access.yaml",
+        "/access.yaml",
+    ):
         got = client.get(path, headers=bearer(tokens["root"]))
         assert got.status_code == 404, path
         assert b"scrypt" not in got.data
@@ -130,11 +161,15 @@ def test_the_access_file_is_never_served(small):
 def test_management_answers_hold_no_secret(small):
     store, tokens, client = small
     headers = bearer(tokens["root"])
-    answers = [client.get(path, headers=headers).get_data(as_text=True)
-               for path in ("/api/v1/access/users", "/api/v1/access/tokens",
-                            "/api/v1/access/whoami")]
-    hashes = [line.split(": ", 1)[1] for line in (store.root / "access.yaml").read_text()
-              .splitlines() if "scrypt$" in line or "sha256$" in line]
+    answers = [
+        client.get(path, headers=headers).get_data(as_text=True)
+        for path in ("/api/v1/access/users", "/api/v1/access/tokens", "/api/v1/access/whoami")
+    ]
+    hashes = [
+        line.split(": ", 1)[1]
+        for line in (store.root / "access.yaml").read_text().splitlines()
+        if "scrypt$" in line or "sha256$" in line
+    ]
     for secret in [*tokens.values(), *hashes, "scrypt$", "sha256$"]:
         assert not any(secret in answer for answer in answers)
     assert '"alice"' in answers[0] and '"alice tests"' in answers[1]
@@ -143,10 +178,18 @@ def test_management_answers_hold_no_secret(small):
 def test_an_admin_revokes_a_token_over_rest(small):
     store, tokens, client = small
     token_id = AccessFile(store.root).tokens("alice")[0]["id"]
-    assert client.delete(f"/api/v1/access/tokens/{token_id}",
-                         headers=bearer(tokens["alice"])).status_code == 403
-    assert client.delete(f"/api/v1/access/tokens/{token_id}",
-                         headers=bearer(tokens["root"])).status_code == 204
+    assert (
+        client.delete(
+            f"/api/v1/access/tokens/{token_id}", headers=bearer(tokens["alice"])
+        ).status_code
+        == 403
+    )
+    assert (
+        client.delete(
+            f"/api/v1/access/tokens/{token_id}", headers=bearer(tokens["root"])
+        ).status_code
+        == 204
+    )
     assert client.get(ASTUTE.format(env=1), headers=bearer(tokens["alice"])).status_code == 401
 
 
@@ -172,16 +215,20 @@ def test_more_than_20_failures_in_a_minute_block_the_address(small):
     _, tokens, client = small
     guesser = {"REMOTE_ADDR": "192.0.2.7"}
     for attempt in range(21):
-        got = client.get(ASTUTE.format(env=1), environ_base=guesser,
-                         headers=bearer(f"gst_{attempt:012d}_guess"))
+        got = client.get(
+            ASTUTE.format(env=1), environ_base=guesser, headers=bearer(f"gst_{attempt:012d}_guess")
+        )
         assert got.status_code == 401, attempt
     for headers in (bearer("gst_000000000000_guess"), bearer(tokens["root"])):
         got = client.get(ASTUTE.format(env=1), environ_base=guesser, headers=headers)
         assert got.status_code == 429
         assert got.json["status"] == 429 and "192.0.2.7" in got.json["message"]
         assert 1 <= int(got.headers["Retry-After"]) <= 60
-    elsewhere = client.get(ASTUTE.format(env=1), environ_base={"REMOTE_ADDR": "192.0.2.8"},
-                           headers=bearer(tokens["root"]))
+    elsewhere = client.get(
+        ASTUTE.format(env=1),
+        environ_base={"REMOTE_ADDR": "192.0.2.8"},
+        headers=bearer(tokens["root"]),
+    )
     assert elsewhere.status_code == 200
 
 

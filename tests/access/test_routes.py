@@ -40,8 +40,12 @@ ROUTES = [
     Route("PUT", C + "/environments/{env}/hierarchy_levels/nodes", "writer", "env"),
     Route("GET", C + "/environments/{env}/resources/astute/values?effective=1", "reader", "env"),
     Route("PUT", C + "/environments/{env}/resources/astute/values", "writer", "env"),
-    Route("PATCH", C + "/environments/{env}/nodes/1/resources/astute/overrides/keys/set",
-          "writer", "env"),
+    Route(
+        "PATCH",
+        C + "/environments/{env}/nodes/1/resources/astute/overrides/keys/set",
+        "writer",
+        "env",
+    ),
     Route("PUT", C + "/environments/{env}/documents", "writer", "env"),
     # versions
     Route("GET", C + "/environments/{env}/history", "reader", "env"),
@@ -66,10 +70,8 @@ ROUTES = [
     Route("PUT", "/api/v1/clusters/{env}/deployment_tasks", "writer", "env"),
     Route("DELETE", "/api/v1/clusters/{env}/deployment_graphs/default", "admin", "env"),
     # git smart HTTP
-    Route("GET", "/git/environments/{env}.git/info/refs?service=git-upload-pack", "reader",
-          "env"),
-    Route("GET", "/git/environments/{env}.git/info/refs?service=git-receive-pack", "writer",
-          "env"),
+    Route("GET", "/git/environments/{env}.git/info/refs?service=git-upload-pack", "reader", "env"),
+    Route("GET", "/git/environments/{env}.git/info/refs?service=git-receive-pack", "writer", "env"),
     Route("POST", "/git/environments/{env}.git/git-receive-pack", "writer", "env"),
     Route("GET", "/git/catalog.git/info/refs?service=git-upload-pack", "reader", "catalog"),
     Route("POST", "/git/catalog.git/git-receive-pack", "writer", "store"),
@@ -148,8 +150,9 @@ def test_a_role_too_small_gets_403_naming_the_role_needed(guarded_client, tokens
     assert f"needs role {route.role!r}" in got.json["message"]
 
 
-@pytest.mark.parametrize("route", [r for r in ROUTES if r.scope == "env" and ON_ENV_1[r.role]],
-                         ids=str)
+@pytest.mark.parametrize(
+    "route", [r for r in ROUTES if r.scope == "env" and ON_ENV_1[r.role]], ids=str
+)
 def test_a_role_on_environment_1_cannot_touch_environment_2(guarded_client, tokens, route):
     got = call(guarded_client, route, 2, ON_ENV_1[route.role], tokens)
     assert got.status_code == 403
@@ -184,8 +187,9 @@ def test_webhooks_are_not_checked_here_but_by_their_signature(guarded_client):
     assert "WWW-Authenticate" not in got.headers
 
 
-def test_revealing_catalog_secrets_needs_the_secrets_role_on_the_whole_store(guarded_client,
-                                                                           tokens):
+def test_revealing_catalog_secrets_needs_the_secrets_role_on_the_whole_store(
+    guarded_client, tokens
+):
     got = guarded_client.get("/api/v1/plans?reveal=1", headers=bearer(tokens["env_secrets"]))
     assert got.status_code == 403 and "on the whole store" in got.json["message"]
     got = guarded_client.get("/api/v1/plans?reveal=1", headers=bearer(tokens["store_secrets"]))

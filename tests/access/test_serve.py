@@ -42,7 +42,9 @@ def test_tls_options_go_together(tmp_path):
     root = Store.init(tmp_path / "store").root
     key = tmp_path / "key.pem"
     key.write_text("not used\n")
-    for args, message in ((["--keyfile", str(key)], "--certfile and --keyfile go together"),
-                          (["--ca-certs", str(key)], "--ca-certs needs --certfile")):
+    for args, message in (
+        (["--keyfile", str(key)], "--certfile and --keyfile go together"),
+        (["--ca-certs", str(key)], "--ca-certs needs --certfile"),
+    ):
         done = gitstore("serve", "--root", str(root), *args, home=tmp_path)
         assert done.returncode == 2 and message in done.stderr

@@ -25,8 +25,16 @@ def tls(tmp_path_factory):
     certs = make_certificates(workdir)
     store = build_fuel_store(workdir / "store")
     tokens = add_users(store.root, USERS)
-    server = serve(store.root, workdir, "--certfile", str(certs.server_cert), "--keyfile",
-                   str(certs.server_key), scheme="https", verify=str(certs.ca))
+    server = serve(
+        store.root,
+        workdir,
+        "--certfile",
+        str(certs.server_cert),
+        "--keyfile",
+        str(certs.server_key),
+        scheme="https",
+        verify=str(certs.ca),
+    )
     yield server, certs, tokens, workdir
     server.stop()
 
@@ -40,8 +48,19 @@ def test_the_server_says_it_serves_https_with_access_control(tls):
 
 def test_the_cli_verifies_the_server_with_its_ca(tls):
     server, certs, tokens, workdir = tls
-    done = gitstore("--url", server.url, "--cacert", str(certs.ca), "--token", tokens["ops"],
-                    "env", "list", "--format", "json", home=workdir)
+    done = gitstore(
+        "--url",
+        server.url,
+        "--cacert",
+        str(certs.ca),
+        "--token",
+        tokens["ops"],
+        "env",
+        "list",
+        "--format",
+        "json",
+        home=workdir,
+    )
     assert done.returncode == 0, done.stderr
     assert [env["id"] for env in json.loads(done.stdout)] == [1]
 
@@ -64,8 +83,9 @@ def test_puppet_looks_up_over_tls_with_a_token_and_not_without(tls, tmp_path):
     server, certs, tokens, _ = tls
     puppet = PuppetSite(tmp_path / "puppet")
     options = {"url": server.url, "ssl_ca_file": str(certs.ca)}
-    with_token = puppet.environment("tls_token", {**options, "token": tokens["puppet"]},
-                                    keys=["management_vip", "libvirt_type"])
+    with_token = puppet.environment(
+        "tls_token", {**options, "token": tokens["puppet"]}, keys=["management_vip", "libvirt_type"]
+    )
     result = puppet.lookup(with_token, FQDN[COMPUTE], "management_vip")
     assert result.returncode == 0, result.output
     assert result.probe == {"management_vip": "10.109.1.2", "libvirt_type": "lxc"}
@@ -82,17 +102,35 @@ def test_ca_certs_makes_the_server_require_client_certificates(tls, tmp_path):
     build_fuel_store(root)
     admin = add_users(root, {"ops": ["admin"]})
     client_cert = (str(certs.client_cert), str(certs.client_key))
-    server = serve(root, tmp_path, "--certfile", str(certs.server_cert), "--keyfile",
-                   str(certs.server_key), "--ca-certs", str(certs.ca), "--workers", "1",
-                   scheme="https", verify=str(certs.ca), cert=client_cert)
+    server = serve(
+        root,
+        tmp_path,
+        "--certfile",
+        str(certs.server_cert),
+        "--keyfile",
+        str(certs.server_key),
+        "--ca-certs",
+        str(certs.ca),
+        "--workers",
+        "1",
+        scheme="https",
+        verify=str(certs.ca),
+        cert=client_cert,
+    )
     try:
         with pytest.raises(requests.exceptions.SSLError):
             requests.get(server.url + "/api/v1/access/whoami", verify=str(certs.ca), timeout=10)
-        got = requests.get(server.url + "/api/v1/access/whoami", verify=str(certs.ca),
-                           cert=client_cert, timeout=10)
+        got = requests.get(
+            server.url + "/api/v1/access/whoami", verify=str(certs.ca), cert=client_cert, timeout=10
+        )
         assert got.status_code == 401  # a certificate proves the machine, not the user
-        got = requests.get(server.url + "/api/v1/access/whoami", verify=str(certs.ca),
-                           cert=client_cert, headers=bearer(admin["ops"]), timeout=10)
+        got = requests.get(
+            server.url + "/api/v1/access/whoami",
+            verify=str(certs.ca),
+            cert=client_cert,
+            headers=bearer(admin["ops"]),
+            timeout=10,
+        )
         assert got.json()["user"] == "ops"
     finally:
         server.stop()

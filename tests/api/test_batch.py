@@ -10,15 +10,24 @@ URL = f"{ENV}/documents"
 
 
 def item(resource: str, document, levels=(("nodes", "1"),), kind: str = "values") -> dict:
-    return {"levels": [list(p) for p in levels], "resource": resource, "kind": kind,
-            "document": document}
+    return {
+        "levels": [list(p) for p in levels],
+        "resource": resource,
+        "kind": kind,
+        "document": document,
+    }
 
 
 def test_writes_every_document_in_one_commit(client, fuel_store, env_commits):
     before = env_commits()
-    body = {"message": "facts: upload nodes/1", "documents": [
-        item("astute", {"fqdn": "node-1"}), item("override/plugins", {"p": [1]}),
-        item("globals", {"g": True}, levels=(), kind="overrides")]}
+    body = {
+        "message": "facts: upload nodes/1",
+        "documents": [
+            item("astute", {"fqdn": "node-1"}),
+            item("override/plugins", {"p": [1]}),
+            item("globals", {"g": True}, levels=(), kind="overrides"),
+        ],
+    }
     response = client.put(URL, json=body)
     assert response.status_code == 204, response.get_json()
     assert env_commits() == before + 1
@@ -34,21 +43,25 @@ def test_writes_every_document_in_one_commit(client, fuel_store, env_commits):
 def test_default_kind_levels_and_message(client, fuel_store):
     response = client.put(URL, json={"documents": [{"resource": "astute", "document": {}}]})
     assert response.status_code == 204
-    assert fuel_store.environment_repo(1).snapshot().info().message == (
-        "config: write 1 documents")
+    assert fuel_store.environment_repo(1).snapshot().info().message == ("config: write 1 documents")
 
 
-@pytest.mark.parametrize(("body", "words"), [
-    ([], ["'documents'"]),
-    ({"documents": []}, ["1 to 1000"]),
-    ({"documents": ["x"]}, ["documents[0] must be an object"]),
-    ({"documents": [{"resource": "astute", "document": []}]}, ["documents[0].document"]),
-    ({"documents": [{"resource": 3, "document": {}}]}, ["documents[0].resource"]),
-    ({"documents": [{"levels": "nodes=1", "resource": "a", "document": {}}]},
-     ["documents[0].levels"]),
-    ({"documents": [item("astute", {}), item("astute", {})]}, ["documents[1] repeats"]),
-    ({"message": "two\nlines", "documents": [item("astute", {})]}, ["'message'"]),
-])
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ([], ["'documents'"]),
+        ({"documents": []}, ["1 to 1000"]),
+        ({"documents": ["x"]}, ["documents[0] must be an object"]),
+        ({"documents": [{"resource": "astute", "document": []}]}, ["documents[0].document"]),
+        ({"documents": [{"resource": 3, "document": {}}]}, ["documents[0].resource"]),
+        (
+            {"documents": [{"levels": "nodes=1", "resource": "a", "document": {}}]},
+            ["documents[0].levels"],
+        ),
+        ({"documents": [item("astute", {}), item("astute", {})]}, ["documents[1] repeats"]),
+        ({"message": "two\nlines", "documents": [item("astute", {})]}, ["'message'"]),
+    ],
+)
 def test_malformed_bodies_are_400_naming_the_part(client, body, words):
     assert_error(client.put(URL, json=body), 400, *words)
 

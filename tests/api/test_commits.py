@@ -7,8 +7,12 @@ import pytest
 from .helpers import API, ENV, commit_count
 
 WRITES = [
-    ("catalog", "POST", f"{API}/components", {"name": "nova", "resource_definitions": [
-        {"name": "a"}, {"name": "b"}]}),
+    (
+        "catalog",
+        "POST",
+        f"{API}/components",
+        {"name": "nova", "resource_definitions": [{"name": "a"}, {"name": "b"}]},
+    ),
     ("catalog", "PUT", f"{API}/components/2", {"name": "nova2"}),
     ("catalog", "PATCH", f"{API}/components/2", {"resource_definitions": [{"name": "c"}]}),
     ("catalog", "POST", f"{API}/resource_definitions", {"name": "loose"}),
@@ -34,8 +38,9 @@ def test_each_write_request_is_exactly_one_commit(fuel_store, client):
         counts = (commit_count(catalog), commit_count(env))
         response = client.open(url, method=method, json=body)
         assert response.status_code in (200, 201, 204), (url, response.get_data(as_text=True))
-        expected = (counts[0] + 1, counts[1]) if repo_name == "catalog" else (
-            counts[0], counts[1] + 1)
+        expected = (
+            (counts[0] + 1, counts[1]) if repo_name == "catalog" else (counts[0], counts[1] + 1)
+        )
         assert (commit_count(catalog), commit_count(env)) == expected, (method, url)
         repo = catalog if repo_name == "catalog" else env
         assert response.headers["X-Gitstore-Commit"] == repo.head(), (method, url)
@@ -50,14 +55,26 @@ def test_creating_an_environment_is_one_commit_and_touches_no_other_repo(fuel_st
     assert commit_count(fuel_store.environment_repo(1)) == env_before
 
 
-@pytest.mark.parametrize("url, body, message", [
-    (f"{ENV}/nodes/1/resources/astute/values", {"a": 1, "b": 2, "c": 3},
-     "config: set nodes/1 astute values (3 keys)"),
-    (f"{ENV}/resources/override/plugins/overrides", {"a": 1},
-     "config: set global override/plugins overrides (1 keys)"),
-    (f"{ENV}/nodes/2/resources/globals/values/keys/set", [["a", "b", 1]],
-     "config: set nodes/2 globals values keys a.b"),
-])
+@pytest.mark.parametrize(
+    "url, body, message",
+    [
+        (
+            f"{ENV}/nodes/1/resources/astute/values",
+            {"a": 1, "b": 2, "c": 3},
+            "config: set nodes/1 astute values (3 keys)",
+        ),
+        (
+            f"{ENV}/resources/override/plugins/overrides",
+            {"a": 1},
+            "config: set global override/plugins overrides (1 keys)",
+        ),
+        (
+            f"{ENV}/nodes/2/resources/globals/values/keys/set",
+            [["a", "b", 1]],
+            "config: set nodes/2 globals values keys a.b",
+        ),
+    ],
+)
 def test_commit_messages_say_what_changed(fuel_store, client, url, body, message):
     client.put(url, json=body)
     repo = fuel_store.environment_repo(1)

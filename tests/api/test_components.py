@@ -11,8 +11,16 @@ def _create(client, body):
 
 def test_post_creates_with_ids_and_returns_201(client, catalog_commits):
     before = catalog_commits()
-    response = _create(client, {"name": "nova", "resource_definitions": [
-        {"name": "nova_config", "content": {"debug": False}}, {"name": "nova/cells"}]})
+    response = _create(
+        client,
+        {
+            "name": "nova",
+            "resource_definitions": [
+                {"name": "nova_config", "content": {"debug": False}},
+                {"name": "nova/cells"},
+            ],
+        },
+    )
     assert response.status_code == 201
     body = response.get_json()
     assert body["id"] == 2 and body["name"] == "nova"
@@ -33,7 +41,11 @@ def test_list_and_get(client):
     one = client.get(f"{API}/components/1")
     assert one.status_code == 200
     assert [d["name"] for d in one.get_json()["resource_definitions"]] == [
-        "astute", "globals", "override/plugins", "override/node"]
+        "astute",
+        "globals",
+        "override/plugins",
+        "override/node",
+    ]
 
 
 def test_get_unknown_component_is_404(client):
@@ -47,15 +59,19 @@ def test_duplicate_name_is_409(client, catalog_commits):
 
 
 def test_duplicate_definition_name_is_409(client):
-    assert_error(_create(client, {"name": "other", "resource_definitions": [
-        {"name": "astute"}]}), 409, "astute")
+    assert_error(
+        _create(client, {"name": "other", "resource_definitions": [{"name": "astute"}]}),
+        409,
+        "astute",
+    )
 
 
 def test_missing_or_bad_fields_are_400(client):
     assert_error(_create(client, {}), 400, "name")
     assert_error(_create(client, {"name": "a/b"}), 400, "name")
-    assert_error(_create(client, {"name": "x", "resource_definitions": {}}), 400,
-                 "resource_definitions")
+    assert_error(
+        _create(client, {"name": "x", "resource_definitions": {}}), 400, "resource_definitions"
+    )
     assert_error(_create(client, {"name": "x", "colour": "red"}), 400, "colour")
     assert_error(_create(client, {"name": "x", "resource_definitions": [{}]}), 400, "name")
     assert_error(_create(client, {"name": "x", "id": 7}), 400, "id")
@@ -96,33 +112,38 @@ def test_update_cannot_change_id(client):
 
 def test_put_resource_definitions_adds_keeps_and_removes(client):
     _create(client, {"name": "nova", "resource_definitions": [{"name": "a"}, {"name": "b"}]})
-    response = client.put(f"{API}/components/2", json={"resource_definitions": [
-        {"id": 5, "content": {"k": 1}}, {"name": "c"}]})
+    response = client.put(
+        f"{API}/components/2",
+        json={"resource_definitions": [{"id": 5, "content": {"k": 1}}, {"name": "c"}]},
+    )
     assert response.status_code == 200
     definitions = response.get_json()["resource_definitions"]
     assert [(d["id"], d["name"], d["content"]) for d in definitions] == [
-        (5, "a", {"k": 1}), (7, "c", {})]
+        (5, "a", {"k": 1}),
+        (7, "c", {}),
+    ]
     assert_error(client.get(f"{API}/resource_definitions/6"), 404, "6")
 
 
 def test_put_resource_definitions_adopts_an_orphan(client):
     orphan = client.post(f"{API}/resource_definitions", json={"name": "loose"}).get_json()
-    response = client.patch(f"{API}/components/1", json={"resource_definitions": [
-        1, 2, 3, 4, orphan["id"]]})
+    response = client.patch(
+        f"{API}/components/1", json={"resource_definitions": [1, 2, 3, 4, orphan["id"]]}
+    )
     assert response.status_code == 200
-    assert client.get(f"{API}/resource_definitions/{orphan['id']}").get_json()[
-        "component_id"] == 1
+    assert client.get(f"{API}/resource_definitions/{orphan['id']}").get_json()["component_id"] == 1
     assert client.get(f"{API}/resource_definitions?component_id=").get_json() == []
 
 
 def test_put_resource_definitions_of_another_component_is_409(client):
     _create(client, {"name": "nova", "resource_definitions": [{"name": "a"}]})
-    assert_error(client.put(f"{API}/components/2", json={"resource_definitions": [1]}), 409,
-                 "component 1")
-    assert_error(client.put(f"{API}/components/2", json={"resource_definitions": [99]}), 404,
-                 "99")
-    assert_error(client.put(f"{API}/components/2", json={"resource_definitions": [5, 5]}), 400,
-                 "twice")
+    assert_error(
+        client.put(f"{API}/components/2", json={"resource_definitions": [1]}), 409, "component 1"
+    )
+    assert_error(client.put(f"{API}/components/2", json={"resource_definitions": [99]}), 404, "99")
+    assert_error(
+        client.put(f"{API}/components/2", json={"resource_definitions": [5, 5]}), 400, "twice"
+    )
 
 
 def test_put_removing_definitions_with_data_is_409(client):

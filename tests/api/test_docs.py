@@ -74,8 +74,9 @@ def test_every_example_runs_and_shows_the_real_answer(sample_client):
     examples = _examples()
     assert len(examples) > 40
     for method, url, body, expected in examples:
-        response = sample_client.open(url, method=method, data=body,
-                                      content_type="application/json")
+        response = sample_client.open(
+            url, method=method, data=body, content_type="application/json"
+        )
         assert response.status_code < 500, (method, url)
         if expected is not None:
             assert _matches(expected, response.get_json()), (url, response.get_json())
@@ -88,8 +89,11 @@ def test_every_configdb_route_has_an_example(sample_client):
         if rule.endpoint.split(".")[0] not in CONFIGDB_BLUEPRINTS:
             continue
         pattern = _RULE.sub(_segment, rule.rule)
-        missing += [(method, rule.rule) for method in sorted(rule.methods - {"HEAD", "OPTIONS"})
-                    if not any(m == method and re.fullmatch(pattern, u) for m, u in shown)]
+        missing += [
+            (method, rule.rule)
+            for method in sorted(rule.methods - {"HEAD", "OPTIONS"})
+            if not any(m == method and re.fullmatch(pattern, u) for m, u in shown)
+        ]
     assert missing == [], f"routes without a curl example in {DOC.name}: {missing}"
 
 

@@ -10,11 +10,17 @@ ENVS = f"{API}/environments"
 
 
 def test_post_creates_repo_with_one_commit(fuel_store, client):
-    response = client.post(ENVS, json={"components": ["fuel"], "hierarchy_levels": ["role",
-                                                                                   "nodes"]})
+    response = client.post(
+        ENVS, json={"components": ["fuel"], "hierarchy_levels": ["role", "nodes"]}
+    )
     assert response.status_code == 201
-    assert response.get_json() == {"id": 2, "name": None, "components": [1],
-                                   "hierarchy_levels": ["role", "nodes"], "merge": "deep"}
+    assert response.get_json() == {
+        "id": 2,
+        "name": None,
+        "components": [1],
+        "hierarchy_levels": ["role", "nodes"],
+        "merge": "deep",
+    }
     assert (fuel_store.root / "environments" / "2.git" / "HEAD").is_file()
     repo = fuel_store.environment_repo(2)
     assert commit_count(repo) == 1
@@ -22,11 +28,17 @@ def test_post_creates_repo_with_one_commit(fuel_store, client):
 
 
 def test_post_with_explicit_id_name_merge_and_component_id(client):
-    response = client.post(ENVS, json={"id": 42, "name": "prod", "components": [1],
-                                       "merge": "shallow"})
+    response = client.post(
+        ENVS, json={"id": 42, "name": "prod", "components": [1], "merge": "shallow"}
+    )
     assert response.status_code == 201
-    assert response.get_json() == {"id": 42, "name": "prod", "components": [1],
-                                   "hierarchy_levels": [], "merge": "shallow"}
+    assert response.get_json() == {
+        "id": 42,
+        "name": "prod",
+        "components": [1],
+        "hierarchy_levels": [],
+        "merge": "shallow",
+    }
 
 
 def test_post_defaults_components_and_levels_to_empty(client):
@@ -47,27 +59,41 @@ def test_same_component_twice_is_409(client):
     assert_error(client.post(ENVS, json={"components": ["fuel", 1]}), 409, "fuel")
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"components": "fuel"}, "components"),
-    ({"components": [None]}, "components"),
-    ({"components": [True]}, "components"),
-    ({"hierarchy_levels": "nodes"}, "hierarchy_levels"),
-    ({"hierarchy_levels": [1]}, "hierarchy level"),
-    ({"id": "3"}, "id"),
-    ({"id": 0}, "id"),
-    ({"id": True}, "id"),
-    ({"merge": "sideways"}, "merge"),
-    ({"name": 5}, "name"),
-    ({"name": "a\nb"}, "name"),
-    ({"colour": "red"}, "colour"),
-    ([], "object"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"components": "fuel"}, "components"),
+        ({"components": [None]}, "components"),
+        ({"components": [True]}, "components"),
+        ({"hierarchy_levels": "nodes"}, "hierarchy_levels"),
+        ({"hierarchy_levels": [1]}, "hierarchy level"),
+        ({"id": "3"}, "id"),
+        ({"id": 0}, "id"),
+        ({"id": True}, "id"),
+        ({"merge": "sideways"}, "merge"),
+        ({"name": 5}, "name"),
+        ({"name": "a\nb"}, "name"),
+        ({"colour": "red"}, "colour"),
+        ([], "object"),
+    ],
+)
 def test_wrong_types_are_400_naming_the_field(client, body, field):
     assert_error(client.post(ENVS, json=body), 400, field)
 
 
-@pytest.mark.parametrize("level", ["global", "graphs", "inventory", "settings", "transactions",
-                                   "network", "environment.yaml", "resources"])
+@pytest.mark.parametrize(
+    "level",
+    [
+        "global",
+        "graphs",
+        "inventory",
+        "settings",
+        "transactions",
+        "network",
+        "environment.yaml",
+        "resources",
+    ],
+)
 def test_reserved_level_names_are_400(client, level):
     assert_error(client.post(ENVS, json={"hierarchy_levels": [level]}), 400, level)
 
@@ -100,8 +126,13 @@ def test_put_and_patch_are_partial_updates(client, env_commits):
     before = env_commits()
     put = client.put(ENV, json={"name": "prod"})
     assert put.status_code == 200
-    assert put.get_json() == {"id": 1, "name": "prod", "components": [1],
-                              "hierarchy_levels": ["nodes"], "merge": "deep"}
+    assert put.get_json() == {
+        "id": 1,
+        "name": "prod",
+        "components": [1],
+        "hierarchy_levels": ["nodes"],
+        "merge": "deep",
+    }
     assert put.headers["X-Gitstore-Commit"]
     patch = client.patch(ENV, json={"merge": "shallow", "hierarchy_levels": ["role", "nodes"]})
     assert patch.status_code == 200

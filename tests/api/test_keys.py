@@ -39,12 +39,17 @@ def test_set_on_overrides_and_global(client):
 
 def test_a_batch_is_one_commit(doc, env_commits):
     before = env_commits()
-    response = doc.put(f"{DOC}/keys/set", json=[["a", "b", 2], ["n", "new", None],
-                                                ["a", "l", "1", 21]])
+    response = doc.put(
+        f"{DOC}/keys/set", json=[["a", "b", 2], ["n", "new", None], ["a", "l", "1", 21]]
+    )
     assert response.status_code == 204
     assert env_commits() == before + 1
-    assert _read(doc) == {"a": {"b": 2, "l": [10, 21]}, "s": "scalar", "keep": True,
-                          "n": {"new": None}}
+    assert _read(doc) == {
+        "a": {"b": 2, "l": [10, 21]},
+        "s": "scalar",
+        "keep": True,
+        "n": {"new": None},
+    }
 
 
 def test_set_keeps_values_and_overrides_apart(doc):
@@ -61,14 +66,17 @@ def test_integer_segments_index_lists(doc):
     assert _read(doc)["a"]["l"] == [20]
 
 
-@pytest.mark.parametrize("path, named", [
-    (["a", "l", "2", 1], "a.l.2"),
-    (["a", "l", "5", "x", 1], "a.l.5"),
-    (["a", "l", "-1", 1], "a.l.-1"),
-    (["a", "l", "x", 1], "a.l.x"),
-    (["s", "inner", 1], "s"),
-    (["a", "b", "c", 1], "a.b"),
-])
+@pytest.mark.parametrize(
+    "path, named",
+    [
+        (["a", "l", "2", 1], "a.l.2"),
+        (["a", "l", "5", "x", 1], "a.l.5"),
+        (["a", "l", "-1", 1], "a.l.-1"),
+        (["a", "l", "x", 1], "a.l.x"),
+        (["s", "inner", 1], "s"),
+        (["a", "b", "c", 1], "a.b"),
+    ],
+)
 def test_set_through_a_scalar_or_missing_index_is_409(doc, env_commits, path, named):
     before = env_commits()
     assert_error(doc.put(f"{DOC}/keys/set", json=[path]), 409, named)
@@ -93,10 +101,15 @@ def test_delete_removes_keys(doc, env_commits):
     assert env_commits() == before + 1
 
 
-@pytest.mark.parametrize("path, named", [
-    (["nope"], "nope"), (["a", "nope"], "a.nope"), (["a", "l", "7"], "a.l.7"),
-    (["s", "x"], "s.x"),
-])
+@pytest.mark.parametrize(
+    "path, named",
+    [
+        (["nope"], "nope"),
+        (["a", "nope"], "a.nope"),
+        (["a", "l", "7"], "a.l.7"),
+        (["s", "x"], "s.x"),
+    ],
+)
 def test_delete_of_a_missing_key_is_409_naming_it(doc, path, named):
     assert_error(doc.put(f"{DOC}/keys/delete", json=[path]), 409, named)
 
@@ -107,9 +120,19 @@ def test_delete_on_a_level_without_document_is_409(client, env_commits):
     assert env_commits() == before
 
 
-@pytest.mark.parametrize("body", [
-    {"a": 1}, [1], ["a"], [["a"], "b"], "text", [[]], [[["a"], 1]], [[None, 1]],
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"a": 1},
+        [1],
+        ["a"],
+        [["a"], "b"],
+        "text",
+        [[]],
+        [[["a"], 1]],
+        [[None, 1]],
+    ],
+)
 def test_malformed_bodies_are_400(doc, env_commits, body):
     before = env_commits()
     assert_error(doc.put(f"{DOC}/keys/set", json=body), 400)
@@ -122,8 +145,9 @@ def test_path_too_short_for_its_op_is_400(doc):
 
 
 def test_malformed_json_is_400(doc):
-    assert_error(doc.put(f"{DOC}/keys/set", data="[[", content_type="application/json"), 400,
-                 "JSON")
+    assert_error(
+        doc.put(f"{DOC}/keys/set", data="[[", content_type="application/json"), 400, "JSON"
+    )
 
 
 def test_unknown_op_is_404(doc):

@@ -54,8 +54,7 @@ def test_rename_moves_the_folder_in_one_commit(fuel_store, client, env_commits):
     assert client.get(ENV).get_json()["hierarchy_levels"] == ["role", "hosts"]
     moved = client.get(f"{ENV}/role/compute/hosts/2/resources/astute/values?effective")
     assert moved.get_json() == {"r": 1, "n": 2}
-    assert_error(client.get(f"{ENV}/role/compute/nodes/2/resources/astute/values"), 404,
-                 "hosts")
+    assert_error(client.get(f"{ENV}/role/compute/nodes/2/resources/astute/values"), 404, "hosts")
 
 
 def test_rename_of_a_level_without_data(client, env_commits):
@@ -81,8 +80,7 @@ def test_rename_errors(client, env_commits):
     assert_error(client.put(f"{LEVELS}/nodes", json={}), 400, "name")
     assert_error(client.put(f"{LEVELS}/nodes", json={"name": "global"}), 400, "global")
     assert_error(client.put(f"{LEVELS}/nodes", json={"name": "../x"}), 400, "hierarchy level")
-    assert_error(client.put(f"{LEVELS}/nodes", json={"name": "x", "parent": None}), 400,
-                 "parent")
+    assert_error(client.put(f"{LEVELS}/nodes", json={"name": "x", "parent": None}), 400, "parent")
     assert_error(client.put(f"{LEVELS}/nodes", json={"name": "x", "extra": 1}), 400, "extra")
     assert_error(client.put(f"{LEVELS}/nodes", data="{"), 400, "JSON")
     assert env_commits() == before

@@ -12,7 +12,12 @@ def test_list_all_and_by_component(client):
     everything = client.get(DEFS)
     assert everything.status_code == 200
     assert [d["name"] for d in everything.get_json()] == [
-        "astute", "globals", "override/plugins", "override/node", "loose"]
+        "astute",
+        "globals",
+        "override/plugins",
+        "override/node",
+        "loose",
+    ]
     assert everything.headers["X-Gitstore-Commit"]
     of_fuel = client.get(f"{DEFS}?component_id=1").get_json()
     assert [d["id"] for d in of_fuel] == [1, 2, 3, 4]
@@ -32,15 +37,21 @@ def test_bad_component_id_filter_is_400(client):
 
 def test_post_creates_201_in_a_component(client, catalog_commits):
     before = catalog_commits()
-    response = client.post(DEFS, json={"name": "nova_config", "component_id": 1,
-                                       "content": {"x": 1}})
+    response = client.post(
+        DEFS, json={"name": "nova_config", "component_id": 1, "content": {"x": 1}}
+    )
     assert response.status_code == 201
-    assert response.get_json() == {"id": 5, "name": "nova_config", "component_id": 1,
-                                   "content": {"x": 1}}
+    assert response.get_json() == {
+        "id": 5,
+        "name": "nova_config",
+        "component_id": 1,
+        "content": {"x": 1},
+    }
     assert response.headers["X-Gitstore-Commit"]
     assert catalog_commits() == before + 1
-    names = [d["name"] for d in client.get(f"{API}/components/1").get_json()[
-        "resource_definitions"]]
+    names = [
+        d["name"] for d in client.get(f"{API}/components/1").get_json()["resource_definitions"]
+    ]
     assert names[-1] == "nova_config"
 
 
@@ -48,8 +59,7 @@ def test_post_errors(client):
     assert_error(client.post(DEFS, json={}), 400, "name")
     assert_error(client.post(DEFS, json={"name": "astute"}), 409, "astute")
     assert_error(client.post(DEFS, json={"name": "x", "component_id": 42}), 404, "42")
-    assert_error(client.post(DEFS, json={"name": "x", "component_id": [1]}), 400,
-                 "component_id")
+    assert_error(client.post(DEFS, json={"name": "x", "component_id": [1]}), 400, "component_id")
     assert_error(client.post(DEFS, json={"name": "x", "bogus": 1}), 400, "bogus")
     assert_error(client.post(DEFS, json={"name": "x", "schema": "no"}), 400, "schema")
     assert_error(client.post(DEFS, json={"name": "x", "secret_keys": "a"}), 400, "secret_keys")
@@ -96,8 +106,9 @@ def test_move_between_components_and_to_orphans(client):
 def test_rename_while_an_environment_holds_data_is_409_naming_it(client, catalog_commits):
     client.put(f"{ENV}/nodes/1/resources/astute/overrides", json={"a": 1})
     before = catalog_commits()
-    assert_error(client.put(f"{DEFS}/1", json={"name": "renamed"}), 409, "astute",
-                 "environments", "1")
+    assert_error(
+        client.put(f"{DEFS}/1", json={"name": "renamed"}), 409, "astute", "environments", "1"
+    )
     assert catalog_commits() == before
     assert client.get(f"{ENV}/nodes/1/resources/astute/overrides").get_json() == {"a": 1}
 

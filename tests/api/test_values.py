@@ -12,8 +12,10 @@ ASTUTE = f"{ENV}/nodes/1/resources/astute"
 @pytest.fixture
 def layered(client):
     """Global values and overrides plus node 1 values and overrides for `astute`."""
-    client.put(f"{ENV}/resources/astute/values",
-               json={"a": 1, "b": {"x": 1, "y": 1}, "c": [1], "g": "global"})
+    client.put(
+        f"{ENV}/resources/astute/values",
+        json={"a": 1, "b": {"x": 1, "y": 1}, "c": [1], "g": "global"},
+    )
     client.put(f"{ENV}/resources/astute/overrides", json={"a": 2, "b": {"y": 2}})
     client.put(f"{ASTUTE}/values", json={"a": 3, "b": {"z": 3}, "n": "node"})
     client.put(f"{ASTUTE}/overrides", json={"c": [9]})
@@ -49,26 +51,31 @@ def test_values_and_overrides_are_separate_documents(fuel_store, client):
 
 
 def test_level_without_document_is_empty_mapping(client):
-    for url in (f"{ASTUTE}/values", f"{ENV}/resources/astute/overrides",
-                f"{ENV}/nodes/77/resources/globals/values?effective"):
+    for url in (
+        f"{ASTUTE}/values",
+        f"{ENV}/resources/astute/overrides",
+        f"{ENV}/nodes/77/resources/globals/values?effective",
+    ):
         response = client.get(url)
         assert response.status_code == 200 and response.get_json() == {}
 
 
 def test_resource_names_with_slash_and_ids(fuel_store, client):
     client.put(f"{ENV}/nodes/1/resources/override/plugins/values", json={"p": 1})
-    assert fuel_store.environment_repo(1).snapshot().exists(
-        "nodes/1/values/override/plugins.yaml")
+    assert fuel_store.environment_repo(1).snapshot().exists("nodes/1/values/override/plugins.yaml")
     assert client.get(f"{ENV}/nodes/1/resources/3/values").get_json() == {"p": 1}
     client.put(f"{ENV}/resources/1/overrides", json={"i": 1})
     assert client.get(f"{ENV}/resources/astute/overrides").get_json() == {"i": 1}
 
 
 def test_resource_not_attached_to_the_environment_is_404(client):
-    client.post(f"{API}/components", json={"name": "nova", "resource_definitions": [
-        {"name": "nova_config"}]})
-    assert_error(client.get(f"{ENV}/resources/nova_config/values"), 404, "nova_config",
-                 "environment 1")
+    client.post(
+        f"{API}/components",
+        json={"name": "nova", "resource_definitions": [{"name": "nova_config"}]},
+    )
+    assert_error(
+        client.get(f"{ENV}/resources/nova_config/values"), 404, "nova_config", "environment 1"
+    )
     assert_error(client.put(f"{ENV}/resources/5/values", json={}), 404, "5", "environment 1")
     assert_error(client.get(f"{ENV}/resources/unknown/values"), 404, "unknown")
 
@@ -89,8 +96,7 @@ def test_patch_of_a_document_is_405(client):
 
 
 def test_unknown_environment_is_404(client):
-    assert_error(client.get(f"{API}/environments/5/resources/astute/values"), 404,
-                 "environment 5")
+    assert_error(client.get(f"{API}/environments/5/resources/astute/values"), 404, "environment 5")
 
 
 def test_wrong_level_name_is_404_naming_the_expected_level(client):
@@ -106,10 +112,17 @@ def test_level_without_value_is_404(client):
     assert_error(client.get(f"{ENV}/nodes/resources/astute/values/x"), 404)
 
 
-@pytest.mark.parametrize("value, word", [
-    ("..", ".."), (".hidden", ".hidden"), ("a%00b", "control"), ("a%09b", "control"),
-    ("a%5Cb", "/"), ("x" * 201, "longer"),
-])
+@pytest.mark.parametrize(
+    "value, word",
+    [
+        ("..", ".."),
+        (".hidden", ".hidden"),
+        ("a%00b", "control"),
+        ("a%09b", "control"),
+        ("a%5Cb", "/"),
+        ("x" * 201, "longer"),
+    ],
+)
 def test_bad_level_values_are_400(client, value, word, env_commits):
     before = env_commits()
     for method in ("get", "put"):
@@ -121,8 +134,7 @@ def test_bad_level_values_are_400(client, value, word, env_commits):
 
 @pytest.mark.parametrize("level", ["..", ".x", "a%01"])
 def test_bad_level_names_in_the_path_are_400(client, level):
-    assert_error(client.get(f"{ENV}/{level}/1/resources/astute/values"), 400,
-                 "hierarchy level")
+    assert_error(client.get(f"{ENV}/{level}/1/resources/astute/values"), 400, "hierarchy level")
 
 
 def test_bad_resource_segments_are_400(client):
@@ -145,8 +157,13 @@ def test_node_addressed_by_fqdn(fuel_store, client, inventory):
 def test_effective_merges_global_then_levels(layered):
     response = layered.get(f"{ASTUTE}/values?effective")
     assert response.status_code == 200
-    assert response.get_json() == {"a": 3, "b": {"x": 1, "y": 2, "z": 3}, "c": [9],
-                                   "g": "global", "n": "node"}
+    assert response.get_json() == {
+        "a": 3,
+        "b": {"x": 1, "y": 2, "z": 3},
+        "c": [9],
+        "g": "global",
+        "n": "node",
+    }
 
 
 def test_effective_at_global_and_for_a_sibling(layered):
@@ -169,8 +186,12 @@ def test_show_lookup_names_the_level_of_each_top_level_key(layered):
     response = layered.get(f"{ASTUTE}/values?effective&show_lookup")
     assert response.status_code == 200
     assert response.get_json() == {
-        "a": [3, "/nodes/1/"], "b": [{"x": 1, "y": 2, "z": 3}, "/nodes/1/"],
-        "c": [[9], "/nodes/1/"], "g": ["global", "/"], "n": ["node", "/nodes/1/"]}
+        "a": [3, "/nodes/1/"],
+        "b": [{"x": 1, "y": 2, "z": 3}, "/nodes/1/"],
+        "c": [[9], "/nodes/1/"],
+        "g": ["global", "/"],
+        "n": ["node", "/nodes/1/"],
+    }
 
 
 def test_show_lookup_without_effective_is_409(layered):
@@ -182,8 +203,7 @@ def test_show_lookup_without_effective_is_409(layered):
 def test_show_lookup_with_key_gives_value_and_path_of_the_top_level_key(layered):
     whole = layered.get(f"{ASTUTE}/values?effective&show_lookup&key=b").get_json()
     assert whole == [{"x": 1, "y": 2, "z": 3}, "/nodes/1/"]
-    assert layered.get(f"{ASTUTE}/values?effective&show_lookup&key=g").get_json() == [
-        "global", "/"]
+    assert layered.get(f"{ASTUTE}/values?effective&show_lookup&key=g").get_json() == ["global", "/"]
     nested = layered.get(f"{ASTUTE}/values?effective&show_lookup&key=b.x").get_json()
     assert nested == [1, "/nodes/1/"]
 

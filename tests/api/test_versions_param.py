@@ -11,12 +11,18 @@ from short_ids import short_id
 from .helpers import API, ENV, assert_error
 
 CATALOG_GETS = [
-    f"{API}/components", f"{API}/components/1", f"{API}/resource_definitions",
-    f"{API}/resource_definitions/1", f"{API}/resource_definitions?component_id=1",
+    f"{API}/components",
+    f"{API}/components/1",
+    f"{API}/resource_definitions",
+    f"{API}/resource_definitions/1",
+    f"{API}/resource_definitions?component_id=1",
 ]
 ENV_GETS = [
-    ENV, f"{ENV}/hierarchy_levels", f"{ENV}/hierarchy_levels/nodes",
-    f"{ENV}/resources/astute/values", f"{ENV}/nodes/1/resources/astute/overrides",
+    ENV,
+    f"{ENV}/hierarchy_levels",
+    f"{ENV}/hierarchy_levels/nodes",
+    f"{ENV}/resources/astute/values",
+    f"{ENV}/nodes/1/resources/astute/overrides",
     f"{ENV}/nodes/1/resources/astute/values?effective",
     f"{ENV}/nodes/1/resources/astute/values?effective&show_lookup",
 ]
@@ -135,16 +141,20 @@ def _repository_state(root) -> dict[str, float]:
 def test_reads_never_write(fuel_store, client, inventory):
     client.put(f"{ENV}/nodes/1/resources/astute/values", json={"a": {"b": [1]}})
     before = _repository_state(fuel_store.root)
-    urls = CATALOG_GETS + ENV_GETS + [
-        f"{ENV}/nodes/42/resources/astute/values",
-        f"{ENV}/nodes/node-3.domain.tld/resources/globals/overrides?effective",
-        f"{ENV}/nodes/new-node/resources/astute/values?effective&show_lookup&key=a",
-        f"{ENV}/nodes/1/resources/astute/values?key=a.b.0",
-        f"{ENV}/nodes/1/resources/astute/values?key=a.missing",
-        f"{ENV}/nodes/1/resources/astute/values/keys/set",
-        f"{ENV}/nodes/1/resources/astute/values?version=1",
-        f"{API}/environments",
-    ]
+    urls = (
+        CATALOG_GETS
+        + ENV_GETS
+        + [
+            f"{ENV}/nodes/42/resources/astute/values",
+            f"{ENV}/nodes/node-3.domain.tld/resources/globals/overrides?effective",
+            f"{ENV}/nodes/new-node/resources/astute/values?effective&show_lookup&key=a",
+            f"{ENV}/nodes/1/resources/astute/values?key=a.b.0",
+            f"{ENV}/nodes/1/resources/astute/values?key=a.missing",
+            f"{ENV}/nodes/1/resources/astute/values/keys/set",
+            f"{ENV}/nodes/1/resources/astute/values?version=1",
+            f"{API}/environments",
+        ]
+    )
     statuses = {client.get(url).status_code for url in urls}
     assert statuses == {200, 405, 409}
     assert _repository_state(fuel_store.root) == before

@@ -10,8 +10,11 @@ from pathlib import Path
 def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     """Run git on bare repository `repo`; stdout stripped. A failure raises with git's stderr."""
     done = subprocess.run(
-        ["git", f"--git-dir={repo}", *args], capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, check=False,
+        ["git", f"--git-dir={repo}", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
     )
     if done.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {done.stderr.strip()}")
@@ -41,8 +44,11 @@ def git_commit(repo: Path, files: dict[str, str], parent: str | None, message: s
 
 def _hash_object(repo: Path, text: str) -> str:
     done = subprocess.run(
-        ["git", f"--git-dir={repo}", "hash-object", "-w", "--stdin"], input=text,
-        capture_output=True, text=True, check=True,
+        ["git", f"--git-dir={repo}", "hash-object", "-w", "--stdin"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return done.stdout.strip()
 
@@ -60,7 +66,9 @@ def fsck(repo: Path) -> str:
     """`git fsck --full` output; fails on any error (dangling objects are not errors)."""
     done = subprocess.run(
         ["git", f"--git-dir={repo}", "fsck", "--full", "--no-progress"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output

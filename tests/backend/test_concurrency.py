@@ -24,8 +24,9 @@ SHARED = "astute"
 
 
 def _environment(store: Store, resources: list[str]) -> None:
-    store.components.create({"name": "bench", "resource_definitions": [
-        {"name": name} for name in resources]})
+    store.components.create(
+        {"name": "bench", "resource_definitions": [{"name": name} for name in resources]}
+    )
     store.environments.create({"id": 1, "components": ["bench"], "hierarchy_levels": ["nodes"]})
 
 
@@ -43,8 +44,11 @@ def test_processes_writing_one_shared_and_one_own_resource_each(store):
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(PROCESSES)
     workers = [
-        context.Process(target=write_keys, daemon=True, args=(
-            str(store.root), 1, [SHARED, own[i]], f"w{i}_", WRITES, barrier))
+        context.Process(
+            target=write_keys,
+            daemon=True,
+            args=(str(store.root), 1, [SHARED, own[i]], f"w{i}_", WRITES, barrier),
+        )
         for i in range(PROCESSES)
     ]
     for worker in workers:

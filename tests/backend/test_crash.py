@@ -38,8 +38,9 @@ def _kill_at(store: Store, point: str, tmp_path: Path, served_meanwhile: dict) -
     """Run the crash writer until it pauses at `point`, check reads go on, SIGKILL it."""
     marker = tmp_path / f"paused-{point}"
     context = multiprocessing.get_context("spawn")
-    child = context.Process(target=crash_while_writing, daemon=True,
-                            args=(str(store.root), 1, point, str(marker)))
+    child = context.Process(
+        target=crash_while_writing, daemon=True, args=(str(store.root), 1, point, str(marker))
+    )
     child.start()
     try:
         deadline = time.monotonic() + 60
@@ -55,8 +56,7 @@ def _kill_at(store: Store, point: str, tmp_path: Path, served_meanwhile: dict) -
 
 
 @pytest.mark.parametrize("point", ["operation", "objects", "ref-lock"])  # writers.CRASH_POINTS
-def test_a_killed_writer_leaves_the_previous_commit_served(env_store, tmp_path, point,
-                                                           monkeypatch):
+def test_a_killed_writer_leaves_the_previous_commit_served(env_store, tmp_path, point, monkeypatch):
     monkeypatch.setattr(refs, "STALE_LOCK_SECONDS", STALE_AFTER)
     repo = env_store.environment_path(1)
     before = git(repo, "rev-parse", "main")
@@ -89,4 +89,3 @@ def test_a_writer_killed_after_moving_main_has_committed(env_store, tmp_path):
     fsck(repo)
     env_store.config.update_keys(1, [], "astute", "values", "set", [["after", 2]])
     assert _values(env_store) == {"before": 1, "crashed": True, "after": 2}
-

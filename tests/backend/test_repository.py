@@ -73,10 +73,23 @@ def test_tags_resolve_to_their_commit(repo):
     assert _value(repo, "refs/tags/annotated") == 2
 
 
-@pytest.mark.parametrize("revision", [
-    "0", "4", "99", "nope", "main~9", "-n", "--all", "deadbeef", "a" * 40,
-    "main:a.yaml", "main^{tree}", "main\nx",
-])
+@pytest.mark.parametrize(
+    "revision",
+    [
+        "0",
+        "4",
+        "99",
+        "nope",
+        "main~9",
+        "-n",
+        "--all",
+        "deadbeef",
+        "a" * 40,
+        "main:a.yaml",
+        "main^{tree}",
+        "main\nx",
+    ],
+)
 def test_unknown_revisions(repo, revision):
     with pytest.raises(UnknownRevision) as caught:
         repo.snapshot(revision)
@@ -148,8 +161,11 @@ def test_a_lost_race_is_reapplied_on_the_new_head(repo):
     def operation(snapshot):
         calls.append(snapshot.commit_id)
         if len(calls) == 1:  # someone pushes between our read and our compare-and-swap
-            pushed.append(git_commit(repo.path, {"pushed.yaml": "p: 1\n"}, snapshot.commit_id,
-                                     "pushed with git"))
+            pushed.append(
+                git_commit(
+                    repo.path, {"pushed.yaml": "p: 1\n"}, snapshot.commit_id, "pushed with git"
+                )
+            )
             git(repo.path, "update-ref", MAIN, pushed[0], snapshot.commit_id)
         current = snapshot.read_yaml("a.yaml")["v"]
         changes = ChangeSet("test: increment")

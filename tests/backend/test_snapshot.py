@@ -82,7 +82,9 @@ def test_list_and_walk(snap):
     assert names == {("astute.yaml", False), ("override", True)}
     assert snap.list("absent") == [] and snap.list("list.yaml") == []
     assert list(snap.walk("global")) == [
-        "global/values/astute.yaml", "global/values/override/plugins.yaml"]
+        "global/values/astute.yaml",
+        "global/values/override/plugins.yaml",
+    ]
     assert "nodes/1/values/astute.yaml" in list(snap.walk())
 
 

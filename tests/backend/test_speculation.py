@@ -85,8 +85,7 @@ def _update_while_locked(repo: Repository, calls: list[int], change: dict[str, s
     the lock's holder, release the lock, and return the update's result."""
     held = _HeldLock(repo)
     results = []
-    writer = threading.Thread(target=lambda: results.append(repo.update(_increment(calls),
-                                                                        ALICE)))
+    writer = threading.Thread(target=lambda: results.append(repo.update(_increment(calls), ALICE)))
     writer.start()
     deadline = time.monotonic() + 10
     while not calls and time.monotonic() < deadline:

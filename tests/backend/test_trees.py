@@ -79,7 +79,9 @@ def test_deleting_a_folder_removes_everything_below(repo, base):
     changes = ChangeSet()
     changes.delete("global")
     assert sorted(_files(_apply(repo, base, changes))) == [
-        "environment.yaml", "nodes/1/values/override/plugins.yaml"]
+        "environment.yaml",
+        "nodes/1/values/override/plugins.yaml",
+    ]
 
 
 def test_deleting_everything_gives_the_empty_tree(repo, base):

@@ -23,8 +23,9 @@ CRASH_POINTS = {
 }
 
 
-def write_keys(root: str, env_id: int, resources: list[str], prefix: str, count: int,
-               barrier) -> None:
+def write_keys(
+    root: str, env_id: int, resources: list[str], prefix: str, count: int, barrier
+) -> None:
     """Set key `<prefix><n>` = n, one commit each, of the global values of `resources` in turn."""
     store = Store(root)
     barrier.wait()

@@ -22,18 +22,25 @@ BENCHES = ["lookup", "flat", "writes", "push", "memory"]
 @pytest.fixture(scope="module")
 def smoke_runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
     home = tmp_path_factory.mktemp("bench-home")
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("GIT_", "GITSTORE_"))}
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith(("GIT_", "GITSTORE_"))
+    }
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1")
-    running = {name: subprocess.Popen([sys.executable, str(PROJECT / "bench" / f"{name}.py"),
-                                       "--smoke"], env=env, cwd=PROJECT, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-               for name in BENCHES}
+    running = {
+        name: subprocess.Popen(
+            [sys.executable, str(PROJECT / "bench" / f"{name}.py"), "--smoke"],
+            env=env,
+            cwd=PROJECT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for name in BENCHES
+    }
     done = {}
     for name, process in running.items():
         stdout, stderr = process.communicate(timeout=120)
-        done[name] = subprocess.CompletedProcess(process.args, process.returncode, stdout,
-                                                 stderr)
+        done[name] = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     return done
 
 

@@ -50,8 +50,9 @@ class Server:
 def http_server():
     dispatcher = Dispatcher()
     server = make_server("127.0.0.1", 0, dispatcher, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield Server(dispatcher, f"http://127.0.0.1:{server.server_port}")
     server.shutdown()
@@ -69,8 +70,7 @@ class Gs:
 
     def __call__(self, *args: str, input: str | None = None) -> Result:
         runner = CliRunner()
-        return runner.invoke(cli, [*self.connection, *args], input=input,
-                             catch_exceptions=False)
+        return runner.invoke(cli, [*self.connection, *args], input=input, catch_exceptions=False)
 
     def ok(self, *args: str, input: str | None = None) -> Result:
         result = self(*args, input=input)
@@ -99,7 +99,8 @@ def shared_fuel_store(tmp_path_factory):
     """One Fuel store per test module, for tests that never change it (usage errors...)."""
     store = Store.init(tmp_path_factory.mktemp("shared") / "store")
     store.components.create(
-        {"name": "fuel", "resource_definitions": [{"name": n} for n in FUEL_RESOURCES]})
+        {"name": "fuel", "resource_definitions": [{"name": n} for n in FUEL_RESOURCES]}
+    )
     store.environments.create({"id": 1, "components": ["fuel"], "hierarchy_levels": ["nodes"]})
     return store
 

@@ -34,8 +34,17 @@ def test_get_one_key(gs, astute):
 
 
 def test_override_one_key_and_see_the_new_effective_value(gs, astute):
-    result = gs.ok("config", "override", *NODE1, "--key", "fqdn", "--type", "str",
-                   "--value", "node-1.example.org")
+    result = gs.ok(
+        "config",
+        "override",
+        *NODE1,
+        "--key",
+        "fqdn",
+        "--type",
+        "str",
+        "--value",
+        "node-1.example.org",
+    )
     assert "astute overrides at nodes/1: key fqdn set" in result.stdout
     after = gs.ok("config", "get", *NODE1, "--key", "fqdn", "--format", "plain")
     assert after.stdout == "node-1.example.org\n"
@@ -74,8 +83,7 @@ def test_get_show_lookup_names_the_level(gs, astute):
 def test_get_at_an_older_version(gs, astute):
     gs.ok("config", "set", *NODE1, "-k", "fqdn", "-t", "str", "-v", "renamed")
     version = gs.store.environment_repo(1).snapshot().version
-    old = gs.ok("config", "get", *NODE1, "-k", "fqdn", "-f", "plain",
-                "--version", str(version - 1))
+    old = gs.ok("config", "get", *NODE1, "-k", "fqdn", "-f", "plain", "--version", str(version - 1))
     assert old.stdout == astute["fqdn"] + "\n"
 
 
@@ -86,16 +94,19 @@ def test_get_plain_prints_a_mapping_as_json(gs, astute):
 
 
 # -- set and override: the type rules ----------------------------------------------------------
-@pytest.mark.parametrize(("type_", "value", "stored"), [
-    ("int", "42", 42),
-    ("str", "42", "42"),
-    ("bool", "TRUE", True),
-    ("bool", "1", True),
-    ("bool", "False", False),
-    ("bool", "0", False),
-    ("json", '{"a": [1, null]}', {"a": [1, None]}),
-    ("yaml", "a: [1, ~]", {"a": [1, None]}),
-])
+@pytest.mark.parametrize(
+    ("type_", "value", "stored"),
+    [
+        ("int", "42", 42),
+        ("str", "42", "42"),
+        ("bool", "TRUE", True),
+        ("bool", "1", True),
+        ("bool", "False", False),
+        ("bool", "0", False),
+        ("json", '{"a": [1, null]}', {"a": [1, None]}),
+        ("yaml", "a: [1, ~]", {"a": [1, None]}),
+    ],
+)
 def test_set_key_with_type(gs, type_, value, stored):
     gs.ok("config", "set", *NODE1, "-k", "x.y", "-t", type_, "-v", value)
     values = gs.store.config.read(1, [("nodes", "1")], "astute", "values").data
@@ -158,47 +169,53 @@ def test_delete_key_and_override_key(gs, astute):
 SET = ["config", "set", *NODE1]
 
 
-@pytest.mark.parametrize(("args", "fragment"), [
-    (["config", "get", "-r", "astute"], "Missing option '--env'"),
-    (["config", "get", "-e", "1"], "Missing option '--resource'"),
-    (["config", "get", "-e", "x", "-r", "astute"], "'x' is not a valid integer"),
-    (["config", "get", "-e", "1", "-r", "a", "-l", "nodes"], "level 'nodes' must look like"),
-    (["config", "get", "-e", "1", "-r", "a", "-l", "nodes=1,"], "level '' must look like"),
-    (["config", "get", "-e", "1", "-r", "a", "-l", "=1"], "level '=1' must look like"),
-    (["config", "get", "-e", "1", "-r", "a", "-l", "nodes=.."], "must not start with '.'"),
-    (["config", "get", "-e", "1", "-r", "a", "-k", "a..b"], "is not a dotted path"),
-    (["config", "get", "-e", "1", "-r", "a", "-f", "xml"], "'xml' is not one of"),
-    (["config", "get", "-e", "1", "-r", "a", "--version", " "], "not empty"),
-    ([*SET, "-k", "a", "-v", "1"], "--value needs --type"),
-    ([*SET, "-k", "a", "-t", "int", "-v", "1", "-f", "json"], "exclude each other"),
-    ([*SET, "-k", "a", "-t", "null", "-v", "1"], "--type null takes no --value"),
-    ([*SET, "-k", "a", "-t", "int"], "--type int needs --value"),
-    ([*SET, "-k", "a", "-t", "int", "-v", "one"], "'one' is not an int"),
-    ([*SET, "-k", "a", "-t", "bool", "-v", "yes"], "'yes' is not a bool"),
-    ([*SET, "-k", "a", "-t", "json", "-v", "{bad"], "--value is not valid json"),
-    ([*SET, "-k", "a", "-t", "yaml", "-v", "a: [b"], "--value is not valid yaml"),
-    ([*SET, "-k", "a", "-t", "float", "-v", "1"], "'float' is not one of"),
-    ([*SET, "-k", "a"], "give --type and --value, --type null, or --format"),
-    ([*SET, "-t", "null"], "--type null needs --key"),
-    ([*SET, "-t", "int", "-v", "3"], "without --key the value must be a mapping"),
-    ([*SET, "-k", "a", "-t", "str", "-f", "yaml"], "to read stdin give only --format"),
-    (["config", "delete", *NODE1], "Missing option '--key'"),
-    (["config", "nope"], "No such command 'nope'"),
-])
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["config", "get", "-r", "astute"], "Missing option '--env'"),
+        (["config", "get", "-e", "1"], "Missing option '--resource'"),
+        (["config", "get", "-e", "x", "-r", "astute"], "'x' is not a valid integer"),
+        (["config", "get", "-e", "1", "-r", "a", "-l", "nodes"], "level 'nodes' must look like"),
+        (["config", "get", "-e", "1", "-r", "a", "-l", "nodes=1,"], "level '' must look like"),
+        (["config", "get", "-e", "1", "-r", "a", "-l", "=1"], "level '=1' must look like"),
+        (["config", "get", "-e", "1", "-r", "a", "-l", "nodes=.."], "must not start with '.'"),
+        (["config", "get", "-e", "1", "-r", "a", "-k", "a..b"], "is not a dotted path"),
+        (["config", "get", "-e", "1", "-r", "a", "-f", "xml"], "'xml' is not one of"),
+        (["config", "get", "-e", "1", "-r", "a", "--version", " "], "not empty"),
+        ([*SET, "-k", "a", "-v", "1"], "--value needs --type"),
+        ([*SET, "-k", "a", "-t", "int", "-v", "1", "-f", "json"], "exclude each other"),
+        ([*SET, "-k", "a", "-t", "null", "-v", "1"], "--type null takes no --value"),
+        ([*SET, "-k", "a", "-t", "int"], "--type int needs --value"),
+        ([*SET, "-k", "a", "-t", "int", "-v", "one"], "'one' is not an int"),
+        ([*SET, "-k", "a", "-t", "bool", "-v", "yes"], "'yes' is not a bool"),
+        ([*SET, "-k", "a", "-t", "json", "-v", "{bad"], "--value is not valid json"),
+        ([*SET, "-k", "a", "-t", "yaml", "-v", "a: [b"], "--value is not valid yaml"),
+        ([*SET, "-k", "a", "-t", "float", "-v", "1"], "'float' is not one of"),
+        ([*SET, "-k", "a"], "give --type and --value, --type null, or --format"),
+        ([*SET, "-t", "null"], "--type null needs --key"),
+        ([*SET, "-t", "int", "-v", "3"], "without --key the value must be a mapping"),
+        ([*SET, "-k", "a", "-t", "str", "-f", "yaml"], "to read stdin give only --format"),
+        (["config", "delete", *NODE1], "Missing option '--key'"),
+        (["config", "nope"], "No such command 'nope'"),
+    ],
+)
 def test_usage_errors_print_one_line_and_exit_2(gs_readonly, args, fragment):
     assert_usage_error(gs_readonly(*args, input=""), fragment)
 
 
 # -- store and server errors: exit 1 with the message --------------------------------------------
-@pytest.mark.parametrize(("args", "fragment"), [
-    (["config", "get", "-e", "9", "-r", "astute"], "environment 9 does not exist"),
-    (["config", "get", "-e", "1", "-r", "nope"], "resource 'nope' is not defined"),
-    (["config", "get", "-e", "1", "-l", "role=x", "-r", "astute"], "expected 'nodes'"),
-    (["config", "get", "-e", "1", "-l", "nodes=1,role=x", "-r", "astute"], "hierarchy levels"),
-    (["config", "get", *NODE1, "-k", "missing"], "key 'missing' does not exist"),
-    (["config", "get", *NODE1, "--version", "999"], "unknown version"),
-    (["config", "delete", *NODE1, "-k", "missing"], "key 'missing' does not exist"),
-])
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["config", "get", "-e", "9", "-r", "astute"], "environment 9 does not exist"),
+        (["config", "get", "-e", "1", "-r", "nope"], "resource 'nope' is not defined"),
+        (["config", "get", "-e", "1", "-l", "role=x", "-r", "astute"], "expected 'nodes'"),
+        (["config", "get", "-e", "1", "-l", "nodes=1,role=x", "-r", "astute"], "hierarchy levels"),
+        (["config", "get", *NODE1, "-k", "missing"], "key 'missing' does not exist"),
+        (["config", "get", *NODE1, "--version", "999"], "unknown version"),
+        (["config", "delete", *NODE1, "-k", "missing"], "key 'missing' does not exist"),
+    ],
+)
 def test_store_errors_exit_1_with_the_message(gs_readonly, args, fragment):
     assert_failure(gs_readonly(*args), fragment)
 

@@ -70,12 +70,14 @@ def test_upload_with_nothing_readable_fails(gs, tmp_path):
     facts = tmp_path / "facts"  # apart from the store root (its keyring.yaml is no fact)
     facts.mkdir()
     (facts / "bad.yaml").write_text("just a string\n")
-    assert_failure(gs("facts", "upload", "-e", "1", "-n", "1", "--dir", str(facts)),
-                   "nothing to upload")
+    assert_failure(
+        gs("facts", "upload", "-e", "1", "-n", "1", "--dir", str(facts)), "nothing to upload"
+    )
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert_failure(gs("facts", "upload", "-e", "1", "-n", "1", "--dir", str(empty)),
-                   "no *.yaml files")
+    assert_failure(
+        gs("facts", "upload", "-e", "1", "-n", "1", "--dir", str(empty)), "no *.yaml files"
+    )
 
 
 def test_progress_bar_for_more_than_a_handful_of_files(gs, tmp_path):
@@ -90,13 +92,16 @@ def test_progress_bar_for_more_than_a_handful_of_files(gs, tmp_path):
     assert "reading facts" not in few.stderr
 
 
-@pytest.mark.parametrize(("args", "fragment"), [
-    (["facts", "upload", "-n", "1"], "Missing option '--env'"),
-    (["facts", "upload", "-e", "1"], "Missing option '--node'"),
-    (["facts", "upload", "-e", "1", "-n", "a/b"], "must not contain '/'"),
-    (["facts", "upload", "-e", "1", "-n", "1", "--dir", "/nonexistent"], "does not exist"),
-    (["facts", "download", "-e", "1", "-n", "1"], "Missing option '--dir'"),
-])
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["facts", "upload", "-n", "1"], "Missing option '--env'"),
+        (["facts", "upload", "-e", "1"], "Missing option '--node'"),
+        (["facts", "upload", "-e", "1", "-n", "a/b"], "must not contain '/'"),
+        (["facts", "upload", "-e", "1", "-n", "1", "--dir", "/nonexistent"], "does not exist"),
+        (["facts", "download", "-e", "1", "-n", "1"], "Missing option '--dir'"),
+    ],
+)
 def test_facts_usage_errors(gs_readonly, args, fragment):
     assert_usage_error(gs_readonly(*args), fragment)
 
@@ -109,8 +114,9 @@ def test_nodes_racing_to_upload_into_an_empty_store(gs_empty, hiera, http_server
     failures = []
 
     def run(node: str) -> None:
-        client = (LocalClient(str(gs.store.root)) if gs.mode == "local"
-                  else HttpClient(http_server.url))
+        client = (
+            LocalClient(str(gs.store.root)) if gs.mode == "local" else HttpClient(http_server.url)
+        )
         try:
             upload_facts(client, 1, node, folders[node])
         except Exception as exc:  # noqa: BLE001 - collected and asserted below
@@ -134,8 +140,22 @@ def test_nodes_racing_to_upload_into_an_empty_store(gs_empty, hiera, http_server
 def test_download_writes_the_effective_values_in_the_same_layout(gs, hiera, tmp_path):
     folder = hiera("1")
     gs.ok("facts", "upload", "-e", "1", "-n", "1", "--dir", str(folder))
-    gs.ok("config", "override", "-e", "1", "-l", "nodes=1", "-r", "astute", "-k", "fqdn",
-          "-t", "str", "-v", "changed.example.org")
+    gs.ok(
+        "config",
+        "override",
+        "-e",
+        "1",
+        "-l",
+        "nodes=1",
+        "-r",
+        "astute",
+        "-k",
+        "fqdn",
+        "-t",
+        "str",
+        "-v",
+        "changed.example.org",
+    )
     target = tmp_path / "out"
     result = gs.ok("facts", "download", "-e", "1", "-n", "1", "--dir", str(target))
     assert f"wrote 3 files to {target}" in result.stdout
@@ -149,8 +169,11 @@ def test_download_writes_the_effective_values_in_the_same_layout(gs, hiera, tmp_
 
 def test_download_at_an_older_version_and_of_an_unknown_environment(gs, hiera, tmp_path):
     gs.ok("facts", "upload", "-e", "1", "-n", "1", "--dir", str(hiera("1")))
-    gs.ok("facts", "download", "-e", "1", "-n", "1", "--dir", str(tmp_path / "v1"),
-          "--version", "1")
+    gs.ok(
+        "facts", "download", "-e", "1", "-n", "1", "--dir", str(tmp_path / "v1"), "--version", "1"
+    )
     assert not (tmp_path / "v1").exists() or not list((tmp_path / "v1").iterdir())
-    assert_failure(gs("facts", "download", "-e", "8", "-n", "1", "--dir", str(tmp_path)),
-                   "environment 8 does not exist")
+    assert_failure(
+        gs("facts", "download", "-e", "8", "-n", "1", "--dir", str(tmp_path)),
+        "environment 8 does not exist",
+    )

@@ -36,21 +36,26 @@ def test_a_group_without_a_command_prints_its_help():
     assert "  get " in result.output and "Error" not in result.output
 
 
-@pytest.mark.parametrize("args", [
-    ["config", "get", "-e", "1", "-r", "astute"],
-    ["env", "list"],
-    ["component", "list"],
-    ["def", "list"],
-    ["level", "list", "-e", "1"],
-    ["facts", "download", "-e", "1", "-n", "1", "--dir", "x"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["config", "get", "-e", "1", "-r", "astute"],
+        ["env", "list"],
+        ["component", "list"],
+        ["def", "list"],
+        ["level", "list", "-e", "1"],
+        ["facts", "download", "-e", "1", "-n", "1", "--dir", "x"],
+    ],
+)
 def test_store_commands_need_url_or_root(args):
     assert_usage_error(run(*args), "give exactly one of --url (GITSTORE_URL) or --root")
 
 
 def test_url_and_root_together_is_a_usage_error(store):
-    assert_usage_error(run("--url", "http://127.0.0.1:1", "--root", str(store.root),
-                           "env", "list"), "both were given")
+    assert_usage_error(
+        run("--url", "http://127.0.0.1:1", "--root", str(store.root), "env", "list"),
+        "both were given",
+    )
     env = {"GITSTORE_URL": "http://127.0.0.1:1", "GITSTORE_ROOT": str(store.root)}
     assert_usage_error(run("env", "list", env=env), "both were given")
 
@@ -60,15 +65,20 @@ def test_environment_variables_choose_the_mode(fuel_store):
     assert result.exit_code == 0 and json.loads(result.stdout)[0]["id"] == 1
 
 
-@pytest.mark.parametrize(("args", "fragment"), [
-    (["--url", "ftp://host", "env", "list"], "must start with http:// or https://"),
-    (["--url", "http://h", "--token", "t", "--user", "u", "--password", "p", "env", "list"],
-     "give --token or --user/--password, not both"),
-    (["--url", "http://h", "--user", "u", "env", "list"], "--user and --password go together"),
-    (["--cacert", "/nonexistent.pem", "env", "list"], "does not exist"),
-    (["--bogus", "env", "list"], "No such option '--bogus'"),
-    (["frobnicate"], "No such command 'frobnicate'"),
-])
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--url", "ftp://host", "env", "list"], "must start with http:// or https://"),
+        (
+            ["--url", "http://h", "--token", "t", "--user", "u", "--password", "p", "env", "list"],
+            "give --token or --user/--password, not both",
+        ),
+        (["--url", "http://h", "--user", "u", "env", "list"], "--user and --password go together"),
+        (["--cacert", "/nonexistent.pem", "env", "list"], "does not exist"),
+        (["--bogus", "env", "list"], "No such option '--bogus'"),
+        (["frobnicate"], "No such command 'frobnicate'"),
+    ],
+)
 def test_connection_usage_errors(args, fragment):
     assert_usage_error(run(*args), fragment)
 
@@ -81,13 +91,31 @@ def test_an_unreachable_server_fails_with_a_message():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # nothing listens once the socket is closed
-    assert_failure(run("--url", f"http://127.0.0.1:{port}", "env", "list"),
-                   f"cannot reach http://127.0.0.1:{port}")
+    assert_failure(
+        run("--url", f"http://127.0.0.1:{port}", "env", "list"),
+        f"cannot reach http://127.0.0.1:{port}",
+    )
 
 
 def test_local_writes_are_authored_by_the_user(fuel_store):
-    run("--root", str(fuel_store.root), "--user", "alice", "config", "set", "-e", "1", "-r",
-        "astute", "-k", "a", "-t", "int", "-v", "1")
+    run(
+        "--root",
+        str(fuel_store.root),
+        "--user",
+        "alice",
+        "config",
+        "set",
+        "-e",
+        "1",
+        "-r",
+        "astute",
+        "-k",
+        "a",
+        "-t",
+        "int",
+        "-v",
+        "1",
+    )
     info = fuel_store.environment_repo(1).snapshot().info()
     assert (info.author, info.email) == ("alice", "alice@gitstore")
 
@@ -113,12 +141,15 @@ def error_app(status: int, body: bytes, content_type: str = "application/json"):
     return app
 
 
-@pytest.mark.parametrize(("status", "message"), [
-    (401, "token expired"),
-    (403, "role operator needed"),
-    (429, "too many failed logins"),
-    (503, "no keyring configured"),
-])
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (401, "token expired"),
+        (403, "role operator needed"),
+        (429, "too many failed logins"),
+        (503, "no keyring configured"),
+    ],
+)
 def test_server_errors_print_the_server_message(http_server, status, message):
     body = json.dumps({"status": status, "message": message}).encode()
     http_server.dispatcher.app = error_app(status, body)
@@ -127,13 +158,19 @@ def test_server_errors_print_the_server_message(http_server, status, message):
 
 
 def test_validation_errors_list_each_problem(http_server):
-    body = {"status": 400, "message": "astute.yaml breaks the schema",
-            "errors": [{"path": "nodes/1/values/astute.yaml", "key": "fqdn",
-                        "message": "must be a string"}]}
+    body = {
+        "status": 400,
+        "message": "astute.yaml breaks the schema",
+        "errors": [
+            {"path": "nodes/1/values/astute.yaml", "key": "fqdn", "message": "must be a string"}
+        ],
+    }
     http_server.dispatcher.app = error_app(400, json.dumps(body).encode())
     result = run("--url", http_server.url, "env", "list")
-    assert_failure(result, "Error: astute.yaml breaks the schema\n"
-                           "  nodes/1/values/astute.yaml:fqdn: must be a string")
+    assert_failure(
+        result,
+        "Error: astute.yaml breaks the schema\n  nodes/1/values/astute.yaml:fqdn: must be a string",
+    )
 
 
 def test_a_server_bug_or_a_non_json_answer_is_reported(http_server):
@@ -147,10 +184,28 @@ def test_a_server_bug_or_a_non_json_answer_is_reported(http_server):
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tls")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(folder / "key.pem"), "-out", str(folder / "cert.pem")],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(folder / "key.pem"),
+            "-out",
+            str(folder / "cert.pem"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return folder / "cert.pem", folder / "key.pem"
 
 

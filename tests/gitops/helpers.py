@@ -48,9 +48,16 @@ def fill(store: Store) -> Store:
     global astute {port, debug, region}; node 1 overrides debug; node 2 sets region (shadowing
     global's); node 3 has only globals; node 4 is in the inventory with no data of its own.
     """
-    store.components.create({"name": "fuel", "resource_definitions": [
-        {"name": "astute", "schema": ASTUTE_SCHEMA}, {"name": "globals"},
-        {"name": "override/plugins"}]})
+    store.components.create(
+        {
+            "name": "fuel",
+            "resource_definitions": [
+                {"name": "astute", "schema": ASTUTE_SCHEMA},
+                {"name": "globals"},
+                {"name": "override/plugins"},
+            ],
+        }
+    )
     store.environments.create({"id": 1, "components": ["fuel"], "hierarchy_levels": ["nodes"]})
     files = {
         "global/values/astute.yaml": GLOBAL_ASTUTE,
@@ -80,14 +87,24 @@ def start_gunicorn(root: Path, workdir: Path) -> Server:
     """`GITSTORE_ROOT=<root> gunicorn -w 2 'gitstore.api:create_app()'` on a free port."""
     port = free_port()
     log = workdir / f"gunicorn-{port}.log"
-    args = [str(GUNICORN), "-w", "2", "-b", f"127.0.0.1:{port}", "--no-control-socket",
-            "gitstore.api:create_app()"]
+    args = [
+        str(GUNICORN),
+        "-w",
+        "2",
+        "-b",
+        f"127.0.0.1:{port}",
+        "--no-control-socket",
+        "gitstore.api:create_app()",
+    ]
     with log.open("wb") as out:
-        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
-                                   stdin=subprocess.DEVNULL,
-                                   env=isolated_env(workdir, GITSTORE_ROOT=str(root)))
+        process = subprocess.Popen(
+            args,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            stdin=subprocess.DEVNULL,
+            env=isolated_env(workdir, GITSTORE_ROOT=str(root)),
+        )
     server = Server(f"http://127.0.0.1:{port}", process, log)
     wait_until_answers(process, server.url, log, probe="/api/v1/status")
     return server
-
-

@@ -50,8 +50,14 @@ def client(gitops_store):
 
 def mirror(store, remote, forge_name=None, api_url=None):
     bare, _ = remote
-    return store.gitops.add_mirror(ENV, bare.as_uri(), secret=SECRET, forge=forge_name,
-                                   api_url=api_url, api_token=TOKEN if api_url else None)
+    return store.gitops.add_mirror(
+        ENV,
+        bare.as_uri(),
+        secret=SECRET,
+        forge=forge_name,
+        api_url=api_url,
+        api_token=TOKEN if api_url else None,
+    )
 
 
 def upstream_commit(remote, files, message="upstream change") -> str:
@@ -63,8 +69,11 @@ def upstream_commit(remote, files, message="upstream change") -> str:
 
 def send(client, forge_name, payload, secret=SECRET, event="push", query=""):
     body = forge.encode(payload)
-    return client.post(f"/webhooks/{forge_name}{query}", data=body,
-                       headers=forge.headers(forge_name, body, secret, event))
+    return client.post(
+        f"/webhooks/{forge_name}{query}",
+        data=body,
+        headers=forge.headers(forge_name, body, secret, event),
+    )
 
 
 def status_of(client, name=ENV) -> dict:
@@ -77,8 +86,9 @@ def test_a_signed_push_event_serves_the_new_commit(gitops_store, remote, client,
     mirror(gitops_store, remote, forge_name)
     before = status_of(client)["served_commit"]
     new = upstream_commit(remote, {"global/values/astute.yaml": "port: 9000\n"})
-    response = send(client, forge_name, forge.push_payload(forge_name, remote[0].as_uri(),
-                                                           before, new))
+    response = send(
+        client, forge_name, forge.push_payload(forge_name, remote[0].as_uri(), before, new)
+    )
     assert response.status_code == 200, response.get_json()
     row = status_of(client)
     assert (row["served_commit"], row["remote_commit"], row["failure"]) == (new, new, None)
@@ -89,7 +99,8 @@ def test_a_signed_push_event_serves_the_new_commit(gitops_store, remote, client,
 
 
 def test_a_failing_commit_is_recorded_and_the_last_good_one_stays_served(
-        gitops_store, remote, client):
+    gitops_store, remote, client
+):
     mirror(gitops_store, remote, "github")
     good = status_of(client)["served_commit"]
     bad = upstream_commit(remote, {"global/values/astute.yaml": "port: high\n"})
@@ -97,9 +108,14 @@ def test_a_failing_commit_is_recorded_and_the_last_good_one_stays_served(
     row = status_of(client)
     assert row["served_commit"] == good and row["remote_commit"] == bad
     assert row["failure"]["commit"] == bad
-    assert row["failure"]["errors"] == [{
-        "file": "global/values/astute.yaml", "line": 1, "key": "port",
-        "message": "'high' is not of type 'integer' (schema of resource 'astute')"}]
+    assert row["failure"]["errors"] == [
+        {
+            "file": "global/values/astute.yaml",
+            "line": 1,
+            "key": "port",
+            "message": "'high' is not of type 'integer' (schema of resource 'astute')",
+        }
+    ]
     fixed = upstream_commit(remote, {"global/values/astute.yaml": "port: 1\n"}, "fix")
     send(client, "github", forge.push_payload("github", remote[0].as_uri(), bad, fixed))
     row = status_of(client)
@@ -109,18 +125,27 @@ def test_a_failing_commit_is_recorded_and_the_last_good_one_stays_served(
 @pytest.mark.parametrize("forge_name", FORGES)
 @pytest.mark.parametrize("secret", [None, "wrong-secret"])
 def test_a_bad_or_missing_signature_is_401_and_nothing_is_fetched(
-        gitops_store, remote, client, forge_name, secret):
+    gitops_store, remote, client, forge_name, secret
+):
     mirror(gitops_store, remote, forge_name)
     before = status_of(client)["served_commit"]
     new = upstream_commit(remote, {"global/values/globals.yaml": "a: 1\n"})
-    response = send(client, forge_name,
-                    forge.push_payload(forge_name, remote[0].as_uri(), before, new), secret)
+    response = send(
+        client, forge_name, forge.push_payload(forge_name, remote[0].as_uri(), before, new), secret
+    )
     assert response.status_code == 401
     assert response.get_json()["status"] == 401
     row = status_of(client)
     assert (row["served_commit"], row["remote_commit"], row["last_fetch"]) == (before, None, None)
-    ref = git("--git-dir", str(gitops_store.environment_path(1)), "rev-parse", "--verify",
-              "-q", INCOMING, check=False)
+    ref = git(
+        "--git-dir",
+        str(gitops_store.environment_path(1)),
+        "rev-parse",
+        "--verify",
+        "-q",
+        INCOMING,
+        check=False,
+    )
     assert ref.returncode != 0  # no fetch happened
 
 
@@ -133,7 +158,8 @@ def test_a_signature_made_for_another_body_is_refused(gitops_store, remote, clie
 
 
 def test_events_for_other_branches_and_kinds_are_acknowledged_and_ignored(
-        gitops_store, remote, client):
+    gitops_store, remote, client
+):
     mirror(gitops_store, remote)
     before = status_of(client)["served_commit"]
     new = upstream_commit(remote, {"global/values/globals.yaml": "a: 1\n"})
@@ -141,9 +167,12 @@ def test_events_for_other_branches_and_kinds_are_acknowledged_and_ignored(
     response = send(client, "gitea", payload)
     assert response.status_code == 200
     assert "is not the mirrored branch" in response.get_json()["repositories"][0]["ignored"]
-    ping = send(client, "github", {"zen": "Keep it simple.", "hook_id": 1,
-                                   "repository": {"clone_url": remote[0].as_uri()}},
-                event="ping")
+    ping = send(
+        client,
+        "github",
+        {"zen": "Keep it simple.", "hook_id": 1, "repository": {"clone_url": remote[0].as_uri()}},
+        event="ping",
+    )
     assert ping.get_json() == {"event": "ping", "ignored": True}
     assert status_of(client)["served_commit"] == before
 
@@ -222,8 +251,13 @@ class _ForgeStub(BaseHTTPRequestHandler):
 
     def do_POST(self):  # noqa: N802 - the name http.server dispatches to
         length = int(self.headers.get("Content-Length") or 0)
-        self.calls.append({"path": self.path, "headers": dict(self.headers),
-                           "json": json.loads(self.rfile.read(length) or b"null")})
+        self.calls.append(
+            {
+                "path": self.path,
+                "headers": dict(self.headers),
+                "json": json.loads(self.rfile.read(length) or b"null"),
+            }
+        )
         self.send_response(201)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", "2")
@@ -247,24 +281,42 @@ def forge_api():
 
 
 EXPECTED_CALLS = {
-    "github": ("/api/repos/ops/env-1/issues/7/comments", "/api/repos/ops/env-1/statuses/{sha}",
-               "Authorization", f"Bearer {TOKEN}", "context", "failure"),
-    "gitea": ("/api/repos/ops/env-1/issues/7/comments", "/api/repos/ops/env-1/statuses/{sha}",
-              "Authorization", f"token {TOKEN}", "context", "failure"),
-    "gitlab": ("/api/projects/15/merge_requests/7/notes", "/api/projects/15/statuses/{sha}",
-               "Private-Token", TOKEN, "name", "failed"),
+    "github": (
+        "/api/repos/ops/env-1/issues/7/comments",
+        "/api/repos/ops/env-1/statuses/{sha}",
+        "Authorization",
+        f"Bearer {TOKEN}",
+        "context",
+        "failure",
+    ),
+    "gitea": (
+        "/api/repos/ops/env-1/issues/7/comments",
+        "/api/repos/ops/env-1/statuses/{sha}",
+        "Authorization",
+        f"token {TOKEN}",
+        "context",
+        "failure",
+    ),
+    "gitlab": (
+        "/api/projects/15/merge_requests/7/notes",
+        "/api/projects/15/statuses/{sha}",
+        "Private-Token",
+        TOKEN,
+        "name",
+        "failed",
+    ),
 }
 
 
 @pytest.mark.parametrize("forge_name", FORGES)
 def test_a_pull_request_is_reviewed_and_the_report_posted_back(
-        gitops_store, remote, client, forge_api, forge_name):
+    gitops_store, remote, client, forge_api, forge_name
+):
     api_url, calls = forge_api
     mirror(gitops_store, remote, forge_name, api_url + "/api")
     bare, work = remote
     base = git("rev-parse", "HEAD", cwd=work).stdout.strip()
-    head = commit_files(work, {"global/values/astute.yaml": GLOBAL_ASTUTE.replace("8000",
-                                                                                  "8080")})
+    head = commit_files(work, {"global/values/astute.yaml": GLOBAL_ASTUTE.replace("8000", "8080")})
     pr_ref = "refs/merge-requests/7/head" if forge_name == "gitlab" else "refs/pull/7/head"
     git("push", "-q", "origin", f"HEAD:{pr_ref}", cwd=work)  # the forge keeps PR heads there
     payload = forge.pull_request_payload(forge_name, bare.as_uri(), base, head)
@@ -284,8 +336,12 @@ def test_a_pull_request_is_reviewed_and_the_report_posted_back(
     bad = commit_files(work, {"nodes/1/values/astute.yaml": "port: [\n"}, "break it")
     git("push", "-qf", "origin", f"HEAD:{pr_ref}", cwd=work)
     action = "update" if forge_name == "gitlab" else "synchronize"
-    send(client, forge_name, forge.pull_request_payload(forge_name, bare.as_uri(), base, bad,
-                                                        action), event="pull_request")
+    send(
+        client,
+        forge_name,
+        forge.pull_request_payload(forge_name, bare.as_uri(), base, bad, action),
+        event="pull_request",
+    )
     assert calls[-1]["json"]["state"] == failed
     assert "nodes/1/values/astute.yaml:2: YAML does not parse" in calls[-2]["json"]["body"]
 
@@ -294,16 +350,40 @@ def test_the_mirror_commands_keep_secrets_private(gitops_store, remote):
     runner = CliRunner()
     root = ["--root", str(gitops_store.root)]
     url = remote[0].as_uri()
-    added = runner.invoke(cli, [*root, "mirror", "add", "--env", "1", url, "--forge", "gitlab",
-                                "--webhook-secret", SECRET, "--api-url", "http://gl/api/v4",
-                                "--api-token", TOKEN])
+    added = runner.invoke(
+        cli,
+        [
+            *root,
+            "mirror",
+            "add",
+            "--env",
+            "1",
+            url,
+            "--forge",
+            "gitlab",
+            "--webhook-secret",
+            SECRET,
+            "--api-url",
+            "http://gl/api/v4",
+            "--api-token",
+            TOKEN,
+        ],
+    )
     assert added.exit_code == 0, added.output
     settings = gitops_store.root / "gitops" / "mirrors.json"
     assert stat.S_IMODE(settings.stat().st_mode) == 0o600
     listed = runner.invoke(cli, [*root, "mirror", "list", "--format", "json"])
-    assert json.loads(listed.stdout) == [{
-        "repository": ENV, "url": url, "branch": "main", "forge": "gitlab",
-        "webhook_secret": "***", "api_url": "http://gl/api/v4", "api_token": "***"}]
+    assert json.loads(listed.stdout) == [
+        {
+            "repository": ENV,
+            "url": url,
+            "branch": "main",
+            "forge": "gitlab",
+            "webhook_secret": "***",
+            "api_url": "http://gl/api/v4",
+            "api_token": "***",
+        }
+    ]
     assert SECRET not in listed.stdout and TOKEN not in listed.stdout
     new = upstream_commit(remote, {"global/values/globals.yaml": "a: 1\n"})
     synced = runner.invoke(cli, [*root, "mirror", "sync", "--env", "1"])
@@ -338,12 +418,27 @@ def test_serve_poll_moves_the_served_commit_without_a_webhook(gitops_store, remo
     mirror(gitops_store, remote)
     port = free_port()
     gitstore_bin = Path(sys.executable).with_name("gitstore")
-    args = [str(gitstore_bin), "serve", "--root", str(gitops_store.root), "--port", str(port),
-            "--workers", "1", "--poll", "1"]
+    args = [
+        str(gitstore_bin),
+        "serve",
+        "--root",
+        str(gitops_store.root),
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--poll",
+        "1",
+    ]
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
-        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=isolated_env(tmp_path))
+        process = subprocess.Popen(
+            args,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=isolated_env(tmp_path),
+        )
     server = Server(f"http://127.0.0.1:{port}", process, log)
     try:
         new = upstream_commit(remote, {"global/values/globals.yaml": "polled: true\n"})

@@ -35,8 +35,9 @@ def push(work, *args: str):
 def test_good_push_is_served_on_the_next_get_by_every_worker(served, tmp_path):
     _, server = served
     work = clone(server, tmp_path)
-    new = commit_files(work, {"global/values/astute.yaml": "port: 9000\ndebug: false\n"
-                                                           "region: one\n"})
+    new = commit_files(
+        work, {"global/values/astute.yaml": "port: 9000\ndebug: false\nregion: one\n"}
+    )
     done = push(work)
     assert done.returncode == 0, done.stderr
     for _ in range(8):  # new connections: both workers answer some of them
@@ -47,24 +48,45 @@ def test_good_push_is_served_on_the_next_get_by_every_worker(served, tmp_path):
 
 
 BAD_PUSHES = {
-    "yaml-does-not-parse": ({"nodes/1/values/astute.yaml": "port: 1\nregion: [one\n"},
-                            ["nodes/1/values/astute.yaml:3:", "YAML does not parse"]),
-    "repeated-key": ({"nodes/1/values/astute.yaml": "port: 1\nport: 2\n"},
-                     ["nodes/1/values/astute.yaml:2:", "key 'port' is repeated"]),
-    "not-a-mapping": ({"global/values/globals.yaml": "- a\n- b\n"},
-                      ["global/values/globals.yaml:1:", "document must be a mapping, not a list"]),
-    "undeclared-level": ({"role/compute/values/astute.yaml": "port: 1\n"},
-                         ["role/compute/values/astute.yaml:", "top-level folder 'role'"]),
-    "invalid-level-value": ({"nodes/.hidden/values/astute.yaml": "port: 1\n"},
-                            ["nodes/.hidden/values/astute.yaml:", "invalid level value"]),
-    "schema": ({"global/values/astute.yaml": "port: 8000\nregion: 5\n"},
-               ["global/values/astute.yaml:2: key 'region':", "5 is not of type 'string'"]),
-    "environment-yaml": ({"environment.yaml": "id: 1\ncomponents: [fuel]\n"
-                                              "hierarchy: [nodes, nodes]\nmerge: sideways\n"},
-                         ["environment.yaml:4: key 'merge':", "'sideways' is not one of",
-                          "environment.yaml:3: key 'hierarchy': level 'nodes' is repeated"]),
-    "unknown-resource": ({"global/values/nope.yaml": "a: 1\n"},
-                         ["global/values/nope.yaml:", "resource 'nope' is not defined"]),
+    "yaml-does-not-parse": (
+        {"nodes/1/values/astute.yaml": "port: 1\nregion: [one\n"},
+        ["nodes/1/values/astute.yaml:3:", "YAML does not parse"],
+    ),
+    "repeated-key": (
+        {"nodes/1/values/astute.yaml": "port: 1\nport: 2\n"},
+        ["nodes/1/values/astute.yaml:2:", "key 'port' is repeated"],
+    ),
+    "not-a-mapping": (
+        {"global/values/globals.yaml": "- a\n- b\n"},
+        ["global/values/globals.yaml:1:", "document must be a mapping, not a list"],
+    ),
+    "undeclared-level": (
+        {"role/compute/values/astute.yaml": "port: 1\n"},
+        ["role/compute/values/astute.yaml:", "top-level folder 'role'"],
+    ),
+    "invalid-level-value": (
+        {"nodes/.hidden/values/astute.yaml": "port: 1\n"},
+        ["nodes/.hidden/values/astute.yaml:", "invalid level value"],
+    ),
+    "schema": (
+        {"global/values/astute.yaml": "port: 8000\nregion: 5\n"},
+        ["global/values/astute.yaml:2: key 'region':", "5 is not of type 'string'"],
+    ),
+    "environment-yaml": (
+        {
+            "environment.yaml": "id: 1\ncomponents: [fuel]\n"
+            "hierarchy: [nodes, nodes]\nmerge: sideways\n"
+        },
+        [
+            "environment.yaml:4: key 'merge':",
+            "'sideways' is not one of",
+            "environment.yaml:3: key 'hierarchy': level 'nodes' is repeated",
+        ],
+    ),
+    "unknown-resource": (
+        {"global/values/nope.yaml": "a: 1\n"},
+        ["global/values/nope.yaml:", "resource 'nope' is not defined"],
+    ),
 }
 
 
@@ -117,15 +139,19 @@ def test_catalog_push_is_gated_too(served, tmp_path):
     commit_files(work, {"components/fuel.yaml": yaml.safe_dump(component)}, "break a schema")
     done = push(work)
     assert done.returncode != 0
-    assert ("components/fuel.yaml:3: key 'resource_definitions.0.schema': must be a mapping"
-            in done.stderr), done.stderr
+    assert (
+        "components/fuel.yaml:3: key 'resource_definitions.0.schema': must be a mapping"
+        in done.stderr
+    ), done.stderr
     git("reset", "-q", "--hard", "origin/main", cwd=work)
     component = yaml.safe_load((work / "components/fuel.yaml").read_text())
     component["resource_definitions"].append({"id": 99, "name": "pushed"})
     commit_files(work, {"components/fuel.yaml": yaml.safe_dump(component)}, "add a resource")
     assert push(work).returncode == 0
-    names = [d["name"] for d in requests.get(
-        server.url + "/api/v1/config/resource_definitions", timeout=10).json()]
+    names = [
+        d["name"]
+        for d in requests.get(server.url + "/api/v1/config/resource_definitions", timeout=10).json()
+    ]
     assert "pushed" in names
 
 
@@ -142,14 +168,17 @@ def test_a_large_push_streams_through_chunked_requests(served, tmp_path):
     assert (again / "blob.bin").read_bytes() == (work / "blob.bin").read_bytes()
 
 
-@pytest.mark.parametrize("path", [
-    "/git/environments/1.git/../../gitops/mirrors.json",
-    "/git/environments/1.git/config",
-    "/git/environments/99.git/info/refs",
-    "/git/archive/environments/1.git/info/refs",
-    "/git/catalog.git",
-    "/git/environments/01.git/info/refs",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/git/environments/1.git/../../gitops/mirrors.json",
+        "/git/environments/1.git/config",
+        "/git/environments/99.git/info/refs",
+        "/git/archive/environments/1.git/info/refs",
+        "/git/catalog.git",
+        "/git/environments/01.git/info/refs",
+    ],
+)
 def test_only_store_repositories_are_reachable(served, path):
     _, server = served
     response = requests.get(server.url + path, timeout=10)
@@ -167,8 +196,9 @@ def test_a_gzip_encoded_fetch_negotiation_works(served, tmp_path):
     new = commit_files(other, {"global/values/globals.yaml": "fetched: true\n"})
     assert push(other).returncode == 0
     env = {**os.environ, "GIT_TRACE_CURL": "1", "GIT_TRACE_CURL_NO_DATA": "1"}
-    done = subprocess.run(["git", "fetch", "origin"], cwd=work, env=env, capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        ["git", "fetch", "origin"], cwd=work, env=env, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Content-Encoding: gzip" in done.stderr
     assert git("rev-parse", "origin/main", cwd=work).stdout.strip() == new

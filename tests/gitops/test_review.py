@@ -37,8 +37,7 @@ def test_a_global_change_reports_every_node_affected(gitops_store, work):
     assert report["nodes_affected"] == [1, 2, 3, 4]
     change = {"port": {"old": 8000, "new": 8080}}
     for scope in ("/", "/nodes/1/", "/nodes/2/", "/nodes/3/"):
-        assert report["scopes"][scope]["astute"] == {"added": {}, "removed": {},
-                                                     "changed": change}
+        assert report["scopes"][scope]["astute"] == {"added": {}, "removed": {}, "changed": change}
     assert report["override_files"] == []
 
 
@@ -49,33 +48,37 @@ def test_a_node_that_shadows_the_changed_key_is_not_affected(gitops_store, work)
     assert "/nodes/2/" not in review.report["scopes"]
     assert review.report["override_files"] == ["global/overrides/astute.yaml"]
     text = render_markdown(review)
-    assert "| `region` | `\"one\"` | `\"three\"` |" in text
+    assert '| `region` | `"one"` | `"three"` |' in text
     assert "**Nodes affected** (3): 1, 3, 4" in text
     assert "- `global/overrides/astute.yaml`" in text
 
 
 def test_an_invalid_head_fails_the_review(gitops_store, work):
-    commit_files(work, {"nodes/1/values/astute.yaml": "port: [1\n",
-                        "nodes/2/values/astute.yaml": "region: 2\n"})
-    result = run_review("main", "change", "--repo", str(work), "--catalog",
-                        str(gitops_store.root / "catalog.git"))
+    commit_files(
+        work,
+        {"nodes/1/values/astute.yaml": "port: [1\n", "nodes/2/values/astute.yaml": "region: 2\n"},
+    )
+    result = run_review(
+        "main", "change", "--repo", str(work), "--catalog", str(gitops_store.root / "catalog.git")
+    )
     assert result.exit_code == 1
     assert "gitstore review: INVALID (2 problems)" in result.stdout
     assert "nodes/1/values/astute.yaml:2: YAML does not parse" in result.stdout
-    assert "nodes/2/values/astute.yaml:1: key 'region': 2 is not of type 'string'" in \
-        result.stdout
+    assert "nodes/2/values/astute.yaml:1: key 'region': 2 is not of type 'string'" in result.stdout
 
 
 def test_review_inside_the_store(gitops_store, work):
     commit_files(work, {"nodes/3/values/globals.yaml": None})
     git("push", "-q", "origin", "change", cwd=work)  # branches other than main pass the gate
-    result = run_review("main", "change", "--root", str(gitops_store.root), "--env", "1",
-                        "--format", "json")
+    result = run_review(
+        "main", "change", "--root", str(gitops_store.root), "--env", "1", "--format", "json"
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["nodes_affected"] == [3]
-    assert report["scopes"] == {"/nodes/3/": {"globals": {"added": {}, "removed": {"x": 1},
-                                                          "changed": {}}}}
+    assert report["scopes"] == {
+        "/nodes/3/": {"globals": {"added": {}, "removed": {"x": 1}, "changed": {}}}
+    }
 
 
 def test_review_usage_errors(gitops_store, work):

@@ -32,42 +32,64 @@ def test_a_filled_store_is_valid(gitops_store):
 
 
 def test_problems_name_file_line_and_key(gitops_store, work):
-    commit_files(work, {
-        "global/values/astute.yaml": "# ports\nport: 80\nregion: 7\n",
-        "nodes/2/values/astute.yaml": "- not\n- a mapping\n",
-        "nodes/3/values/globals.yaml": "a: 1\nb: {c: [1, 2}\n",
-        "nodes/x y/values/globals.yaml": "a: 1\n",
-        "role/compute/values/globals.yaml": "a: 1\n",
-        "global/overrides/unknown.yaml": "a: 1\n",
-        "global/notes.txt": "hello\n",
-    })
+    commit_files(
+        work,
+        {
+            "global/values/astute.yaml": "# ports\nport: 80\nregion: 7\n",
+            "nodes/2/values/astute.yaml": "- not\n- a mapping\n",
+            "nodes/3/values/globals.yaml": "a: 1\nb: {c: [1, 2}\n",
+            "nodes/x y/values/globals.yaml": "a: 1\n",
+            "role/compute/values/globals.yaml": "a: 1\n",
+            "global/overrides/unknown.yaml": "a: 1\n",
+            "global/notes.txt": "hello\n",
+        },
+    )
     problems = validate_repository(work, catalog=catalog_of(gitops_store))
-    assert {"file": "global/values/astute.yaml", "line": 3, "key": "region",
-            "message": "7 is not of type 'string' (schema of resource 'astute')"} in problems
-    assert {"file": "nodes/2/values/astute.yaml", "line": 1,
-            "message": "document must be a mapping, not a list"} in problems
+    assert {
+        "file": "global/values/astute.yaml",
+        "line": 3,
+        "key": "region",
+        "message": "7 is not of type 'string' (schema of resource 'astute')",
+    } in problems
+    assert {
+        "file": "nodes/2/values/astute.yaml",
+        "line": 1,
+        "message": "document must be a mapping, not a list",
+    } in problems
     parse = [p for p in problems if p["file"] == "nodes/3/values/globals.yaml"]
-    assert parse == [{"file": "nodes/3/values/globals.yaml", "line": 2,
-                      "message": "YAML does not parse: did not find expected ',' or ']'"}]
+    assert parse == [
+        {
+            "file": "nodes/3/values/globals.yaml",
+            "line": 2,
+            "message": "YAML does not parse: did not find expected ',' or ']'",
+        }
+    ]
     messages = {p["file"]: p["message"] for p in problems}
-    assert "top-level folder 'role' is neither a level declared" in \
-        messages["role/compute/values/globals.yaml"]
+    assert (
+        "top-level folder 'role' is neither a level declared"
+        in messages["role/compute/values/globals.yaml"]
+    )
     assert "resource 'unknown' is not defined" in messages["global/overrides/unknown.yaml"]
     assert "may hold only the folders values/ and overrides/" in messages["global/notes.txt"]
     assert len(problems) == 6, problems  # a level value may hold a space: `x y` is fine
 
 
 def test_invalid_level_values_and_environment_yaml(gitops_store, work):
-    commit_files(work, {
-        "environment.yaml": "id: 1\nname: 5\ncomponents: [fuel, ghost]\n"
-                            "hierarchy: [nodes, global]\nmerge: deep\n",
-        "nodes/.hidden/values/globals.yaml": "a: 1\n",
-    })
+    commit_files(
+        work,
+        {
+            "environment.yaml": "id: 1\nname: 5\ncomponents: [fuel, ghost]\n"
+            "hierarchy: [nodes, global]\nmerge: deep\n",
+            "nodes/.hidden/values/globals.yaml": "a: 1\n",
+        },
+    )
     problems = validate_repository(work, catalog=catalog_of(gitops_store))
     by_key = {(p["file"], p.get("key")): p for p in problems}
     assert by_key[("environment.yaml", "name")]["line"] == 2
-    assert by_key[("environment.yaml", "components")]["message"] == \
-        "component 'ghost' does not exist in the catalog"
+    assert (
+        by_key[("environment.yaml", "components")]["message"]
+        == "component 'ghost' does not exist in the catalog"
+    )
     assert "reserved" in by_key[("environment.yaml", "hierarchy")]["message"]
     assert "invalid level value" in by_key[("nodes/.hidden/values/globals.yaml", None)]["message"]
 
@@ -75,13 +97,25 @@ def test_invalid_level_values_and_environment_yaml(gitops_store, work):
 def test_the_environment_id_must_be_the_repository_s(gitops_store):
     snapshot = gitops_store.environment_repo(1).snapshot()
     problems = validation.validate_tree(snapshot, "environment", env_id=2)
-    assert problems == [{"file": "environment.yaml", "line": 1, "key": "id",
-                         "message": "is 1 but this is the repository of environment 2"}]
+    assert problems == [
+        {
+            "file": "environment.yaml",
+            "line": 1,
+            "key": "id",
+            "message": "is 1 but this is the repository of environment 2",
+        }
+    ]
 
 
 def test_forge_metadata_and_plain_files_at_the_top_are_allowed(gitops_store, work):
-    commit_files(work, {".github/CODEOWNERS": "**/overrides/** @ops\n", "README.md": "hi\n",
-                        ".gitlab-ci.yml": "not: [checked\n"})
+    commit_files(
+        work,
+        {
+            ".github/CODEOWNERS": "**/overrides/** @ops\n",
+            "README.md": "hi\n",
+            ".gitlab-ci.yml": "not: [checked\n",
+        },
+    )
     assert validate_repository(work, catalog=catalog_of(gitops_store)) == []
     commit_files(work, {"extra.yaml": "a: 1\n"})
     problems = validate_repository(work, catalog=catalog_of(gitops_store))
@@ -89,46 +123,60 @@ def test_forge_metadata_and_plain_files_at_the_top_are_allowed(gitops_store, wor
 
 
 def test_without_a_catalog_only_catalog_checks_are_skipped(work):
-    commit_files(work, {"global/values/astute.yaml": "region: 7\n",
-                        "global/values/unknown.yaml": "a: [\n"})
+    commit_files(
+        work, {"global/values/astute.yaml": "region: 7\n", "global/values/unknown.yaml": "a: [\n"}
+    )
     problems = validate_repository(work)  # a clone outside any store, no --catalog
     assert [(p["file"], p["message"][:20]) for p in problems] == [
-        ("global/values/unknown.yaml", "YAML does not parse:")]
+        ("global/values/unknown.yaml", "YAML does not parse:")
+    ]
 
 
 def test_catalog_rules(gitops_store, tmp_path):
     work = tmp_path / "catalog"
     git("clone", "-q", str(gitops_store.root / "catalog.git"), str(work))
-    commit_files(work, {
-        "components/other.yaml": "id: 1\nname: different\nresource_definitions:\n"
-                                 "- id: 2\n  name: astute\n  schema: {type: 12}\n"
-                                 "  secret_keys: nope\n",
-    })
+    commit_files(
+        work,
+        {
+            "components/other.yaml": "id: 1\nname: different\nresource_definitions:\n"
+            "- id: 2\n  name: astute\n  schema: {type: 12}\n"
+            "  secret_keys: nope\n",
+        },
+    )
     problems = validate_repository(work)
     found = {(p["file"], p.get("key")): p["message"] for p in problems}
     assert found[("components/other.yaml", "name")] == "must be 'other', the name of the file"
     assert found[("components/other.yaml", "id")].startswith("id 1 is also the id of")
     assert found[("components/other.yaml", "resource_definitions.0.id")].startswith(
-        "id 2 is also used in")
-    assert "also defined in components/fuel.yaml" in \
-        found[("components/other.yaml", "resource_definitions.0.name")]
-    assert "is not valid under any of the given schemas" in \
-        found[("components/other.yaml", "resource_definitions.0.schema")]
-    assert found[("components/other.yaml", "resource_definitions.0.secret_keys")] == \
-        "must be a list of strings"
+        "id 2 is also used in"
+    )
+    assert (
+        "also defined in components/fuel.yaml"
+        in found[("components/other.yaml", "resource_definitions.0.name")]
+    )
+    assert (
+        "is not valid under any of the given schemas"
+        in found[("components/other.yaml", "resource_definitions.0.schema")]
+    )
+    assert (
+        found[("components/other.yaml", "resource_definitions.0.secret_keys")]
+        == "must be a list of strings"
+    )
 
 
 def test_rest_writes_apply_the_same_rule(gitops_store):
     from gitstore.api import create_app
 
     client = create_app({"TESTING": True}, store=gitops_store).test_client()
-    response = client.put("/api/v1/config/environments/1/resources/astute/values",
-                          json={"port": 1, "region": 7})
+    response = client.put(
+        "/api/v1/config/environments/1/resources/astute/values", json={"port": 1, "region": 7}
+    )
     assert response.status_code == 400
     body = response.get_json()
     definition = gitstore_definition(gitops_store, "astute")
     assert body["errors"] == validation.resource_document_problems(
-        definition, "global/values/astute.yaml", {"port": 1, "region": 7})
+        definition, "global/values/astute.yaml", {"port": 1, "region": 7}
+    )
     assert body["errors"][0]["key"] == "region"
     assert "global/values/astute.yaml" in body["message"]
 
@@ -147,8 +195,9 @@ def test_a_registered_check_plugs_in(gitops_store):
         problems = gitops_store.gitops.validate("environments/1.git")
     finally:
         validation.CHECKS["environment"].remove(no_inventory_node_4)
-    assert problems == [{"file": "inventory/nodes/4.yaml", "line": 1, "key": "id",
-                         "message": "node 4 is retired"}]
+    assert problems == [
+        {"file": "inventory/nodes/4.yaml", "line": 1, "key": "id", "message": "node 4 is retired"}
+    ]
 
 
 def test_the_gate_is_installed_and_runs_on_a_local_push(gitops_store, work):
@@ -159,8 +208,9 @@ def test_the_gate_is_installed_and_runs_on_a_local_push(gitops_store, work):
     commit_files(work, {"global/values/astute.yaml": "port: high\n"})
     done = git("push", "origin", "main", cwd=work, check=False)
     assert done.returncode != 0
-    assert "global/values/astute.yaml:1: key 'port': 'high' is not of type 'integer'" in \
-        done.stderr, done.stderr
+    assert (
+        "global/values/astute.yaml:1: key 'port': 'high' is not of type 'integer'" in done.stderr
+    ), done.stderr
 
 
 def test_validate_command(gitops_store, work):
@@ -169,8 +219,18 @@ def test_validate_command(gitops_store, work):
     assert result.exit_code == 0, result.output
     assert "environments/1.git: valid" in result.stdout
     commit_files(work, {"global/values/astute.yaml": "port: high\n"})
-    result = runner.invoke(cli, ["validate", "--repo", str(work), "--catalog",
-                                 catalog_of(gitops_store), "--format", "json"])
+    result = runner.invoke(
+        cli,
+        [
+            "validate",
+            "--repo",
+            str(work),
+            "--catalog",
+            catalog_of(gitops_store),
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert report["valid"] is False

@@ -26,15 +26,19 @@ def run(graph_store):
 def test_upload_file_and_dir_list_download_delete(run, tmp_path, newton_tasks):
     graph_file = tmp_path / "release.yaml"
     graph_file.write_text(yaml.safe_dump(newton_tasks))
-    assert "graph default created (204 tasks)" in run("upload", "--release", "1", "--file",
-                                                     str(graph_file)).output
+    assert (
+        "graph default created (204 tasks)"
+        in run("upload", "--release", "1", "--file", str(graph_file)).output
+    )
     folder = tmp_path / "custom"
     (folder / "a").mkdir(parents=True)
     (folder / "metadata.yaml").write_text("name: from a folder\n")
     (folder / "a" / "tasks.yaml").write_text(yaml.safe_dump([task("one", requires=["hosts"])]))
     (folder / "tasks.yaml").write_text(yaml.safe_dump([task("two", requires=["one"])]))
-    assert "graph default replaced (2 tasks)" in run(
-        "upload", "--env", "1", "--dir", str(folder)).output
+    assert (
+        "graph default replaced (2 tasks)"
+        in run("upload", "--env", "1", "--dir", str(folder)).output
+    )
     listed = run("list", "--env", "1").output
     assert "default  from a folder  2" in listed and "cluster:1" in listed
     downloaded = yaml.safe_load(run("download", "--env", "1", "--cluster").output)
@@ -51,12 +55,19 @@ def test_upload_file_and_dir_list_download_delete(run, tmp_path, newton_tasks):
 
 
 def test_show_dot_and_execute(run, graph_store, tmp_path):
-    graph_store.graphs.create("release", 1, "default", {"tasks": [
-        {"id": "start", "type": "stage"},
-        task("hello", requires=["start"], parameters={"cmd": f"echo hi > {tmp_path}/hi"}),
-        task("boom", requires=["hello"], parameters={"cmd": "exit 4"})]})
-    graph_store.nodes.create(1, {"fqdn": "n1.example", "roles": ["controller"],
-                                 "status": "ready"})
+    graph_store.graphs.create(
+        "release",
+        1,
+        "default",
+        {
+            "tasks": [
+                {"id": "start", "type": "stage"},
+                task("hello", requires=["start"], parameters={"cmd": f"echo hi > {tmp_path}/hi"}),
+                task("boom", requires=["hello"], parameters={"cmd": "exit 4"}),
+            ]
+        },
+    )
+    graph_store.nodes.create(1, {"fqdn": "n1.example", "roles": ["controller"], "status": "ready"})
     dot = run("show", "--env", "1", "--dot", "--parents-for", "hello").output
     assert dot.startswith('digraph "default" {') and '"start" -> "hello";' in dot
     assert '"boom"' not in dot

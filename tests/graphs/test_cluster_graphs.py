@@ -16,20 +16,32 @@ TASKS = f"{CLUSTER}/deployment_tasks"
 def layered(api, graph_store):
     """Release tasks a, b, c; plugins p1 (replaces b, adds p) and p2 (adds q), enabled in that
     order; the cluster replaces a and adds own."""
-    api.post(f"{RELEASE}/deployment_graphs/default", json={"name": "release", "tasks": [
-        task("a", parameters={"cmd": "release a"}), task("b", requires=["a"]),
-        task("c", requires=["b"])]})
-    for name, tasks in (("p1", [task("b", requires=["a"], parameters={"cmd": "p1 b"}),
-                                task("p", requires=["c"])]),
-                        ("p2", [task("q", requires=["p"])])):
+    api.post(
+        f"{RELEASE}/deployment_graphs/default",
+        json={
+            "name": "release",
+            "tasks": [
+                task("a", parameters={"cmd": "release a"}),
+                task("b", requires=["a"]),
+                task("c", requires=["b"]),
+            ],
+        },
+    )
+    for name, tasks in (
+        ("p1", [task("b", requires=["a"], parameters={"cmd": "p1 b"}), task("p", requires=["c"])]),
+        ("p2", [task("q", requires=["p"])]),
+    ):
         api.post(f"{API}/plugins", json={"name": name, "version": "1.0.0"})
         plugin_id = graph_store.plugins.get(name).data["id"]
-        created = api.post(f"{API}/plugins/{plugin_id}/deployment_graphs/default",
-                           json={"tasks": tasks})
+        created = api.post(
+            f"{API}/plugins/{plugin_id}/deployment_graphs/default", json={"tasks": tasks}
+        )
         assert created.status_code == 201, created.get_json()
     graph_store.environments.update(1, {"plugins": ["p1", "p2"]})
-    own = api.put(f"{CLUSTER}/deployment_graphs/default", json={"tasks": [
-        task("a", parameters={"cmd": "cluster a"}), task("own", requires=["q"])]})
+    own = api.put(
+        f"{CLUSTER}/deployment_graphs/default",
+        json={"tasks": [task("a", parameters={"cmd": "cluster a"}), task("own", requires=["q"])]},
+    )
     assert own.status_code == 200, own.get_json()
     return api
 
@@ -54,26 +66,45 @@ def test_own_plugins_and_release_views(layered):
 
 def test_two_plugins_defining_one_task_is_400_at_read_and_at_enable(layered, graph_store):
     plugin_id = graph_store.plugins.get("p2").data["id"]
-    changed = layered.patch(f"{API}/plugins/{plugin_id}/deployment_graphs/default",
-                            json={"tasks": [task("q", requires=["p"]), task("p")]})
+    changed = layered.patch(
+        f"{API}/plugins/{plugin_id}/deployment_graphs/default",
+        json={"tasks": [task("q", requires=["p"]), task("p")]},
+    )
     assert changed.status_code == 200  # a plugin graph alone cannot know who enables it
     assert_error(layered.get(TASKS), 400, "plugins 'p1' and 'p2' both define task 'p'")
     check = layered.get(f"{CLUSTER}/deployment_graphs/default/check").get_json()
     assert check["valid"] is False and "both define task 'p'" in check["errors"][0]["message"]
-    assert_error(layered.patch(f"{API}/config/environments/1", json={"plugins": ["p2", "p1"]}),
-                 400, "'p2'", "'p1'", "task 'p'")
+    assert_error(
+        layered.patch(f"{API}/config/environments/1", json={"plugins": ["p2", "p1"]}),
+        400,
+        "'p2'",
+        "'p1'",
+        "task 'p'",
+    )
 
 
 def test_cluster_graph_cycle_over_release_tasks_is_refused(layered, graph_store):
     before = graph_store.environment_repo(1).head()
-    body = assert_error(layered.put(f"{CLUSTER}/deployment_graphs/default", json={"tasks": [
-        task("a", requires=["c"])]}), 400, "dependency cycle")
+    body = assert_error(
+        layered.put(
+            f"{CLUSTER}/deployment_graphs/default", json={"tasks": [task("a", requires=["c"])]}
+        ),
+        400,
+        "dependency cycle",
+    )
     assert {"a", "b", "c"} <= set(body["message"].split(": ")[-1].split(" -> "))
-    assert_error(layered.put(f"{CLUSTER}/deployment_graphs/default", json={"tasks": [
-        task("x", requires=["ghost"])]}), 400, "task 'x' depends on 'ghost'")
-    assert_error(layered.put(TASKS, json=[task("a", requires=["own"]),
-                                          task("own", requires=["q"])]), 400,
-                 "dependency cycle")
+    assert_error(
+        layered.put(
+            f"{CLUSTER}/deployment_graphs/default", json={"tasks": [task("x", requires=["ghost"])]}
+        ),
+        400,
+        "task 'x' depends on 'ghost'",
+    )
+    assert_error(
+        layered.put(TASKS, json=[task("a", requires=["own"]), task("own", requires=["q"])]),
+        400,
+        "dependency cycle",
+    )
     assert graph_store.environment_repo(1).head() == before  # nothing was written
 
 
@@ -94,8 +125,12 @@ def test_merged_graph_at_an_older_version(layered, graph_store):
     old_env = graph_store.environment_repo(1).head()
     old_catalog = graph_store.catalog().head()
     layered.put(f"{CLUSTER}/deployment_graphs/default", json={"tasks": [task("newer")]})
-    layered.patch(f"{RELEASE}/deployment_graphs/default", json={"tasks": [
-        task("a"), task("b", requires=["a"]), task("c", requires=["b"]), task("d")]})
+    layered.patch(
+        f"{RELEASE}/deployment_graphs/default",
+        json={
+            "tasks": [task("a"), task("b", requires=["a"]), task("c", requires=["b"]), task("d")]
+        },
+    )
     assert ids(layered.get(TASKS).get_json()) == ["a", "b", "c", "d", "p", "q", "newer"]
     at_old_env = layered.get(f"{TASKS}?version={old_env}")
     assert ids(at_old_env.get_json()) == ["a", "b", "c", "d", "p", "q", "own"]
@@ -108,24 +143,37 @@ def test_merged_graph_at_an_older_version(layered, graph_store):
 
 def test_check_reports_what_a_release_change_broke(layered, graph_store):
     assert layered.get(f"{CLUSTER}/deployment_graphs/default/check").get_json() == {
-        "cluster": 1, "graph_type": "default", "valid": True, "errors": []}
-    layered.patch(f"{RELEASE}/deployment_graphs/default", json={"tasks": [
-        task("a"), task("b", requires=["a"])]})  # p requires c, which is gone
+        "cluster": 1,
+        "graph_type": "default",
+        "valid": True,
+        "errors": [],
+    }
+    layered.patch(
+        f"{RELEASE}/deployment_graphs/default",
+        json={"tasks": [task("a"), task("b", requires=["a"])]},
+    )  # p requires c, which is gone
     check = layered.get(f"{CLUSTER}/deployment_graphs/default/check").get_json()
     assert check["valid"] is False
-    assert check["errors"] == [{"message": "task 'p' depends on 'c' (requires), which is not "
-                                           "in the graph", "task": "p"}]
+    assert check["errors"] == [
+        {"message": "task 'p' depends on 'c' (requires), which is not in the graph", "task": "p"}
+    ]
     # the next cluster write is not blamed for it, but cannot add problems of its own
     ok = layered.put(f"{CLUSTER}/deployment_graphs/default", json={"tasks": [task("z")]})
     assert ok.status_code == 200, ok.get_json()
 
 
 def test_metadata_merges_recursively(layered, graph_store):
-    layered.patch(f"{RELEASE}/deployment_graphs/default", json={
-        "node_filter": "$.status = ready", "on_success": {"node_attributes": {"status": "ready",
-                                                                             "progress": 100}}})
-    layered.patch(f"{CLUSTER}/deployment_graphs/default",
-                  json={"on_success": {"node_attributes": {"progress": 99}}})
+    layered.patch(
+        f"{RELEASE}/deployment_graphs/default",
+        json={
+            "node_filter": "$.status = ready",
+            "on_success": {"node_attributes": {"status": "ready", "progress": 100}},
+        },
+    )
+    layered.patch(
+        f"{CLUSTER}/deployment_graphs/default",
+        json={"on_success": {"node_attributes": {"progress": 99}}},
+    )
     cluster = graph_store.nodes.cluster(1)
     merged = merged_graph(cluster, "default")
     assert merged["name"] == "release" and merged["node_filter"] == "$.status = ready"
@@ -147,23 +195,23 @@ def test_dot_over_rest(layered):
     assert text.startswith('digraph "default" {') and '"a" -> "b";' in text
     assert '"q" -> "own";' in text
     assert dot.headers["X-Gitstore-Catalog-Commit"]
-    parents = layered.get(f"{CLUSTER}/deploy_tasks/graph.gv?parents_for=c").get_data(
-        as_text=True)
+    parents = layered.get(f"{CLUSTER}/deploy_tasks/graph.gv?parents_for=c").get_data(as_text=True)
     assert '"b" -> "c";' in parents and '"own"' not in parents
     only = layered.get(f"{CLUSTER}/deploy_tasks/graph.gv?tasks=a,b").get_data(as_text=True)
     assert '"a" -> "b";' in only and '"c"' not in only
     assert_error(layered.get(f"{CLUSTER}/deploy_tasks/graph.gv?tasks=a,ghost"), 400, "ghost")
-    assert_error(layered.get(f"{CLUSTER}/deploy_tasks/graph.gv?parents_for=ghost"), 400,
-                 "ghost")
+    assert_error(layered.get(f"{CLUSTER}/deploy_tasks/graph.gv?parents_for=ghost"), 400, "ghost")
     assert_error(layered.get(f"{CLUSTER}/deploy_tasks/graph.gv?remove=warp"), 400, "warp")
-    again = layered.get(f"{CLUSTER}/deploy_tasks/graph.gv",
-                        headers={"If-None-Match": dot.headers["ETag"]})
+    again = layered.get(
+        f"{CLUSTER}/deploy_tasks/graph.gv", headers={"If-None-Match": dot.headers["ETag"]}
+    )
     assert again.status_code == 304
 
 
 def test_legacy_start_end_over_rest(api, newton_tasks):
-    legacy = [t for t in newton_tasks if t.get("version", "1.0.0") < "2.0.0"
-              and t["id"] != "base-os"]  # its members are task-based tasks
+    legacy = [
+        t for t in newton_tasks if t.get("version", "1.0.0") < "2.0.0" and t["id"] != "base-os"
+    ]  # its members are task-based tasks
     created = api.post(f"{RELEASE}/deployment_graphs/legacy", json={"tasks": legacy})
     assert created.status_code == 201, created.get_json()
     url = f"{TASKS}?graph_type=legacy"
@@ -171,8 +219,9 @@ def test_legacy_start_end_over_rest(api, newton_tasks):
     names = ids(chosen)
     assert names[0] == "deploy_start" and "deploy_end" in names and "virt" in names
     assert "pre_deployment_start" not in names and "post_deployment_end" not in names
-    assert ids(api.get(f"{RELEASE}/deployment_tasks?graph_type=legacy&end=deploy_start")
-               .get_json()) == ["pre_deployment_start", "pre_deployment_end", "deploy_start"]
+    assert ids(
+        api.get(f"{RELEASE}/deployment_tasks?graph_type=legacy&end=deploy_start").get_json()
+    ) == ["pre_deployment_start", "pre_deployment_end", "deploy_start"]
     assert_error(api.get(f"{url}&start=nowhere"), 400, "Cannot find task nowhere by its name")
     api.post(f"{RELEASE}/deployment_graphs/default", json={"tasks": newton_tasks})
     assert_error(api.get(f"{TASKS}?start=deploy_start"), 400, "task-based")

@@ -26,8 +26,11 @@ def wait_for(api, transaction_id: int, timeout: float = 20.0) -> dict:
 
 
 def ran(doc: dict, graph: int = 0) -> list[tuple]:
-    return [(h["task_name"], h["node_id"], h["status"]) for h in doc["graphs"][graph]["history"]
-            if h["status"] != "skipped"]
+    return [
+        (h["task_name"], h["node_id"], h["status"])
+        for h in doc["graphs"][graph]["history"]
+        if h["status"] != "skipped"
+    ]
 
 
 @pytest.fixture
@@ -43,24 +46,38 @@ def cluster(api, add_node, tmp_path):
         command = f'echo "$GITSTORE_TASK@$GITSTORE_NODE" >> {log}'
         return task(task_id, parameters={"cmd": command, "timeout": 10}, **fields)
 
-    tasks = [{"id": "deploy_start", "type": "stage"},
-             shell("late", roles=["compute"], requires=["early"]),
-             shell("early", roles="*", requires=["deploy_start"]),
-             shell("db", tags=["controller"], requires=["early"]),
-             shell("agent", roles=["compute"], requires=["late"],
-                   cross_depends=[{"name": "db", "role": ["controller"]}]),
-             {"id": "manifest", "type": "puppet", "version": "2.1.0", "roles": "*",
-              "requires": ["early"]}]
-    assert api.post(f"{RELEASE}/deployment_graphs/default",
-                    json={"tasks": tasks}).status_code == 201
+    tasks = [
+        {"id": "deploy_start", "type": "stage"},
+        shell("late", roles=["compute"], requires=["early"]),
+        shell("early", roles="*", requires=["deploy_start"]),
+        shell("db", tags=["controller"], requires=["early"]),
+        shell(
+            "agent",
+            roles=["compute"],
+            requires=["late"],
+            cross_depends=[{"name": "db", "role": ["controller"]}],
+        ),
+        {
+            "id": "manifest",
+            "type": "puppet",
+            "version": "2.1.0",
+            "roles": "*",
+            "requires": ["early"],
+        },
+    ]
+    assert (
+        api.post(f"{RELEASE}/deployment_graphs/default", json={"tasks": tasks}).status_code == 201
+    )
     api.log = log
     return api
 
 
 def test_dry_run_records_the_plan_in_one_commit(cluster, graph_store):
     before = graph_store.environment_repo(1).head()
-    answer = cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}],
-                                         "dry_run": True, "executor": "local"})
+    answer = cluster.post(
+        EXECUTE,
+        json={"cluster": 1, "graphs": [{"type": "default"}], "dry_run": True, "executor": "local"},
+    )
     assert answer.status_code == 202
     doc = answer.get_json()
     assert doc["status"] == "ready" and doc["dry_run"] is True and doc["executor"] == "dry-run"
@@ -79,19 +96,25 @@ def test_dry_run_records_the_plan_in_one_commit(cluster, graph_store):
     assert repo.commit_info(repo.head()).parents == (before,)
     listed = cluster.get(f"{API}/transactions?cluster_id=1").get_json()
     assert [(t["id"], t["status"], t["graphs"]) for t in listed] == [
-        (doc["id"], "ready", [{"type": "default", "status": "ready"}])]
+        (doc["id"], "ready", [{"type": "default", "status": "ready"}])
+    ]
 
 
 def test_local_runs_shell_tasks_in_dependency_order(cluster):
-    answer = cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}],
-                                         "executor": "local"})
+    answer = cluster.post(
+        EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}], "executor": "local"}
+    )
     assert answer.status_code == 202 and answer.get_json()["status"] == "pending"
     doc = wait_for(cluster, answer.get_json()["id"])
     assert doc["status"] == "ready", doc.get("message")
     lines = cluster.log.read_text().split()
     assert sorted(lines) == sorted(["early@1", "early@2", "late@2", "db@1", "agent@2"])
-    for before, after in (("early@2", "late@2"), ("late@2", "agent@2"), ("db@1", "agent@2"),
-                          ("early@1", "db@1")):
+    for before, after in (
+        ("early@2", "late@2"),
+        ("late@2", "agent@2"),
+        ("db@1", "agent@2"),
+        ("early@1", "db@1"),
+    ):
         assert lines.index(before) < lines.index(after), lines
     states = {(h["task_name"], h["node_id"]): h for h in doc["graphs"][0]["history"]}
     assert states[("deploy_start", None)]["status"] == "ready"
@@ -101,13 +124,37 @@ def test_local_runs_shell_tasks_in_dependency_order(cluster):
 
 
 def test_a_failure_is_recorded_and_aborts_the_rest(cluster, graph_store):
-    assert cluster.put(f"{CLUSTER}/deployment_graphs/default", json={"tasks": [
-        task("late", roles=["compute"], requires=["early"],
-             parameters={"cmd": "echo broken >&2; exit 3"})]}).status_code == 200
-    assert cluster.post(f"{CLUSTER}/deployment_graphs/second", json={"tasks": [
-        task("never", parameters={"cmd": f"touch {cluster.log}.never"})]}).status_code == 201
-    answer = cluster.post(EXECUTE, json={"cluster": 1, "executor": "local", "graphs": [
-        {"type": "default"}, {"type": "second"}]})
+    assert (
+        cluster.put(
+            f"{CLUSTER}/deployment_graphs/default",
+            json={
+                "tasks": [
+                    task(
+                        "late",
+                        roles=["compute"],
+                        requires=["early"],
+                        parameters={"cmd": "echo broken >&2; exit 3"},
+                    )
+                ]
+            },
+        ).status_code
+        == 200
+    )
+    assert (
+        cluster.post(
+            f"{CLUSTER}/deployment_graphs/second",
+            json={"tasks": [task("never", parameters={"cmd": f"touch {cluster.log}.never"})]},
+        ).status_code
+        == 201
+    )
+    answer = cluster.post(
+        EXECUTE,
+        json={
+            "cluster": 1,
+            "executor": "local",
+            "graphs": [{"type": "default"}, {"type": "second"}],
+        },
+    )
     doc = wait_for(cluster, answer.get_json()["id"])
     assert doc["status"] == "error" and "graph 'default' failed" in doc["message"]
     failed = [h for h in doc["graphs"][0]["history"] if h["status"] == "error"]
@@ -121,62 +168,98 @@ def test_a_failure_is_recorded_and_aborts_the_rest(cluster, graph_store):
 
 
 def test_request_nodes_tasks_and_node_filter(cluster):
-    answer = cluster.post(EXECUTE, json={"cluster": 1, "executor": "local", "graphs": [
-        {"type": "default", "nodes": [3], "tasks": ["late"]}]})
+    answer = cluster.post(
+        EXECUTE,
+        json={
+            "cluster": 1,
+            "executor": "local",
+            "graphs": [{"type": "default", "nodes": [3], "tasks": ["late"]}],
+        },
+    )
     doc = wait_for(cluster, answer.get_json()["id"])
     assert doc["graphs"][0]["nodes"] == [3]
     assert ran(doc) == [("late", "3", "ready")]  # the stage was not chosen either
     assert cluster.log.read_text().split() == ["late@3"]
-    cluster.patch(f"{RELEASE}/deployment_graphs/default", json={"node_filter":
-                                                                "$.pending_deletion"})
+    cluster.patch(
+        f"{RELEASE}/deployment_graphs/default", json={"node_filter": "$.pending_deletion"}
+    )
     dry = cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}]})
     assert dry.get_json()["graphs"][0]["nodes"] == [3]
     cluster.patch(f"{RELEASE}/deployment_graphs/default", json={"node_filter": "$.nope("})
-    assert_error(cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}]}),
-                 400, "node_filter")
+    assert_error(
+        cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}]}),
+        400,
+        "node_filter",
+    )
 
 
-@pytest.mark.parametrize(("body", "words"), [
-    ({"graphs": [{"type": "default"}]}, ["cluster"]),
-    ({"cluster": 1, "graphs": []}, ["graphs"]),
-    ({"cluster": 1, "graphs": [{"type": "bad.type"}]}, ["bad.type"]),
-    ({"cluster": 1, "graphs": [{"type": "default", "nodes": ["x"]}]}, ["nodes"]),
-    ({"cluster": 1, "graphs": [{"type": "default", "nodes": [9]}]}, ["nodes 9", "cluster 1"]),
-    ({"cluster": 1, "graphs": [{"type": "default", "tasks": ["ghost"]}]}, ["ghost"]),
-    ({"cluster": 1, "graphs": [{"type": "default"}], "dry_run": "yes"}, ["dry_run"]),
-    ({"cluster": 1, "graphs": [{"type": "default"}], "executor": "ssh"}, ["ssh", "local"]),
-    ({"cluster": 1, "graphs": [{"type": "default"}], "colour": 1}, ["colour"]),
-])
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"graphs": [{"type": "default"}]}, ["cluster"]),
+        ({"cluster": 1, "graphs": []}, ["graphs"]),
+        ({"cluster": 1, "graphs": [{"type": "bad.type"}]}, ["bad.type"]),
+        ({"cluster": 1, "graphs": [{"type": "default", "nodes": ["x"]}]}, ["nodes"]),
+        ({"cluster": 1, "graphs": [{"type": "default", "nodes": [9]}]}, ["nodes 9", "cluster 1"]),
+        ({"cluster": 1, "graphs": [{"type": "default", "tasks": ["ghost"]}]}, ["ghost"]),
+        ({"cluster": 1, "graphs": [{"type": "default"}], "dry_run": "yes"}, ["dry_run"]),
+        ({"cluster": 1, "graphs": [{"type": "default"}], "executor": "ssh"}, ["ssh", "local"]),
+        ({"cluster": 1, "graphs": [{"type": "default"}], "colour": 1}, ["colour"]),
+    ],
+)
 def test_bad_requests_are_400(cluster, body, words):
     assert_error(cluster.post(EXECUTE, json=body), 400, *words)
 
 
 def test_unknown_cluster_or_graph_is_404(cluster):
-    assert_error(cluster.post(EXECUTE, json={"cluster": 5, "graphs": [{"type": "default"}]}),
-                 404, "5")
-    assert_error(cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "other"}]}),
-                 404, "other")
+    assert_error(
+        cluster.post(EXECUTE, json={"cluster": 5, "graphs": [{"type": "default"}]}), 404, "5"
+    )
+    assert_error(
+        cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "other"}]}), 404, "other"
+    )
     assert_error(cluster.get(f"{API}/transactions/99"), 404, "99")
 
 
 def test_an_invalid_merged_graph_is_refused(cluster):
-    assert cluster.put(f"{CLUSTER}/deployment_graphs/default", json={"tasks": [
-        task("own", requires=["db"])]}).status_code == 200
-    changed = cluster.patch(f"{RELEASE}/deployment_graphs/default", json={"tasks": [
-        {"id": "deploy_start", "type": "stage"}, task("early", requires=["deploy_start"])]})
+    assert (
+        cluster.put(
+            f"{CLUSTER}/deployment_graphs/default", json={"tasks": [task("own", requires=["db"])]}
+        ).status_code
+        == 200
+    )
+    changed = cluster.patch(
+        f"{RELEASE}/deployment_graphs/default",
+        json={
+            "tasks": [
+                {"id": "deploy_start", "type": "stage"},
+                task("early", requires=["deploy_start"]),
+            ]
+        },
+    )
     assert changed.status_code == 200  # valid alone; the cluster's task now names a gone one
-    assert_error(cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}]}),
-                 400, "task 'own' depends on 'db'")
+    assert_error(
+        cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}]}),
+        400,
+        "task 'own' depends on 'db'",
+    )
 
 
 def test_409_while_a_transaction_of_the_cluster_runs(cluster):
-    cluster.put(f"{CLUSTER}/deployment_graphs/default", json={"tasks": [
-        task("early", roles="*", parameters={"cmd": "sleep 1"})]})
-    first = cluster.post(EXECUTE, json={"cluster": 1, "executor": "local",
-                                        "graphs": [{"type": "default", "nodes": [1]}]})
+    cluster.put(
+        f"{CLUSTER}/deployment_graphs/default",
+        json={"tasks": [task("early", roles="*", parameters={"cmd": "sleep 1"})]},
+    )
+    first = cluster.post(
+        EXECUTE,
+        json={"cluster": 1, "executor": "local", "graphs": [{"type": "default", "nodes": [1]}]},
+    )
     assert first.status_code == 202
-    assert_error(cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}]}),
-                 409, f"transaction {first.get_json()['id']}")
+    assert_error(
+        cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}]}),
+        409,
+        f"transaction {first.get_json()['id']}",
+    )
     assert wait_for(cluster, first.get_json()["id"])["status"] == "ready"
     again = cluster.post(EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}]})
     assert again.status_code == 202 and again.get_json()["id"] == first.get_json()["id"] + 1
@@ -186,14 +269,28 @@ def test_the_local_executor_is_off_unless_the_server_enables_it(graph_store, tmp
     graph_store.local_executor = False  # a server started without --enable-local-executor
     marker = tmp_path / "ran"
     api = create_app({"TESTING": True}, store=graph_store).test_client()
-    api.put("/api/v1/clusters/1/deployment_graphs/default", json={"tasks": [
-        {"id": "touch", "type": "shell", "version": "2.0.0", "roles": ["*"],
-         "parameters": {"cmd": f"touch {marker}"}}]})
-    refused = api.post(EXECUTE, json={"cluster": 1, "executor": "local",
-                                      "graphs": [{"type": "default"}]})
+    api.put(
+        "/api/v1/clusters/1/deployment_graphs/default",
+        json={
+            "tasks": [
+                {
+                    "id": "touch",
+                    "type": "shell",
+                    "version": "2.0.0",
+                    "roles": ["*"],
+                    "parameters": {"cmd": f"touch {marker}"},
+                }
+            ]
+        },
+    )
+    refused = api.post(
+        EXECUTE, json={"cluster": 1, "executor": "local", "graphs": [{"type": "default"}]}
+    )
     assert refused.status_code == 403
     assert "--enable-local-executor" in refused.get_json()["message"]
     assert not marker.exists()
-    dry = api.post(EXECUTE, json={"cluster": 1, "executor": "local", "dry_run": True,
-                                  "graphs": [{"type": "default"}]})
+    dry = api.post(
+        EXECUTE,
+        json={"cluster": 1, "executor": "local", "dry_run": True, "graphs": [{"type": "default"}]},
+    )
     assert dry.status_code == 202

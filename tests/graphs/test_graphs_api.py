@@ -44,29 +44,46 @@ def test_missing_type_is_404(api, method):
 
 
 def test_bad_type_and_bad_bodies_are_400(api):
-    assert_error(api.post(f"{RELEASE}/deployment_graphs/bad.type", json={}), 400,
-                 "[a-zA-Z0-9_-]+")
+    assert_error(api.post(f"{RELEASE}/deployment_graphs/bad.type", json={}), 400, "[a-zA-Z0-9_-]+")
     assert_error(api.post(f"{RELEASE}/deployment_graphs/x", json=[]), 400, "JSON object")
     assert_error(api.post(f"{RELEASE}/deployment_graphs/x", json={"tasks": {}}), 400, "tasks")
-    body = assert_error(api.post(f"{RELEASE}/deployment_graphs/x",
-                                 json={"tasks": [{"id": "a", "type": "warp"}]}), 400, "task 'a'")
+    body = assert_error(
+        api.post(f"{RELEASE}/deployment_graphs/x", json={"tasks": [{"id": "a", "type": "warp"}]}),
+        400,
+        "task 'a'",
+    )
     assert body["errors"][0]["task"] == "a"
-    assert_error(api.post(f"{RELEASE}/deployment_graphs/x", json={"colour": "red"}), 400,
-                 "unknown graph field 'colour'")
+    assert_error(
+        api.post(f"{RELEASE}/deployment_graphs/x", json={"colour": "red"}),
+        400,
+        "unknown graph field 'colour'",
+    )
 
 
 def test_duplicated_tasks_are_refused(api):
     tasks = [task("a"), task("b"), task("a"), task("c"), task("b")]
-    assert_error(api.post(f"{RELEASE}/deployment_graphs/dup", json={"tasks": tasks}), 400,
-                 "Tasks duplication found: a, b")
-    assert_error(api.put(f"{CLUSTER}/deployment_graphs/default", json={"tasks": tasks}), 400,
-                 "Tasks duplication found: a, b")
+    assert_error(
+        api.post(f"{RELEASE}/deployment_graphs/dup", json={"tasks": tasks}),
+        400,
+        "Tasks duplication found: a, b",
+    )
+    assert_error(
+        api.put(f"{CLUSTER}/deployment_graphs/default", json={"tasks": tasks}),
+        400,
+        "Tasks duplication found: a, b",
+    )
 
 
 def test_patch_changes_only_the_fields_given_and_put_resets(api):
     url = f"{RELEASE}/deployment_graphs/custom"
-    api.post(url, json={"name": "first", "node_filter": "$.pending_deletion",
-                        "tasks": [task("a"), task("b")]})
+    api.post(
+        url,
+        json={
+            "name": "first",
+            "node_filter": "$.pending_deletion",
+            "tasks": [task("a"), task("b")],
+        },
+    )
     patched = api.patch(url, json={"name": "second"})
     assert patched.status_code == 200
     graph = patched.get_json()
@@ -84,9 +101,17 @@ def test_patch_changes_only_the_fields_given_and_put_resets(api):
 
 
 def test_aliases_in_and_out(api, graph_store):
-    tasks = [{"task_name": "a", "type": "puppet", "version": "2.0.0", "role": "controller",
-              "cross-depends": [{"name": "b", "role": "self"}], "custom_key": 1},
-             {"id": "b", "type": "shell", "version": "2.0.0", "roles": "*"}]
+    tasks = [
+        {
+            "task_name": "a",
+            "type": "puppet",
+            "version": "2.0.0",
+            "role": "controller",
+            "cross-depends": [{"name": "b", "role": "self"}],
+            "custom_key": 1,
+        },
+        {"id": "b", "type": "shell", "version": "2.0.0", "roles": "*"},
+    ]
     graph = api.post(f"{RELEASE}/deployment_graphs/alias", json={"tasks": tasks}).get_json()
     first, second = graph["tasks"]
     assert first["id"] == first["task_name"] == "a"
@@ -94,34 +119,51 @@ def test_aliases_in_and_out(api, graph_store):
     assert first["cross_depends"] == first["cross-depends"] == [{"name": "b", "role": "self"}]
     assert first["custom_key"] == 1
     assert second["roles"] == second["role"] == "*"
-    stored = graph_store.catalog().snapshot().read_yaml(
-        "releases/Newton on Ubuntu 16.04/graphs/alias.yaml")
+    stored = (
+        graph_store.catalog()
+        .snapshot()
+        .read_yaml("releases/Newton on Ubuntu 16.04/graphs/alias.yaml")
+    )
     assert stored["tasks"][0]["roles"] == ["controller"] and "role" not in stored["tasks"][0]
     assert stored["tasks"][0]["cross_depends"] == [{"name": "b", "role": "self"}]
 
 
 def test_release_graph_alone_must_be_whole_and_plugin_graph_acyclic(api, plugin):
     missing = {"tasks": [task("a", requires=["ghost", "/^pattern-may-match-nothing$/"])]}
-    assert_error(api.post(f"{RELEASE}/deployment_graphs/x", json=missing), 400,
-                 "task 'a' depends on 'ghost'")
+    assert_error(
+        api.post(f"{RELEASE}/deployment_graphs/x", json=missing), 400, "task 'a' depends on 'ghost'"
+    )
     plugin_url = f"{API}/plugins/1/deployment_graphs/default"
     assert api.post(plugin_url, json=missing).status_code == 201  # it may name release tasks
     cycle = {"tasks": [task("a", requires=["b"]), task("b", requires=["a"])]}
     assert_error(api.put(plugin_url, json=cycle), 400, "dependency cycle", "a -> b")
-    assert_error(api.post(f"{RELEASE}/deployment_graphs/y", json=cycle), 400,
-                 "dependency cycle")
+    assert_error(api.post(f"{RELEASE}/deployment_graphs/y", json=cycle), 400, "dependency cycle")
 
 
 def test_a_new_cluster_has_an_empty_default_graph(api):
     listed = api.get(f"{CLUSTER}/deployment_graphs").get_json()
-    assert listed == [{"type": "default", "name": None, "node_filter": None, "on_success": None,
-                       "on_error": None, "on_stop": None, "tasks": [],
-                       "relations": [{"type": "default", "model": "cluster", "model_id": 1}]}]
+    assert listed == [
+        {
+            "type": "default",
+            "name": None,
+            "node_filter": None,
+            "on_success": None,
+            "on_error": None,
+            "on_stop": None,
+            "tasks": [],
+            "relations": [{"type": "default", "model": "cluster", "model_id": 1}],
+        }
+    ]
     assert api.get(f"{CLUSTER}/deployment_graphs/default").get_json()["tasks"] == []
-    assert_error(api.post(f"{CLUSTER}/deployment_graphs/default", json={"tasks": []}), 409,
-                 "default")
-    assert api.patch(f"{CLUSTER}/deployment_graphs/default",
-                     json={"tasks": [task("mine")]}).status_code == 200
+    assert_error(
+        api.post(f"{CLUSTER}/deployment_graphs/default", json={"tasks": []}), 409, "default"
+    )
+    assert (
+        api.patch(
+            f"{CLUSTER}/deployment_graphs/default", json={"tasks": [task("mine")]}
+        ).status_code
+        == 200
+    )
     assert api.delete(f"{CLUSTER}/deployment_graphs/default").status_code == 204
     assert api.get(f"{CLUSTER}/deployment_graphs/default").get_json()["tasks"] == []
     assert_error(api.get(f"{API}/clusters/7/deployment_graphs"), 404, "7")
@@ -136,16 +178,18 @@ def test_graphs_listing_with_relations_and_filters(api, plugin, graph_store):
     def relations(query: str = "") -> list[tuple]:
         answer = api.get(f"{API}/graphs{query}")
         assert answer.status_code == 200, answer.get_json()
-        return sorted((g["relations"][0]["model"], g["relations"][0]["model_id"], g["type"])
-                      for g in answer.get_json())
+        return sorted(
+            (g["relations"][0]["model"], g["relations"][0]["model_id"], g["type"])
+            for g in answer.get_json()
+        )
 
-    everything = [("cluster", 1, "default"), ("plugin", 1, "custom"),
-                  ("release", 1, "default")]
+    everything = [("cluster", 1, "default"), ("plugin", 1, "custom"), ("release", 1, "default")]
     assert relations() == everything
     assert relations("?clusters_ids=1") == [("cluster", 1, "default")]
     assert relations("?clusters_ids=1&fetch_related=1") == everything
     assert relations("?clusters_ids=1&fetch_related=1&graph_types=custom") == [
-        ("plugin", 1, "custom")]
+        ("plugin", 1, "custom")
+    ]
     assert relations("?releases_ids=1&plugins_ids=1") == everything[1:]
     assert_error(api.get(f"{API}/graphs?clusters_ids=x"), 400, "clusters_ids")
     assert_error(api.get(f"{API}/graphs?releases_ids=5"), 404, "5")
@@ -159,11 +203,13 @@ def test_reads_name_both_commits_and_take_both_versions(api, graph_store):
     assert read.headers["X-Gitstore-Commit"] == env_head
     assert read.headers["X-Gitstore-Catalog-Commit"] == catalog_head
     assert read.headers["Cache-Control"] != "public, max-age=31536000, immutable"
-    pinned = api.get(f"{CLUSTER}/deployment_tasks?version={env_head}"
-                     f"&catalog_version={catalog_head}")
+    pinned = api.get(
+        f"{CLUSTER}/deployment_tasks?version={env_head}&catalog_version={catalog_head}"
+    )
     assert pinned.headers["Cache-Control"] == "public, max-age=31536000, immutable"
-    assert_error(api.get(f"{RELEASE}/deployment_graphs/default?version=1"), 404,
-                 "release 1 does not exist")  # the catalog's first commit
+    assert_error(
+        api.get(f"{RELEASE}/deployment_graphs/default?version=1"), 404, "release 1 does not exist"
+    )  # the catalog's first commit
     before_graph = api.get(f"{RELEASE}/deployment_graphs/default?version={catalog_head}~1")
     assert_error(before_graph, 404, "no graph of type 'default'")
     assert_error(api.get(f"{CLUSTER}/deployment_tasks?catalog_version=nope"), 404, "nope")

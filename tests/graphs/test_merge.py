@@ -16,21 +16,39 @@ def canonical(tasks):
 
 
 def test_input_aliases_become_canonical_and_strings_become_lists():
-    given = {"task_name": "a", "type": "puppet", "role": "controller", "groups": "compute",
-             "tags": "*", "cross-depends": [{"name": "b", "role": "self"}],
-             "cross-depended-by": [{"name": "c"}], "custom": {"kept": 1}}
+    given = {
+        "task_name": "a",
+        "type": "puppet",
+        "role": "controller",
+        "groups": "compute",
+        "tags": "*",
+        "cross-depends": [{"name": "b", "role": "self"}],
+        "cross-depended-by": [{"name": "c"}],
+        "custom": {"kept": 1},
+    }
     assert g.canonical_task(given) == {
-        "id": "a", "type": "puppet", "roles": ["controller"], "groups": ["compute"], "tags": "*",
-        "cross_depends": [{"name": "b", "role": "self"}], "cross_depended_by": [{"name": "c"}],
-        "custom": {"kept": 1}}
+        "id": "a",
+        "type": "puppet",
+        "roles": ["controller"],
+        "groups": ["compute"],
+        "tags": "*",
+        "cross_depends": [{"name": "b", "role": "self"}],
+        "cross_depended_by": [{"name": "c"}],
+        "custom": {"kept": 1},
+    }
     assert g.canonical_task({"id": "a", "role": "x", "roles": ["y"]})["roles"] == ["y"]
     for word in ("*", "master", "self"):
         assert g.canonical_task({"id": "a", "roles": word})["roles"] == word
 
 
 def test_output_aliases_name_both_spellings():
-    served = g.output_task(g.with_defaults(g.canonical_task(
-        {"id": "a", "type": "shell", "role": ["x"], "cross-depends": [{"name": "b"}]})))
+    served = g.output_task(
+        g.with_defaults(
+            g.canonical_task(
+                {"id": "a", "type": "shell", "role": ["x"], "cross-depends": [{"name": "b"}]}
+            )
+        )
+    )
     assert served["id"] == served["task_name"] == "a"
     assert served["roles"] == served["role"] == ["x"]
     assert served["cross_depends"] == served["cross-depends"] == [{"name": "b"}]
@@ -54,17 +72,24 @@ def test_real_newton_graph_is_valid_and_orders_every_dependency_first(newton_tas
 
 
 def test_schema_problems_name_the_task_and_field():
-    problems = g.document_problems({"tasks": [
-        {"id": "a", "type": "teleport"}, {"type": "shell"}, {"id": "b", "type": "shell",
-                                                             "version": "2.0"},
-        {"id": "c", "type": "shell", "cross_depends": [{"role": "x"}]}]})
+    problems = g.document_problems(
+        {
+            "tasks": [
+                {"id": "a", "type": "teleport"},
+                {"type": "shell"},
+                {"id": "b", "type": "shell", "version": "2.0"},
+                {"id": "c", "type": "shell", "cross_depends": [{"role": "x"}]},
+            ]
+        }
+    )
     messages = [p.message for p in problems]
     assert any("task 'a': field 'type'" in m and "teleport" in m for m in messages)
     assert any("task #2" in m and "'id' is a required property" in m for m in messages)
     assert any("task 'b': field 'version'" in m for m in messages)
     assert any("task 'c': field 'cross_depends'" in m for m in messages)
     assert g.document_problems({"tasks": [], "colour": "red"})[0].message.startswith(
-        "unknown graph field 'colour'")
+        "unknown graph field 'colour'"
+    )
 
 
 def test_duplicates_are_listed_sorted():
@@ -73,21 +98,32 @@ def test_duplicates_are_listed_sorted():
 
 
 def test_missing_dependencies_and_regex_names():
-    tasks = canonical([task("a", requires=["ghost", "/^b.*/", "/^nomatch$/"]),
-                       task("b", required_for=["a"], cross_depends=[{"name": "phantom"}]),
-                       {"id": "legacy", "type": "puppet", "groups": ["nogroup"]},
-                       task("based", groups=["primary-neutron"])])
+    tasks = canonical(
+        [
+            task("a", requires=["ghost", "/^b.*/", "/^nomatch$/"]),
+            task("b", required_for=["a"], cross_depends=[{"name": "phantom"}]),
+            {"id": "legacy", "type": "puppet", "groups": ["nogroup"]},
+            task("based", groups=["primary-neutron"]),
+        ]
+    )
     messages = [p.message for p in g.missing_dependencies(tasks)]
     assert messages == [
         "task 'a' depends on 'ghost' (requires), which is not in the graph",
         "task 'b' depends on 'phantom' (cross_depends), which is not in the graph",
-        "task 'legacy' depends on 'nogroup' (groups), which is not in the graph"]
+        "task 'legacy' depends on 'nogroup' (groups), which is not in the graph",
+    ]
     assert ("b", "a") in g.dependency_edges(tasks)
 
 
 def test_cycles_are_named_with_their_path():
-    tasks = canonical([task("a", requires=["c"]), task("b", requires=["a"]),
-                       task("c", requires=["b"]), task("d", requires=["a"])])
+    tasks = canonical(
+        [
+            task("a", requires=["c"]),
+            task("b", requires=["a"]),
+            task("c", requires=["b"]),
+            task("d", requires=["a"]),
+        ]
+    )
     cycle = g.find_cycle(tasks)
     assert cycle[0] == cycle[-1] and set(cycle) == {"a", "b", "c"}
     [problem] = g.graph_problems(tasks)
@@ -98,11 +134,16 @@ def test_cycles_are_named_with_their_path():
 
 
 def test_merge_order_metadata_and_plugin_overlap():
-    release = {"name": "r", "on_success": {"node_attributes": {"status": "ready", "x": 1}},
-               "tasks": [task("a", parameters={"cmd": "release"}), task("b")]}
+    release = {
+        "name": "r",
+        "on_success": {"node_attributes": {"status": "ready", "x": 1}},
+        "tasks": [task("a", parameters={"cmd": "release"}), task("b")],
+    }
     plugin = {"tasks": [task("b", parameters={"cmd": "plugin"}), task("p")]}
-    cluster = {"on_success": {"node_attributes": {"x": 2}},
-               "tasks": [task("a", parameters={"cmd": "cluster"}), task("c")]}
+    cluster = {
+        "on_success": {"node_attributes": {"x": 2}},
+        "tasks": [task("a", parameters={"cmd": "cluster"}), task("c")],
+    }
     merged = g.merge_graphs(release, [("plug", plugin)], cluster)
     assert ids(merged["tasks"]) == ["a", "b", "p", "c"]  # a replaced task keeps its place
     assert [t["parameters"]["cmd"] for t in merged["tasks"][:2]] == ["cluster", "plugin"]
@@ -113,15 +154,25 @@ def test_merge_order_metadata_and_plugin_overlap():
 
 
 def test_legacy_start_end_include():
-    tasks = [g.with_defaults(t) for t in canonical([
-        {"id": "s1", "type": "stage"}, {"id": "s2", "type": "stage", "requires": ["s1"]},
-        {"id": "t1", "type": "puppet", "requires": ["s1"], "required_for": ["s2"]},
-        {"id": "t2", "type": "puppet", "requires": ["t1"], "required_for": ["s2"]},
-        {"id": "other", "type": "puppet"}])]
+    tasks = [
+        g.with_defaults(t)
+        for t in canonical(
+            [
+                {"id": "s1", "type": "stage"},
+                {"id": "s2", "type": "stage", "requires": ["s1"]},
+                {"id": "t1", "type": "puppet", "requires": ["s1"], "required_for": ["s2"]},
+                {"id": "t2", "type": "puppet", "requires": ["t1"], "required_for": ["s2"]},
+                {"id": "other", "type": "puppet"},
+            ]
+        )
+    ]
     assert ids(g.legacy_subgraph(tasks, start="t1")) == ["s2", "t1", "t2"]
     assert ids(g.legacy_subgraph(tasks, end="t2")) == ["s1", "t1", "t2"]
     assert ids(g.legacy_subgraph(tasks, start="t1", end="t2", include=["other"])) == [
-        "t1", "t2", "other"]
+        "t1",
+        "t2",
+        "other",
+    ]
     assert g.legacy_subgraph(tasks) == tasks
     with pytest.raises(InvalidInput, match="Cannot find task ghost by its name"):
         g.legacy_subgraph(tasks, start="ghost")
@@ -131,9 +182,15 @@ def test_legacy_start_end_include():
 
 
 def test_dot_edges_and_filters():
-    tasks = canonical([{"id": "start", "type": "stage"},
-                       task("a", requires=["start"]), task("b", requires=["a"]),
-                       task("c", requires=["b"]), task("side", requires=["start"])])
+    tasks = canonical(
+        [
+            {"id": "start", "type": "stage"},
+            task("a", requires=["start"]),
+            task("b", requires=["a"]),
+            task("c", requires=["b"]),
+            task("side", requires=["start"]),
+        ]
+    )
     dot = g.to_dot(tasks, "custom")
     assert dot.startswith('digraph "custom" {')
     assert '"start" [color="red", shape="rect", style="filled"];' in dot
@@ -151,22 +208,36 @@ def test_dot_edges_and_filters():
 
 
 def test_plan_places_tasks_and_links_them_per_node():
-    tasks = [g.with_defaults(t) for t in canonical([
-        {"id": "pre", "type": "stage"},
-        task("setup", requires=["pre"], roles=["controller", "compute"]),
-        task("db", requires=["setup"], roles=["controller"]),
-        task("api", roles=["controller"], requires=["db"], cross_depends=[{"name": "db"}]),
-        task("agent", roles=["compute"], requires=["setup"],
-             cross_depends=[{"name": "api", "role": ["controller"]}]),
-        task("master-only", roles="master", required_for=["pre"])])]
+    tasks = [
+        g.with_defaults(t)
+        for t in canonical(
+            [
+                {"id": "pre", "type": "stage"},
+                task("setup", requires=["pre"], roles=["controller", "compute"]),
+                task("db", requires=["setup"], roles=["controller"]),
+                task("api", roles=["controller"], requires=["db"], cross_depends=[{"name": "db"}]),
+                task(
+                    "agent",
+                    roles=["compute"],
+                    requires=["setup"],
+                    cross_depends=[{"name": "api", "role": ["controller"]}],
+                ),
+                task("master-only", roles="master", required_for=["pre"]),
+            ]
+        )
+    ]
     tags = {1: ["controller"], 2: ["compute"], 3: ["controller"]}
     plan = execution.serialize(tasks, tags, selected=["api", "agent"])
     graph = plan["tasks_graph"]
     assert list(graph) == ["null", "master", "1", "2", "3"]
     assert [e["id"] for e in graph["1"]] == ["setup", "db", "api"]
     assert [e["id"] for e in graph["2"]] == ["setup", "agent"]
-    assert graph["1"][0] == {"id": "setup", "type": "skipped", "fail_on_error": False,
-                             "requires": [{"name": "pre", "node_id": None}]}
+    assert graph["1"][0] == {
+        "id": "setup",
+        "type": "skipped",
+        "fail_on_error": False,
+        "requires": [{"name": "pre", "node_id": None}],
+    }
     api = graph["1"][2]
     assert api["type"] == "shell"
     assert {"name": "db", "node_id": "1"} in api["requires"]
@@ -185,10 +256,21 @@ def test_plan_places_tasks_and_links_them_per_node():
 
 def test_plan_of_the_real_graph(newton_tasks):
     tasks = [g.with_defaults(t) for t in canonical(newton_tasks)]
-    tags = {1: ["controller", "primary-controller", "rabbitmq", "primary-rabbitmq", "database",
-                "primary-database", "keystone", "primary-keystone", "neutron",
-                "primary-neutron"],
-            2: ["compute"]}
+    tags = {
+        1: [
+            "controller",
+            "primary-controller",
+            "rabbitmq",
+            "primary-rabbitmq",
+            "database",
+            "primary-database",
+            "keystone",
+            "primary-keystone",
+            "neutron",
+            "primary-neutron",
+        ],
+        2: ["compute"],
+    }
     plan = execution.serialize(tasks, tags)
     order = execution.execution_order(plan["tasks_graph"])
     assert len(order) == sum(len(v) for v in plan["tasks_graph"].values())

@@ -40,8 +40,9 @@ def push(work: Path, files: dict[str, object]) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def pushable(graph_store, tmp_path):
-    graph_store.graphs.create("release", 1, "default", {"tasks": [
-        task("a"), task("b", requires=["a"])]})
+    graph_store.graphs.create(
+        "release", 1, "default", {"tasks": [task("a"), task("b", requires=["a"])]}
+    )
     return graph_store, tmp_path
 
 
@@ -61,14 +62,16 @@ def test_a_cluster_graph_with_a_cycle_over_release_tasks_is_refused(pushable):
 def test_catalog_graph_problems_name_the_file_and_task(pushable):
     store, tmp_path = pushable
     work = clone(store.root / "catalog.git", tmp_path / "catalog")
-    done = push(work, {
-        f"{RELEASE_GRAPHS}/custom.yaml": [task("x", requires=["ghost"])],
-        f"{RELEASE_GRAPHS}/dup.yaml": {"tasks": [task("d"), task("d")]},
-        f"{RELEASE_GRAPHS}/bad.name.yaml": {"tasks": []},
-    })
+    done = push(
+        work,
+        {
+            f"{RELEASE_GRAPHS}/custom.yaml": [task("x", requires=["ghost"])],
+            f"{RELEASE_GRAPHS}/dup.yaml": {"tasks": [task("d"), task("d")]},
+            f"{RELEASE_GRAPHS}/bad.name.yaml": {"tasks": []},
+        },
+    )
     assert done.returncode != 0
-    assert (f"{RELEASE_GRAPHS}/custom.yaml: task 'x' depends on 'ghost' (requires)"
-            in done.stderr)
+    assert f"{RELEASE_GRAPHS}/custom.yaml: task 'x' depends on 'ghost' (requires)" in done.stderr
     assert f"{RELEASE_GRAPHS}/dup.yaml: Tasks duplication found: d" in done.stderr
     assert f"{RELEASE_GRAPHS}/bad.name.yaml: graphs are files graphs/<type>.yaml" in done.stderr
 
@@ -87,8 +90,12 @@ def test_environment_naming_clashing_plugins_is_reported(graph_store):
         return changes
 
     env.update(enable, graph_store.default_author)  # behind the gate's back
-    problems = validate_tree(env.snapshot(), "environment",
-                             catalog=CatalogView(graph_store.catalog().snapshot()))
+    problems = validate_tree(
+        env.snapshot(), "environment", catalog=CatalogView(graph_store.catalog().snapshot())
+    )
     assert [(p["file"], p["message"]) for p in problems] == [
-        ("environment.yaml", "plugins 'p1' and 'p2' both define task 'same' in graph type "
-                             "'default'")]
+        (
+            "environment.yaml",
+            "plugins 'p1' and 'p2' both define task 'same' in graph type 'default'",
+        )
+    ]

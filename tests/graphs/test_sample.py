@@ -16,11 +16,14 @@ def test_sample_cluster_merges_checks_and_plans_the_real_graph(store):
     assert "primary-database" not in resolved["nodes"]["2"]
     assert "top-role-compute" in resolved["nodes"]["3"]
     assert "top-role-compute" not in resolved["nodes"]["1"]
-    doc = store.transactions.execute({"cluster": 1, "graphs": [{"type": "default"}],
-                                      "dry_run": True}, background=False).data
+    doc = store.transactions.execute(
+        {"cluster": 1, "graphs": [{"type": "default"}], "dry_run": True}, background=False
+    ).data
     graph = doc["graphs"][0]
     assert doc["status"] == "ready" and graph["nodes"] == [1, 2, 3]
     assert [e["id"] for e in graph["tasks_graph"]["null"]][:2] == [
-        "pre_deployment_start", "pre_deployment_end"]
+        "pre_deployment_start",
+        "pre_deployment_end",
+    ]
     assert "generate_keys" in [e["id"] for e in graph["tasks_graph"]["master"]]
     assert len(graph["history"]) == sum(len(v) for v in graph["tasks_graph"].values())

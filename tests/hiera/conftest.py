@@ -37,8 +37,11 @@ FQDN = {COMPUTE: "node-127.test.domain.local", CONTROLLER: "node-125.test.domain
 AUTHOR = Author("hiera tests", "hiera@example.com")
 
 FUEL_RESOURCES = ["astute", "globals", "override/plugins", "override/node"]
-CONFIG_RESOURCES = ["override/configuration/node", "override/configuration/role",
-                    "override/configuration/cluster"]
+CONFIG_RESOURCES = [
+    "override/configuration/node",
+    "override/configuration/role",
+    "override/configuration/cluster",
+]
 
 
 def _fuel(name: str) -> dict:
@@ -48,12 +51,18 @@ def _fuel(name: str) -> dict:
 def build_fuel_store(root: Path) -> Store:
     """Environment 1, hierarchy [nodes], Fuel data at the levels Fuel's hierarchy reads."""
     store = Store.init(root)
-    store.components.create({"name": "fuel",
-                             "resource_definitions": [{"name": n} for n in FUEL_RESOURCES]})
-    store.components.create({"name": "openstack-config",
-                             "resource_definitions": [{"name": n} for n in CONFIG_RESOURCES]})
-    store.environments.create({"id": 1, "components": ["fuel", "openstack-config"],
-                               "hierarchy_levels": ["nodes"]})
+    store.components.create(
+        {"name": "fuel", "resource_definitions": [{"name": n} for n in FUEL_RESOURCES]}
+    )
+    store.components.create(
+        {
+            "name": "openstack-config",
+            "resource_definitions": [{"name": n} for n in CONFIG_RESOURCES],
+        }
+    )
+    store.environments.create(
+        {"id": 1, "components": ["fuel", "openstack-config"], "hierarchy_levels": ["nodes"]}
+    )
     node = [("nodes", COMPUTE)]
     documents = {
         (tuple(node), "astute", "values"): _fuel("astute/compute.yaml"),
@@ -70,10 +79,12 @@ def build_fuel_store(root: Path) -> Store:
             **_fuel("hiera-override/openstack-network-plugins-ml2.yaml"),
         },
         (tuple(node), "override/node", "values"): {"libvirt_type": "lxc"},
-        ((), "override/configuration/cluster", "values"):
-            _fuel("hiera-override/keystone-keystone.yaml"),
-        (tuple(node), "override/configuration/role", "values"):
-            _fuel("hiera-override/openstack-network-server-config.yaml"),
+        ((), "override/configuration/cluster", "values"): _fuel(
+            "hiera-override/keystone-keystone.yaml"
+        ),
+        (tuple(node), "override/configuration/role", "values"): _fuel(
+            "hiera-override/openstack-network-server-config.yaml"
+        ),
         (tuple(node), "override/configuration/node", "values"): {
             "configuration": {
                 **_fuel("hiera-override/openstack-network-agents-dhcp.yaml")["configuration"],
@@ -136,13 +147,23 @@ class Server:
         return count
 
 
-def start_gunicorn(root: Path, logs: Path, *extra: str, scheme: str = "http",
-                   verify: bool | str = True) -> Server:
+def start_gunicorn(
+    root: Path, logs: Path, *extra: str, scheme: str = "http", verify: bool | str = True
+) -> Server:
     port = free_port()
     access_log = logs / f"access-{port}.log"
     env = {"PATH": os.environ["PATH"], "HOME": str(logs), "GITSTORE_ROOT": str(root)}
-    command = [str(GUNICORN), "-w", "2", "-b", f"127.0.0.1:{port}", "--access-logfile",
-               str(access_log), *extra, "gitstore.api:create_app()"]
+    command = [
+        str(GUNICORN),
+        "-w",
+        "2",
+        "-b",
+        f"127.0.0.1:{port}",
+        "--access-logfile",
+        str(access_log),
+        *extra,
+        "gitstore.api:create_app()",
+    ]
     with (logs / f"gunicorn-{port}.err").open("w") as errors:
         process = subprocess.Popen(command, env=env, stdout=errors, stderr=errors, cwd=PROJECT)
     server = Server(f"{scheme}://127.0.0.1:{port}", root, access_log, process)
@@ -197,8 +218,9 @@ class PuppetSite:
         (base / "code/modules/gitstore").symlink_to(MODULE)
         (base / "code/modules/probe").symlink_to(PROBE_MODULE)
 
-    def environment(self, name: str, options: dict, *, keys: list[str],
-                    hierarchy: list[dict] | None = None) -> str:
+    def environment(
+        self, name: str, options: dict, *, keys: list[str], hierarchy: list[dict] | None = None
+    ) -> str:
         """Write environment `name`: example hiera.yaml with `options` merged in (None drops)."""
         config = yaml.safe_load(EXAMPLE_HIERA.read_text())
         merged = {**config["defaults"]["options"], **options}
@@ -211,28 +233,64 @@ class PuppetSite:
         (folder / "manifests/site.pp").write_text(site_pp(keys))
         return name
 
-    def lookup(self, environment: str, certname: str, key: str, *extra: str,
-               render: str = "json", compile: bool = True,
-               facts: dict | None = None) -> Compile:
+    def lookup(
+        self,
+        environment: str,
+        certname: str,
+        key: str,
+        *extra: str,
+        render: str = "json",
+        compile: bool = True,
+        facts: dict | None = None,
+    ) -> Compile:
         """`puppet lookup --compile KEY` as node `certname` (its site.pp looks up the rest).
 
         With `compile=False`, plain `puppet lookup KEY`: no catalog, only the key.
         """
         facts_file = self.base / f"facts-{certname}.yaml"
         host, _, domain = certname.partition(".")
-        facts_file.write_text(yaml.safe_dump({"clientcert": certname, "hostname": host,
-                                              "domain": domain, "fqdn": certname,
-                                              **(facts or {})}))
-        command = ["puppet", "lookup", *self._confined(), "--environment", environment,
-                   "--node", certname, "--facts", str(facts_file), "--facts_terminus", "yaml",
-                   "--render-as", render, *(["--compile"] if compile else []), *extra, key]
+        facts_file.write_text(
+            yaml.safe_dump(
+                {
+                    "clientcert": certname,
+                    "hostname": host,
+                    "domain": domain,
+                    "fqdn": certname,
+                    **(facts or {}),
+                }
+            )
+        )
+        command = [
+            "puppet",
+            "lookup",
+            *self._confined(),
+            "--environment",
+            environment,
+            "--node",
+            certname,
+            "--facts",
+            str(facts_file),
+            "--facts_terminus",
+            "yaml",
+            "--render-as",
+            render,
+            *(["--compile"] if compile else []),
+            *extra,
+            key,
+        ]
         env = {"PATH": os.environ["PATH"], "HOME": str(self.base), "LANG": "C.UTF-8"}
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
         return Compile(done.returncode, done.stdout, done.stderr, _probe(done.stdout))
 
     def _confined(self) -> list[str]:
-        dirs = {"confdir": "conf", "codedir": "code", "vardir": "var", "logdir": "log",
-                "rundir": "run", "ssldir": "ssl"}
+        dirs = {
+            "confdir": "conf",
+            "codedir": "code",
+            "vardir": "var",
+            "logdir": "log",
+            "rundir": "run",
+            "ssldir": "ssl",
+        }
         return [f"--{opt}={self.base / sub}" for opt, sub in dirs.items()] + ["--color=false"]
 
 
@@ -242,11 +300,13 @@ MISSING = "__missing__"
 def site_pp(keys: list[str]) -> str:
     """A manifest that looks every key up (MISSING when absent) and prints them as JSON."""
     listed = ", ".join(f"'{key}'" for key in keys)
-    return (f"$keys = [{listed}]\n"
-            "$found = $keys.reduce({}) |$memo, $key| {\n"
-            f"  $memo + {{ $key => lookup($key, undef, undef, '{MISSING}') }}\n"
-            "}\n"
-            "notice(\"PROBE ${probe::json($found)}\")\n")
+    return (
+        f"$keys = [{listed}]\n"
+        "$found = $keys.reduce({}) |$memo, $key| {\n"
+        f"  $memo + {{ $key => lookup($key, undef, undef, '{MISSING}') }}\n"
+        "}\n"
+        'notice("PROBE ${probe::json($found)}")\n'
+    )
 
 
 def _probe(stdout: str) -> dict | None:
@@ -269,11 +329,38 @@ def tls_server(hiera_server, tmp_path_factory):
     """The same store served over HTTPS with a self-signed certificate for 127.0.0.1."""
     base = tmp_path_factory.mktemp("hiera-tls")
     cert, key = base / "cert.pem", base / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    server = start_gunicorn(hiera_server.root, base, "--certfile", str(cert), "--keyfile",
-                            str(key), scheme="https", verify=str(cert))
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server = start_gunicorn(
+        hiera_server.root,
+        base,
+        "--certfile",
+        str(cert),
+        "--keyfile",
+        str(key),
+        scheme="https",
+        verify=str(cert),
+    )
     server.ca_file = cert
     yield server
     stop(server)
@@ -299,8 +386,11 @@ class _Unhealthy(BaseHTTPRequestHandler):
         status, headers, body = 503, {}, {"status": 503, "message": "store under maintenance"}
         if prefix == "masked":
             status, headers = 200, {"X-Gitstore-Masked": "resources.astute.access.password"}
-            body = {"commit": "0" * 40, "version": 1,
-                    "resources": {"astute": {"access": {"password": "******"}}}}
+            body = {
+                "commit": "0" * 40,
+                "version": 1,
+                "resources": {"astute": {"access": {"password": "******"}}},
+            }
         self._answer(status, headers, json.dumps(body).encode())
 
     def _answer(self, status: int, headers: dict, body: bytes) -> None:

@@ -42,10 +42,17 @@ def test_document_holds_every_resource_effective_at_the_node(client):
     assert doc["commit"] == response.headers["X-Gitstore-Commit"]
     assert doc["version"] == int(response.headers["X-Gitstore-Version"])
     resources = doc["resources"]
-    assert sorted(resources) == sorted(["astute", "globals", "override/plugins", "override/node",
-                                        "override/configuration/node",
-                                        "override/configuration/role",
-                                        "override/configuration/cluster"])
+    assert sorted(resources) == sorted(
+        [
+            "astute",
+            "globals",
+            "override/plugins",
+            "override/node",
+            "override/configuration/node",
+            "override/configuration/role",
+            "override/configuration/cluster",
+        ]
+    )
     assert resources["astute"]["uid"] == COMPUTE
     assert resources["override/node"] == {"libvirt_type": "lxc"}
     assert resources["globals"]["syslog_log_facility_nova"] == "LOG_LOCAL6"
@@ -105,17 +112,20 @@ def test_empty_version_is_400(client):
 def test_pinned_version_serves_that_commit_and_is_immutable(writable):
     store, client = writable
     first = client.get(f"{URL}/{COMPUTE}")
-    store.config.update_keys(1, [("nodes", COMPUTE)], "override/node", "values", "set",
-                             [["libvirt_type", "kvm"]], AUTHOR)
+    store.config.update_keys(
+        1, [("nodes", COMPUTE)], "override/node", "values", "set", [["libvirt_type", "kvm"]], AUTHOR
+    )
     sha = first.headers["X-Gitstore-Commit"]
     for pin in (sha, short_id(sha, 10), first.headers["X-Gitstore-Version"]):
         pinned = client.get(f"{URL}/{COMPUTE}?version={pin}")
         assert pinned.get_json()["resources"]["override/node"] == {"libvirt_type": "lxc"}
         assert pinned.get_json()["commit"] == sha
-    assert client.get(f"{URL}/{COMPUTE}?version={sha}").headers["Cache-Control"].endswith(
-        "immutable")
+    assert (
+        client.get(f"{URL}/{COMPUTE}?version={sha}").headers["Cache-Control"].endswith("immutable")
+    )
     assert client.get(f"{URL}/{COMPUTE}").get_json()["resources"]["override/node"] == {
-        "libvirt_type": "kvm"}
+        "libvirt_type": "kvm"
+    }
 
 
 def test_etag_survives_an_unrelated_commit_and_changes_with_a_relevant_one(writable):
@@ -123,13 +133,15 @@ def test_etag_survives_an_unrelated_commit_and_changes_with_a_relevant_one(writa
     first = client.get(f"{URL}/{COMPUTE}")
     etag = first.headers["ETag"]
     assert etag.startswith('W/"')
-    store.config.update_keys(1, [("nodes", CONTROLLER)], "override/node", "values", "set",
-                             [["debug", True]], AUTHOR)
+    store.config.update_keys(
+        1, [("nodes", CONTROLLER)], "override/node", "values", "set", [["debug", True]], AUTHOR
+    )
     again = client.get(f"{URL}/{COMPUTE}", headers={"If-None-Match": etag})
     assert again.status_code == 304
     assert again.headers["X-Gitstore-Commit"] != first.headers["X-Gitstore-Commit"]
-    store.config.update_keys(1, [("nodes", COMPUTE)], "override/node", "values", "set",
-                             [["debug", True]], AUTHOR)
+    store.config.update_keys(
+        1, [("nodes", COMPUTE)], "override/node", "values", "set", [["debug", True]], AUTHOR
+    )
     changed = client.get(f"{URL}/{COMPUTE}", headers={"If-None-Match": etag})
     assert changed.status_code == 200
     assert changed.get_json()["resources"]["override/node"]["debug"] is True
@@ -144,14 +156,17 @@ def test_gitstore_instances_groups_instance_tags_at_the_document_commit(writable
     first = client.get(f"{URL}/{COMPUTE}")
     assert first.get_json()["gitstore_instances"] == {"database": {"2": [int(COMPUTE)]}}
 
-    assigned = client.post(f"/api/v1/clusters/1/nodes/{CONTROLLER}/tags",
-                           json={"tags": ["database:1", "rabbitmq:1"]})
+    assigned = client.post(
+        f"/api/v1/clusters/1/nodes/{CONTROLLER}/tags", json={"tags": ["database:1", "rabbitmq:1"]}
+    )
     assert assigned.status_code == 200, assigned.get_json()
     # Only node 125's record changed: node 127's document changes through the section alone.
     changed = client.get(f"{URL}/{COMPUTE}", headers={"If-None-Match": first.headers["ETag"]})
     assert changed.status_code == 200
-    grouping = {"database": {"1": [int(CONTROLLER)], "2": [int(COMPUTE)]},
-                "rabbitmq": {"1": [int(CONTROLLER)]}}
+    grouping = {
+        "database": {"1": [int(CONTROLLER)], "2": [int(COMPUTE)]},
+        "rabbitmq": {"1": [int(CONTROLLER)]},
+    }
     assert changed.get_json()["gitstore_instances"] == grouping
     assert client.get(f"{URL}/{FQDN[CONTROLLER]}").get_json()["gitstore_instances"] == grouping
     assert store.tags.all_instances(1) == grouping
@@ -160,8 +175,9 @@ def test_gitstore_instances_groups_instance_tags_at_the_document_commit(writable
     pinned = client.get(f"{URL}/{COMPUTE}?version={sha}").get_json()
     assert pinned["gitstore_instances"] == {"database": {"2": [int(COMPUTE)]}}
 
-    store.config.update_keys(1, [("nodes", CONTROLLER)], "override/node", "values", "set",
-                             [["debug", True]], AUTHOR)
+    store.config.update_keys(
+        1, [("nodes", CONTROLLER)], "override/node", "values", "set", [["debug", True]], AUTHOR
+    )
     again = client.get(f"{URL}/{COMPUTE}", headers={"If-None-Match": changed.headers["ETag"]})
     assert again.status_code == 304
     assert again.headers["X-Gitstore-Commit"] != changed.headers["X-Gitstore-Commit"]
@@ -171,15 +187,15 @@ def test_per_resource_route_accepts_the_fqdn(client):
     path = "/api/v1/config/environments/1/nodes/{}/resources/override/node/values?effective"
     by_fqdn = client.get(path.format(FQDN[COMPUTE]))
     assert by_fqdn.status_code == 200
-    assert by_fqdn.get_json() == client.get(path.format(COMPUTE)).get_json() == {
-        "libvirt_type": "lxc"}
+    assert (
+        by_fqdn.get_json() == client.get(path.format(COMPUTE)).get_json() == {"libvirt_type": "lxc"}
+    )
 
 
 def test_levels_above_nodes_come_from_the_inventory_record(tmp_path):
     store = Store.init(tmp_path / "store")
     store.components.create({"name": "c", "resource_definitions": [{"name": "r"}]})
-    store.environments.create({"id": 1, "components": ["c"],
-                               "hierarchy_levels": ["rack", "nodes"]})
+    store.environments.create({"id": 1, "components": ["c"], "hierarchy_levels": ["rack", "nodes"]})
     store.config.put(1, [], "r", "values", {"a": "global", "b": "global"})
     store.config.put(1, [("rack", "r2")], "r", "values", {"a": "rack", "b": "rack"})
     store.config.put(1, [("rack", "r2"), ("nodes", "7")], "r", "values", {"b": "node"})
@@ -194,8 +210,10 @@ def test_levels_above_nodes_come_from_the_inventory_record(tmp_path):
     seven = store.hiera.node_document(1, "7").data
     assert seven["levels"] == [["rack", "r2"], ["nodes", "7"]]
     assert seven["resources"]["r"] == {"a": "rack", "b": "node"}
-    assert store.hiera.node_document(1, "8").data["resources"]["r"] == {"a": "global",
-                                                                        "b": "global"}
+    assert store.hiera.node_document(1, "8").data["resources"]["r"] == {
+        "a": "global",
+        "b": "global",
+    }
 
 
 def test_secrets_are_revealed_only_to_the_secrets_role(writable):
@@ -207,8 +225,9 @@ def test_secrets_are_revealed_only_to_the_secrets_role(writable):
     tokens = {user: access.create_token(user)[1] for user in ("puppet", "viewer")}
 
     def astute_as(user):
-        response = client.get(f"{URL}/{COMPUTE}?resources=astute",
-                              headers={"Authorization": f"Bearer {tokens[user]}"})
+        response = client.get(
+            f"{URL}/{COMPUTE}?resources=astute", headers={"Authorization": f"Bearer {tokens[user]}"}
+        )
         assert response.status_code == 200
         return response, response.get_json()["resources"]["astute"]
 

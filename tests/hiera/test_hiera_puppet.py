@@ -17,8 +17,17 @@ from gitstore import Store
 from .conftest import COMPUTE, CONTROLLER, EXAMPLE_HIERA, FQDN, MISSING, attach_newton
 
 HIERA = "/api/v1/hiera/"
-FUEL_KEYS = ["libvirt_type", "debug", "management_vip", "fqdn", "role",
-             "syslog_log_facility_nova", "configuration", "deployment_id", "no_such_key"]
+FUEL_KEYS = [
+    "libvirt_type",
+    "debug",
+    "management_vip",
+    "fqdn",
+    "role",
+    "syslog_log_facility_nova",
+    "configuration",
+    "deployment_id",
+    "no_such_key",
+]
 
 
 def options(server, **changes):
@@ -62,9 +71,14 @@ def test_a_key_only_at_the_global_level(compute_compile):
 
 def test_lookup_options_deep_merge_configuration_across_levels(compute_compile):
     configuration = compute_compile[0].probe["configuration"]
-    assert sorted(configuration) == ["keystone_config", "neutron_agent_ovs", "neutron_api_config",
-                                     "neutron_config", "neutron_dhcp_agent_config",
-                                     "neutron_plugin_ml2"]
+    assert sorted(configuration) == [
+        "keystone_config",
+        "neutron_agent_ovs",
+        "neutron_api_config",
+        "neutron_config",
+        "neutron_dhcp_agent_config",
+        "neutron_plugin_ml2",
+    ]
     keystone = configuration["keystone_config"]
     assert keystone["DEFAULT/crypt_strength"] == {"value": 7000}  # node level beats cluster
     assert keystone["policy/driver"] == {"ensure": "absent"}  # only at the cluster level
@@ -95,8 +109,9 @@ def test_unknown_node_fails_the_compile_by_default(hiera_server, puppet):
 
 
 def test_unknown_node_gets_no_data_when_graceful(hiera_server, puppet):
-    env = puppet.environment("unknown_graceful", options(hiera_server, failure="graceful"),
-                             keys=["debug", "fqdn"])
+    env = puppet.environment(
+        "unknown_graceful", options(hiera_server, failure="graceful"), keys=["debug", "fqdn"]
+    )
     before = hiera_server.settled_count(HIERA)
     result = puppet.lookup(env, "node-9.test.domain.local", "debug", "--default", MISSING)
     assert result.returncode == 0, result.output
@@ -106,16 +121,16 @@ def test_unknown_node_gets_no_data_when_graceful(hiera_server, puppet):
 
 
 def test_unknown_environment_fails_even_when_graceful(hiera_server, puppet):
-    env = puppet.environment("unknown_env", options(hiera_server, failure="graceful",
-                                                    environment=99), keys=["debug"])
+    env = puppet.environment(
+        "unknown_env", options(hiera_server, failure="graceful", environment=99), keys=["debug"]
+    )
     result = puppet.lookup(env, FQDN[COMPUTE], "debug")
     assert result.returncode != 0
     assert "environment 99 does not exist" in result.output
 
 
 def test_an_unknown_pinned_revision_fails_the_compile(hiera_server, puppet):
-    env = puppet.environment("bad_pin", options(hiera_server, version="0badc0de"),
-                             keys=["debug"])
+    env = puppet.environment("bad_pin", options(hiera_server, version="0badc0de"), keys=["debug"])
     result = puppet.lookup(env, FQDN[COMPUTE], "debug")
     assert result.returncode != 0
     assert "version=0badc0de" in result.output
@@ -123,8 +138,9 @@ def test_an_unknown_pinned_revision_fails_the_compile(hiera_server, puppet):
 
 
 def test_an_empty_pin_is_an_error_not_latest(hiera_server, puppet):
-    env = puppet.environment("empty_pin", options(hiera_server, version="%{gitstore_revision}"),
-                             keys=["debug"])
+    env = puppet.environment(
+        "empty_pin", options(hiera_server, version="%{gitstore_revision}"), keys=["debug"]
+    )
     before = hiera_server.settled_count(HIERA)
     result = puppet.lookup(env, FQDN[COMPUTE], "debug")
     assert result.returncode != 0
@@ -134,8 +150,7 @@ def test_an_empty_pin_is_an_error_not_latest(hiera_server, puppet):
 
 def test_a_resource_the_environment_lacks_names_the_level(hiera_server, puppet):
     hierarchy = [{"name": "typo", "uri": "override/nodes"}]
-    env = puppet.environment("bad_uri", options(hiera_server), keys=["debug"],
-                             hierarchy=hierarchy)
+    env = puppet.environment("bad_uri", options(hiera_server), keys=["debug"], hierarchy=hierarchy)
     result = puppet.lookup(env, FQDN[COMPUTE], "debug")
     assert result.returncode != 0
     assert 'resource "override/nodes" is not defined for environment 1' in result.output
@@ -143,29 +158,30 @@ def test_a_resource_the_environment_lacks_names_the_level(hiera_server, puppet):
 
 def test_seed_use_cases_rest_read_override_then_lookup(hiera_server, puppet):
     """Seed use cases 1-4 on node 125, named by fqdn on the per-resource route too."""
-    values = (f"{hiera_server.url}/api/v1/config/environments/1/nodes/{FQDN[CONTROLLER]}"
-              "/resources/astute")
+    values = (
+        f"{hiera_server.url}/api/v1/config/environments/1/nodes/{FQDN[CONTROLLER]}/resources/astute"
+    )
     whole = requests.get(f"{values}/values", params={"effective": "1"}, timeout=10)
     assert whole.status_code == 200
     assert whole.json()["uid"] == CONTROLLER and len(whole.json()) > 50
-    one = requests.get(f"{values}/values", params={"effective": "1", "key": "deployment_id"},
-                       timeout=10)
+    one = requests.get(
+        f"{values}/values", params={"effective": "1", "key": "deployment_id"}, timeout=10
+    )
     assert one.json() == 37
     before = one.headers["X-Gitstore-Commit"]
 
     env = puppet.environment("seed", options(hiera_server), keys=["deployment_id"])
     assert puppet.lookup(env, FQDN[CONTROLLER], "deployment_id").probe == {"deployment_id": 37}
-    changed = requests.put(f"{values}/overrides/keys/set", json=[["deployment_id", 38]],
-                           timeout=10)
+    changed = requests.put(f"{values}/overrides/keys/set", json=[["deployment_id", 38]], timeout=10)
     assert changed.status_code == 204, changed.text
     after = puppet.lookup(env, FQDN[CONTROLLER], "deployment_id", compile=False)
     assert after.returncode == 0, after.output
     assert after.stdout.strip().splitlines()[-1] == "38"
 
-    pinned = puppet.environment("seed_pinned", options(hiera_server, version=before),
-                                keys=["deployment_id"])
-    assert puppet.lookup(pinned, FQDN[CONTROLLER], "deployment_id").probe == {
-        "deployment_id": 37}
+    pinned = puppet.environment(
+        "seed_pinned", options(hiera_server, version=before), keys=["deployment_id"]
+    )
+    assert puppet.lookup(pinned, FQDN[CONTROLLER], "deployment_id").probe == {"deployment_id": 37}
 
 
 def test_gitstore_instances_level_answers_the_instance_tags(hiera_server, puppet):
@@ -175,32 +191,44 @@ def test_gitstore_instances_level_answers_the_instance_tags(hiera_server, puppet
     for node, tags in ((CONTROLLER, ["database:1", "rabbitmq:1"]), (FQDN[COMPUTE], ["database:2"])):
         response = requests.post(assign.format(node), json={"tags": tags}, timeout=10)
         assert response.status_code == 200, response.text
-    hierarchy = [*yaml.safe_load(EXAMPLE_HIERA.read_text())["hierarchy"],
-                 {"name": "instances", "uri": "gitstore_instances"}]
-    env = puppet.environment("instances", options(hiera_server), hierarchy=hierarchy,
-                             keys=["gitstore_instances", "libvirt_type"])
+    hierarchy = [
+        *yaml.safe_load(EXAMPLE_HIERA.read_text())["hierarchy"],
+        {"name": "instances", "uri": "gitstore_instances"},
+    ]
+    env = puppet.environment(
+        "instances",
+        options(hiera_server),
+        hierarchy=hierarchy,
+        keys=["gitstore_instances", "libvirt_type"],
+    )
     before = hiera_server.settled_count(HIERA)
     result = puppet.lookup(env, FQDN[COMPUTE], "gitstore_instances")
     assert result.returncode == 0, result.output
     assert result.probe == {
-        "gitstore_instances": {"database": {"1": [int(CONTROLLER)], "2": [int(COMPUTE)]},
-                               "rabbitmq": {"1": [int(CONTROLLER)]}},
-        "libvirt_type": "lxc"}
+        "gitstore_instances": {
+            "database": {"1": [int(CONTROLLER)], "2": [int(COMPUTE)]},
+            "rabbitmq": {"1": [int(CONTROLLER)]},
+        },
+        "libvirt_type": "lxc",
+    }
     assert hiera_server.settled_count(HIERA) - before == 1
 
 
 def test_https_with_the_ca_file_verifies_the_server(tls_server, puppet):
-    env = puppet.environment("tls_ok", {"url": tls_server.url,
-                                        "ssl_ca_file": str(tls_server.ca_file)},
-                             keys=["libvirt_type"])
+    env = puppet.environment(
+        "tls_ok",
+        {"url": tls_server.url, "ssl_ca_file": str(tls_server.ca_file)},
+        keys=["libvirt_type"],
+    )
     result = puppet.lookup(env, FQDN[COMPUTE], "libvirt_type")
     assert result.returncode == 0, result.output
     assert result.probe == {"libvirt_type": "lxc"}
 
 
 def test_an_untrusted_certificate_is_a_tls_failure(tls_server, puppet):
-    env = puppet.environment("tls_untrusted", {"url": tls_server.url, "ssl_ca_file": None},
-                             keys=["libvirt_type"])
+    env = puppet.environment(
+        "tls_untrusted", {"url": tls_server.url, "ssl_ca_file": None}, keys=["libvirt_type"]
+    )
     result = puppet.lookup(env, FQDN[COMPUTE], "libvirt_type")
     assert result.returncode != 0
     assert f"GET {tls_server.url}/api/v1/hiera/1/{FQDN[COMPUTE]}: TLS failure" in result.output
@@ -209,9 +237,17 @@ def test_an_untrusted_certificate_is_a_tls_failure(tls_server, puppet):
 
 def test_a_hanging_server_times_out_once_without_a_retry(unhealthy, puppet):
     """Also: `user`/`password` travel as HTTP Basic."""
-    env = puppet.environment("hanging", {"url": f"{unhealthy.url}/slow", "ssl_ca_file": None,
-                                         "timeout": 1, "user": "puppet",
-                                         "password": "s3cret"}, keys=["debug"])
+    env = puppet.environment(
+        "hanging",
+        {
+            "url": f"{unhealthy.url}/slow",
+            "ssl_ca_file": None,
+            "timeout": 1,
+            "user": "puppet",
+            "password": "s3cret",
+        },
+        keys=["debug"],
+    )
     result = puppet.lookup(env, FQDN[COMPUTE], "debug")
     assert result.returncode != 0
     assert f"GET {unhealthy.url}/slow/api/v1/hiera/1/" in result.output
@@ -223,9 +259,16 @@ def test_a_hanging_server_times_out_once_without_a_retry(unhealthy, puppet):
 
 def test_a_server_error_fails_the_compile_with_its_message(unhealthy, puppet):
     """Even when graceful; also: `token` travels as a Bearer token."""
-    env = puppet.environment("broken", {"url": f"{unhealthy.url}/broken", "ssl_ca_file": None,
-                                        "failure": "graceful", "token": "t0ken"},
-                             keys=["debug"])
+    env = puppet.environment(
+        "broken",
+        {
+            "url": f"{unhealthy.url}/broken",
+            "ssl_ca_file": None,
+            "failure": "graceful",
+            "token": "t0ken",
+        },
+        keys=["debug"],
+    )
     result = puppet.lookup(env, FQDN[COMPUTE], "debug")
     assert result.returncode != 0
     assert "HTTP 503: store under maintenance" in result.output
@@ -233,10 +276,15 @@ def test_a_server_error_fails_the_compile_with_its_message(unhealthy, puppet):
 
 
 def test_a_document_with_masked_secrets_fails_the_compile(unhealthy, puppet):
-    env = puppet.environment("masked", {"url": f"{unhealthy.url}/masked", "ssl_ca_file": None},
-                             hierarchy=[{"name": "astute", "uri": "astute"}], keys=["access"])
+    env = puppet.environment(
+        "masked",
+        {"url": f"{unhealthy.url}/masked", "ssl_ca_file": None},
+        hierarchy=[{"name": "astute", "uri": "astute"}],
+        keys=["access"],
+    )
     result = puppet.lookup(env, FQDN[COMPUTE], "access")
     assert result.returncode != 0
     assert "the server masked 1 secret value(s) (resources.astute.access.password)" in (
-        result.output)
+        result.output
+    )
     assert "secrets role on environment 1" in result.output

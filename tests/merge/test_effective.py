@@ -33,8 +33,9 @@ def _chain(global_values=None, global_overrides=None, node_values=None, node_ove
 
 # -- precedence ------------------------------------------------------------------------------
 def test_precedence_follows_the_chain():
-    layers = _chain({"a": 1, "b": 1, "c": 1, "d": 1}, {"b": 2, "c": 2, "d": 2},
-                    {"c": 3, "d": 3}, {"d": 4})
+    layers = _chain(
+        {"a": 1, "b": 1, "c": 1, "d": 1}, {"b": 2, "c": 2, "d": 2}, {"c": 3, "d": 3}, {"d": 4}
+    )
     assert merge_layers(layers) == {"a": 1, "b": 2, "c": 3, "d": 4}
 
 
@@ -68,7 +69,10 @@ def test_deep_merges_mappings_and_replaces_lists_and_scalars():
         {"db": {"port": 2, "opts": {"y": 2}}, "list": [3], "s": "b"},
     )
     assert merge_layers(layers, DEEP) == {
-        "db": {"host": "h", "port": 2, "opts": {"x": 1, "y": 2}}, "list": [3], "s": "b"}
+        "db": {"host": "h", "port": 2, "opts": {"x": 1, "y": 2}},
+        "list": [3],
+        "s": "b",
+    }
 
 
 def test_deep_a_scalar_replaces_a_mapping_and_back():
@@ -122,9 +126,12 @@ def test_shallow_knockout_at_the_top_level():
 # -- purity ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", [DEEP, SHALLOW])
 def test_inputs_are_never_mutated(mode):
-    data = [{"db": {"host": "h", "opts": {"x": 1}}, "l": [1]},
-            {"db": {"opts": {"y": 2}, "--host": None}, "--l": None},
-            {"db": {"opts": {"x": 3}}}, None]
+    data = [
+        {"db": {"host": "h", "opts": {"x": 1}}, "l": [1]},
+        {"db": {"opts": {"y": 2}, "--host": None}, "--l": None},
+        {"db": {"opts": {"x": 3}}},
+        None,
+    ]
     frozen = copy.deepcopy(data)
     layers = _chain(*data)
     result = merge_layers(layers, mode)
@@ -146,8 +153,7 @@ def test_lookup_sources_names_the_most_specific_layer_per_top_level_key():
 def test_lookup_of_a_deep_merged_mapping_reports_the_last_contributor():
     layers = _chain({"db": {"host": "h"}}, None, {"db": {"port": 2}}, None)
     result = merge_layers(layers, DEEP)
-    assert with_lookup(result, lookup_sources(layers)) == {
-        "db": [{"host": "h", "port": 2}, NODE]}
+    assert with_lookup(result, lookup_sources(layers)) == {"db": [{"host": "h", "port": 2}, NODE]}
 
 
 def test_lookup_follows_knockouts():
@@ -159,4 +165,6 @@ def test_lookup_follows_knockouts():
 
 def test_with_lookup_pairs_every_key_with_its_scope():
     assert with_lookup({"a": 1, "b": [2]}, {"a": "/", "b": NODE}) == {
-        "a": [1, "/"], "b": [[2], NODE]}
+        "a": [1, "/"],
+        "b": [[2], NODE],
+    }

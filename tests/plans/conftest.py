@@ -72,8 +72,9 @@ resources:
 """
 
 #: A second compute version: one parameter more.
-COMPUTE_V2 = COMPUTE.replace("resources:\n", "  Debug:\n    type: boolean\n    default: false\n"
-                             "resources:\n", 1)
+COMPUTE_V2 = COMPUTE.replace(
+    "resources:\n", "  Debug:\n    type: boolean\n    default: false\nresources:\n", 1
+)
 
 
 @dataclass
@@ -94,5 +95,10 @@ def stores(request, tmp_path) -> Stores:
         driver: Driver = GitDriver(Store.init(tmp_path / "store"))
     else:
         driver = MemoryDriver()
-    return Stores(driver, TemplateStore(driver), RoleStore(driver), EnvironmentFileStore(driver),
-                  DeploymentPlanStore(driver))
+    return Stores(
+        driver,
+        TemplateStore(driver),
+        RoleStore(driver),
+        EnvironmentFileStore(driver),
+        DeploymentPlanStore(driver),
+    )

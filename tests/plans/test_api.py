@@ -47,7 +47,10 @@ def test_role_lists_versions_and_older_revisions(client):
     _upload(client, "controller", CONTROLLER)
     listed = client.get("/api/v1/roles").json
     assert [(r["name"], r["version"]) for r in listed] == [
-        ("compute", 1), ("compute", 2), ("controller", 1)]
+        ("compute", 1),
+        ("compute", 2),
+        ("controller", 1),
+    ]
     assert "content" not in listed[0]
     latest = client.get("/api/v1/roles?only_latest=1").json
     assert [(r["name"], r["version"]) for r in latest] == [("compute", 2), ("controller", 1)]
@@ -66,14 +69,17 @@ def test_templates_are_a_store_of_their_own(client):
     assert update.status_code == 201 and update.json["version"] == 2
 
 
-@pytest.mark.parametrize("body, fragment", [
-    ({"name": "compute"}, "'content' is required"),
-    ({"name": "compute", "content": "not: [closed"}, "does not parse"),
-    ({"name": "compute", "content": "a: 1\n"}, "heat_template_version"),
-    ({"name": "../x", "content": COMPUTE}, "name"),
-    ({"name": "compute", "content": COMPUTE, "colour": "red"}, "'colour'"),
-    (["not", "an", "object"], "JSON object"),
-])
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ({"name": "compute"}, "'content' is required"),
+        ({"name": "compute", "content": "not: [closed"}, "does not parse"),
+        ({"name": "compute", "content": "a: 1\n"}, "heat_template_version"),
+        ({"name": "../x", "content": COMPUTE}, "name"),
+        ({"name": "compute", "content": COMPUTE, "colour": "red"}, "'colour'"),
+        (["not", "an", "object"], "JSON object"),
+    ],
+)
 def test_bad_role_uploads_are_400(client, body, fragment):
     response = client.post("/api/v1/roles", json=body)
     assert response.status_code == 400
@@ -82,9 +88,13 @@ def test_bad_role_uploads_are_400(client, body, fragment):
 
 
 def test_unknown_ids_are_404(client):
-    for path in (f"/api/v1/roles/{MISSING}", "/api/v1/roles/nonsense",
-                 f"/api/v1/templates/{MISSING}", f"/api/v1/plans/{MISSING}",
-                 f"/api/v1/plans/{MISSING}/templates"):
+    for path in (
+        f"/api/v1/roles/{MISSING}",
+        "/api/v1/roles/nonsense",
+        f"/api/v1/templates/{MISSING}",
+        f"/api/v1/plans/{MISSING}",
+        f"/api/v1/plans/{MISSING}/templates",
+    ):
         response = client.get(path)
         assert response.status_code == 404, path
         assert response.json["status"] == 404
@@ -97,9 +107,20 @@ def test_plan_create_view_and_duplicate(client):
     assert response.status_code == 201
     plan = response.json
     assert {k: plan[k] for k in ("name", "description", "roles", "parameters")} == {
-        "name": "overcloud", "description": "Prod", "roles": [], "parameters": []}
-    assert set(plan) == {"uuid", "name", "description", "created_at", "updated_at", "roles",
-                         "parameters"}
+        "name": "overcloud",
+        "description": "Prod",
+        "roles": [],
+        "parameters": [],
+    }
+    assert set(plan) == {
+        "uuid",
+        "name",
+        "description",
+        "created_at",
+        "updated_at",
+        "roles",
+        "parameters",
+    }
     assert client.post("/api/v1/plans", json={"name": "overcloud"}).status_code == 409
     assert client.get("/api/v1/plans").json == [plan]
     assert client.get(f"/api/v1/plans/{plan['uuid']}").json == plan
@@ -112,15 +133,22 @@ def test_add_role_answers_201_and_twice_409(client):
     assert added.status_code == 201
     assert added.json["roles"] == [{"uuid": role["uuid"], "name": "compute", "version": 1}]
     names = [p["name"] for p in added.json["parameters"]]
-    assert names == ["compute-1::Image", "compute-1::Flavor", "compute-1::NovaPassword",
-                     "compute-1::count", "compute-1::removal_policies"]
+    assert names == [
+        "compute-1::Image",
+        "compute-1::Flavor",
+        "compute-1::NovaPassword",
+        "compute-1::count",
+        "compute-1::removal_policies",
+    ]
     twice = client.post(f"/api/v1/plans/{plan['uuid']}/roles", json={"uuid": role["uuid"]})
     assert twice.status_code == 409
     unknown = client.post(f"/api/v1/plans/{plan['uuid']}/roles", json={"uuid": MISSING})
     assert unknown.status_code == 404
     assert client.post(f"/api/v1/plans/{plan['uuid']}/roles", json={}).status_code == 400
-    assert client.post(f"/api/v1/plans/{MISSING}/roles",
-                       json={"uuid": role["uuid"]}).status_code == 404
+    assert (
+        client.post(f"/api/v1/plans/{MISSING}/roles", json={"uuid": role["uuid"]}).status_code
+        == 404
+    )
 
 
 def test_remove_role_answers_200_with_the_plan(client, plan):
@@ -137,15 +165,25 @@ def test_remove_role_answers_200_with_the_plan(client, plan):
 
 def test_patch_sets_values_all_or_nothing(client, plan):
     url = f"/api/v1/plans/{plan['uuid']}"
-    response = client.patch(url, json=[{"name": "compute-1::count", "value": 3},
-                                       {"name": "compute-1::Flavor", "value": "baremetal"}])
+    response = client.patch(
+        url,
+        json=[
+            {"name": "compute-1::count", "value": 3},
+            {"name": "compute-1::Flavor", "value": "baremetal"},
+        ],
+    )
     assert response.status_code == 200
     values = {p["name"]: p["value"] for p in response.json["parameters"]}
     assert values["compute-1::count"] == 3 and values["compute-1::Flavor"] == "baremetal"
     before = client.get(url).json
-    bad = client.patch(url, json=[{"name": "compute-1::count", "value": 9},
-                                  {"name": "nope", "value": 1},
-                                  {"name": "controller-1::Nope", "value": 2}])
+    bad = client.patch(
+        url,
+        json=[
+            {"name": "compute-1::count", "value": 9},
+            {"name": "nope", "value": 1},
+            {"name": "controller-1::Nope", "value": 2},
+        ],
+    )
     assert bad.status_code == 400
     assert "nope" in bad.json["message"] and "controller-1::Nope" in bad.json["message"]
     assert [e["key"] for e in bad.json["errors"]] == ["nope", "controller-1::Nope"]

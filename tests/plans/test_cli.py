@@ -39,11 +39,21 @@ def test_role_upload_and_list(gs, role_files):
     assert "version 1 unchanged" in again
     role_files["compute"].write_text(COMPUTE_V2)
     assert "version 2 uploaded" in gs("role", "upload", str(role_files["compute"])).stdout
-    gs("role", "upload", str(role_files["controller"]), "--name", "ctrl",
-       "--description", "Controllers")
+    gs(
+        "role",
+        "upload",
+        str(role_files["controller"]),
+        "--name",
+        "ctrl",
+        "--description",
+        "Controllers",
+    )
     listed = json.loads(gs("role", "list", "-f", "json").stdout)
     assert [(r["name"], r["version"]) for r in listed] == [
-        ("compute", 1), ("compute", 2), ("ctrl", 1)]
+        ("compute", 1),
+        ("compute", 2),
+        ("ctrl", 1),
+    ]
     latest = json.loads(gs("role", "list", "--latest", "-f", "json").stdout)
     assert [(r["name"], r["version"]) for r in latest] == [("compute", 2), ("ctrl", 1)]
     table = gs("role", "list", "--latest").stdout.splitlines()
@@ -54,8 +64,9 @@ def test_role_upload_and_list(gs, role_files):
 def test_build_a_plan_set_values_and_export(gs, role_files, tmp_path):
     for path in role_files.values():
         gs("role", "upload", str(path))
-    created = json.loads(gs("plan", "create", "overcloud", "--description", "Prod",
-                            "-f", "json").stdout)
+    created = json.loads(
+        gs("plan", "create", "overcloud", "--description", "Prod", "-f", "json").stdout
+    )
     gs("plan", "add-role", "overcloud", "compute")
     gs("plan", "add-role", created["uuid"], "controller", "--version", "1")
     gs("plan", "add-role", "overcloud", "compute", code=1)  # the same version twice
@@ -80,8 +91,7 @@ def test_set_with_an_unknown_name_changes_nothing(gs, role_files):
     gs("role", "upload", str(role_files["compute"]))
     gs("plan", "create", "overcloud")
     gs("plan", "add-role", "overcloud", "compute")
-    failed = gs("plan", "set", "overcloud", "compute-1::count=2", "nope=1", "--type", "int",
-                code=1)
+    failed = gs("plan", "set", "overcloud", "compute-1::count=2", "nope=1", "--type", "int", code=1)
     assert "nope" in failed.stderr and "Traceback" not in failed.stderr
     shown = json.loads(gs("plan", "show", "overcloud", "-f", "json").stdout)
     assert {p["name"]: p["value"] for p in shown["parameters"]}["compute-1::count"] == 1
@@ -97,8 +107,9 @@ def test_remove_role_and_delete(gs, role_files):
     gs("plan", "add-role", "overcloud", "compute")
     ambiguous = gs("plan", "remove-role", "overcloud", "compute", code=2)
     assert "give --version" in ambiguous.stderr
-    left = json.loads(gs("plan", "remove-role", "overcloud", "compute", "--version", "1",
-                         "-f", "json").stdout)
+    left = json.loads(
+        gs("plan", "remove-role", "overcloud", "compute", "--version", "1", "-f", "json").stdout
+    )
     assert [(r["name"], r["version"]) for r in left["roles"]] == [("compute", 2)]
     assert "deleted" in gs("plan", "delete", "overcloud").stdout
     assert "does not exist" in gs("plan", "show", "overcloud", code=1).stderr

@@ -32,36 +32,58 @@ def test_add_role_composes_the_master_template(stores, plan_and_roles):
     plan = stores.plans.add_role(plan.uuid, compute.uuid)
     master = plan.master_template.document
     assert list(master["parameters"]) == [
-        "compute-1::Image", "compute-1::Flavor", "compute-1::NovaPassword",
-        "compute-1::count", "compute-1::removal_policies"]
+        "compute-1::Image",
+        "compute-1::Flavor",
+        "compute-1::NovaPassword",
+        "compute-1::count",
+        "compute-1::removal_policies",
+    ]
     assert master["parameters"]["compute-1::Flavor"] == {
-        "type": "string", "constraints": [{"allowed_values": ["baremetal", "m1.large"]}]}
+        "type": "string",
+        "constraints": [{"allowed_values": ["baremetal", "m1.large"]}],
+    }
     assert master["parameters"]["compute-1::NovaPassword"]["hidden"] is True
     assert master["parameters"]["compute-1::count"]["type"] == "number"
     assert master["parameters"]["compute-1::removal_policies"]["type"] == "json"
-    assert master["resources"] == {"compute-1-servers": {
-        "type": "OS::Heat::ResourceGroup",
-        "properties": {
-            "count": {"get_param": "compute-1::count"},
-            "removal_policies": {"get_param": "compute-1::removal_policies"},
-            "resource_def": {"type": "Tuskar::compute-1", "properties": {
-                "Image": {"get_param": "compute-1::Image"},
-                "Flavor": {"get_param": "compute-1::Flavor"},
-                "NovaPassword": {"get_param": "compute-1::NovaPassword"}}}}}}
-    assert master["outputs"] == {"compute-1::address": {
-        "description": "The node's address",
-        "value": {"get_attr": ["compute-1-servers", "address"]}}}
+    assert master["resources"] == {
+        "compute-1-servers": {
+            "type": "OS::Heat::ResourceGroup",
+            "properties": {
+                "count": {"get_param": "compute-1::count"},
+                "removal_policies": {"get_param": "compute-1::removal_policies"},
+                "resource_def": {
+                    "type": "Tuskar::compute-1",
+                    "properties": {
+                        "Image": {"get_param": "compute-1::Image"},
+                        "Flavor": {"get_param": "compute-1::Flavor"},
+                        "NovaPassword": {"get_param": "compute-1::NovaPassword"},
+                    },
+                },
+            },
+        }
+    }
+    assert master["outputs"] == {
+        "compute-1::address": {
+            "description": "The node's address",
+            "value": {"get_attr": ["compute-1-servers", "address"]},
+        }
+    }
 
 
 def test_add_role_composes_the_environment(stores, plan_and_roles):
     plan, compute, _ = plan_and_roles
     plan = stores.plans.add_role(plan.uuid, compute.uuid)
     assert plan.environment_file.document == {
-        "parameters": {"compute-1::Image": "overcloud-full", "compute-1::count": 1,
-                       "compute-1::removal_policies": []},
-        "resource_registry": {"Tuskar::compute-1": "provider-compute-1.yaml"}}
+        "parameters": {
+            "compute-1::Image": "overcloud-full",
+            "compute-1::count": 1,
+            "compute-1::removal_policies": [],
+        },
+        "resource_registry": {"Tuskar::compute-1": "provider-compute-1.yaml"},
+    }
     assert [r.entity() for r in plan.roles] == [
-        {"uuid": compute.uuid, "name": "compute", "version": 1}]
+        {"uuid": compute.uuid, "name": "compute", "version": 1}
+    ]
     assert stores.plans.retrieve(plan.uuid) == plan
 
 
@@ -69,10 +91,16 @@ def test_plan_parameters_view(stores, plan_and_roles):
     plan, compute, _ = plan_and_roles
     plan = stores.plans.add_role(plan.uuid, compute.uuid)
     image = next(p for p in plan.parameters if p["name"] == "compute-1::Image")
-    assert image == {"name": "compute-1::Image", "label": "Image", "default": "overcloud-full",
-                     "description": "Glance image of the node", "hidden": False,
-                     "value": "overcloud-full", "constraints": [],
-                     "parameter_type": "string"}
+    assert image == {
+        "name": "compute-1::Image",
+        "label": "Image",
+        "default": "overcloud-full",
+        "description": "Glance image of the node",
+        "hidden": False,
+        "value": "overcloud-full",
+        "constraints": [],
+        "parameter_type": "string",
+    }
 
 
 def test_the_same_role_twice_is_a_conflict(stores, plan_and_roles):
@@ -120,8 +148,10 @@ def test_two_versions_of_one_role_do_not_collide(stores, plan_and_roles):
     assert {"compute-1-servers", "compute-2-servers"} == set(master["resources"])
     assert "compute-2::Debug" in master["parameters"]
     assert "compute-1::Debug" not in master["parameters"]
-    assert env["resource_registry"] == {"Tuskar::compute-1": "provider-compute-1.yaml",
-                                        "Tuskar::compute-2": "provider-compute-2.yaml"}
+    assert env["resource_registry"] == {
+        "Tuskar::compute-1": "provider-compute-1.yaml",
+        "Tuskar::compute-2": "provider-compute-2.yaml",
+    }
     plan = stores.plans.remove_role(plan.uuid, compute.uuid)
     assert set(plan.master_template.document["resources"]) == {"compute-2-servers"}
     assert all(not n.startswith("compute-1::") for n in plan.master_template.parameters)
@@ -132,8 +162,7 @@ def test_set_values(stores, plan_and_roles):
     plan, compute, controller = plan_and_roles
     stores.plans.add_role(plan.uuid, compute.uuid)
     stores.plans.add_role(plan.uuid, controller.uuid)
-    plan = stores.plans.set_values(plan.uuid, {"compute-1::count": 3,
-                                               "controller-1::VipCount": 4})
+    plan = stores.plans.set_values(plan.uuid, {"compute-1::count": 3, "controller-1::VipCount": 4})
     values = {p["name"]: p["value"] for p in plan.parameters}
     assert values["compute-1::count"] == 3 and values["controller-1::VipCount"] == 4
     assert values["controller-1::count"] == 1  # the other role is untouched
@@ -143,8 +172,7 @@ def test_set_values_is_all_or_nothing_and_names_every_unknown(stores, plan_and_r
     plan, compute, _ = plan_and_roles
     plan = stores.plans.add_role(plan.uuid, compute.uuid)
     with pytest.raises(InvalidInput) as caught:
-        stores.plans.set_values(plan.uuid, {"compute-1::count": 5, "nope": 1,
-                                            "compute-1::Nope": 2})
+        stores.plans.set_values(plan.uuid, {"compute-1::count": 5, "nope": 1, "compute-1::Nope": 2})
     assert "nope" in caught.value.message and "compute-1::Nope" in caught.value.message
     assert [e["key"] for e in caught.value.errors] == ["nope", "compute-1::Nope"]
     assert stores.plans.retrieve(plan.uuid) == plan

@@ -24,13 +24,18 @@ def exported(client, tmp_path) -> tuple[dict, Path]:
     plan = client.post("/api/v1/plans", json={"name": "overcloud"}).json
     compute = client.post("/api/v1/roles", json={"name": "compute", "content": COMPUTE}).json
     compute2 = client.put(f"/api/v1/roles/{compute['uuid']}", json={"content": COMPUTE_V2}).json
-    controller = client.post("/api/v1/roles",
-                             json={"name": "controller", "content": CONTROLLER}).json
+    controller = client.post(
+        "/api/v1/roles", json={"name": "controller", "content": CONTROLLER}
+    ).json
     for role in (compute, compute2, controller):
         client.post(f"/api/v1/plans/{plan['uuid']}/roles", json={"uuid": role["uuid"]})
-    client.patch(f"/api/v1/plans/{plan['uuid']}",
-                 json=[{"name": "controller-1::AdminPassword", "value": SECRET},
-                       {"name": "compute-2::count", "value": 3}])
+    client.patch(
+        f"/api/v1/plans/{plan['uuid']}",
+        json=[
+            {"name": "controller-1::AdminPassword", "value": SECRET},
+            {"name": "compute-2::count", "value": 3},
+        ],
+    )
     files = client.get(f"/api/v1/plans/{plan['uuid']}/templates?reveal=1").json
     folder = tmp_path / "export"
     folder.mkdir()
@@ -41,8 +46,13 @@ def exported(client, tmp_path) -> tuple[dict, Path]:
 
 def test_the_export_package_holds_every_file(exported):
     files, _ = exported
-    assert sorted(files) == ["environment.yaml", "plan.yaml", "provider-compute-1.yaml",
-                             "provider-compute-2.yaml", "provider-controller-1.yaml"]
+    assert sorted(files) == [
+        "environment.yaml",
+        "plan.yaml",
+        "provider-compute-1.yaml",
+        "provider-compute-2.yaml",
+        "provider-controller-1.yaml",
+    ]
     assert files["provider-compute-1.yaml"] == COMPUTE  # the role, byte for byte
     assert files["provider-compute-2.yaml"] == COMPUTE_V2
 
@@ -50,12 +60,17 @@ def test_the_export_package_holds_every_file(exported):
 def test_heatclient_resolves_the_export(exported):
     _, folder = exported
     template_files, template = template_utils.get_template_contents(
-        template_file=str(folder / "plan.yaml"))
+        template_file=str(folder / "plan.yaml")
+    )
     env_files, environment = template_utils.process_multiple_environments_and_files(
-        env_paths=[str(folder / "environment.yaml")])
+        env_paths=[str(folder / "environment.yaml")]
+    )
     registry = environment["resource_registry"]
-    groups = {name: r for name, r in template["resources"].items()
-              if r["type"] == "OS::Heat::ResourceGroup"}
+    groups = {
+        name: r
+        for name, r in template["resources"].items()
+        if r["type"] == "OS::Heat::ResourceGroup"
+    }
     assert set(groups) == {"compute-1-servers", "compute-2-servers", "controller-1-servers"}
     for group in groups.values():
         definition = group["properties"]["resource_def"]
@@ -79,5 +94,6 @@ def test_the_masked_export_still_parses_but_hides_secrets(client, exported):
     environment = yaml.safe_load(masked["environment.yaml"])
     assert environment["parameters"]["controller-1::AdminPassword"] == "******"
     assert "environment.yaml:parameters.controller-1::AdminPassword" in (
-        response.headers["X-Gitstore-Masked"].split(","))
+        response.headers["X-Gitstore-Masked"].split(",")
+    )
     assert template_format.parse(masked["plan.yaml"])["parameters"]

@@ -26,15 +26,20 @@ def plan(client):
     for name, content in (("compute", COMPUTE), ("controller", CONTROLLER)):
         role = client.post("/api/v1/roles", json={"name": name, "content": content}).json
         client.post(f"/api/v1/plans/{plan['uuid']}/roles", json={"uuid": role["uuid"]})
-    response = client.patch(f"/api/v1/plans/{plan['uuid']}",
-                            json=[{"name": NOVA, "value": PASSWORD}])
+    response = client.patch(
+        f"/api/v1/plans/{plan['uuid']}", json=[{"name": NOVA, "value": PASSWORD}]
+    )
     assert response.status_code == 200, response.json
     return response.json
 
 
 def _git(store, *args: str) -> str:
-    return subprocess.run(["git", f"--git-dir={store.root / 'catalog.git'}", *args],
-                          capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", f"--git-dir={store.root / 'catalog.git'}", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def _value(plan_view: dict, name: str):
@@ -48,16 +53,25 @@ def _basic(user: str) -> dict:
 def test_the_committed_yaml_holds_only_sealed_values(plan, fuel_store):
     environment = _git(fuel_store, "show", "main:plans/overcloud/environment.yaml")
     assert PASSWORD not in environment
-    stored = dict(line.strip().split(": ", 1) for line in environment.splitlines()
-                  if "Password" in line)
+    stored = dict(
+        line.strip().split(": ", 1) for line in environment.splitlines() if "Password" in line
+    )
     assert set(stored) == {NOVA, "controller-1::AdminPassword"}
     assert all(SEALED.match(value) for value in stored.values())
     master = _git(fuel_store, "show", "main:plans/overcloud/plan.yaml")
     assert "changeme" not in master  # the hidden default of the controller role
     # No object of the catalog, in any commit, holds the plaintext.
-    objects = subprocess.run(["git", f"--git-dir={fuel_store.root / 'catalog.git'}",
-                              "cat-file", "--batch-all-objects", "--batch"],
-                             capture_output=True, check=True).stdout
+    objects = subprocess.run(
+        [
+            "git",
+            f"--git-dir={fuel_store.root / 'catalog.git'}",
+            "cat-file",
+            "--batch-all-objects",
+            "--batch",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
     assert PASSWORD.encode() not in objects
 
 
@@ -87,9 +101,12 @@ def test_reveal_on_an_open_store(client, plan, fuel_store):
 
 def test_reveal_needs_the_secrets_role_on_the_whole_store(plan, fuel_store):
     access = AccessFile(fuel_store.root)
-    for user, grants in (("reader", ["reader"]), ("writer", ["writer"]),
-                         ("env_secrets", ["reader", "secrets:env:1"]),
-                         ("keeper", ["reader", "secrets"])):
+    for user, grants in (
+        ("reader", ["reader"]),
+        ("writer", ["writer"]),
+        ("env_secrets", ["reader", "secrets:env:1"]),
+        ("keeper", ["reader", "secrets"]),
+    ):
         access.add_user(user, parse_grants(grants), f"{user}-pw")
     client = create_app({"TESTING": True}, store=fuel_store).test_client()
     url = f"/api/v1/plans/{plan['uuid']}"
@@ -114,8 +131,9 @@ def test_the_mask_sent_back_keeps_the_value_and_its_ciphertext(client, plan, fue
 
     before = sealed_line()
     url = f"/api/v1/plans/{plan['uuid']}"
-    response = client.patch(url, json=[{"name": NOVA, "value": "******"},
-                                       {"name": "compute-1::count", "value": 4}])
+    response = client.patch(
+        url, json=[{"name": NOVA, "value": "******"}, {"name": "compute-1::count", "value": 4}]
+    )
     assert response.status_code == 200
     assert sealed_line() == before  # another value changed: this line is byte-identical
     client.patch(url, json=[{"name": NOVA, "value": PASSWORD}])  # the same value again
@@ -139,8 +157,10 @@ def test_a_ciphertext_copied_to_another_parameter_is_refused(client, plan, fuel_
     stored = fuel_store.plans.deployments.retrieve(plan["uuid"])
     sealed = stored.environment_file.parameters[NOVA]
     assert SEALED.match(sealed)
-    response = client.patch(f"/api/v1/plans/{plan['uuid']}",
-                            json=[{"name": "controller-1::AdminPassword", "value": sealed}])
+    response = client.patch(
+        f"/api/v1/plans/{plan['uuid']}",
+        json=[{"name": "controller-1::AdminPassword", "value": sealed}],
+    )
     assert response.status_code == 422
     assert sealed not in response.json["message"]
 
@@ -158,14 +178,20 @@ def test_the_memory_driver_masks_too(store):
 def _push_catalog(store, tmp_path, edit) -> subprocess.CompletedProcess:
     """Clone the catalog, apply `edit(folder)` to `plans/overcloud/`, commit and push."""
     work = tmp_path / "catalog-work"
-    subprocess.run(["git", "clone", "-q", str(store.root / "catalog.git"), str(work)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "clone", "-q", str(store.root / "catalog.git"), str(work)],
+        check=True,
+        capture_output=True,
+    )
     edit(work / "plans" / "overcloud")
-    for args in (["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@example.com",
-                                  "commit", "-qm", "edit the plan"]):
+    for args in (
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "edit the plan"],
+    ):
         subprocess.run(["git", *args], cwd=work, check=True, capture_output=True)
-    return subprocess.run(["git", "push", "origin", "main"], cwd=work, capture_output=True,
-                          text=True)
+    return subprocess.run(
+        ["git", "push", "origin", "main"], cwd=work, capture_output=True, text=True
+    )
 
 
 def _replace_line(path, startswith: str, line: str) -> None:
@@ -177,13 +203,20 @@ def _replace_line(path, startswith: str, line: str) -> None:
 
 def test_a_push_of_a_plain_hidden_value_is_refused(plan, fuel_store, tmp_path):
     head = fuel_store.catalog().head()
-    done = _push_catalog(fuel_store, tmp_path, lambda folder: _replace_line(
-        folder / "environment.yaml", f"{NOVA}:", f"  {NOVA}: pushed-in-plain-text"))
+    done = _push_catalog(
+        fuel_store,
+        tmp_path,
+        lambda folder: _replace_line(
+            folder / "environment.yaml", f"{NOVA}:", f"  {NOVA}: pushed-in-plain-text"
+        ),
+    )
     assert done.returncode != 0
-    assert ("plans/overcloud/environment.yaml:" in done.stderr
-            and f"key 'parameters.{NOVA}'" in done.stderr
-            and "a secret stored in plain text" in done.stderr
-            and "gitstore plan set" in done.stderr), done.stderr
+    assert (
+        "plans/overcloud/environment.yaml:" in done.stderr
+        and f"key 'parameters.{NOVA}'" in done.stderr
+        and "a secret stored in plain text" in done.stderr
+        and "gitstore plan set" in done.stderr
+    ), done.stderr
     assert "pushed-in-plain-text" not in done.stderr  # the message never shows the value
     assert fuel_store.catalog().head() == head
 
@@ -197,14 +230,20 @@ def test_a_push_of_a_plain_hidden_default_is_refused(plan, fuel_store, tmp_path)
 
     done = _push_catalog(fuel_store, tmp_path, edit)
     assert done.returncode != 0
-    assert ("plans/overcloud/plan.yaml:" in done.stderr
-            and "key 'parameters.controller-1::AdminPassword.default'" in done.stderr), \
-        done.stderr
+    assert (
+        "plans/overcloud/plan.yaml:" in done.stderr
+        and "key 'parameters.controller-1::AdminPassword.default'" in done.stderr
+    ), done.stderr
 
 
 def test_a_push_that_keeps_hidden_values_sealed_is_accepted(plan, fuel_store, tmp_path):
-    done = _push_catalog(fuel_store, tmp_path, lambda folder: _replace_line(
-        folder / "environment.yaml", "compute-1::count:", "  compute-1::count: 4"))
+    done = _push_catalog(
+        fuel_store,
+        tmp_path,
+        lambda folder: _replace_line(
+            folder / "environment.yaml", "compute-1::count:", "  compute-1::count: 4"
+        ),
+    )
     assert done.returncode == 0, done.stderr
     stored = _git(fuel_store, "show", "main:plans/overcloud/environment.yaml")
     assert "compute-1::count: 4" in stored

@@ -88,9 +88,14 @@ def test_list_every_version_or_only_the_latest(stores):
     stores.roles.update(compute.uuid, COMPUTE_V2)
     stores.roles.create("controller", CONTROLLER)
     assert [(r.name, r.version) for r in stores.roles.list()] == [
-        ("compute", 1), ("compute", 2), ("controller", 1)]
+        ("compute", 1),
+        ("compute", 2),
+        ("controller", 1),
+    ]
     assert [(r.name, r.version) for r in stores.roles.list(only_latest=True)] == [
-        ("compute", 2), ("controller", 1)]
+        ("compute", 2),
+        ("controller", 1),
+    ]
 
 
 def test_stores_are_isolated(stores):
@@ -114,16 +119,21 @@ def test_delete_removes_one_version(stores):
         stores.roles.retrieve_by_name("compute")
 
 
-@pytest.mark.parametrize("content, fragment", [
-    ("", "content"),
-    ("just: [a, mapping", "does not parse"),
-    ("- a list\n", "mapping"),
-    ("parameters: {}\n", "heat_template_version"),
-    ("heat_template_version: 2015-04-30\nparameters:\n  P: {default: 1}\n", "no type"),
-    ("heat_template_version: 2015-04-30\nparameters: [a]\n", "parameters must be a mapping"),
-    ("heat_template_version: 2015-04-30\nparameters:\n  a::b: {type: string}\n",
-     "parameter name 'a::b'"),
-])
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("", "content"),
+        ("just: [a, mapping", "does not parse"),
+        ("- a list\n", "mapping"),
+        ("parameters: {}\n", "heat_template_version"),
+        ("heat_template_version: 2015-04-30\nparameters:\n  P: {default: 1}\n", "no type"),
+        ("heat_template_version: 2015-04-30\nparameters: [a]\n", "parameters must be a mapping"),
+        (
+            "heat_template_version: 2015-04-30\nparameters:\n  a::b: {type: string}\n",
+            "parameter name 'a::b'",
+        ),
+    ],
+)
 def test_content_that_is_not_a_heat_template_is_refused(stores, content, fragment):
     with pytest.raises(InvalidInput) as caught:
         stores.roles.create("compute", content)
@@ -178,7 +188,11 @@ def test_environment_files(stores):
 def test_plan_create_makes_an_empty_master_template_and_environment(stores):
     plan = stores.plans.create("overcloud", "The overcloud")
     assert (plan.name, plan.description, plan.roles, plan.parameters) == (
-        "overcloud", "The overcloud", (), [])
+        "overcloud",
+        "The overcloud",
+        (),
+        [],
+    )
     master = plan.master_template.document
     assert master["heat_template_version"] and master["description"] == "The overcloud"
     assert master["parameters"] == master["resources"] == {}

@@ -20,8 +20,15 @@ from gitstore.secrets.seal import MASK
 PROJECT = Path(__file__).resolve().parents[2]
 SAMPLE_ASTUTE = PROJECT / "sample_repo" / "environments" / "1" / "global" / "values" / "astute.yaml"
 #: Passwords of the sample astute.yaml (facts of a real deployment).
-SAMPLE_SECRETS = [b"Toe5phw4", b"VXcP6cIR", b"tHq2rcoq", b"WBfBSo6U", b"trj609V8", b"sJRfG0GP",
-                  b"385SUUrC"]
+SAMPLE_SECRETS = [
+    b"Toe5phw4",
+    b"VXcP6cIR",
+    b"tHq2rcoq",
+    b"WBfBSo6U",
+    b"trj609V8",
+    b"sJRfG0GP",
+    b"385SUUrC",
+]
 
 
 def git(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -59,8 +66,10 @@ def test_rotate_reseals_everything_and_a_running_server_notices(fuel_store, with
     with_password.patch(VALUES + "/keys/set", json=[["api_token", "new-T0ken"]])
     assert set(SEALED.findall(stored(fuel_store).decode())) == {"k2"}
     code, out, _ = gitstore("--root", str(fuel_store.root), "secrets", "keys")
-    assert [line.split()[:3] for line in out.splitlines()] == [["k1", "0", "values"],
-                                                              ["*", "k2", "3"]]
+    assert [line.split()[:3] for line in out.splitlines()] == [
+        ["k1", "0", "values"],
+        ["*", "k2", "3"],
+    ]
     with pytest.raises(Conflict, match="active key"):
         fuel_store.secrets.remove_key("k2")
     assert gitstore("--root", str(fuel_store.root), "secrets", "remove-key", "k1")[0] == 0
@@ -74,11 +83,14 @@ def test_a_used_key_cannot_be_removed(fuel_store, with_password):
         fuel_store.secrets.remove_key("k1")
 
 
-def test_a_push_with_a_plain_secret_is_rejected_naming_file_and_key(fuel_store, with_password,
-                                                                    tmp_path):
+def test_a_push_with_a_plain_secret_is_rejected_naming_file_and_key(
+    fuel_store, with_password, tmp_path
+):
     clone = tmp_path / "clone"
-    assert git("clone", "-q", str(fuel_store.environment_path(1)), str(clone),
-               cwd=tmp_path).returncode == 0
+    assert (
+        git("clone", "-q", str(fuel_store.environment_path(1)), str(clone), cwd=tmp_path).returncode
+        == 0
+    )
     astute = clone / "global" / "values" / "astute.yaml"
     astute.write_text(astute.read_text() + "keystone:\n  admin_password: Pushed-Plain-1\n")
     git("commit", "-qam", "add a password", cwd=clone)
@@ -90,8 +102,16 @@ def test_a_push_with_a_plain_secret_is_rejected_naming_file_and_key(fuel_store, 
     assert "Pushed-Plain-1" not in pushed.stderr
     assert fuel_store.environment_repo(1).head() == head
     # sealed offline with a copy of the keyring, the same change is accepted
-    code, _, err = gitstore("secrets", "encrypt", str(astute), "--env", "1", "-i",
-                            "--keyring", str(fuel_store.secrets.keyring.path))
+    code, _, err = gitstore(
+        "secrets",
+        "encrypt",
+        str(astute),
+        "--env",
+        "1",
+        "-i",
+        "--keyring",
+        str(fuel_store.secrets.keyring.path),
+    )
     assert code == 0, err
     text = astute.read_text()
     assert "Pushed-Plain-1" not in text and "region: one" in text
@@ -101,8 +121,9 @@ def test_a_push_with_a_plain_secret_is_rejected_naming_file_and_key(fuel_store, 
     assert reveal(fuel_store)["nova"]["db_password"] == PASSWORD
 
 
-def test_decrypt_and_edit_in_a_clone_keep_unchanged_ciphertexts(fuel_store, with_password,
-                                                                tmp_path, monkeypatch):
+def test_decrypt_and_edit_in_a_clone_keep_unchanged_ciphertexts(
+    fuel_store, with_password, tmp_path, monkeypatch
+):
     clone = tmp_path / "clone"
     git("clone", "-q", str(fuel_store.environment_path(1)), str(clone), cwd=tmp_path)
     astute = clone / "global" / "values" / "astute.yaml"
@@ -117,8 +138,9 @@ def test_decrypt_and_edit_in_a_clone_keep_unchanged_ciphertexts(fuel_store, with
     assert code == 0, err
     after = astute.read_bytes()
     assert b"region: two" in after
-    assert [line for line in after.splitlines() if b"db_password" in line] == \
-           [line for line in before.splitlines() if b"db_password" in line]
+    assert [line for line in after.splitlines() if b"db_password" in line] == [
+        line for line in before.splitlines() if b"db_password" in line
+    ]
     wrong_env = gitstore("secrets", "decrypt", str(astute), "--env", "2")
     assert wrong_env[0] == 1 and "does not decrypt" in wrong_env[2]
     assert PASSWORD not in wrong_env[2] and "ENC[" not in wrong_env[2]
@@ -134,8 +156,15 @@ def test_encrypt_through_the_server_needs_no_keyring(fuel_store, with_password, 
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        code, out, err = gitstore("--url", f"http://127.0.0.1:{server.server_port}", "secrets",
-                                  "encrypt", str(settings), "--env", "1")
+        code, out, err = gitstore(
+            "--url",
+            f"http://127.0.0.1:{server.server_port}",
+            "secrets",
+            "encrypt",
+            str(settings),
+            "--env",
+            "1",
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -148,15 +177,17 @@ def test_facts_upload_stores_no_password_in_plain_text(fuel_store, tmp_path):
     facts = tmp_path / "facts"
     facts.mkdir()
     (facts / "astute.yaml").write_bytes(SAMPLE_ASTUTE.read_bytes())
-    code, _, err = gitstore("--root", str(fuel_store.root), "facts", "upload", "-e", "1",
-                            "-n", "3", "--dir", str(facts))
+    code, _, err = gitstore(
+        "--root", str(fuel_store.root), "facts", "upload", "-e", "1", "-n", "3", "--dir", str(facts)
+    )
     assert code == 0, err
     data = stored(fuel_store, "nodes/3/values/astute.yaml")
     assert SEALED.search(data.decode())
     everything = all_objects(fuel_store.root)
     assert not [secret for secret in SAMPLE_SECRETS if secret in everything]
-    effective = fuel_store.config.read(1, [("nodes", "3")], "astute", "values",
-                                       Query(effective=True))
+    effective = fuel_store.config.read(
+        1, [("nodes", "3")], "astute", "values", Query(effective=True)
+    )
     assert "nova.db_password" in effective.masked
     assert effective.data["nova"]["db_password"] == MASK
 
@@ -166,28 +197,47 @@ def test_the_sample_store_holds_no_plain_password(tmp_path):
     code, _, err = gitstore("init", "--root", str(root), "--sample")
     assert code == 0, err
     assert not [secret for secret in SAMPLE_SECRETS if secret in all_objects(root)]
-    code, out, _ = gitstore("--root", str(root), "config", "get", "-e", "1", "-r", "astute",
-                            "-k", "nova.db_password", "-f", "plain", "--reveal")
+    code, out, _ = gitstore(
+        "--root",
+        str(root),
+        "config",
+        "get",
+        "-e",
+        "1",
+        "-r",
+        "astute",
+        "-k",
+        "nova.db_password",
+        "-f",
+        "plain",
+        "--reveal",
+    )
     assert code == 0 and out.strip() == "VXcP6cIR"
 
 
 def test_renaming_a_level_keeps_secrets_readable(fuel_store, client):
     fuel_store.environments.update(1, {"hierarchy_levels": ["role", "nodes"]})
-    fuel_store.config.put(1, [("role", "compute")], "astute", "values",
-                          {"rabbit": {"password": "R4bbit-pw"}})
+    fuel_store.config.put(
+        1, [("role", "compute")], "astute", "values", {"rabbit": {"password": "R4bbit-pw"}}
+    )
     fuel_store.environments.rename_level(1, "role", {"name": "group"})
     path = "group/compute/values/astute.yaml"
     assert SEALED.search(stored(fuel_store, path).decode())
-    data = fuel_store.config.read(1, [("group", "compute")], "astute", "values",
-                                  Query(reveal=True)).data
+    data = fuel_store.config.read(
+        1, [("group", "compute")], "astute", "values", Query(reveal=True)
+    ).data
     assert data == {"rabbit": {"password": "R4bbit-pw"}}
 
 
 def test_the_whole_store_holds_no_test_plaintext(fuel_store, with_password):
-    fuel_store.config.update_keys(1, [("nodes", "1")], "astute", "overrides", "set",
-                                  [["mysql", "root_password", "Root-Pw-9"]])
-    fuel_store.config.write_many(1, {((("nodes", "2"),), "astute", "values"):
-                                     {"heat": {"auth_encryption_key": "Heat-Key-9"}}}, "facts")
+    fuel_store.config.update_keys(
+        1, [("nodes", "1")], "astute", "overrides", "set", [["mysql", "root_password", "Root-Pw-9"]]
+    )
+    fuel_store.config.write_many(
+        1,
+        {((("nodes", "2"),), "astute", "values"): {"heat": {"auth_encryption_key": "Heat-Key-9"}}},
+        "facts",
+    )
     gitstore("--root", str(fuel_store.root), "secrets", "rotate")
     everything = all_objects(fuel_store.root)
     for plain in (PASSWORD, "Root-Pw-9", "Heat-Key-9"):

@@ -75,8 +75,10 @@ def test_a_ciphertext_copied_to_another_key_does_not_decrypt(fuel_store, with_pa
     def copy(snapshot):
         changes = ChangeSet("copy a ciphertext")
         text = snapshot.read("global/values/astute.yaml").decode()
-        changes.put("global/values/astute.yaml",
-                    (text + f"keystone:\n  admin_password: {sealed}\n").encode())
+        changes.put(
+            "global/values/astute.yaml",
+            (text + f"keystone:\n  admin_password: {sealed}\n").encode(),
+        )
         return changes
 
     fuel_store.environment_repo(1).update(copy, fuel_store.default_author)
@@ -88,8 +90,9 @@ def test_a_ciphertext_copied_to_another_key_does_not_decrypt(fuel_store, with_pa
     assert "ENC[" not in answer.get_data(as_text=True)
     assert PASSWORD not in answer.get_data(as_text=True)
     # written back through REST, a copied ciphertext is refused the same way
-    refused = with_password.put(VALUES, json={"nova": {"db_password": sealed},
-                                              "other_password": sealed})
+    refused = with_password.put(
+        VALUES, json={"nova": {"db_password": sealed}, "other_password": sealed}
+    )
     assert refused.status_code == 422 and "other_password" in refused.json["message"]
 
 
@@ -153,8 +156,7 @@ def test_hiera_reveals_for_the_secrets_role_and_masks_for_others(fuel_store, wit
     assert viewer.headers["ETag"] != puppet.headers["ETag"]
 
 
-def test_without_keyring_plain_reads_work_and_secrets_are_unavailable(fuel_store,
-                                                                      with_password):
+def test_without_keyring_plain_reads_work_and_secrets_are_unavailable(fuel_store, with_password):
     fuel_store.secrets.keyring.path.unlink()
     assert with_password.get(VALUES + "?key=region").json == "one"
     assert with_password.get(VALUES).json["nova"]["db_password"] == MASK
@@ -176,12 +178,16 @@ def test_a_keyring_others_can_read_is_refused(fuel_store, with_password):
 
 def test_server_side_encryption_needs_writer(fuel_store, with_password):
     url = "/api/v1/config/environments/1/secrets/encrypt"
-    body = {"path": "global/values/astute.yaml",
-            "document": {"nova": {"db_password": PASSWORD, "user": "nova"}, "api_token": "x1"}}
+    body = {
+        "path": "global/values/astute.yaml",
+        "document": {"nova": {"db_password": PASSWORD, "user": "nova"}, "api_token": "x1"},
+    }
     sealed = with_password.post(url, json=body)
     assert sealed.status_code == 200
-    assert sealed.json["nova"]["db_password"] == _line(
-        stored(fuel_store), b"db_password").split(b": ", 1)[1].decode()  # unchanged: same text
+    assert (
+        sealed.json["nova"]["db_password"]
+        == _line(stored(fuel_store), b"db_password").split(b": ", 1)[1].decode()
+    )  # unchanged: same text
     assert SEALED.fullmatch(sealed.json["api_token"]) and sealed.json["nova"]["user"] == "nova"
     bad = with_password.post(url, json={"path": "../x.yaml", "document": {}})
     assert bad.status_code == 400 and "path" in bad.json["message"]
@@ -194,14 +200,25 @@ def test_server_side_encryption_needs_writer(fuel_store, with_password):
 
 def test_secret_keys_of_definitions_and_environments_apply(fuel_store, client):
     definition = fuel_store.definitions.get("astute").data["id"]
-    assert client.patch(f"/api/v1/config/resource_definitions/{definition}",
-                        json={"secret_keys": ["nodes.*.admin_pass"]}).status_code == 200
-    assert client.patch("/api/v1/config/environments/1",
-                        json={"secret_keys": ["ssh.private"]}).status_code == 200
+    assert (
+        client.patch(
+            f"/api/v1/config/resource_definitions/{definition}",
+            json={"secret_keys": ["nodes.*.admin_pass"]},
+        ).status_code
+        == 200
+    )
+    assert (
+        client.patch(
+            "/api/v1/config/environments/1", json={"secret_keys": ["ssh.private"]}
+        ).status_code
+        == 200
+    )
     bad = client.patch("/api/v1/config/environments/1", json={"secret_keys": ["a..b"]})
     assert bad.status_code == 400 and "secret_keys" in bad.json["message"]
-    document = {"nodes": {"n1": {"admin_pass": "AdminPass1", "name": "n1"}},
-                "ssh": {"private": "PRIVATE-KEY-1", "public": "pub"}}
+    document = {
+        "nodes": {"n1": {"admin_pass": "AdminPass1", "name": "n1"}},
+        "ssh": {"private": "PRIVATE-KEY-1", "public": "pub"},
+    }
     assert client.put(VALUES, json=document).status_code == 204
     data = stored(fuel_store)
     assert b"AdminPass1" not in data and b"PRIVATE-KEY-1" not in data and b"public: pub" in data

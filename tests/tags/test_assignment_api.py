@@ -35,9 +35,10 @@ def put_graph(store, path: str, tasks: list, *, catalog: bool) -> None:
 def test_removing_all_but_rabbitmq_keeps_the_role_name_tag(api, add_node):
     add_node("node-1", ["controller"])
     everything = api.get(f"{CLUSTER}/nodes/1").get_json()["tags"]
-    removed = api.delete(f"{CLUSTER}/nodes/1/tags",
-                         json={"tags": [t for t in everything if t != "rabbitmq"
-                                        and not t.startswith("primary-")]})
+    removed = api.delete(
+        f"{CLUSTER}/nodes/1/tags",
+        json={"tags": [t for t in everything if t != "rabbitmq" and not t.startswith("primary-")]},
+    )
     assert removed.status_code == 204 and removed.headers["X-Gitstore-Commit"]
     node = api.get(f"{CLUSTER}/nodes/1").get_json()
     assert node["tags"] == ["controller", "rabbitmq", "primary-controller", "primary-rabbitmq"]
@@ -55,10 +56,12 @@ def test_removing_all_but_rabbitmq_keeps_the_role_name_tag(api, add_node):
 
 def test_assignment_errors(api, add_node):
     add_node("node-1", ["compute"])
-    assert_error(api.post(f"{CLUSTER}/nodes/1/tags", json={"tags": ["swift"]}), 404,
-                 "Tag 'swift' is not found for the cluster 1")
-    assert_error(api.post(f"{CLUSTER}/nodes/1/tags", json={"tags": ["primary-x"]}), 400,
-                 "elected")
+    assert_error(
+        api.post(f"{CLUSTER}/nodes/1/tags", json={"tags": ["swift"]}),
+        404,
+        "Tag 'swift' is not found for the cluster 1",
+    )
+    assert_error(api.post(f"{CLUSTER}/nodes/1/tags", json={"tags": ["primary-x"]}), 400, "elected")
     assert_error(api.post(f"{CLUSTER}/nodes/1/tags", json={"tags": []}), 400, "tags")
     assert_error(api.delete(f"{CLUSTER}/nodes/1/tags", json={"tags": ["nope"]}), 404, "nope")
     assert_error(api.post(f"{CLUSTER}/nodes/9/tags", json={"tags": ["mongo"]}), 404, "'9'")
@@ -73,39 +76,63 @@ def test_instance_tags_group_nodes(api, add_node, tag_store):
     assert api.get(f"{CLUSTER}/instances/database").get_json() == {"1": [1, 3], "2": [2]}
     assert api.get(f"{CLUSTER}/instances/mongo").get_json() == {}
     assert_error(api.get(f"{CLUSTER}/instances/swift"), 404, "swift")
-    assert tag_store.tags.all_instances(1) == {"database": {"1": [1, 3], "2": [2]},
-                                              "rabbitmq": {"2": [1]}}
+    assert tag_store.tags.all_instances(1) == {
+        "database": {"1": [1, 3], "2": [2]},
+        "rabbitmq": {"2": [1]},
+    }
 
 
 def test_resolved_tasks_seed_example(api, tag_store):
     """The seed: node-1 is a controller that keeps only the mysql tag of its role."""
-    tag_store.releases.create({
-        "name": "seed", "version": "1", "operating_system": "Ubuntu",
-        "roles_metadata": {"controller": {"tags": SEED_ROLE_TAGS}, "compute": {}},
-        "tags_metadata": {t: {"has_primary": True} for t in SEED_ROLE_TAGS}})
+    tag_store.releases.create(
+        {
+            "name": "seed",
+            "version": "1",
+            "operating_system": "Ubuntu",
+            "roles_metadata": {"controller": {"tags": SEED_ROLE_TAGS}, "compute": {}},
+            "tags_metadata": {t: {"has_primary": True} for t in SEED_ROLE_TAGS},
+        }
+    )
     tag_store.environments.create({"id": 2, "release": "seed"})
     put_graph(tag_store, "releases/seed/graphs/default.yaml", SEED_TASKS, catalog=True)
     nodes = tag_store.nodes
-    nodes.create(2, {"fqdn": "node-1", "roles": ["controller"], "status": "ready",
-                     "tags_removed": [t for t in SEED_ROLE_TAGS if t != "mysql"]})
+    nodes.create(
+        2,
+        {
+            "fqdn": "node-1",
+            "roles": ["controller"],
+            "status": "ready",
+            "tags_removed": [t for t in SEED_ROLE_TAGS if t != "mysql"],
+        },
+    )
     nodes.create(2, {"fqdn": "node-2", "roles": ["controller"], "status": "ready"})
     nodes.create(2, {"fqdn": "node-3", "roles": ["compute"], "pending_addition": True})
     cluster = "/api/v1/clusters/2"
     assert api.get(f"{cluster}/nodes/1").get_json()["tags"] == [
-        "controller", "mysql", "primary-mysql"]
+        "controller",
+        "mysql",
+        "primary-mysql",
+    ]
     answer = api.get(f"{cluster}/resolved_tasks?graph_type=default").get_json()
-    assert answer == {"nodes": {"1": ["mysql", "globals"],
-                                "2": ["mysql", "haproxy", "globals"]},
-                      "master": ["upload_nodes_info"], "sync": ["deploy_start"]}
+    assert answer == {
+        "nodes": {"1": ["mysql", "globals"], "2": ["mysql", "haproxy", "globals"]},
+        "master": ["upload_nodes_info"],
+        "sync": ["deploy_start"],
+    }
     everyone = api.get(f"{cluster}/resolved_tasks?all=1").get_json()
     assert everyone["nodes"]["3"] == ["globals"]
     one = api.get(f"{cluster}/resolved_tasks?node=node-3").get_json()
     assert one["nodes"] == {"3": ["globals"]}
+
     # the cluster's own graph replaces a release task with the same id
     def own_graph(snapshot):
         changes = ChangeSet("cluster graph")
-        changes.put("graphs/default.yaml", yaml.safe_dump(
-            {"tasks": [{"id": "haproxy", "type": "puppet", "tags": ["mysql"]}]}).encode())
+        changes.put(
+            "graphs/default.yaml",
+            yaml.safe_dump(
+                {"tasks": [{"id": "haproxy", "type": "puppet", "tags": ["mysql"]}]}
+            ).encode(),
+        )
         return changes
 
     tag_store.environment_repo(2).update(own_graph, tag_store.default_author)
@@ -132,9 +159,16 @@ def test_resolved_tasks_over_the_real_fuel_graph(api, add_node, tag_store):
 
 def test_tags_check_warns_but_never_blocks(api, add_node, tag_store):
     add_node("node-1", ["controller"], tags_removed=["keystone"])
-    assert api.get(f"{CLUSTER}/tags_check").get_json() == {"warnings": [
-        {"kind": "tag_unassigned", "tag": "keystone", "role": "controller",
-         "message": "tag 'keystone' of role 'controller' is carried by no node"}]}
+    assert api.get(f"{CLUSTER}/tags_check").get_json() == {
+        "warnings": [
+            {
+                "kind": "tag_unassigned",
+                "tag": "keystone",
+                "role": "controller",
+                "message": "tag 'keystone' of role 'controller' is carried by no node",
+            }
+        ]
+    }
     add_node("node-2", ["compute"], tags_added=["mongo"])
     assert api.get(f"{CLUSTER}/nodes/2").get_json()["primary_tags"] == ["mongo"]
 
@@ -146,7 +180,9 @@ def test_tags_check_warns_but_never_blocks(api, add_node, tag_store):
 
     tag_store.environment_repo(1).update(pushed, tag_store.default_author)
     warnings = api.get(f"{CLUSTER}/tags_check").get_json()["warnings"]
-    assert {(w["kind"], w["tag"]) for w in warnings} == {("tag_unassigned", "keystone"),
-                                                        ("no_primary", "mongo")}
+    assert {(w["kind"], w["tag"]) for w in warnings} == {
+        ("tag_unassigned", "keystone"),
+        ("no_primary", "mongo"),
+    }
     api.patch(f"{CLUSTER}/nodes/1", json={"tags_removed": []})  # any write re-elects
     assert api.get(f"{CLUSTER}/tags_check").get_json() == {"warnings": []}

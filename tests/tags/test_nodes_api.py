@@ -14,12 +14,27 @@ def test_create_stores_the_node_file_and_answers_201(api, tag_store, add_node):
     assert node["id"] == 1 and node["cluster"] == 1
     assert node["pending_roles"] == [] and node["online"] is True
     stored = tag_store.environment_repo(1).snapshot().read_yaml("inventory/nodes/1.yaml")
-    assert list(stored) == ["id", "fqdn", "roles", "pending_roles", "tags_added",
-                            "tags_removed", "primary_tags", "status", "error_type", "online",
-                            "pending_addition", "pending_deletion", "ip_addresses"]
+    assert list(stored) == [
+        "id",
+        "fqdn",
+        "roles",
+        "pending_roles",
+        "tags_added",
+        "tags_removed",
+        "primary_tags",
+        "status",
+        "error_type",
+        "online",
+        "pending_addition",
+        "pending_deletion",
+        "ip_addresses",
+    ]
     # the only controller is elected for every has_primary tag its role produces
-    assert stored["primary_tags"] == ["controller", "database", "keystone", "neutron",
-                                      "rabbitmq"] == node["primary_tags"]
+    assert (
+        stored["primary_tags"]
+        == ["controller", "database", "keystone", "neutron", "rabbitmq"]
+        == node["primary_tags"]
+    )
 
 
 def test_node_by_id_or_fqdn_and_the_store_wide_lookup(api, tag_store, add_node):
@@ -28,7 +43,9 @@ def test_node_by_id_or_fqdn_and_the_store_wide_lookup(api, tag_store, add_node):
     assert api.get(f"{CLUSTER}/nodes/node-2.domain.tld").get_json()["id"] == 2
     assert api.get(f"{CLUSTER}/nodes/2").get_json()["fqdn"] == "node-2.domain.tld"
     assert [n["fqdn"] for n in api.get(f"{CLUSTER}/nodes").get_json()] == [
-        "node-1.domain.tld", "node-2.domain.tld"]
+        "node-1.domain.tld",
+        "node-2.domain.tld",
+    ]
     found = api.get(f"{API}/nodes?fqdn=node-2.domain.tld").get_json()
     assert [(n["id"], n["cluster"]) for n in found] == [(2, 1)]
     assert api.get(f"{API}/nodes?fqdn=nowhere").get_json() == []
@@ -41,8 +58,9 @@ def test_ids_are_unique_across_the_store_lowest_unused_first(api, tag_store, add
     add_node("a", ["compute"], id=3)
     second = api.post(f"{API}/clusters/2/nodes", json={"fqdn": "b", "roles": ["compute"]})
     assert second.status_code == 201 and second.get_json()["id"] == 1
-    assert_error(api.post(f"{API}/clusters/2/nodes", json={"fqdn": "c", "id": 3}), 409,
-                 "environment 1")
+    assert_error(
+        api.post(f"{API}/clusters/2/nodes", json={"fqdn": "c", "id": 3}), 409, "environment 1"
+    )
     assert add_node("d", [])["id"] == 2
     assert add_node("e", [])["id"] == 4
     assert_error(api.post(f"{CLUSTER}/nodes", json={"fqdn": "e"}), 409, "fqdn")
@@ -71,17 +89,26 @@ def test_concurrent_creators_in_different_environments_get_distinct_ids(tag_stor
 
 
 def test_roles_must_exist_and_must_not_conflict(api, add_node):
-    assert_error(api.post(f"{CLUSTER}/nodes", json={"fqdn": "x", "roles": ["swift"]}), 400,
-                 "role 'swift' does not exist")
-    assert_error(api.post(f"{CLUSTER}/nodes", json={"fqdn": "x",
-                                                     "roles": ["controller", "compute"]}),
-                 400, "conflicts")
+    assert_error(
+        api.post(f"{CLUSTER}/nodes", json={"fqdn": "x", "roles": ["swift"]}),
+        400,
+        "role 'swift' does not exist",
+    )
+    assert_error(
+        api.post(f"{CLUSTER}/nodes", json={"fqdn": "x", "roles": ["controller", "compute"]}),
+        400,
+        "conflicts",
+    )
     node = add_node("x", ["compute"])
-    assert_error(api.patch(f"{CLUSTER}/nodes/x", json={"pending_roles": ["controller"]}), 400,
-                 "'controller' conflicts with role 'compute'")
+    assert_error(
+        api.patch(f"{CLUSTER}/nodes/x", json={"pending_roles": ["controller"]}),
+        400,
+        "'controller' conflicts with role 'compute'",
+    )
     assert_error(api.patch(f"{CLUSTER}/nodes/x", json={"status": "great"}), 400, "status")
-    assert_error(api.patch(f"{CLUSTER}/nodes/x", json={"ip_addresses": {"a": "no"}}), 400,
-                 "ip_addresses.a")
+    assert_error(
+        api.patch(f"{CLUSTER}/nodes/x", json={"ip_addresses": {"a": "no"}}), 400, "ip_addresses.a"
+    )
     assert_error(api.patch(f"{CLUSTER}/nodes/x", json={"colour": "red"}), 400, "colour")
     assert_error(api.patch(f"{CLUSTER}/nodes/x", json={"id": 99}), 400, "id")
     assert api.get(f"{CLUSTER}/nodes/x").get_json()["roles"] == node["roles"]
@@ -89,8 +116,15 @@ def test_roles_must_exist_and_must_not_conflict(api, add_node):
 
 def test_put_and_patch_change_only_the_fields_given(api, add_node):
     add_node("x", ["compute"], name="first")
-    put = api.put(f"{CLUSTER}/nodes/x", json={"status": "error", "error_type": "deploy",
-                                              "primary_tags": ["ignored"], "tags": ["too"]})
+    put = api.put(
+        f"{CLUSTER}/nodes/x",
+        json={
+            "status": "error",
+            "error_type": "deploy",
+            "primary_tags": ["ignored"],
+            "tags": ["too"],
+        },
+    )
     assert put.status_code == 200
     body = put.get_json()
     assert (body["status"], body["error_type"], body["name"]) == ("error", "deploy", "first")

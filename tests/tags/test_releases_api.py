@@ -16,8 +16,7 @@ def test_release_round_trip_with_fuel_metadata(api, tag_store, newton):
     assert release["tags_metadata"] == newton["tags_metadata"]
     snapshot = tag_store.catalog().snapshot()
     folder = "releases/Newton on Ubuntu 16.04"
-    assert set(e.name for e in snapshot.list(folder)) == {"release.yaml", "roles.yaml",
-                                                          "tags.yaml"}
+    assert set(e.name for e in snapshot.list(folder)) == {"release.yaml", "roles.yaml", "tags.yaml"}
     assert "roles_metadata" not in snapshot.read_yaml(f"{folder}/release.yaml")
 
 
@@ -28,17 +27,26 @@ def test_create_allocates_ids_and_refuses_duplicates(api):
     assert created.get_json()["id"] == 2 and created.get_json()["state"] == "available"
     assert created.headers["X-Gitstore-Commit"]
     assert_error(api.post(f"{API}/releases", json=body), 409, "ocata")
-    assert_error(api.post(f"{API}/releases", json={"name": "x", "version": "1"}), 400,
-                 "operating_system")
-    assert_error(api.post(f"{API}/releases", json={**body, "name": "y", "state": "odd"}), 400,
-                 "state")
+    assert_error(
+        api.post(f"{API}/releases", json={"name": "x", "version": "1"}), 400, "operating_system"
+    )
+    assert_error(
+        api.post(f"{API}/releases", json={**body, "name": "y", "state": "odd"}), 400, "state"
+    )
 
 
 def test_role_naming_a_missing_tag_is_refused(api):
-    body = {"name": "r", "version": "1", "operating_system": "Ubuntu",
-            "roles_metadata": {"controller": {"tags": ["controller", "mysql"]}}}
-    assert_error(api.post(f"{API}/releases", json=body), 400,
-                 "Role controller contains non-existent tag mysql")
+    body = {
+        "name": "r",
+        "version": "1",
+        "operating_system": "Ubuntu",
+        "roles_metadata": {"controller": {"tags": ["controller", "mysql"]}},
+    }
+    assert_error(
+        api.post(f"{API}/releases", json=body),
+        400,
+        "Role controller contains non-existent tag mysql",
+    )
     body["tags_metadata"] = {"mysql": {"has_primary": "yes"}}
     assert_error(api.post(f"{API}/releases", json=body), 400, "has_primary")
 

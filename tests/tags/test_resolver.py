@@ -16,27 +16,30 @@ NODES = {
 }
 
 
-@pytest.mark.parametrize(("selector", "expected"), [
-    ("/.*controller/", [1, 2, 3]),
-    ("controller", [1, 2, 3]),
-    (["controller"], [1, 2, 3]),
-    ("primary-controller", [1]),
-    ("/c.+/", [1, 2, 3, 4, 5]),
-    ("/cinder|compute/", [4, 5]),
-    ("*", [1, 2, 3, 4, 5]),
-    ("master", ["master"]),
-    (["master", "/.*/"], ["master", 1, 2, 3, 4, 5]),
-    (["compute", "cinder"], [4, 5]),
-    (["primary-controller", "compute", "compute"], [1, 4]),
-    ("/contr/", [1, 2, 3]),  # re.match: anchored at the start only
-    ("/troller/", []),
-    ("nope", []),
-    ([], []),
-    (None, []),
-    (42, []),
-    ({"tags": ["controller"]}, []),
-    ("/[/", []),  # a broken regex matches nothing instead of failing
-])
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("/.*controller/", [1, 2, 3]),
+        ("controller", [1, 2, 3]),
+        (["controller"], [1, 2, 3]),
+        ("primary-controller", [1]),
+        ("/c.+/", [1, 2, 3, 4, 5]),
+        ("/cinder|compute/", [4, 5]),
+        ("*", [1, 2, 3, 4, 5]),
+        ("master", ["master"]),
+        (["master", "/.*/"], ["master", 1, 2, 3, 4, 5]),
+        (["compute", "cinder"], [4, 5]),
+        (["primary-controller", "compute", "compute"], [1, 4]),
+        ("/contr/", [1, 2, 3]),  # re.match: anchored at the start only
+        ("/troller/", []),
+        ("nope", []),
+        ([], []),
+        (None, []),
+        (42, []),
+        ({"tags": ["controller"]}, []),
+        ("/[/", []),  # a broken regex matches nothing instead of failing
+    ],
+)
 def test_selector_forms(selector, expected):
     assert resolve(selector, NODES) == expected
 
@@ -71,22 +74,28 @@ def test_seed_example_mysql_haproxy_globals():
     """The seed: node-1 keeps only the mysql tag of its controller role."""
     tasks = [
         {"id": "mysql", "type": "puppet", "role": ["controller"], "tags": ["mysql"]},
-        {"id": "haproxy", "type": "puppet", "role": ["controller"],
-         "tags": ["controller-common"]},
+        {"id": "haproxy", "type": "puppet", "role": ["controller"], "tags": ["controller-common"]},
         {"id": "globals", "type": "puppet", "role": ["/.*/"]},
     ]
     node_1 = ["controller", "mysql"]  # role-name tag + the one tag left
     node_2 = ["controller", "controller-common", "mysql", "neutron", "keystone", "rabbitmq"]
     answer = resolve_tasks(tasks, {1: node_1, 2: node_2})
-    assert answer == {"nodes": {"1": ["mysql", "globals"], "2": ["mysql", "haproxy", "globals"]},
-                      "master": [], "sync": []}
+    assert answer == {
+        "nodes": {"1": ["mysql", "globals"], "2": ["mysql", "haproxy", "globals"]},
+        "master": [],
+        "sync": [],
+    }
 
 
 def test_groups_stages_master_and_unselected_tasks():
     tasks = [
         {"id": "pre_deployment_start", "type": "stage"},
-        {"id": "controller", "type": "group", "roles": ["controller"],
-         "tasks": ["hiera", "netconfig"]},
+        {
+            "id": "controller",
+            "type": "group",
+            "roles": ["controller"],
+            "tasks": ["hiera", "netconfig"],
+        },
         {"id": "hiera", "type": "puppet"},
         {"id": "netconfig", "type": "puppet", "groups": ["compute"]},
         {"id": "upload_nodes_info", "type": "shell", "role": "master"},
@@ -95,5 +104,7 @@ def test_groups_stages_master_and_unselected_tasks():
     answer = resolve_tasks(tasks, {1: ["controller"], 4: ["compute"]})
     assert answer["sync"] == ["pre_deployment_start", "hiera"]
     assert answer["master"] == ["upload_nodes_info"]
-    assert answer["nodes"] == {"1": ["hiera", "netconfig", "sync_time"],
-                               "4": ["netconfig", "sync_time"]}
+    assert answer["nodes"] == {
+        "1": ["hiera", "netconfig", "sync_time"],
+        "4": ["netconfig", "sync_time"],
+    }

@@ -10,42 +10,63 @@ RELEASE = f"{API}/releases/1"
 def test_release_tags_list_and_single(api):
     listed = api.get(f"{RELEASE}/tags/").get_json()
     assert len(listed) == 13
-    assert listed[0] == {"name": "controller", "meta": {"has_primary": True},
-                         "owner_type": "release", "owner_id": 1}
+    assert listed[0] == {
+        "name": "controller",
+        "meta": {"has_primary": True},
+        "owner_type": "release",
+        "owner_id": 1,
+    }
     assert api.get(f"{RELEASE}/tags/mongo").get_json()["meta"] == {"has_primary": True}
 
 
 def test_create_update_codes(api):
-    created = api.post(f"{RELEASE}/tags/", json={"name": "swift",
-                                                  "meta": {"has_primary": False}})
+    created = api.post(f"{RELEASE}/tags/", json={"name": "swift", "meta": {"has_primary": False}})
     assert created.status_code == 201
-    assert created.get_json() == {"name": "swift", "meta": {"has_primary": False},
-                                  "owner_type": "release", "owner_id": 1}
-    assert_error(api.post(f"{RELEASE}/tags", json={"name": "swift",
-                                                   "meta": {"has_primary": True}}), 409,
-                 "swift")
-    assert_error(api.post(f"{RELEASE}/tags", json={"name": "bad name",
-                                                   "meta": {"has_primary": True}}), 400,
-                 "^[a-zA-Z0-9_-]+$")
-    assert_error(api.post(f"{RELEASE}/tags", json={"name": "x", "meta": {}}), 400,
-                 "meta.has_primary")
-    updated = api.put(f"{RELEASE}/tags/swift", json={"meta": {"has_primary": True,
-                                                                "label": "Swift"}})
+    assert created.get_json() == {
+        "name": "swift",
+        "meta": {"has_primary": False},
+        "owner_type": "release",
+        "owner_id": 1,
+    }
+    assert_error(
+        api.post(f"{RELEASE}/tags", json={"name": "swift", "meta": {"has_primary": True}}),
+        409,
+        "swift",
+    )
+    assert_error(
+        api.post(f"{RELEASE}/tags", json={"name": "bad name", "meta": {"has_primary": True}}),
+        400,
+        "^[a-zA-Z0-9_-]+$",
+    )
+    assert_error(
+        api.post(f"{RELEASE}/tags", json={"name": "x", "meta": {}}), 400, "meta.has_primary"
+    )
+    updated = api.put(
+        f"{RELEASE}/tags/swift", json={"meta": {"has_primary": True, "label": "Swift"}}
+    )
     assert updated.status_code == 200 and updated.get_json()["meta"]["label"] == "Swift"
-    assert_error(api.put(f"{RELEASE}/tags/swift", json={"name": "other",
-                                                         "meta": {"has_primary": True}}),
-                 400, "renamed")
+    assert_error(
+        api.put(f"{RELEASE}/tags/swift", json={"name": "other", "meta": {"has_primary": True}}),
+        400,
+        "renamed",
+    )
     assert_error(api.get(f"{RELEASE}/tags/x"), 404, "Tag 'x' is not found for the release 1")
-    assert_error(api.put(f"{RELEASE}/tags/x", json={"meta": {"has_primary": True}}), 404,
-                 "Tag 'x' is not found for the release 1")
+    assert_error(
+        api.put(f"{RELEASE}/tags/x", json={"meta": {"has_primary": True}}),
+        404,
+        "Tag 'x' is not found for the release 1",
+    )
     assert_error(api.delete(f"{CLUSTER}/tags/x"), 404, "Tag 'x' is not found for the cluster 1")
     assert_error(api.get(f"{API}/plugins/4/tags/"), 404, "plugin")
 
 
 def test_cluster_list_merges_release_cluster_and_plugins(api):
-    plugin = {"name": "contrail", "version": "5.0.0",
-              "roles_metadata": {"contrail-db": {"name": "Contrail DB", "has_primary": True}},
-              "tags_metadata": {"neutron": {"has_primary": False}}}
+    plugin = {
+        "name": "contrail",
+        "version": "5.0.0",
+        "roles_metadata": {"contrail-db": {"name": "Contrail DB", "has_primary": True}},
+        "tags_metadata": {"neutron": {"has_primary": False}},
+    }
     assert api.post(f"{API}/plugins", json=plugin).status_code == 201
     api.patch(f"{API}/config/environments/1", json={"plugins": ["contrail"]})
     created = api.post(f"{CLUSTER}/tags", json={"name": "mysql", "meta": {"has_primary": True}})
@@ -54,8 +75,12 @@ def test_cluster_list_merges_release_cluster_and_plugins(api):
     merged = {t["name"]: t for t in api.get(f"{CLUSTER}/tags").get_json()}
     assert merged["controller"]["owner_type"] == "release"
     assert merged["mysql"]["owner_type"] == "cluster"
-    assert merged["compute"] == {"name": "compute", "meta": {"has_primary": True},
-                                 "owner_type": "cluster", "owner_id": 1}
+    assert merged["compute"] == {
+        "name": "compute",
+        "meta": {"has_primary": True},
+        "owner_type": "cluster",
+        "owner_id": 1,
+    }
     assert merged["neutron"]["owner_type"] == "plugin"  # plugins come last and win
     assert merged["contrail-db"]["meta"] == {"has_primary": True}  # a role without tags
     assert api.get(f"{CLUSTER}/roles").get_json()["contrail-db"]["tags"] == ["contrail-db"]
@@ -99,8 +124,11 @@ def test_cluster_defining_the_same_tag_keeps_its_primary(api, add_node, tag_stor
 
 def test_cluster_roles_must_name_existing_tags(api, add_node):
     roles = {"roles_metadata": {"swift": {"tags": ["swift", "object-store"]}}}
-    assert_error(api.put(f"{CLUSTER}/roles", json=roles), 400,
-                 "Role swift contains non-existent tag object-store")
+    assert_error(
+        api.put(f"{CLUSTER}/roles", json=roles),
+        400,
+        "Role swift contains non-existent tag object-store",
+    )
     api.post(f"{CLUSTER}/tags", json={"name": "object-store", "meta": {"has_primary": True}})
     assert api.put(f"{CLUSTER}/roles", json=roles).status_code == 200
     swift = add_node("swift-1", ["swift"])
@@ -113,10 +141,12 @@ def test_catalog_tag_changes_reelect_in_the_clusters_using_them(api, add_node):
     assert api.get(f"{CLUSTER}/nodes/1").get_json()["primary_tags"] == []
     api.put(f"{RELEASE}/tags/compute", json={"meta": {"has_primary": True}})
     assert api.get(f"{CLUSTER}/nodes/1").get_json()["primary_tags"] == ["compute"]
-    plugin = {"name": "lma", "version": "1.0.0",
-              "roles_metadata": {"collector": {"tags": ["collector", "elastic"]}},
-              "tags_metadata": {"collector": {"has_primary": True},
-                                "elastic": {"has_primary": True}}}
+    plugin = {
+        "name": "lma",
+        "version": "1.0.0",
+        "roles_metadata": {"collector": {"tags": ["collector", "elastic"]}},
+        "tags_metadata": {"collector": {"has_primary": True}, "elastic": {"has_primary": True}},
+    }
     api.post(f"{API}/plugins", json=plugin)
     api.patch(f"{API}/config/environments/1", json={"plugins": ["lma"]})
     add_node("lma-1", ["collector"])
@@ -125,5 +155,7 @@ def test_catalog_tag_changes_reelect_in_the_clusters_using_them(api, add_node):
     role = api.get(f"{API}/plugins/1").get_json()["roles_metadata"]["collector"]
     assert role["tags"] == ["collector"]
     node = api.get(f"{CLUSTER}/nodes/2").get_json()
-    assert node["primary_tags"] == ["collector"] and node["tags"] == ["collector",
-                                                                      "primary-collector"]
+    assert node["primary_tags"] == ["collector"] and node["tags"] == [
+        "collector",
+        "primary-collector",
+    ]

@@ -33,16 +33,32 @@ DB_PASSWORD = "keystone-db-Orig1nal"
 NETWORK = {
     "node_groups": [{"name": "default"}],
     "networks": [
-        {"name": "management", "node_group": "default", "cidr": "192.168.0.0/24",
-         "gateway": None, "ip_ranges": [["192.168.0.1", "192.168.0.254"]], "vlan": 101,
-         "meta": {"notation": "cidr"}},
-        {"name": "public", "node_group": "default", "cidr": "172.16.0.0/24",
-         "gateway": "172.16.0.1", "ip_ranges": [["172.16.0.2", "172.16.0.126"]], "vlan": None},
+        {
+            "name": "management",
+            "node_group": "default",
+            "cidr": "192.168.0.0/24",
+            "gateway": None,
+            "ip_ranges": [["192.168.0.1", "192.168.0.254"]],
+            "vlan": 101,
+            "meta": {"notation": "cidr"},
+        },
+        {
+            "name": "public",
+            "node_group": "default",
+            "cidr": "172.16.0.0/24",
+            "gateway": "172.16.0.1",
+            "ip_ranges": [["172.16.0.2", "172.16.0.126"]],
+            "vlan": None,
+        },
     ],
     "vips": [
         {"name": "vrouter_pub", "network": "public", "ip": "172.16.0.3", "namespace": "vrouter"},
-        {"name": "management", "network": "management", "ip": "192.168.0.2",
-         "namespace": "haproxy"},
+        {
+            "name": "management",
+            "network": "management",
+            "ip": "192.168.0.2",
+            "namespace": "haproxy",
+        },
     ],
 }
 NODES = [("node-1", "controller"), ("node-2", "controller"), ("node-3", "compute")]
@@ -65,8 +81,10 @@ def old_settings(data: dict) -> dict:
     dropped."""
     editable = copy.deepcopy(data["attributes_metadata"]["editable"])
     editable["external_dns"]["dns_list"].update(type="text", value="")
-    editable["legacy"] = {"metadata": {"label": "Legacy"}, "flag": {"type": "checkbox",
-                                                                    "value": False}}
+    editable["legacy"] = {
+        "metadata": {"label": "Legacy"},
+        "flag": {"type": "checkbox", "value": False},
+    }
     return {"editable": editable, "generated": data["attributes_metadata"]["generated"]}
 
 
@@ -74,34 +92,66 @@ def build_original(store: Store, data: dict) -> None:
     """Releases 1 (Mitaka 9.0) and 2 (Newton 10.0) with settings and rules; environment 1 on
     Mitaka with settings, networks, ConfigDB data, a cluster graph and nodes 1-3 deployed."""
     store.components.create(
-        {"name": "fuel", "resource_definitions": [{"name": n} for n in FUEL_RESOURCES]})
-    store.environments.create({"id": ORIGINAL, "components": ["fuel"],
-                               "hierarchy_levels": ["nodes"]})
+        {"name": "fuel", "resource_definitions": [{"name": n} for n in FUEL_RESOURCES]}
+    )
+    store.environments.create(
+        {"id": ORIGINAL, "components": ["fuel"], "hierarchy_levels": ["nodes"]}
+    )
     old, new = release_bodies(data)
     store.releases.create(old)
     store.releases.create(new)
     store.settings.put_release_settings(OLD, old_settings(data))
     store.settings.put_release_settings(NEW, data["attributes_metadata"])
-    store.settings.put_upgrade_rules(NEW, {"rules": [
-        {"since": "10.0", "op": "text_to_list", "path": "editable.external_dns.dns_list"},
-        {"since": "9.0", "op": "set", "path": "editable.common.debug.value", "value": True},
-    ]})
+    store.settings.put_upgrade_rules(
+        NEW,
+        {
+            "rules": [
+                {"since": "10.0", "op": "text_to_list", "path": "editable.external_dns.dns_list"},
+                {"since": "9.0", "op": "set", "path": "editable.common.debug.value", "value": True},
+            ]
+        },
+    )
     store.environments.update(ORIGINAL, {"release": OLD, "name": "prod"})
     store.settings.put_cluster_settings(ORIGINAL, original_settings(data))
     store.networks.put(ORIGINAL, NETWORK)
     store.config.put(ORIGINAL, [], "astute", "values", {"deployment_id": 1, "uid": "1"})
-    store.config.put(ORIGINAL, [], "astute", "overrides",
-                     {"debug": True, "rabbit": {"password": "rabbit-Orig1nal"}})
+    store.config.put(
+        ORIGINAL,
+        [],
+        "astute",
+        "overrides",
+        {"debug": True, "rabbit": {"password": "rabbit-Orig1nal"}},
+    )
     store.config.put(ORIGINAL, [("nodes", "1")], "astute", "overrides", {"role": "primary"})
     store.config.put(ORIGINAL, [("nodes", "1")], "astute", "values", {"fqdn": "node-1"})
-    store.graphs.create("cluster", ORIGINAL, "upgrade-checks", {"tasks": [
-        {"id": "check-db", "type": "shell", "roles": ["controller"],
-         "parameters": {"cmd": "true"}}]})
+    store.graphs.create(
+        "cluster",
+        ORIGINAL,
+        "upgrade-checks",
+        {
+            "tasks": [
+                {
+                    "id": "check-db",
+                    "type": "shell",
+                    "roles": ["controller"],
+                    "parameters": {"cmd": "true"},
+                }
+            ]
+        },
+    )
     for index, (fqdn, role) in enumerate(NODES, start=1):
-        store.nodes.create(ORIGINAL, {
-            "fqdn": fqdn, "roles": [role], "status": "ready",
-            "ip_addresses": {"management": f"192.168.0.{10 + index}/24",
-                             "public": f"172.16.0.{10 + index}/24"}})
+        store.nodes.create(
+            ORIGINAL,
+            {
+                "fqdn": fqdn,
+                "roles": [role],
+                "status": "ready",
+                "ip_addresses": {
+                    "management": f"192.168.0.{10 + index}/24",
+                    "public": f"172.16.0.{10 + index}/24",
+                },
+            },
+        )
 
 
 @pytest.fixture(scope="session")

@@ -42,8 +42,9 @@ def test_with_reprovision_roles_become_pending(seeded_api):
 
 
 def test_a_node_in_error_after_a_failed_deployment_moves(seeded_api):
-    seeded_api.patch(f"{API}/clusters/{ORIGINAL}/nodes/3",
-                     json={"status": "error", "error_type": "deploy"})
+    seeded_api.patch(
+        f"{API}/clusters/{ORIGINAL}/nodes/3", json={"status": "error", "error_type": "deploy"}
+    )
     response = seeded_api.post(ASSIGN, json={"nodes_ids": [3], "reprovision": False})
     assert response.status_code == 200, response.get_json()
 
@@ -51,9 +52,11 @@ def test_a_node_in_error_after_a_failed_deployment_moves(seeded_api):
 def test_the_commits_name_the_move_on_both_sides(seeded_api, seeded_store):
     seeded_api.post(ASSIGN, json={"nodes_ids": [3]})
     seed_log = seeded_store.environment_repo(SEED).commit_info(
-        seeded_store.environment_repo(SEED).head())
+        seeded_store.environment_repo(SEED).head()
+    )
     original_log = seeded_store.environment_repo(ORIGINAL).commit_info(
-        seeded_store.environment_repo(ORIGINAL).head())
+        seeded_store.environment_repo(ORIGINAL).head()
+    )
     assert "move nodes 3 in from environment 1" in seed_log.message
     assert "move nodes 3 out to environment 2" in original_log.message
     assert seed_log.message.split("(move ")[1] == original_log.message.split("(move ")[1]
@@ -61,15 +64,18 @@ def test_the_commits_name_the_move_on_both_sides(seeded_api, seeded_store):
 
 
 # -- errors ---------------------------------------------------------------------------------
-@pytest.mark.parametrize(("body", "word"), [
-    ({}, "nodes_ids"),
-    ({"nodes_ids": []}, "nodes_ids"),
-    ({"nodes_ids": ["1"]}, "nodes_ids"),
-    ({"nodes_ids": [1, 1]}, "twice"),
-    ({"nodes_ids": [1], "reprovision": "yes"}, "reprovision"),
-    ({"nodes_ids": [1], "roles": "controller"}, "roles"),
-    ({"nodes_ids": [1], "extra": 1}, "extra"),
-])
+@pytest.mark.parametrize(
+    ("body", "word"),
+    [
+        ({}, "nodes_ids"),
+        ({"nodes_ids": []}, "nodes_ids"),
+        ({"nodes_ids": ["1"]}, "nodes_ids"),
+        ({"nodes_ids": [1, 1]}, "twice"),
+        ({"nodes_ids": [1], "reprovision": "yes"}, "reprovision"),
+        ({"nodes_ids": [1], "roles": "controller"}, "roles"),
+        ({"nodes_ids": [1], "extra": 1}, "extra"),
+    ],
+)
 def test_a_bad_body_is_400(shared_api, body, word):
     assert_error(shared_api.post(ASSIGN, json=body), 400, word)
 
@@ -85,16 +91,20 @@ def test_a_missing_node_is_404(shared_api):
 def test_a_node_not_in_the_seeds_original_is_405(seeded_api, seeded_store):
     seeded_store.environments.create({"id": 5})
     seeded_store.nodes.create(5, {"fqdn": "stranger", "status": "ready"})
-    body = assert_error(seeded_api.post(ASSIGN, json={"nodes_ids": [4]}), 405,
-                        "node 4", "environment 5")
+    body = assert_error(
+        seeded_api.post(ASSIGN, json={"nodes_ids": [4]}), 405, "node 4", "environment 5"
+    )
     assert "original" in body["message"]
 
 
-@pytest.mark.parametrize(("fields", "word"), [
-    ({"status": "discover"}, "discover"),
-    ({"status": "provisioning"}, "provisioning"),
-    ({"status": "error", "error_type": "provision"}, "provision"),
-])
+@pytest.mark.parametrize(
+    ("fields", "word"),
+    [
+        ({"status": "discover"}, "discover"),
+        ({"status": "provisioning"}, "provisioning"),
+        ({"status": "error", "error_type": "provision"}, "provision"),
+    ],
+)
 def test_a_node_in_the_wrong_status_is_400(seeded_api, fields, word):
     seeded_api.patch(f"{API}/clusters/{ORIGINAL}/nodes/3", json=fields)
     assert_error(seeded_api.post(ASSIGN, json={"nodes_ids": [3]}), 400, "node 3", word)
@@ -103,8 +113,9 @@ def test_a_node_in_the_wrong_status_is_400(seeded_api, fields, word):
 
 def test_a_node_already_in_the_seed_is_400(seeded_api):
     assert seeded_api.post(ASSIGN, json={"nodes_ids": [3]}).status_code == 200
-    assert_error(seeded_api.post(ASSIGN, json={"nodes_ids": [3]}), 400, "already",
-                 f"environment {SEED}")
+    assert_error(
+        seeded_api.post(ASSIGN, json={"nodes_ids": [3]}), 400, "already", f"environment {SEED}"
+    )
 
 
 def test_a_role_unknown_in_the_seed_is_409(shared_api):
@@ -119,15 +130,21 @@ def test_conflicting_roles_are_400(shared_api):
 
 
 def test_nodes_with_different_role_sets_are_400(shared_api):
-    assert_error(shared_api.post(ASSIGN, json={"nodes_ids": [1, 3]}), 400,
-                 "different roles")
+    assert_error(shared_api.post(ASSIGN, json={"nodes_ids": [1, 3]}), 400, "different roles")
 
 
 def test_assigning_to_an_environment_that_is_not_a_seed_is_400(shared_api):
-    assert_error(shared_api.post(f"{API}/clusters/{ORIGINAL}/upgrade/assign",
-                                 json={"nodes_ids": [3]}), 400, "original", f"{SEED}")
-    assert_error(shared_api.post(f"{API}/clusters/{ORIGINAL}/upgrade/assign",
-                                 json={"nodes_ids": [3]}), 400, "seed")
+    assert_error(
+        shared_api.post(f"{API}/clusters/{ORIGINAL}/upgrade/assign", json={"nodes_ids": [3]}),
+        400,
+        "original",
+        f"{SEED}",
+    )
+    assert_error(
+        shared_api.post(f"{API}/clusters/{ORIGINAL}/upgrade/assign", json={"nodes_ids": [3]}),
+        400,
+        "seed",
+    )
 
 
 def test_a_network_the_seed_lacks_is_400_naming_it(seeded_api):
@@ -147,7 +164,11 @@ def test_vips_of_the_original_are_copied_into_the_seed(seeded_api):
 
 
 def test_vips_without_a_relation_or_on_the_original_are_400(seeded_api, seeded_store):
-    assert_error(seeded_api.post(f"{API}/clusters/{ORIGINAL}/upgrade/vips"), 400,
-                 "original", f"environment {SEED}")
+    assert_error(
+        seeded_api.post(f"{API}/clusters/{ORIGINAL}/upgrade/vips"),
+        400,
+        "original",
+        f"environment {SEED}",
+    )
     seeded_store.environments.create({"id": 7})
     assert_error(seeded_api.post(f"{API}/clusters/7/upgrade/vips"), 400, "not an upgrade seed")

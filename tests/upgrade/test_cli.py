@@ -23,8 +23,9 @@ def gs(request, upgrade_store):
     else:
         app = create_app({"TESTING": True}, store=upgrade_store)
         server = make_server("127.0.0.1", 0, app, threaded=True)
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                                  daemon=True)
+        thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         thread.start()
         request.addfinalizer(lambda: (server.shutdown(), server.server_close()))
         connection = ["--url", f"http://127.0.0.1:{server.server_port}"]
@@ -36,8 +37,18 @@ def gs(request, upgrade_store):
 
 
 def test_a_side_by_side_upgrade_from_the_command_line(gs, upgrade_store):
-    cloned = gs("upgrade", "clone", "--env", str(ORIGINAL), "--name", "prod-newton",
-                "--release", str(NEW), "-f", "json")
+    cloned = gs(
+        "upgrade",
+        "clone",
+        "--env",
+        str(ORIGINAL),
+        "--name",
+        "prod-newton",
+        "--release",
+        str(NEW),
+        "-f",
+        "json",
+    )
     assert cloned.exit_code == 0, cloned.output
     assert json.loads(cloned.stdout)["upgrade"] == {"role": "seed", "peer": ORIGINAL}
 
@@ -48,8 +59,18 @@ def test_a_side_by_side_upgrade_from_the_command_line(gs, upgrade_store):
     assert lines[2].split()[:4] == ["1", "node-1", "controller", "ready"]
     assert "192.168.0.11/24" in lines[2]
 
-    repro = gs("upgrade", "assign", "--env", str(SEED), "--nodes", "3", "--roles",
-               "compute,cinder", "-f", "json")
+    repro = gs(
+        "upgrade",
+        "assign",
+        "--env",
+        str(SEED),
+        "--nodes",
+        "3",
+        "--roles",
+        "compute,cinder",
+        "-f",
+        "json",
+    )
     assert json.loads(repro.stdout)[0]["pending_roles"] == ["compute", "cinder"]
 
     vips = gs("upgrade", "vips", "--env", str(SEED), "-f", "json")
@@ -61,9 +82,11 @@ def test_a_side_by_side_upgrade_from_the_command_line(gs, upgrade_store):
         "environment 1 is the original of environment 2",
         "nodes in the original (1): none",
         "nodes in the seed (2): 1, 2, 3",
-        "moves in progress: none"]
+        "moves in progress: none",
+    ]
     assert '~ external_dns.dns_list: "8.8.8.8, 8.8.4.4" -> ["8.8.8.8", "8.8.4.4"]' in (
-        status.stdout)
+        status.stdout
+    )
     assert "generated settings that differ: none" in status.stdout
     assert upgrade_store.nodes.list(ORIGINAL).data == []
 
@@ -71,8 +94,10 @@ def test_a_side_by_side_upgrade_from_the_command_line(gs, upgrade_store):
 def test_failures_print_one_line_and_exit_1(gs):
     result = gs("upgrade", "assign", "--env", str(ORIGINAL), "--nodes", "3")
     assert result.exit_code == 1
-    assert result.stderr.strip() == ("Error: environment 1 is not an upgrade seed: clone an "
-                                     "environment first (POST .../upgrade/clone)")
+    assert result.stderr.strip() == (
+        "Error: environment 1 is not an upgrade seed: clone an "
+        "environment first (POST .../upgrade/clone)"
+    )
     unknown = gs("upgrade", "clone", "--env", str(ORIGINAL), "--name", "x", "--release", "9")
     assert unknown.exit_code == 1 and "release 9" in unknown.stderr
 

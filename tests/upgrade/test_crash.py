@@ -33,8 +33,9 @@ def start_move(store: Store, point: str, tmp_path: Path) -> subprocess.Popen:
     """Run the move in a child process until it reaches `point` (it then waits there)."""
     marker = tmp_path / f"{point}.paused"
     env = {**os.environ, "GITSTORE_TEST_PAUSE": point, "GITSTORE_TEST_PAUSE_FILE": str(marker)}
-    child = subprocess.Popen([sys.executable, "-c", MOVE, str(store.root)], env=env,
-                             stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", MOVE, str(store.root)], env=env, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + 30
     while not marker.exists():
         if child.poll() is not None:
@@ -54,28 +55,38 @@ def kill(child: subprocess.Popen) -> None:
 def served(store: Store) -> dict[int, set[int]]:
     """Where readers are served nodes 1 and 2: environment -> node ids (fresh handles)."""
     fresh = Store(store.root)
-    return {env_id: {n["id"] for n in fresh.nodes.list(env_id).data} & {1, 2}
-            for env_id in (ORIGINAL, SEED)}
+    return {
+        env_id: {n["id"] for n in fresh.nodes.list(env_id).data} & {1, 2}
+        for env_id in (ORIGINAL, SEED)
+    }
 
 
 def stored(store: Store) -> dict[int, set[int]]:
     """Where the heads of the repositories hold nodes 1 and 2 (raw git, no intent applied)."""
     fresh = Store(store.root)
-    return {env_id: {i for i in (1, 2) if fresh.environment_repo(env_id).snapshot().exists(
-        node_path(i))} for env_id in (ORIGINAL, SEED)}
+    return {
+        env_id: {
+            i for i in (1, 2) if fresh.environment_repo(env_id).snapshot().exists(node_path(i))
+        }
+        for env_id in (ORIGINAL, SEED)
+    }
 
 
 def exactly_once(where: dict[int, set[int]]) -> bool:
     return all(sum(node in ids for ids in where.values()) == 1 for node in (1, 2))
 
 
-@pytest.mark.parametrize(("point", "raw"), [
-    ("move.intent-written", {ORIGINAL: {1, 2}, SEED: set()}),
-    ("move.seed-committed", {ORIGINAL: {1, 2}, SEED: {1, 2}}),
-    ("move.original-committed", {ORIGINAL: set(), SEED: {1, 2}}),
-])
+@pytest.mark.parametrize(
+    ("point", "raw"),
+    [
+        ("move.intent-written", {ORIGINAL: {1, 2}, SEED: set()}),
+        ("move.seed-committed", {ORIGINAL: {1, 2}, SEED: {1, 2}}),
+        ("move.original-committed", {ORIGINAL: set(), SEED: {1, 2}}),
+    ],
+)
 def test_a_move_killed_between_steps_is_served_once_and_completed_by_the_next_write(
-        seeded_store, tmp_path, point, raw):
+    seeded_store, tmp_path, point, raw
+):
     child = start_move(seeded_store, point, tmp_path)
     try:
         assert stored(seeded_store) == raw
@@ -88,8 +99,7 @@ def test_a_move_killed_between_steps_is_served_once_and_completed_by_the_next_wr
     assert served(seeded_store) == stored(seeded_store) == {ORIGINAL: set(), SEED: {1, 2}}
     assert seeded_store.moves.pending() == []
     moved = Store(seeded_store.root).nodes.get(SEED, 1).data
-    assert moved["ip_addresses"] == {"management": "192.168.0.11/24",
-                                     "public": "172.16.0.11/24"}
+    assert moved["ip_addresses"] == {"management": "192.168.0.11/24", "public": "172.16.0.11/24"}
 
 
 def test_a_server_start_completes_an_interrupted_move(seeded_store, tmp_path):

@@ -33,10 +33,15 @@ def test_release_settings_read_back_as_written(api, fuel_release):
     assert changed.get_json() == {**body, "generated": {}}
 
 
-@pytest.mark.parametrize(("body", "word"), [
-    ({"editable": []}, "editable"), ({"defaults": {}}, "defaults"),
-    ({"editable": {"common": 3}}, "common"), ([], "object"),
-])
+@pytest.mark.parametrize(
+    ("body", "word"),
+    [
+        ({"editable": []}, "editable"),
+        ({"defaults": {}}, "defaults"),
+        ({"editable": {"common": 3}}, "common"),
+        ([], "object"),
+    ],
+)
 def test_bad_release_settings_are_400(shared_api, body, word):
     assert_error(shared_api.put(f"{API}/releases/{NEW}/settings", json=body), 400, word)
 
@@ -48,14 +53,17 @@ def test_settings_of_a_missing_release_are_404(shared_api):
 
 def test_upgrade_rules_read_back_and_are_checked(api):
     rules = api.get(f"{API}/releases/{NEW}/upgrade_rules").get_json()["rules"]
-    assert rules[0] == {"since": "10.0", "op": "text_to_list",
-                        "path": "editable.external_dns.dns_list"}
-    new = {"rules": [{"since": "10.0", "op": "rename", "path": "editable.a.b",
-                      "to": "editable.a.c"}]}
+    assert rules[0] == {
+        "since": "10.0",
+        "op": "text_to_list",
+        "path": "editable.external_dns.dns_list",
+    }
+    new = {
+        "rules": [{"since": "10.0", "op": "rename", "path": "editable.a.b", "to": "editable.a.c"}]
+    }
     assert api.put(f"{API}/releases/{NEW}/upgrade_rules", json=new).get_json() == new
     bad = {"rules": [{"since": "10.0", "op": "rename", "path": "editable.a.b"}]}
-    assert_error(api.put(f"{API}/releases/{NEW}/upgrade_rules", json=bad), 400, "rules[0]",
-                 "to")
+    assert_error(api.put(f"{API}/releases/{NEW}/upgrade_rules", json=bad), 400, "rules[0]", "to")
 
 
 # -- cluster settings -----------------------------------------------------------------------
@@ -85,10 +93,14 @@ def test_a_part_left_out_is_unchanged(api):
     assert after["editable"] == {"common": {"debug": {"value": True}}}
 
 
-@pytest.mark.parametrize(("body", "word"), [
-    ({"generated": "x"}, "generated"), ({"editable": {"a": []}}, "'a'"),
-    ({"attributes": {}}, "attributes"),
-])
+@pytest.mark.parametrize(
+    ("body", "word"),
+    [
+        ({"generated": "x"}, "generated"),
+        ({"editable": {"a": []}}, "'a'"),
+        ({"attributes": {}}, "attributes"),
+    ],
+)
 def test_bad_cluster_settings_are_400(shared_api, body, word):
     assert_error(shared_api.put(SETTINGS, json=body), 400, word)
 
@@ -109,18 +121,21 @@ def _network(**change) -> dict:
     return network
 
 
-@pytest.mark.parametrize(("body", "word"), [
-    (_network(networks__0__cidr="192.168.0.0/33"), "networks[0].cidr"),
-    (_network(networks__1__gateway="gw"), "networks[1].gateway"),
-    (_network(networks__0__vlan=5000), "networks[0].vlan"),
-    (_network(networks__0__node_group="other"), "node_group"),
-    (_network(networks__0__ip_ranges=[["192.168.0.1"]]), "networks[0].ip_ranges"),
-    (_network(vips__0__network="storage"), "vips[0].network"),
-    (_network(vips__1__name="vrouter_pub"), "given twice"),
-    (_network(networks__0__colour="red"), "colour"),
-    ({"networks": {}}, "networks"),
-    ({"node_groups": [{"name": "a"}, {"name": "a"}]}, "given twice"),
-])
+@pytest.mark.parametrize(
+    ("body", "word"),
+    [
+        (_network(networks__0__cidr="192.168.0.0/33"), "networks[0].cidr"),
+        (_network(networks__1__gateway="gw"), "networks[1].gateway"),
+        (_network(networks__0__vlan=5000), "networks[0].vlan"),
+        (_network(networks__0__node_group="other"), "node_group"),
+        (_network(networks__0__ip_ranges=[["192.168.0.1"]]), "networks[0].ip_ranges"),
+        (_network(vips__0__network="storage"), "vips[0].network"),
+        (_network(vips__1__name="vrouter_pub"), "given twice"),
+        (_network(networks__0__colour="red"), "colour"),
+        ({"networks": {}}, "networks"),
+        ({"node_groups": [{"name": "a"}, {"name": "a"}]}, "given twice"),
+    ],
+)
 def test_a_bad_network_is_400_naming_the_part(shared_api, body, word):
     assert_error(shared_api.put(f"{API}/clusters/{ORIGINAL}/network", json=body), 400, word)
 
@@ -134,10 +149,13 @@ def _auth(user: str) -> dict:
 @pytest.fixture
 def guarded(seeded_store, seeded_api):
     access = AccessFile(seeded_store.root)
-    for name, grants in {"seed_writer": ["writer:env:2"], "both": ["writer:env:1",
-                                                                   "writer:env:2"],
-                         "env_writer": ["writer:env:1"], "store_writer": ["writer"],
-                         "reader": ["reader"]}.items():
+    for name, grants in {
+        "seed_writer": ["writer:env:2"],
+        "both": ["writer:env:1", "writer:env:2"],
+        "env_writer": ["writer:env:1"],
+        "store_writer": ["writer"],
+        "reader": ["reader"],
+    }.items():
         access.add_user(name, parse_grants(grants), f"{name}-password")
     return seeded_api
 
@@ -145,8 +163,9 @@ def guarded(seeded_store, seeded_api):
 def test_moving_nodes_needs_writer_on_the_original_too(guarded):
     body = {"nodes_ids": [3]}
     assign = f"{API}/clusters/{SEED}/upgrade/assign"
-    assert_error(guarded.post(assign, json=body, headers=_auth("seed_writer")), 403,
-                 "environment 1")
+    assert_error(
+        guarded.post(assign, json=body, headers=_auth("seed_writer")), 403, "environment 1"
+    )
     assert guarded.post(assign, json=body, headers=_auth("both")).status_code == 200
 
 

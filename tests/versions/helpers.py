@@ -17,8 +17,16 @@ def pairs_of(scope: str) -> list[tuple[str, str]]:
     return list(zip(parts[::2], parts[1::2], strict=True))
 
 
-def put(store, scope: str, document: dict, *, kind: str = "values", resource: str = "astute",
-        author: Author = ALICE, env_id: int = 1):
+def put(
+    store,
+    scope: str,
+    document: dict,
+    *,
+    kind: str = "values",
+    resource: str = "astute",
+    author: Author = ALICE,
+    env_id: int = 1,
+):
     """Write one document through the facade; returns the Served naming the commit."""
     return store.config.put(env_id, pairs_of(scope), resource, kind, document, author)
 

@@ -22,8 +22,9 @@ def test_history_over_rest(fuel_store, client):
 def test_version_routes_answer_404_for_unknown_environments(client):
     for url in ("/history", "/diff?from=1", "/labels"):
         assert_error(client.get(f"/api/v1/config/environments/9{url}"), 404, "environment 9")
-    assert_error(client.post("/api/v1/config/environments/9/revert", json={"to": "1"}), 404,
-                 "environment 9")
+    assert_error(
+        client.post("/api/v1/config/environments/9/revert", json={"to": "1"}), 404, "environment 9"
+    )
 
 
 def test_history_query_errors(fuel_store, client):

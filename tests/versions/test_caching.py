@@ -72,9 +72,13 @@ def server(fuel_store, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITSTORE_")}
     env["GITSTORE_ROOT"] = str(fuel_store.root)
     log = (tmp_path / "gunicorn.log").open("wb")
-    process = subprocess.Popen([str(GUNICORN), "-w", "2", "-b", f"127.0.0.1:{port}",
-                                "gitstore.api:create_app()"], env=env, stdout=log,
-                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [str(GUNICORN), "-w", "2", "-b", f"127.0.0.1:{port}", "gitstore.api:create_app()"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_answers(process, url, tmp_path / "gunicorn.log")
@@ -90,11 +94,11 @@ def test_304_through_a_real_server(fuel_store, server):
     assert first.status_code == 200 and first.json() == {"a": 1}
     etag = first.headers["ETag"]
     put(fuel_store, "nodes/2", {"a": 2})  # unrelated, made while the server runs
-    again = requests.get(f"{server}{NODE1}?effective", headers={"If-None-Match": etag},
-                         timeout=10)
+    again = requests.get(f"{server}{NODE1}?effective", headers={"If-None-Match": etag}, timeout=10)
     assert again.status_code == 304
     assert again.headers["X-Gitstore-Version"] == "3" and again.headers["ETag"] == etag
     put(fuel_store, "nodes/1", {"a": 3})
-    changed = requests.get(f"{server}{NODE1}?effective", headers={"If-None-Match": etag},
-                           timeout=10)
+    changed = requests.get(
+        f"{server}{NODE1}?effective", headers={"If-None-Match": etag}, timeout=10
+    )
     assert changed.status_code == 200 and changed.json() == {"a": 3}

@@ -40,8 +40,7 @@ def test_history_table_and_json(gs, edited):
     assert "/ astute values ~mtu ~ntp" in table[2] and table[2].startswith("5 ")
     assert len(table) == 2 + 5
     data = json.loads(gs("config", "history", *NODE1, "-k", "mtu", "-f", "json").stdout)
-    assert [(e.get("old"), e.get("new")) for e in data["entries"]] == [(1500, 9000),
-                                                                       (None, 1500)]
+    assert [(e.get("old"), e.get("new")) for e in data["entries"]] == [(1500, 9000), (None, 1500)]
     values = gs("config", "history", *NODE1, "-k", "mtu").stdout
     assert "(absent)" in values and "9000" in values and "bob" in values
     limited = yaml.safe_load(gs("config", "history", "-e", "1", "-n", "1", "-f", "yaml").stdout)
@@ -54,8 +53,9 @@ def test_diff_lists_keys_with_signs(gs, edited):
     assert "/ astute" in text and "  ~ mtu: 1500 -> 1400" in text
     assert "/nodes/1/ astute" in text and "  ~ mtu: 1500 -> 9000" in text
     assert "/nodes/2/ astute" in text and "  + x: 1" in text
-    data = json.loads(gs("config", "diff", "-e", "1", "--from", first, "-l", "nodes=2",
-                         "-f", "json").stdout)
+    data = json.loads(
+        gs("config", "diff", "-e", "1", "--from", first, "-l", "nodes=2", "-f", "json").stdout
+    )
     assert set(data["scopes"]) == {"/nodes/2/"}
     same = gs("config", "diff", "-e", "1", "--from", "HEAD", "--to", "main").stdout
     assert same.startswith("no differences")
@@ -83,6 +83,7 @@ def test_explain_table_and_json(gs, edited):
     assert text[0].split()[:3] == ["key", "won", "scope"]
     winner = next(line for line in text if line.startswith("mtu") and "*" in line)
     assert "nodes/1/overrides/astute.yaml:1" in winner and "bob" in winner
-    data = json.loads(gs("config", "explain", *NODE1, "-k", "ntp", "--version", "3",
-                         "-f", "json").stdout)
+    data = json.loads(
+        gs("config", "explain", *NODE1, "-k", "ntp", "--version", "3", "-f", "json").stdout
+    )
     assert [(k["path"], k["value"]) for k in data["keys"]] == [("ntp", ["a"])]

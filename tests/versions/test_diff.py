@@ -29,8 +29,9 @@ def test_a_global_edit_reaches_every_node_but_the_shadowing_one(fifty):
     scopes = store.versions.diff(1, base).data["scopes"]
     expected = {"/"} | {f"/nodes/{n}/" for n in range(1, NODES + 1) if str(n) != SHADOWING}
     assert set(scopes) == expected
-    assert scopes["/nodes/12/"] == {"astute": {"added": {}, "removed": {},
-                                               "changed": {"k": {"old": 1, "new": 2}}}}
+    assert scopes["/nodes/12/"] == {
+        "astute": {"added": {}, "removed": {}, "changed": {"k": {"old": 1, "new": 2}}}
+    }
 
 
 def test_only_changed_nodes_are_reported(fifty):
@@ -51,9 +52,11 @@ def test_levels_and_resource_limit_the_diff(fifty):
     put(store, "nodes/5", {"x": 1}, resource="globals")
     one = store.versions.diff(1, base, levels=["nodes=5"]).data["scopes"]
     assert set(one) == {"/nodes/5/"} and set(one["/nodes/5/"]) == {"astute", "globals"}
-    assert one["/nodes/5/"]["astute"] == {"added": {"nested.b": 2},
-                                          "removed": {"nested.a": 1},
-                                          "changed": {"k": {"old": 1, "new": 2}}}
+    assert one["/nodes/5/"]["astute"] == {
+        "added": {"nested.b": 2},
+        "removed": {"nested.a": 1},
+        "changed": {"k": {"old": 1, "new": 2}},
+    }
     only = store.versions.diff(1, base, resource="globals").data["scopes"]
     assert only == {"/nodes/5/": {"globals": {"added": {"x": 1}, "removed": {}, "changed": {}}}}
 
@@ -62,16 +65,16 @@ def test_a_node_added_or_removed_is_a_scope(fifty):
     store, base = fifty
     put(store, "nodes/51", {"n": 51})
     scopes = store.versions.diff(1, base).data["scopes"]
-    assert scopes == {"/nodes/51/": {"astute": {"added": {"n": 51}, "removed": {},
-                                                "changed": {}}}}
+    assert scopes == {"/nodes/51/": {"astute": {"added": {"n": 51}, "removed": {}, "changed": {}}}}
     back = store.versions.diff(1, "HEAD", "HEAD~1").data["scopes"]
     assert back["/nodes/51/"]["astute"]["removed"] == {"n": 51}
 
 
 def test_role_level_edits_reach_the_nodes_under_that_role(store):
     store.components.create({"name": "fuel", "resource_definitions": [{"name": "astute"}]})
-    store.environments.create({"id": 1, "components": ["fuel"],
-                               "hierarchy_levels": ["role", "nodes"]})
+    store.environments.create(
+        {"id": 1, "components": ["fuel"], "hierarchy_levels": ["role", "nodes"]}
+    )
     roles = {str(n): ("compute" if n % 2 else "controller") for n in range(1, 21)}
     put(store, "role/compute", {"cpu": 1})
     put(store, "role/controller", {"cpu": 1})
@@ -79,8 +82,7 @@ def test_role_level_edits_reach_the_nodes_under_that_role(store):
     put(store, "role/compute", {"cpu": 2})
     chains = [f"role={role},nodes={node}" for node, role in roles.items()]
     scopes = store.versions.diff(1, base, levels=chains).data["scopes"]
-    assert set(scopes) == {f"/role/compute/nodes/{n}/" for n, r in roles.items()
-                           if r == "compute"}
+    assert set(scopes) == {f"/role/compute/nodes/{n}/" for n, r in roles.items() if r == "compute"}
     # by default each level value is a scope of its own (with global)
     assert set(store.versions.diff(1, base).data["scopes"]) == {"/role/compute/"}
 
@@ -99,8 +101,10 @@ def test_diff_over_rest(fifty, client):
     response = client.get(f"{ENV}/diff?from={base}&levels=nodes=1&levels=nodes/7")
     assert response.status_code == 200
     assert response.get_json()["scopes"] == {
-        "/nodes/1/": {"astute": {"added": {}, "removed": {}, "changed": {"k": {"old": 1,
-                                                                                "new": 3}}}}}
+        "/nodes/1/": {
+            "astute": {"added": {}, "removed": {}, "changed": {"k": {"old": 1, "new": 3}}}
+        }
+    }
     assert response.headers["X-Gitstore-Version"] == "3"
     assert_error(client.get(f"{ENV}/diff?from=v9"), 404, "from", "v9")
     assert_error(client.get(f"{ENV}/diff?from=1&to=zzz"), 404, "to", "zzz")

@@ -13,8 +13,7 @@ def _by_path(response) -> dict:
 
 
 def test_layers_winner_lines_and_last_change(fuel_store, client):
-    first = put(fuel_store, "", {"net": {"mtu": 1500, "vlan": 10}, "ntp": ["a", "b"]},
-                author=ALICE)
+    first = put(fuel_store, "", {"net": {"mtu": 1500, "vlan": 10}, "ntp": ["a", "b"]}, author=ALICE)
     override = put(fuel_store, "nodes/1", {"net": {"mtu": 9000}}, kind="overrides", author=BOB)
     put(fuel_store, "nodes/2", {"net": {"mtu": 1}})  # unrelated
     keys = _by_path(client.get(f"{NODE}?effective&explain"))
@@ -22,10 +21,20 @@ def test_layers_winner_lines_and_last_change(fuel_store, client):
     mtu = keys["net.mtu"]
     assert mtu["value"] == 9000
     assert mtu["layers"] == [
-        {"scope": "/", "kind": "values", "file": "global/values/astute.yaml", "line": 2,
-         "value": 1500},
-        {"scope": "/nodes/1/", "kind": "overrides", "file": "nodes/1/overrides/astute.yaml",
-         "line": 2, "value": 9000},
+        {
+            "scope": "/",
+            "kind": "values",
+            "file": "global/values/astute.yaml",
+            "line": 2,
+            "value": 1500,
+        },
+        {
+            "scope": "/nodes/1/",
+            "kind": "overrides",
+            "file": "nodes/1/overrides/astute.yaml",
+            "line": 2,
+            "value": 9000,
+        },
     ]
     assert mtu["winner"] == 1
     assert (mtu["commit"], mtu["author"]) == (override.commit, "bob")

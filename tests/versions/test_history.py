@@ -10,31 +10,40 @@ from .helpers import ALICE, BOB, effective, put
 
 #: 20 commits (scope, kind, resource, document); only some change net.mtu at /nodes/1/.
 SCRIPT = [
-    ("", "values", "astute", {"net": {"mtu": 1500}, "other": 1}),       # 1 introduces 1500
-    ("", "values", "astute", {"net": {"mtu": 1500}, "other": 2}),       # 2 other key
-    ("nodes/2", "values", "astute", {"net": {"mtu": 9000}}),            # 3 another node
-    ("nodes/1", "values", "astute", {"hostname": "n1"}),                # 4 another key
-    ("", "overrides", "astute", {"net": {"mtu": 1400}}),                # 5 1500 -> 1400
+    ("", "values", "astute", {"net": {"mtu": 1500}, "other": 1}),  # 1 introduces 1500
+    ("", "values", "astute", {"net": {"mtu": 1500}, "other": 2}),  # 2 other key
+    ("nodes/2", "values", "astute", {"net": {"mtu": 9000}}),  # 3 another node
+    ("nodes/1", "values", "astute", {"hostname": "n1"}),  # 4 another key
+    ("", "overrides", "astute", {"net": {"mtu": 1400}}),  # 5 1500 -> 1400
     ("nodes/1", "values", "astute", {"hostname": "n1", "net": {"mtu": 9000}}),  # 6 -> 9000
-    ("", "values", "astute", {"net": {"mtu": 1600}, "other": 2}),       # 7 shadowed
-    ("", "overrides", "astute", {"net": {"mtu": 1450}}),                # 8 shadowed
-    ("nodes/1", "overrides", "astute", {"net": {"mtu": 9001}}),         # 9 -> 9001
-    ("nodes/2", "overrides", "astute", {"x": 1}),                       # 10 another node
+    ("", "values", "astute", {"net": {"mtu": 1600}, "other": 2}),  # 7 shadowed
+    ("", "overrides", "astute", {"net": {"mtu": 1450}}),  # 8 shadowed
+    ("nodes/1", "overrides", "astute", {"net": {"mtu": 9001}}),  # 9 -> 9001
+    ("nodes/2", "overrides", "astute", {"x": 1}),  # 10 another node
     ("nodes/1", "values", "astute", {"hostname": "n1b", "net": {"mtu": 9000}}),  # 11 shadowed
-    ("nodes/1", "overrides", "astute", {}),                             # 12 -> 9000
-    ("nodes/1", "values", "astute", {"hostname": "n1b"}),               # 13 -> 1450
-    ("", "overrides", "astute", {}),                                    # 14 -> 1600
-    ("nodes/1", "values", "globals", {"net": {"mtu": 1}}),              # 15 another resource
-    ("", "values", "astute", {"net": {"mtu": 1600}, "other": 3}),       # 16 other key
-    ("", "values", "astute", {"net": {}, "other": 3}),                  # 17 removed
-    ("nodes/3", "values", "astute", {"a": 1}),                          # 18 another node
-    ("", "values", "astute", {"net": {"mtu": "1500"}, "other": 3}),     # 19 back, as a string
-    ("", "values", "astute", {"net": {"mtu": 1500}, "other": 3}),       # 20 string -> int
+    ("nodes/1", "overrides", "astute", {}),  # 12 -> 9000
+    ("nodes/1", "values", "astute", {"hostname": "n1b"}),  # 13 -> 1450
+    ("", "overrides", "astute", {}),  # 14 -> 1600
+    ("nodes/1", "values", "globals", {"net": {"mtu": 1}}),  # 15 another resource
+    ("", "values", "astute", {"net": {"mtu": 1600}, "other": 3}),  # 16 other key
+    ("", "values", "astute", {"net": {}, "other": 3}),  # 17 removed
+    ("nodes/3", "values", "astute", {"a": 1}),  # 18 another node
+    ("", "values", "astute", {"net": {"mtu": "1500"}, "other": 3}),  # 19 back, as a string
+    ("", "values", "astute", {"net": {"mtu": 1500}, "other": 3}),  # 20 string -> int
 ]
 #: Script step -> (old, new) of net.mtu at /nodes/1/; None where absent.
-EXPECTED = {20: ("1500", 1500), 19: (None, "1500"), 17: (1600, None), 14: (1450, 1600),
-            13: (9000, 1450), 12: (9001, 9000), 9: (9000, 9001), 6: (1400, 9000),
-            5: (1500, 1400), 1: (None, 1500)}
+EXPECTED = {
+    20: ("1500", 1500),
+    19: (None, "1500"),
+    17: (1600, None),
+    14: (1450, 1600),
+    13: (9000, 1450),
+    12: (9001, 9000),
+    9: (9000, 9001),
+    6: (1400, 9000),
+    5: (1500, 1400),
+    1: (None, 1500),
+}
 
 
 @pytest.fixture
@@ -56,7 +65,8 @@ def _pairs(entry):
 def test_key_history_lists_only_commits_that_changed_the_effective_value(scripted):
     store, commits = scripted
     entries = store.versions.history(1, path="nodes/1", resource="astute", key="net.mtu").data[
-        "entries"]
+        "entries"
+    ]
     assert [e["commit"] for e in entries] == [commits[step] for step in EXPECTED]
     assert [e["version"] for e in entries] == [step + 1 for step in EXPECTED]
     assert [_pairs(e) for e in entries] == list(EXPECTED.values())
@@ -69,7 +79,8 @@ def test_key_history_lists_only_commits_that_changed_the_effective_value(scripte
 def test_key_history_agrees_with_effective_reads_at_every_version(scripted):
     store, commits = scripted
     entries = store.versions.history(1, path="/nodes/1/", resource="astute", key="net.mtu").data[
-        "entries"]
+        "entries"
+    ]
     by_version = {e["version"]: e for e in entries}
     for version in range(2, len(SCRIPT) + 2):
         before = effective(store, "nodes/1", version=version - 1).get("net", {}).get("mtu")
@@ -83,8 +94,9 @@ def test_key_history_limit_since_and_version(scripted):
     history = store.versions.history
     limited = history(1, path="nodes/1", resource="astute", key="net.mtu", limit=3).data
     assert [e["commit"] for e in limited["entries"]] == [commits[20], commits[19], commits[17]]
-    since = history(1, path="nodes/1", resource="astute", key="net.mtu",
-                    since=commits[9]).data["entries"]
+    since = history(1, path="nodes/1", resource="astute", key="net.mtu", since=commits[9]).data[
+        "entries"
+    ]
     assert [e["commit"] for e in since] == [commits[s] for s in (20, 19, 17, 14, 13, 12)]
     as_of = history(1, path="nodes/1", resource="astute", key="net.mtu", version="7").data
     assert [e["commit"] for e in as_of["entries"]] == [commits[6], commits[5], commits[1]]
@@ -92,12 +104,17 @@ def test_key_history_limit_since_and_version(scripted):
 
 def test_key_history_at_global_scope(scripted):
     store, commits = scripted
-    entries = store.versions.history(1, path="/", resource="astute", key="net.mtu").data[
-        "entries"]
+    entries = store.versions.history(1, path="/", resource="astute", key="net.mtu").data["entries"]
     assert [e["commit"] for e in entries] == [commits[s] for s in (20, 19, 17, 14, 8, 5, 1)]
-    assert [_pairs(e) for e in entries] == [("1500", 1500), (None, "1500"), (1600, None),
-                                            (1450, 1600), (1400, 1450), (1500, 1400),
-                                            (None, 1500)]
+    assert [_pairs(e) for e in entries] == [
+        ("1500", 1500),
+        (None, "1500"),
+        (1600, None),
+        (1450, 1600),
+        (1400, 1450),
+        (1500, 1400),
+        (None, 1500),
+    ]
 
 
 def test_change_log_lists_every_commit_with_its_key_changes(scripted):
@@ -106,9 +123,17 @@ def test_change_log_lists_every_commit_with_its_key_changes(scripted):
     assert len(entries) == len(SCRIPT) + 1
     assert [e["version"] for e in entries] == list(range(len(SCRIPT) + 1, 0, -1))
     assert entries[-1]["changes"] == []  # environment.yaml only
-    assert entries[0]["changes"] == [{
-        "level": "/", "resource": "astute", "kind": "values", "file": "global/values/astute.yaml",
-        "keys_added": [], "keys_removed": [], "keys_changed": ["net.mtu"]}]
+    assert entries[0]["changes"] == [
+        {
+            "level": "/",
+            "resource": "astute",
+            "kind": "values",
+            "file": "global/values/astute.yaml",
+            "keys_added": [],
+            "keys_removed": [],
+            "keys_changed": ["net.mtu"],
+        }
+    ]
     node = entries[len(SCRIPT) - 6]  # step 6
     assert node["commit"] == commits[6] and node["author"] == "bob"
     assert node["changes"][0]["level"] == "/nodes/1/"

@@ -38,23 +38,43 @@ def test_an_existing_label_is_a_conflict_and_never_moves(three, client):
 
 
 def test_bad_label_names_are_rejected(three, client):
-    for name in ["", "12", "deadbeef", "main", "HEAD", "a b", "-x", "x..y", "x.lock", "a/b", "é",
-                 "x" * 101, None, 3]:
+    for name in [
+        "",
+        "12",
+        "deadbeef",
+        "main",
+        "HEAD",
+        "a b",
+        "-x",
+        "x..y",
+        "x.lock",
+        "a/b",
+        "é",
+        "x" * 101,
+        None,
+        3,
+    ]:
         assert_error(client.post(f"{ENV}/labels", json={"name": name}), 400, "label name")
     assert client.get(f"{ENV}/labels").get_json() == []
 
 
 def test_label_body_errors(three, client):
-    assert_error(client.post(f"{ENV}/labels", json={"name": "ok", "version": "nope"}), 404,
-                 "nope")
+    assert_error(client.post(f"{ENV}/labels", json={"name": "ok", "version": "nope"}), 404, "nope")
     assert_error(client.post(f"{ENV}/labels", json={"name": "ok", "when": 1}), 400, "when")
     assert_error(client.post(f"{ENV}/labels", json=["ok"]), 400, "name")
 
 
 def test_every_spelling_of_version_resolves(three, client):
     client.post(f"{ENV}/labels", json={"name": "first-a", "version": three[0]})
-    spellings = {"2": 1, three[0]: 1, short_id(three[1], 7): 2, "first-a": 1, "main~1": 2,
-                 "main": 3, "HEAD~2": 1}
+    spellings = {
+        "2": 1,
+        three[0]: 1,
+        short_id(three[1], 7): 2,
+        "first-a": 1,
+        "main~1": 2,
+        "main": 3,
+        "HEAD~2": 1,
+    }
     for version, a in spellings.items():
         response = client.get(f"{VALUES}?version={version}")
         assert response.status_code == 200, (version, response.get_json())
@@ -62,5 +82,3 @@ def test_every_spelling_of_version_resolves(three, client):
         assert response.headers["X-Gitstore-Version"] == str(a + 1)
     assert_error(client.get(f"{VALUES}?version=9"), 404, "9")
     assert_error(client.get(f"{VALUES}?version=no-such-label"), 404, "no-such-label")
-
-

@@ -22,7 +22,10 @@ def test_nested_keys_are_reported_as_dotted_paths():
 
 def test_a_mapping_replaced_by_a_scalar_is_one_change():
     assert diff_documents({"a": {"b": 1}}, {"a": 5}) == {
-        "added": {}, "removed": {}, "changed": {"a": {"old": {"b": 1}, "new": 5}}}
+        "added": {},
+        "removed": {},
+        "changed": {"a": {"old": {"b": 1}, "new": 5}},
+    }
 
 
 def test_types_are_strict():
@@ -34,7 +37,10 @@ def test_types_are_strict():
 
 def test_changed_keys_lists_paths_per_section():
     assert changed_keys({"a": 1, "b": {"c": 1}}, {"b": {"c": 2}, "d": 1}) == {
-        "keys_added": ["d"], "keys_removed": ["a"], "keys_changed": ["b.c"]}
+        "keys_added": ["d"],
+        "keys_removed": ["a"],
+        "keys_changed": ["b.c"],
+    }
 
 
 def test_leaf_paths_stop_at_lists_and_empty_mappings():

@@ -20,8 +20,7 @@ def edited(fuel_store):
 
 def test_revert_to_a_version_restores_effective_values(edited, client):
     store, commits = edited
-    expected = {s: effective(store, s, version=commits["base"]) for s in ("", "nodes/1",
-                                                                          "nodes/2")}
+    expected = {s: effective(store, s, version=commits["base"]) for s in ("", "nodes/1", "nodes/2")}
     response = client.post(f"{ENV}/revert", json={"to": commits["base"]})
     assert response.status_code == 201, response.get_json()
     body = response.get_json()
@@ -33,7 +32,10 @@ def test_revert_to_a_version_restores_effective_values(edited, client):
     assert history[0]["commit"] == body["commit"]
     assert history[0]["message"].startswith("revert: restore the environment to version 2")
     assert {c["file"] for c in history[0]["changes"]} == {
-        "global/values/astute.yaml", "nodes/1/overrides/astute.yaml", "nodes/2/values/astute.yaml"}
+        "global/values/astute.yaml",
+        "nodes/1/overrides/astute.yaml",
+        "nodes/2/values/astute.yaml",
+    }
     # nothing left to restore: no new commit
     again = client.post(f"{ENV}/revert", json={"to": commits["base"]})
     assert again.status_code == 200 and again.get_json() == {**body, "changed": False}
@@ -41,18 +43,28 @@ def test_revert_to_a_version_restores_effective_values(edited, client):
 
 def test_revert_named_paths_only(edited, client):
     store, commits = edited
-    response = client.post(f"{ENV}/revert", json={"to": commits["base"],
-                                                  "paths": ["global/values/astute.yaml"],
-                                                  "message": "undo the global edit"})
+    response = client.post(
+        f"{ENV}/revert",
+        json={
+            "to": commits["base"],
+            "paths": ["global/values/astute.yaml"],
+            "message": "undo the global edit",
+        },
+    )
     assert response.status_code == 201
     assert effective(store, "") == {"a": 1, "b": {"c": 2}}
     assert effective(store, "nodes/2") == {"a": 1, "b": {"c": 2}, "n": 2}  # kept
     assert store.versions.history(1, limit=1).data["entries"][0]["message"] == (
-        "undo the global edit")
+        "undo the global edit"
+    )
     # a path that exists nowhere is named
-    assert_error(client.post(f"{ENV}/revert", json={"to": commits["base"],
-                                                    "paths": ["nodes/9/values/x.yaml"]}),
-                 404, "nodes/9/values/x.yaml")
+    assert_error(
+        client.post(
+            f"{ENV}/revert", json={"to": commits["base"], "paths": ["nodes/9/values/x.yaml"]}
+        ),
+        404,
+        "nodes/9/values/x.yaml",
+    )
 
 
 def test_undo_one_commit_keeps_later_changes(edited, client):
@@ -69,8 +81,11 @@ def test_undo_one_commit_keeps_later_changes(edited, client):
 def test_undo_that_clashes_with_later_edits_is_a_conflict_naming_the_file(edited, client):
     store, commits = edited
     head = store.environment_repo(1).head()
-    body = assert_error(client.post(f"{ENV}/revert", json={"commit": commits["base"]}), 409,
-                        "global/values/astute.yaml")
+    body = assert_error(
+        client.post(f"{ENV}/revert", json={"commit": commits["base"]}),
+        409,
+        "global/values/astute.yaml",
+    )
     assert body["errors"] == [{"file": "global/values/astute.yaml", "message": "conflict"}]
     assert store.environment_repo(1).head() == head  # nothing written
     assert_error(client.post(f"{ENV}/revert", json={"commit": "1"}), 409, "first commit")
