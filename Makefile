@@ -36,6 +36,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 clean-demo:
 	rm -rf $(DEMO_STORE)
