@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from cli.output import emit, table
-from gitstore.access import AccessFile, parse_grants
+from gitstore.access.policy import AccessFile, parse_grants
 from gitstore.errors import InvalidInput
 from gitstore.store import Store
 

@@ -20,7 +20,7 @@ from cli import output, values
 from cli.client import Client
 from cli.connection import pass_client
 from gitstore import keypaths
-from gitstore.config import Query
+from gitstore.configdb.values import Query
 from gitstore.errors import InvalidInput
 from gitstore.layout import scope_of
 from gitstore.served import Served

@@ -23,7 +23,7 @@ from cli import values
 from cli.client import Client
 from cli.connection import pass_client
 from gitstore import yamlio
-from gitstore.config import Query
+from gitstore.configdb.values import Query
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import NODES_LEVEL
 from gitstore.names import check_level_value, check_resource_name

@@ -18,7 +18,7 @@ from typing import Any
 
 from cli.client import API_ROOT, V1_ROOT, Address, LevelPairs
 from gitstore import errors
-from gitstore.config import Query
+from gitstore.configdb.values import Query
 from gitstore.served import Served
 
 #: Status code -> error class, the inverse of the server's table (gitstore/api/errors.py).

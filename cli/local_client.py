@@ -7,7 +7,7 @@ from typing import Any
 
 from cli.client import Address, LevelPairs
 from gitstore.backend.repository import Author
-from gitstore.config import Query
+from gitstore.configdb.values import Query
 from gitstore.served import Served
 from gitstore.store import Store
 

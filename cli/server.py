@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from gitstore.access import ACCESS_REQUIRED, ANONYMOUS_READ, AccessFile
-from gitstore.importer import SAMPLE_DIR, LoadReport, load_tree
+from gitstore.access.policy import ACCESS_REQUIRED, ANONYMOUS_READ, AccessFile
+from gitstore.configdb.importer import SAMPLE_DIR, LoadReport, load_tree
 from gitstore.store import CATALOG, Store
 
 #: gthread workers keep connections alive between requests (sync workers close every one).
@@ -219,7 +219,7 @@ def _start_poller_process(root: Path, seconds: float) -> None:
 
 
 def _poll_forever(root: str, seconds: float) -> None:
-    from gitstore.gitops import start_poller
+    from gitstore.gitops.service import start_poller
 
     start_poller(Store(root), seconds).join()
 

@@ -19,24 +19,24 @@ from pathlib import Path
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.hooks import install_hooks
 from gitstore.backend.repository import Author, Operation, Repository
-from gitstore.catalog import Components, ResourceDefinitions
-from gitstore.config import Config
-from gitstore.environments import MAX_ENVIRONMENT_ID, Environments
+from gitstore.catalog.components import Components, ResourceDefinitions
+from gitstore.catalog.releases import Plugins, Releases
+from gitstore.configdb.environments import MAX_ENVIRONMENT_ID, Environments
+from gitstore.configdb.hiera import Hiera
+from gitstore.configdb.values import Config
+from gitstore.deployment.graphs import Graphs
+from gitstore.deployment.inventory import Nodes
+from gitstore.deployment.tags import Tags
+from gitstore.deployment.transactions import Transactions
 from gitstore.errors import Conflict, NotFound
-from gitstore.gitops import GitOps
-from gitstore.graphs import Graphs
-from gitstore.hiera import Hiera
-from gitstore.inventory import Nodes
-from gitstore.moves import Moves
-from gitstore.networks import Networks
+from gitstore.gitops.service import GitOps
 from gitstore.plans import Plans
-from gitstore.releases import Plugins, Releases
 from gitstore.secrets.service import Secrets
-from gitstore.settings import Settings
-from gitstore.tags import Tags
-from gitstore.transactions import Transactions
-from gitstore.upgrade import Upgrades
-from gitstore.versions import Versions
+from gitstore.upgrade.moves import Moves
+from gitstore.upgrade.networks import Networks
+from gitstore.upgrade.seeds import Upgrades
+from gitstore.upgrade.settings import Settings
+from gitstore.versions.service import Versions
 
 DEFAULT_AUTHOR = Author("gitstore", "gitstore@localhost")
 CATALOG = "catalog.git"

@@ -26,7 +26,7 @@ import jsonschema
 from gitstore import yamlio
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog import ORPHANS, CatalogView
+from gitstore.catalog.components import ORPHANS, CatalogView
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.layout import ENVIRONMENT_FILE, GLOBAL, KINDS
 from gitstore.merge.effective import MODES

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from gitstore import Store, yamlio
-from gitstore.config import Query
-from gitstore.importer import SAMPLE_DIR
+from gitstore.configdb.importer import SAMPLE_DIR
+from gitstore.configdb.values import Query
 
 FUEL_RESOURCES = ["astute", "globals", "override/plugins", "override/node"]
 FQDNS = {"1": "node-1.domain.tld", "2": "node-2.domain.tld", "3": "node-3.domain.tld"}

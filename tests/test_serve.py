@@ -12,7 +12,7 @@ import requests
 from live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
 from gitstore import Store
-from gitstore.importer import SAMPLE_DIR, load_tree
+from gitstore.configdb.importer import SAMPLE_DIR, load_tree
 
 ASTUTE = "/api/v1/config/environments/1/nodes/{node}/resources/astute/{kind}"
 START_TIMEOUT = 30

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from gitstore.errors import InvalidInput
-from gitstore.gitops import FORGES
+from gitstore.gitops.service import FORGES
 
 GITHUB, GITLAB, GITEA = FORGES
 PUSH, PULL_REQUEST, PING, OTHER = "push", "pull_request", "ping", "other"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gitstore.errors import GitstoreError
-from gitstore.gitops import store_root_of
+from gitstore.gitops.service import store_root_of
 from gitstore.store import Store
 from gitstore.validation import format_problem
 

@@ -16,7 +16,7 @@ bp = Blueprint("access", __name__, url_prefix="/api/v1/access")
 
 
 def _access():
-    return current_app.extensions["gitstore.access"]
+    return current_app.extensions["gitstore.access.policy"]
 
 
 @bp.get("/whoami")

@@ -3,14 +3,14 @@
 `register(app)` installs one `before_request` hook for every route of every blueprint. It works
 out what a request needs from its method and route family (`needed`), reads the credentials
 (HTTP Basic, `Authorization: Bearer <token>`, or `X-Auth-Token: <token>` as the Fuel Hiera
-backend sent), checks them against the store's access file (`gitstore.access`) and sets
+backend sent), checks them against the store's access file (`gitstore.access.policy`) and sets
 `g.user` (the author of the commits the request makes; also REMOTE_USER for `git push`) and
 `g.identity`.
 
 - No access file: the store is open (`gitstore serve` then listens on loopback only).
 - Anonymous: 401 unless the app allows anonymous reads (`GITSTORE_ALLOW_ANONYMOUS_READ`).
 - Bad credentials: 401 with `WWW-Authenticate`; counted per client address, and more than 20
-  in a minute are answered 429 until the minute has passed (`gitstore.ratelimit`).
+  in a minute are answered 429 until the minute has passed (`gitstore.access.ratelimit`).
 - Valid credentials without the role: 403 naming the role needed.
 - Webhook routes are not checked here: they authenticate by signature only.
 """
@@ -27,7 +27,8 @@ from typing import Any
 
 from flask import Flask, current_app, g, request
 
-from gitstore.access import (
+from gitstore.access.credentials import token_id_of
+from gitstore.access.policy import (
     ACCESS_REQUIRED,
     ANONYMOUS_READ,
     ANY,
@@ -36,11 +37,10 @@ from gitstore.access import (
     Identity,
     require,
 )
+from gitstore.access.ratelimit import FailureLog
 from gitstore.api import git_http
-from gitstore.credentials import token_id_of
 from gitstore.errors import NotFound, TooManyRequests, Unauthorized, Unavailable
 from gitstore.names import parse_flag
-from gitstore.ratelimit import FailureLog
 
 log = logging.getLogger("gitstore.api.auth")
 
@@ -71,7 +71,7 @@ class Need:
 def register(app: Flask) -> None:
     """Install the access check of every request of `app`."""
     root = app.extensions["gitstore"].root
-    app.extensions["gitstore.access"] = AccessFile(root)
+    app.extensions["gitstore.access.policy"] = AccessFile(root)
     app.extensions["gitstore.failures"] = FailureLog(root)
     for key in (ANONYMOUS_READ, ACCESS_REQUIRED):
         if key not in app.config:
@@ -143,7 +143,7 @@ def _authorise() -> None:
     need = needed(request.method, request.path, request.args)
     if need is None:
         return
-    access: AccessFile = current_app.extensions["gitstore.access"]
+    access: AccessFile = current_app.extensions["gitstore.access.policy"]
     if access.policy() is None:
         if current_app.config[ACCESS_REQUIRED]:
             raise Unavailable(

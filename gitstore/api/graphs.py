@@ -20,8 +20,8 @@ from flask import Blueprint, Response, current_app, request
 
 from gitstore.api.http import MOVING, author, flag, json_body, no_content, served, version_arg
 from gitstore.api.owners import each_owner
+from gitstore.deployment.graphs import Answer
 from gitstore.errors import InvalidInput
-from gitstore.graphs import Answer
 from gitstore.merge.graphs import DEFAULT_TYPE
 
 bp = Blueprint("graphs", __name__, url_prefix="/api/v1")

@@ -71,7 +71,7 @@ def may_reveal(env_id: int) -> bool:
     identity = getattr(g, "identity", None)
     if identity is not None:
         return identity.has("secrets", env_id)
-    access = current_app.extensions.get("gitstore.access")
+    access = current_app.extensions.get("gitstore.access.policy")
     return access is None or access.policy() is None
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, g
 
-from gitstore.access import require
+from gitstore.access.policy import require
 from gitstore.api.http import author, flag, json_body, served, version_arg
 from gitstore.errors import NotFound
 
@@ -32,7 +32,7 @@ def _store():
 
 @bp.record_once
 def _complete_interrupted_moves(state) -> None:
-    """A server start completes the moves a killed process left half done (gitstore.moves)."""
+    """A server start completes the moves a killed process left half done (upgrade.moves)."""
     state.app.extensions["gitstore"].moves.recover()
 
 

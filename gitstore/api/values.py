@@ -11,7 +11,7 @@ from flask import Blueprint, current_app, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
 from gitstore.api.http import author, flag, json_body, served, version_arg, written
-from gitstore.config import Query
+from gitstore.configdb.values import Query
 from gitstore.errors import NotFound
 from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS

@@ -52,7 +52,7 @@ class CloneFile:
 
     def committed(self) -> dict | None:
         """The file as committed at the clone's HEAD (None when it is new or unreadable)."""
-        from gitstore.gitops import open_repository
+        from gitstore.gitops.service import open_repository
 
         try:
             document = open_repository(self.root).snapshot("HEAD").read_yaml(self.path)

@@ -16,7 +16,7 @@ from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, Repository
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog import CatalogView
+from gitstore.catalog.components import CatalogView
 from gitstore.errors import GitstoreError, InvalidInput, Unavailable
 from gitstore.layout import EnvironmentView, layer_file
 from gitstore.names import check_segment

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
-from gitstore.access import AccessFile, parse_grants
+from gitstore.access.policy import AccessFile, parse_grants
 
 __all__ = ["GITSTORE", "free_port", "isolated_env"]  # re-exported for the access tests
 #: user -> grants. Passwords are `<user>-pw`; every user also gets one token.

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from gitstore import Store
-from gitstore.access import AccessFile, Credentials
-from gitstore.credentials import TOKEN_PREFIX
+from gitstore.access.credentials import TOKEN_PREFIX
+from gitstore.access.policy import AccessFile, Credentials
 
 
 @pytest.fixture

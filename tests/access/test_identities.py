@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from gitstore.access import ACCESS_REQUIRED, ANONYMOUS_READ, AccessFile, parse_grants
+from gitstore.access.policy import ACCESS_REQUIRED, ANONYMOUS_READ, AccessFile, parse_grants
+from gitstore.access.ratelimit import FailureLog
 from gitstore.api import create_app
-from gitstore.ratelimit import FailureLog
 
 from .conftest import build_store
 from .helpers import add_users, basic, bearer, password_of

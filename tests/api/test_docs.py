@@ -16,7 +16,7 @@ import pytest
 
 from gitstore import Store
 from gitstore.api import create_app
-from gitstore.importer import SAMPLE_DIR, load_tree
+from gitstore.configdb.importer import SAMPLE_DIR, load_tree
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 BASE = "/api/v1/config"

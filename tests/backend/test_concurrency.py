@@ -12,7 +12,7 @@ import multiprocessing
 import threading
 
 from gitstore import Store
-from gitstore.config import Query
+from gitstore.configdb.values import Query
 
 from .helpers import linear_history
 from .writers import write_keys

@@ -16,7 +16,7 @@ import pytest
 
 from gitstore import Store
 from gitstore.backend import refs
-from gitstore.config import Query
+from gitstore.configdb.values import Query
 
 from .helpers import fsck, git, linear_history
 from .writers import crash_while_writing

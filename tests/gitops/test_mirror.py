@@ -22,7 +22,7 @@ from fuel_data import newton_release
 from cli.main import cli
 from gitstore.api import create_app
 from gitstore.errors import Conflict
-from gitstore.gitops import INCOMING, start_poller
+from gitstore.gitops.service import INCOMING, start_poller
 
 from . import forge_payloads as forge
 from .helpers import GLOBAL_ASTUTE, Server, commit_files, free_port, git, isolated_env

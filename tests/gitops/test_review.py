@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
-from gitstore.gitops import render_markdown, review_repository
+from gitstore.gitops.service import render_markdown, review_repository
 
 from .helpers import GLOBAL_ASTUTE, commit_files, git
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from gitstore import validation
-from gitstore.gitops import validate_repository
+from gitstore.gitops.service import validate_repository
 from gitstore.store import Store
 
 from .helpers import commit_files, git

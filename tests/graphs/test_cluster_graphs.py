@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitstore.graphs import merged_graph
+from gitstore.deployment.graphs import merged_graph
 
 from .conftest import API, CLUSTER, RELEASE, assert_error, ids, task
 

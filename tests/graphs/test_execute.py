@@ -8,7 +8,7 @@ import time
 import pytest
 
 from gitstore.api import create_app
-from gitstore.transactions import transaction_path
+from gitstore.deployment.transactions import transaction_path
 
 from .conftest import API, CLUSTER, RELEASE, assert_error, task
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from gitstore.backend.changes import ChangeSet
-from gitstore.catalog import CatalogView
-from gitstore.graphs import graph_path
+from gitstore.catalog.components import CatalogView
+from gitstore.deployment.graphs import graph_path
 from gitstore.validation import validate_tree
 
 from .conftest import task

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitstore.importer import SAMPLE_DIR, load_tree
+from gitstore.configdb.importer import SAMPLE_DIR, load_tree
 
 
 def test_sample_cluster_merges_checks_and_plans_the_real_graph(store):

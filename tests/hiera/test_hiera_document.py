@@ -7,7 +7,7 @@ import yaml
 from short_ids import short_id
 
 from gitstore import Store
-from gitstore.access import AccessFile, parse_grants
+from gitstore.access.policy import AccessFile, parse_grants
 from gitstore.api import create_app
 from gitstore.backend.changes import ChangeSet
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from gitstore.access import AccessFile, parse_grants
+from gitstore.access.policy import AccessFile, parse_grants
 from gitstore.api import create_app
 from gitstore.plans import MemoryDriver, Plans
 from gitstore.secrets.keyring import KEYRING_FILE

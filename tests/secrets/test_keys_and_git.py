@@ -13,7 +13,7 @@ from secrets_helpers import PASSWORD, SEALED, VALUES, all_objects, stored
 from werkzeug.serving import make_server
 
 from cli.main import cli
-from gitstore.config import Query
+from gitstore.configdb.values import Query
 from gitstore.errors import Conflict
 from gitstore.secrets.seal import MASK
 

@@ -6,7 +6,7 @@ import re
 
 from secrets_helpers import PASSWORD, SEALED, VALUES, all_objects, stored
 
-from gitstore.access import AccessFile, parse_grants
+from gitstore.access.policy import AccessFile, parse_grants
 from gitstore.backend.changes import ChangeSet
 from gitstore.secrets.seal import MASK
 

@@ -20,7 +20,7 @@ from fuel_data import RELEASE, RELEASE_FIELDS
 
 from gitstore import Store
 from gitstore.api import create_app
-from gitstore.settings import generate
+from gitstore.upgrade.settings import generate
 
 FUEL_RELEASE = RELEASE
 API = "/api/v1"

@@ -107,7 +107,7 @@ def test_overrides_and_graphs_are_kept_values_and_nodes_are_not(seeded_store, se
 
 
 def _reveal():
-    from gitstore.config import Query
+    from gitstore.configdb.values import Query
 
     return Query(reveal=True)
 

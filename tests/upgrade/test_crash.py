@@ -18,7 +18,7 @@ import pytest
 
 from gitstore import Store
 from gitstore.api import create_app
-from gitstore.inventory import node_path
+from gitstore.deployment.inventory import node_path
 
 from .conftest import ORIGINAL, SEED
 

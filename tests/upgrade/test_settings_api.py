@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from gitstore.access import AccessFile, parse_grants
+from gitstore.access.policy import AccessFile, parse_grants
 
 from .conftest import (
     API,

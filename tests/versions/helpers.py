@@ -32,7 +32,7 @@ def put(
 
 
 def effective(store, scope: str, resource: str = "astute", version=None, env_id: int = 1):
-    from gitstore.config import Query
+    from gitstore.configdb.values import Query
 
     query = Query(effective=True, version=None if version is None else str(version))
     return store.config.read(env_id, pairs_of(scope), resource, "values", query).data

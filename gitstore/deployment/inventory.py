@@ -26,12 +26,12 @@ from gitstore import documents, files
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
+from gitstore.catalog.releases import PLUGIN, RELEASE, ROLES, TAGS, OwnerCatalog
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, EnvironmentView
 from gitstore.merge import tags as tagging
 from gitstore.merge.tags import Metadata
 from gitstore.names import check_segment
-from gitstore.releases import PLUGIN, RELEASE, ROLES, TAGS, OwnerCatalog
 from gitstore.served import Served
 
 if TYPE_CHECKING:

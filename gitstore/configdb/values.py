@@ -14,11 +14,11 @@ from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog import CatalogView
+from gitstore.catalog.components import CatalogView
+from gitstore.configdb.scopes import effective_document
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import KINDS, EnvironmentView, LevelPairs, layer_file, scope_of
 from gitstore.merge import effective
-from gitstore.scopes import effective_document
 from gitstore.served import Served
 from gitstore.validation import check_plain_data
 

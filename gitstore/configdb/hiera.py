@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitstore.backend.cache import LRUCache
-from gitstore.catalog import CatalogView
+from gitstore.catalog.components import CatalogView
 from gitstore.errors import InvalidInput, NotFound, UnknownPin, UnknownRevision
 from gitstore.layout import (
     ENVIRONMENT_FILE,

@@ -14,11 +14,11 @@ from typing import Any
 from gitstore import keypaths, yamlio
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.repository import Repository
+from gitstore.configdb.scopes import effective_document
 from gitstore.errors import GitstoreError
 from gitstore.layout import EnvironmentView, LevelPairs
 from gitstore.merge.diff import dotted, leaf_paths, same_value
 from gitstore.merge.effective import Layer
-from gitstore.scopes import effective_document
 
 #: Answers by (repository, commit, scope, resource, key): a commit's answer is fixed.
 _ANSWERS = LRUCache(max_entries=512)

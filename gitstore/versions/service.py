@@ -14,16 +14,16 @@ from gitstore import keypaths
 from gitstore.backend.changes import ChangeSet, Graft
 from gitstore.backend.repository import Author, Repository
 from gitstore.backend.snapshot import Snapshot
-from gitstore.diffs import diff_environment
+from gitstore.configdb.scopes import parse_scope
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound, UnknownRevision
-from gitstore.explain import explain
-from gitstore.history import Walk, change_log, value_history
-from gitstore.labels import check_label_name, label_entity
 from gitstore.layout import EnvironmentView, LevelPairs, layer_file, scope_of
 from gitstore.names import check_segment
-from gitstore.scopes import parse_scope
 from gitstore.secrets import mask as secret_masks
 from gitstore.served import Served
+from gitstore.versions.diffs import diff_environment
+from gitstore.versions.explain import explain
+from gitstore.versions.history import Walk, change_log, value_history
+from gitstore.versions.labels import check_label_name, label_entity
 
 if TYPE_CHECKING:
     from gitstore.store import Store

@@ -31,8 +31,7 @@ from gitstore.backend import remote
 from gitstore.backend.remote import ZERO
 from gitstore.backend.repository import MAIN, Repository
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog import CatalogView
-from gitstore.diffs import diff_environment
+from gitstore.catalog.components import CatalogView
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, NODES_LEVEL, EnvironmentView, layer_file
 from gitstore.secrets.mask import mask_scopes
@@ -45,6 +44,7 @@ from gitstore.validation import (
     raise_problems,
     validate_tree,
 )
+from gitstore.versions.diffs import diff_environment
 
 if TYPE_CHECKING:
     from gitstore.store import Store

@@ -8,12 +8,12 @@ from gitstore import documents
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog import CatalogView
+from gitstore.catalog.components import CatalogView
+from gitstore.catalog.releases import owner_fields, owner_refs
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import ENVIRONMENT_FILE, EnvironmentView
 from gitstore.merge.effective import MODES
 from gitstore.names import check_level_name
-from gitstore.releases import owner_fields, owner_refs
 from gitstore.secrets.rules import parse_patterns
 from gitstore.served import Served
 

@@ -25,10 +25,10 @@ from gitstore import documents
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
+from gitstore.catalog.releases import RELEASE, OwnerCatalog
 from gitstore.errors import InvalidInput
 from gitstore.layout import EnvironmentView
 from gitstore.merge.migrations import check_rules
-from gitstore.releases import RELEASE, OwnerCatalog
 from gitstore.served import Served
 from gitstore.validation import CATALOG, ENVIRONMENT, TreeCheck, register_check
 

@@ -16,11 +16,11 @@ from typing import Any
 from gitstore import keypaths
 from gitstore.backend.repository import Repository
 from gitstore.backend.revisions import FileChange
+from gitstore.configdb.scopes import effective_document, folder, layer_paths, parse_data_path
 from gitstore.errors import GitstoreError
 from gitstore.layout import ENVIRONMENT_FILE, EnvironmentView, LevelPairs, scope_of
 from gitstore.merge.diff import changed_keys, related, same_value
 from gitstore.names import RESERVED_TOP_LEVEL
-from gitstore.scopes import effective_document, folder, layer_paths, parse_data_path
 
 #: Top-level entries that never hold layer documents (`global` does).
 _NOT_LAYERS = sorted(RESERVED_TOP_LEVEL - {"global"})

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gitstore.configdb.scopes import default_scopes, effective_document, resources_at
 from gitstore.layout import EnvironmentView, LevelPairs, scope_of
 from gitstore.merge.diff import diff_documents
-from gitstore.scopes import default_scopes, effective_document, resources_at
 
 
 def diff_environment(

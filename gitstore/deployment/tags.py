@@ -12,7 +12,7 @@ followed by one reconciling commit in each environment that uses the owner (two 
 cannot share a commit; reads also ignore primaries of vanished tags, so the gap is harmless).
 
 `resolved_tasks` reads a graph type's tasks through `graph_tasks`: the merged graph of
-`gitstore.graphs` (release ← enabled plugins ← cluster, whole-task replacement by id).
+`gitstore.deployment.graphs` (release ← enabled plugins ← cluster, whole-task replacement by id).
 """
 
 from __future__ import annotations
@@ -20,12 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gitstore.backend.repository import Author
-from gitstore.errors import Conflict, InvalidInput, NotFound
-from gitstore.graphs import merged_graph
-from gitstore.inventory import CLUSTER_ROLES, CLUSTER_TAGS, Cluster, Edit
-from gitstore.merge import tags as tagging
-from gitstore.names import check_identifier
-from gitstore.releases import (
+from gitstore.catalog.releases import (
     PLUGIN,
     RELEASE,
     ROLES,
@@ -36,10 +31,15 @@ from gitstore.releases import (
     check_tag_meta,
     check_tag_name,
 )
+from gitstore.deployment.graphs import merged_graph
+from gitstore.deployment.inventory import CLUSTER_ROLES, CLUSTER_TAGS, Cluster, Edit
+from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.merge import tags as tagging
+from gitstore.names import check_identifier
 from gitstore.served import Served
 
 if TYPE_CHECKING:
-    from gitstore.releases import Owners
+    from gitstore.catalog.releases import Owners
     from gitstore.store import Store
 
 CLUSTER = "cluster"
@@ -337,7 +337,7 @@ class Tags:
 
 
 def graph_tasks(cluster: Cluster, graph_type: str) -> list[dict]:
-    """The tasks of a graph type for a cluster: the merged graph (`gitstore.graphs`)."""
+    """The tasks of a graph type for a cluster: the merged graph (`gitstore.deployment.graphs`)."""
     return merged_graph(cluster, graph_type)["tasks"]
 
 

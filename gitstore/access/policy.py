@@ -2,7 +2,7 @@
 
 The access file is `<root>/access.yaml`, outside every repository (never served, never
 committed), mode 0600. Access control is on as soon as it exists. It holds users (scrypt password
-hashes, see `gitstore.credentials`), API tokens (stored as digests) and grants::
+hashes, see `gitstore.access.credentials`), API tokens (stored as digests) and grants::
 
     version: 1
     users:
@@ -34,7 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from gitstore import credentials, files, yamlio
+from gitstore import files, yamlio
+from gitstore.access import credentials
 from gitstore.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized, Unavailable
 from gitstore.names import check_identifier
 

@@ -22,7 +22,7 @@ from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import Conflict, InvalidInput, NotFound
-from gitstore.gitops import environment_repository
+from gitstore.gitops.service import environment_repository
 from gitstore.merge.tags import TAG_NAME, missing_role_tags
 from gitstore.names import check_identifier, check_segment
 from gitstore.served import Served

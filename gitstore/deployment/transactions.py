@@ -33,14 +33,15 @@ from typing import TYPE_CHECKING, Any
 import yaql
 from yaql.language.exceptions import YaqlException
 
-from gitstore import documents, executors, files
+from gitstore import documents, files
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
+from gitstore.deployment import executors
+from gitstore.deployment.executors import ERROR, READY, RunContext
+from gitstore.deployment.graphs import merged_graph
+from gitstore.deployment.inventory import Cluster
 from gitstore.errors import Conflict, Forbidden, GitstoreError, InvalidInput, NotFound
-from gitstore.executors import ERROR, READY, RunContext
-from gitstore.graphs import merged_graph
-from gitstore.inventory import Cluster
 from gitstore.merge import execution
 from gitstore.merge import graphs as merging
 from gitstore.merge import tags as tagging

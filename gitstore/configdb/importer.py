@@ -21,7 +21,7 @@ from gitstore import documents, yamlio
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog import CatalogView
+from gitstore.catalog.components import CatalogView
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import ENVIRONMENT_FILE
 from gitstore.names import RESERVED_TOP_LEVEL, check_level_name, check_level_value
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from gitstore.store import Store
 
 #: The sample deployment shipped with the project (found here when installed editable).
-SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_repo"
+SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_repo"
 YAML_SUFFIXES = (".yaml", ".yml")
 COMPONENTS = "components/"
 

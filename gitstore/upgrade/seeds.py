@@ -9,7 +9,7 @@ The seed is a new repository whose history is the original's plus one commit (so
 - keeps node groups, networks, VIPs, cluster graphs, cluster tags and roles, and every
   ConfigDB override (operator intent);
 - drops ConfigDB values (facts the original's deployment uploaded), transactions and the
-  node inventory: nodes come over one by one with `assign` (gitstore.moves).
+  node inventory: nodes come over one by one with `assign` (gitstore.upgrade.moves).
 
 The relation is `upgrade: {role: original|seed, peer: <id>}` in both `environment.yaml`s. It
 counts only while both sides name each other: the original is claimed (one commit) before the
@@ -27,15 +27,15 @@ from gitstore import documents
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
+from gitstore.catalog.releases import RELEASE, OwnerCatalog
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import ENVIRONMENT_FILE, GLOBAL, INVENTORY_NODES, EnvironmentView
 from gitstore.merge import migrations
 from gitstore.merge.diff import changed_keys, diff_documents
-from gitstore.networks import VIPS, copy_vips, network_names, read_network
-from gitstore.releases import RELEASE, OwnerCatalog
 from gitstore.secrets.mask import mask_change
 from gitstore.served import Served
-from gitstore.settings import (
+from gitstore.upgrade.networks import VIPS, copy_vips, network_names, read_network
+from gitstore.upgrade.settings import (
     EDITABLE,
     GENERATED,
     generate,

@@ -20,7 +20,7 @@ from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import InvalidInput
 from gitstore.served import Served
-from gitstore.settings import write_file
+from gitstore.upgrade.settings import write_file
 from gitstore.validation import ENVIRONMENT, TreeCheck, register_check
 
 if TYPE_CHECKING:

@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING, Any
 
 from gitstore import files
 from gitstore.backend.repository import Author
+from gitstore.deployment.inventory import NODE_FIELDS, Cluster, Edit, check_roles, load_cluster
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotAllowed, NotFound
-from gitstore.inventory import NODE_FIELDS, Cluster, Edit, check_roles, load_cluster
 from gitstore.layout import INVENTORY_NODES
 from gitstore.merge import tags as tagging
-from gitstore.networks import network_names, remap_addresses
 from gitstore.served import Served
+from gitstore.upgrade.networks import network_names, remap_addresses
 
 if TYPE_CHECKING:
     from gitstore.store import Store

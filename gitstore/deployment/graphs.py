@@ -27,12 +27,12 @@ from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
+from gitstore.catalog.releases import PLUGIN, RELEASE, OwnerCatalog, OwnerKind
+from gitstore.deployment.inventory import Cluster, load_cluster
 from gitstore.errors import Conflict, InvalidInput, NotFound
-from gitstore.inventory import Cluster, load_cluster
 from gitstore.layout import ENVIRONMENT_FILE
 from gitstore.merge import graphs as merging
 from gitstore.merge.graphs import DEFAULT_TYPE, METADATA
-from gitstore.releases import PLUGIN, RELEASE, OwnerCatalog, OwnerKind
 from gitstore.served import Served
 from gitstore.validation import CATALOG, ENVIRONMENT, TreeCheck, register_check
 
