@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from gitstore.configdb.values import Query
+from gitstore import Query
 from gitstore.served import Served
 
 API_ROOT = "/api/v1/config"

@@ -27,7 +27,7 @@ import click
 from cli.client import Client
 from cli.http_client import HttpClient
 from cli.local_client import LocalClient
-from gitstore.backend.repository import Author
+from gitstore import Author
 
 
 @dataclass

@@ -22,8 +22,7 @@ import click
 from cli import values
 from cli.client import Client
 from cli.connection import pass_client
-from gitstore import yamlio
-from gitstore.configdb.values import Query
+from gitstore import Query, yamlio
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import NODES_LEVEL
 from gitstore.names import check_level_value, check_resource_name

@@ -25,7 +25,7 @@ def register(group: click.Group) -> None:
 
 def _store(root_opt: str | None):
     """The store at the command's --root, else the group's; a usage error if neither."""
-    from gitstore.store import Store
+    from gitstore import Store
 
     ctx = click.get_current_context()
     root = root_opt or ctx.find_root().params.get("root")
@@ -52,7 +52,7 @@ _catalog_option = click.option(
 
 
 def _repository_name(env_id: int | None, catalog: bool) -> str:
-    from gitstore.gitops.service import environment_repository
+    from gitstore.layout import environment_repository
 
     if (env_id is None) == (not catalog):
         raise click.UsageError("give exactly one of --env ID and --catalog")
@@ -84,7 +84,7 @@ def validate(
 
     Without --repo, every repository of the store at --root is checked.
     """
-    from gitstore.gitops.service import validate_repository
+    from gitstore import validate_repository
 
     if repo_path:
         results = {repo_path: validate_repository(repo_path, revision, catalog_path)}
@@ -151,7 +151,8 @@ def review(
     The report: validation problems, effective keys added/removed/changed per scope, the nodes
     whose effective values change, and the changed override files.
     """
-    from gitstore.gitops.service import environment_repository, render_markdown, review_repository
+    from gitstore import render_markdown, review_repository
+    from gitstore.layout import environment_repository
 
     if env_id is not None and repo_path:
         raise click.UsageError("give --repo or --env, not both")

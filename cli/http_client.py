@@ -17,8 +17,7 @@ from email.message import Message
 from typing import Any
 
 from cli.client import API_ROOT, V1_ROOT, Address, LevelPairs
-from gitstore import errors
-from gitstore.configdb.values import Query
+from gitstore import Query, errors
 from gitstore.served import Served
 
 #: Status code -> error class, the inverse of the server's table (gitstore/api/errors.py).

@@ -6,10 +6,8 @@ import getpass
 from typing import Any
 
 from cli.client import Address, LevelPairs
-from gitstore.backend.repository import Author
-from gitstore.configdb.values import Query
+from gitstore import Author, Query, Store
 from gitstore.served import Served
-from gitstore.store import Store
 
 
 class LocalClient:

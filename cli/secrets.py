@@ -19,9 +19,8 @@ from cli import output
 from cli.client import Client
 from cli.connection import Connection, pass_client
 from cli.local_client import LocalClient
-from gitstore import yamlio
+from gitstore import CloneFile, yamlio
 from gitstore.errors import InvalidInput
-from gitstore.secrets.local import CloneFile
 
 
 def register(group: click.Group) -> None:

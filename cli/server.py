@@ -14,9 +14,8 @@ from typing import Any
 
 import click
 
-from gitstore.access.policy import ACCESS_REQUIRED, ANONYMOUS_READ, AccessFile
-from gitstore.configdb.importer import SAMPLE_DIR, LoadReport, load_tree
-from gitstore.store import CATALOG, Store
+from gitstore import ACCESS_REQUIRED, ANONYMOUS_READ, SAMPLE_DIR, AccessFile, LoadReport, Store
+from gitstore.layout import CATALOG
 
 #: gthread workers keep connections alive between requests (sync workers close every one).
 WORKER_CLASS = "gthread"
@@ -73,7 +72,7 @@ def init(root_opt: str | None, sample: bool, sample_dir: str | None) -> None:
         source = Path(sample_dir) if sample_dir else SAMPLE_DIR
         if not source.is_dir():
             raise click.UsageError(f"no sample at {source}; pass --sample-dir")
-        for line in _describe(load_tree(store, source), source):
+        for line in _describe(store.importer.load_tree(source), source):
             click.echo(line)
 
 
@@ -219,9 +218,9 @@ def _start_poller_process(root: Path, seconds: float) -> None:
 
 
 def _poll_forever(root: str, seconds: float) -> None:
-    from gitstore.gitops.service import start_poller
+    from gitstore import start_poller
 
-    start_poller(Store(root), seconds).join()
+    start_poller(Store(root).gitops, seconds).join()
 
 
 def _is_loopback(host: str) -> bool:

@@ -1,9 +1,54 @@
 """gitstore: a configuration store in which git is the database.
 
-The front ends (`gitstore.api`, `cli`, `webhooks`) call the facade `gitstore.store.Store`.
+This package's face is the facade the front ends (`gitstore.api`, `cli`, `webhooks`) use: the
+`Store` and the plain value types and functions they pass around. Names load on first use, so
+that `from gitstore import yamlio` inside the library never drags the whole service graph in
+(and never hides an import cycle behind this file).
 """
 
-from gitstore.store import Store
+from __future__ import annotations
 
-__all__ = ["Store"]
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+#: Name -> the module that defines it.
+_EXPORTS = {
+    "Store": "gitstore.store",
+    "Author": "gitstore.backend.repository",
+    "LRUCache": "gitstore.backend.cache",
+    "Query": "gitstore.configdb.values",
+    "LoadReport": "gitstore.configdb.importer",
+    "SAMPLE_DIR": "gitstore.configdb.importer",
+    "Answer": "gitstore.deployment.graphs",
+    "DEFAULT_GRAPH_TYPE": "gitstore.merge.graphs",
+    "FORGES": "gitstore.gitops.mirrors",
+    "validate_repository": "gitstore.gitops.service",
+    "review_repository": "gitstore.gitops.service",
+    "render_markdown": "gitstore.gitops.service",
+    "start_poller": "gitstore.gitops.service",
+    "AccessFile": "gitstore.access.policy",
+    "ACCESS_REQUIRED": "gitstore.access.policy",
+    "ANONYMOUS_READ": "gitstore.access.policy",
+    "ANY": "gitstore.access.policy",
+    "Credentials": "gitstore.access.policy",
+    "Identity": "gitstore.access.policy",
+    "parse_grants": "gitstore.access.policy",
+    "require": "gitstore.access.policy",
+    "FailureLog": "gitstore.access.ratelimit",
+    "token_id_of": "gitstore.access.credentials",
+    "CloneFile": "gitstore.secrets.local",
+}
+#: Exported under another name than the one its module gives it.
+_RENAMED = {"DEFAULT_GRAPH_TYPE": "DEFAULT_TYPE"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'gitstore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value

@@ -1,4 +1,5 @@
-"""Where things live inside an environment repository, and a read view of one commit of it.
+"""Where things live: the repositories of a store root, the files inside an environment
+repository, and a read view of one commit of it.
 
 A level pair `(nodes, 1)` is the folder `nodes/1/` whatever ancestors a request names; a scope is
 the request path up to a level (`/`, `/role/compute/`, `/role/compute/nodes/1/`).
@@ -6,7 +7,10 @@ the request path up to a level (`/`, `/role/compute/`, `/role/compute/nodes/1/`)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.snapshot import Snapshot
@@ -14,6 +18,52 @@ from gitstore.errors import InvalidInput, NotFound
 from gitstore.merge.effective import DEEP, Layer
 from gitstore.names import check_level_value, check_segment
 
+# -- the store root ------------------------------------------------------------------------
+CATALOG = "catalog.git"
+ENVIRONMENTS = "environments"
+#: The largest environment id (a signed 64-bit integer, like the cluster ids of Fuel's database).
+MAX_ENVIRONMENT_ID = 2**63 - 1
+#: Repository kinds, as the push gate names them.
+ENVIRONMENT_KIND = "environment"
+CATALOG_KIND = "catalog"
+_REPO_NAME = re.compile(r"^(?:catalog\.git|environments/([1-9][0-9]{0,17})\.git)$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A repository of the store, named as in `/git/<name>`: `catalog.git`, `environments/1.git`."""
+
+    name: str
+    kind: str
+    env_id: int | None
+
+
+def parse_repository_name(name: str) -> Target:
+    """The repository `name` addresses; NotFound for anything else (no path can escape)."""
+    match = _REPO_NAME.match(name or "")
+    if match is None:
+        raise NotFound(f"no repository {name!r}: use catalog.git or environments/<id>.git")
+    env_id = int(match.group(1)) if match.group(1) else None
+    return Target(name, ENVIRONMENT_KIND if env_id else CATALOG_KIND, env_id)
+
+
+def environment_repository(env_id: int) -> str:
+    """The served name of an environment's repository: `environments/<id>.git`."""
+    return f"{ENVIRONMENTS}/{int(env_id)}.git"
+
+
+def store_root_of(repo_path: Path) -> Path:
+    """The store root a repository folder belongs to (`<root>/catalog.git`,
+    `<root>/environments/<id>.git`); NotFound for a folder outside that layout."""
+    path = Path(repo_path).resolve()
+    if path.name == CATALOG:
+        return path.parent
+    if path.parent.name == ENVIRONMENTS:
+        return path.parent.parent
+    raise NotFound(f"{path} is not a repository of a gitstore root")
+
+
+# -- inside an environment repository -------------------------------------------------------
 ENVIRONMENT_FILE = "environment.yaml"
 GLOBAL = "global"
 KINDS = ("values", "overrides")

@@ -1,47 +1,44 @@
-"""The facade: the one object every front end (REST, CLI, hooks) calls.
+"""The facade: the one object every front end (REST, CLI, hooks) calls, and the composition root.
 
 A Store is a root folder holding `catalog.git` and `environments/<id>.git` (DESIGN.md §3). It
-owns the repository handles and exposes one service per entity family; the services hold the
-domain rules and reach git only through `gitstore.backend`.
+builds the repositories and one service per entity family, and wires each service to the
+services it names in its constructor: this is the only place that knows them all. Where two
+families must react to each other, the later one subscribes to a notification of the earlier
+(an environment deleted, a release's roles changed, a node write about to start), so no
+service holds a reference back up (gitstore/README.md draws the arrows).
 """
 
 from __future__ import annotations
 
-import functools
 import os
-import shutil
-import tempfile
-import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
+from gitstore.access.policy import AccessFile
+from gitstore.access.ratelimit import FailureLog
 from gitstore.backend.changes import ChangeSet
-from gitstore.backend.hooks import install_hooks
-from gitstore.backend.repository import Author, Operation, Repository
+from gitstore.backend.repository import Author, Repository
 from gitstore.catalog.components import Components, ResourceDefinitions
 from gitstore.catalog.releases import Plugins, Releases
-from gitstore.configdb.environments import MAX_ENVIRONMENT_ID, Environments
+from gitstore.configdb.environments import Environments
 from gitstore.configdb.hiera import Hiera
+from gitstore.configdb.importer import Importer
 from gitstore.configdb.values import Config
 from gitstore.deployment.graphs import Graphs
 from gitstore.deployment.inventory import Nodes
+from gitstore.deployment.journal import MoveJournal
 from gitstore.deployment.tags import Tags
 from gitstore.deployment.transactions import Transactions
-from gitstore.errors import Conflict, NotFound
+from gitstore.gitops.mirrors import MirrorSettings
 from gitstore.gitops.service import GitOps
 from gitstore.plans import Plans
+from gitstore.repositories import DEFAULT_AUTHOR, Repositories
 from gitstore.secrets.service import Secrets
 from gitstore.upgrade.moves import Moves
 from gitstore.upgrade.networks import Networks
+from gitstore.upgrade.relations import Relations
 from gitstore.upgrade.seeds import Upgrades
 from gitstore.upgrade.settings import Settings
 from gitstore.versions.service import Versions
-
-DEFAULT_AUTHOR = Author("gitstore", "gitstore@localhost")
-CATALOG = "catalog.git"
-ENVIRONMENTS = "environments"
-ARCHIVE = "archive"
 
 
 class Store:
@@ -56,161 +53,94 @@ class Store:
     ) -> None:
         self.root = Path(root)
         self.default_author = author
-        #: Whether graph execution may use the `local` executor, which runs shell commands as
-        #: this process's user: on for an operator at a shell (`--root`), off for a server
-        #: unless `gitstore serve --enable-local-executor` says otherwise.
-        self.local_executor = local_executor
-        self._repos: dict[Path, Repository] = {}
-        # Every request finds its repositories here: plain strings and ids, because pathlib
-        # joins cost more than the rest of a warm lookup's own work (docs/performance.md).
-        self._catalog_dir = os.path.join(self.root, CATALOG)
-        self._by_id: dict[int, tuple[Repository, str]] = {}
-        self._lock = threading.Lock()
-        self.components = Components(self)
-        self.definitions = ResourceDefinitions(self)
-        self.environments = Environments(self)
-        self.config = Config(self)
-        self.gitops = GitOps(self)
-        self.versions = Versions(self)
-        self.hiera = Hiera(self)
-        self.releases = Releases(self)
-        self.plugins = Plugins(self)
-        self.nodes = Nodes(self)
-        self.tags = Tags(self)
-        self.secrets = Secrets(self)
-        self.plans = Plans(self)
-        self.graphs = Graphs(self)
-        self.transactions = Transactions(self)
-        self.settings = Settings(self)
-        self.networks = Networks(self)
-        self.moves = Moves(self)
-        self.upgrades = Upgrades(self)
+        self.mirror_settings = MirrorSettings(self.root)
+        self.repos = Repositories(
+            self.root, author=author, write_guard=self.mirror_settings.check_writable
+        )
+        self._build_services(self.repos, local_executor)
+        self._subscribe()
+
+    def _build_services(self, repos: Repositories, local_executor: bool) -> None:
+        """Every service, each given what it uses, in an order where those exist first."""
+        self.access = AccessFile(self.root)
+        self.failures = FailureLog(self.root)
+        self.secrets = Secrets(repos)
+        self.definitions = ResourceDefinitions(repos)
+        self.components = Components(repos, self.definitions)
+        self.releases = Releases(repos)
+        self.plugins = Plugins(repos)
+        self.journal = MoveJournal(repos)
+        self.nodes = Nodes(repos, self.journal)
+        self.tags = Tags(self.nodes, self.releases, self.plugins)
+        self.graphs = Graphs(repos, self.nodes)
+        self.transactions = Transactions(repos, self.nodes, local_executor=local_executor)
+        self.environments = Environments(repos, self.secrets, self.graphs, self.nodes)
+        self.config = Config(repos, self.secrets)
+        self.hiera = Hiera(repos, self.secrets, self.tags)
+        self.importer = Importer(repos, self.secrets)
+        self.versions = Versions(repos, self.config, self.secrets)
+        self.settings = Settings(repos, self.secrets)
+        self.networks = Networks(repos, self.secrets)
+        self.relations = Relations(repos)
+        self.moves = Moves(repos, self.journal, self.nodes, self.relations)
+        self.upgrades = Upgrades(
+            repos,
+            self.relations,
+            self.environments,
+            self.journal,
+            self.moves,
+            self.nodes,
+            self.secrets,
+        )
+        self.plans = Plans(repos, self.secrets)
+        self.gitops = GitOps(repos, self.mirror_settings)
+
+    def _subscribe(self) -> None:
+        """The notifications that cut what would otherwise be loops between services."""
+        self.nodes.before_write(self.moves.recover)  # an interrupted move lands first
+        for owners in (self.releases, self.plugins):
+            owners.on_roles_changed(self.nodes.reconcile)  # re-elect primaries
+        self.environments.on_deleted(self.relations.environment_deleted)
+
+    @property
+    def local_executor(self) -> bool:
+        """Whether graph execution may use the `local` executor, which runs shell commands as
+        this process's user: on for an operator at a shell (`--root`), off for a server unless
+        `gitstore serve --enable-local-executor` says otherwise."""
+        return self.transactions.local_executor
+
+    @local_executor.setter
+    def local_executor(self, allowed: bool) -> None:
+        self.transactions.local_executor = allowed
 
     # -- creation --------------------------------------------------------------------------
     @classmethod
     def init(cls, root: str | os.PathLike, *, author: Author = DEFAULT_AUTHOR) -> Store:
         """Create an empty store at `root` (an existing store is left as it is)."""
-        root = Path(root)
-        (root / ENVIRONMENTS).mkdir(parents=True, exist_ok=True)
-        if not (root / CATALOG).exists():
-            first = ChangeSet("catalog: initialise the store")
-            _create_atomically(
-                root / CATALOG,
-                "catalog",
-                lambda tmp: Repository.create(tmp, "catalog", first, author),
-            )
+        repos = Repositories(root, author=author)
+        repos.create_catalog(ChangeSet("catalog: initialise the store"), author)
         store = cls(root, author=author)
         store.secrets.keyring.create()  # the keys that seal secrets live beside the repositories
         store.install_hooks()
         return store
 
+    # -- the repositories (gitstore.repositories) -------------------------------------------
     def install_hooks(self) -> None:
         """(Re)write the git hooks (the push gate) of every repository of the store."""
-        for path in [self.root / CATALOG, *map(self.environment_path, self.environment_ids())]:
-            install_hooks(path)
+        self.repos.install_hooks()
 
     def check(self) -> None:
         """Raise NotFound unless `root` holds a store."""
-        if not os.path.isdir(self._catalog_dir):
-            raise NotFound(f"{self.root} is not a gitstore root (no {CATALOG}); run gitstore init")
-
-    # -- repositories ----------------------------------------------------------------------
-    def _repository(self, path: Path, name: str) -> Repository:
-        with self._lock:
-            repo = self._repos.get(path)
-            if repo is None:
-                served_as = os.path.relpath(path, self.root).replace(os.sep, "/")
-                guard = functools.partial(self.gitops.check_writable, served_as)
-                repo = self._repos[path] = Repository(path, name, write_guard=guard)
-            return repo
+        self.repos.check()
 
     def catalog(self) -> Repository:
-        self.check()
-        return self._repository(self.root / CATALOG, "catalog")
+        return self.repos.catalog()
 
     def environment_path(self, env_id: int) -> Path:
-        """`environments/<id>.git`; an id no environment can have is NotFound, never an OSError."""
-        if not 0 <= int(env_id) <= MAX_ENVIRONMENT_ID:
-            raise NotFound(f"environment {env_id} does not exist")
-        return self.root / ENVIRONMENTS / f"{int(env_id)}.git"
+        return self.repos.environment_path(env_id)
 
     def environment_repo(self, env_id: int) -> Repository:
-        known = self._by_id.get(env_id)
-        if known is not None and os.path.exists(known[1]):
-            return known[0]
-        path = self.environment_path(env_id)
-        if not (path / "HEAD").exists():
-            raise NotFound(f"environment {env_id} does not exist")
-        repo = self._repository(path, f"environment {env_id}")
-        self._by_id[env_id] = (repo, os.path.join(path, "HEAD"))
-        return repo
+        return self.repos.environment_repo(env_id)
 
     def environment_ids(self) -> list[int]:
-        folder = self.root / ENVIRONMENTS
-        if not folder.is_dir():
-            return []
-        ids = []
-        for child in folder.iterdir():
-            stem = child.name.removesuffix(".git")
-            if child.name.endswith(".git") and stem.isdigit() and (child / "HEAD").exists():
-                ids.append(int(stem))
-        return sorted(ids)
-
-    def create_environment_repo(self, env_id: int, first: ChangeSet, author: Author) -> None:
-        """Create `environments/<id>.git` with its first commit; Conflict if the id is taken."""
-        path = self.environment_path(env_id)
-        if path.exists():
-            raise Conflict(f"environment {env_id} already exists")
-        name = f"environment {env_id}"
-        _create_atomically(path, name, lambda tmp: Repository.create(tmp, name, first, author))
-
-    def clone_environment_repo(
-        self, source_id: int, env_id: int, operation: Operation, author: Author
-    ) -> None:
-        """Create `environments/<id>.git` holding `source_id`'s history plus one commit made by
-        `operation` on it (an upgrade seed); Conflict if the id is taken."""
-        source = self.environment_repo(source_id)
-        path = self.environment_path(env_id)
-        if path.exists():
-            raise Conflict(f"environment {env_id} already exists")
-        name = f"environment {env_id}"
-        _create_atomically(
-            path, name, lambda tmp: Repository.create_clone(tmp, name, source, operation, author)
-        )
-
-    def archive_environment(self, env_id: int) -> Path:
-        """Move an environment's repository aside (never destroyed); its id then answers 404."""
-        source = self.environment_path(env_id)
-        if not (source / "HEAD").exists():
-            raise NotFound(f"environment {env_id} does not exist")
-        target_dir = self.root / ARCHIVE / ENVIRONMENTS
-        target_dir.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        target = target_dir / f"{env_id}-{stamp}-{os.getpid()}-{time.monotonic_ns()}.git"
-        try:
-            os.rename(source, target)
-        except FileNotFoundError as exc:
-            raise NotFound(f"environment {env_id} does not exist") from exc
-        with self._lock:
-            self._repos.pop(source, None)
-            self._by_id.pop(env_id, None)
-        return target
-
-
-def _create_atomically(path: Path, name: str, build: Callable[[Path], Repository]) -> None:
-    """Build the repository in a temporary folder, then rename it into place in one step.
-
-    A concurrent creator of the same path loses the rename and gets Conflict; a crash leaves
-    only a temporary folder, never a half-made repository at `path`.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".creating-", dir=path.parent))
-    try:
-        build(tmp / "repo.git")
-        install_hooks(tmp / "repo.git")
-        try:
-            os.rename(tmp / "repo.git", path)
-        except OSError as exc:
-            raise Conflict(f"{name} already exists") from exc
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        return self.repos.environment_ids()

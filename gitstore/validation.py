@@ -6,9 +6,10 @@ problem as `{"file", "line"?, "key"?, "message"}` with `file` relative to the re
 write calls `check_resource_document` on the one document it changes: the same rule the tree
 check applies to every resource file, so the two never drift apart.
 
-Checks are registered per repository kind in `CHECKS`. A later rule family (the graph rules)
-plugs in with `@register_check("environment")` or `@register_check("catalog")`: a check is a
-function of one `TreeCheck` that calls `report` for each problem it finds.
+A rule is a function of one `TreeCheck` that calls `report` for each problem it finds. This
+module holds the machinery and the rules of the store format itself; the rules of each domain
+live in its package, and `gitstore.gitops.rules` is the one list of every rule of each
+repository kind (so every entry point runs the same list, whatever was imported first).
 
 Entries whose top-level name starts with `.` (`.github/`, `.gitlab-ci.yml`) are forge metadata:
 never served, never checked.
@@ -19,28 +20,28 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
 from gitstore import yamlio
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog.components import ORPHANS, CatalogView
 from gitstore.errors import InvalidInput, ValidationFailed
-from gitstore.layout import ENVIRONMENT_FILE, GLOBAL, KINDS
+from gitstore.layout import CATALOG_KIND, ENVIRONMENT_FILE, ENVIRONMENT_KIND, GLOBAL, KINDS
 from gitstore.merge.effective import MODES
 from gitstore.names import (
     RESERVED_TOP_LEVEL,
-    check_identifier,
     check_level_name,
     check_level_value,
     check_resource_name,
 )
-from gitstore.secrets import gate as secrets_gate
 
-ENVIRONMENT = "environment"
-CATALOG = "catalog"
+if TYPE_CHECKING:
+    from gitstore.catalog.view import CatalogView
+
+ENVIRONMENT = ENVIRONMENT_KIND
+CATALOG = CATALOG_KIND
 #: Folders of an environment whose `.yaml` files must each be a mapping.
 MAPPING_FOLDERS = ("inventory", "settings", "network", "transactions")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -48,39 +49,30 @@ YAML_SUFFIXES = (".yaml", ".yml")
 Problem = dict[str, Any]
 Check = Callable[["TreeCheck"], None]
 
-#: Repository kind -> checks, run in order. Later issues append theirs with `register_check`.
-CHECKS: dict[str, list[Check]] = {ENVIRONMENT: [], CATALOG: []}
-
 _UNREADABLE = object()
 _VALIDATORS = LRUCache(max_entries=256)
 
 
-def register_check(*kinds: str) -> Callable[[Check], Check]:
-    """Decorator: run `check` on every tree of the given repository kinds."""
-
-    def add(check: Check) -> Check:
-        for kind in kinds:
-            CHECKS[kind].append(check)
-        return check
-
-    return add
-
-
 # -- the one entry point --------------------------------------------------------------------
 def validate_tree(
-    snapshot: Snapshot, kind: str, *, catalog: CatalogView | None = None, env_id: int | None = None
+    snapshot: Snapshot,
+    kind: str,
+    rules: Sequence[Check],
+    *,
+    catalog: CatalogView | None = None,
+    env_id: int | None = None,
 ) -> list[Problem]:
-    """Every problem of one commit of a `catalog` or `environment` repository.
+    """Every problem `rules` find in one commit of a `catalog` or `environment` repository.
 
     `catalog` is the catalog an environment is checked against (its components, resources and
     schemas); without it the checks that need one are skipped. `env_id`, when known, must match
     the id in `environment.yaml`.
     """
-    if kind not in CHECKS:
+    if kind not in (ENVIRONMENT, CATALOG):
         raise InvalidInput(f"unknown repository kind {kind!r}; use catalog or environment")
     tree = TreeCheck(snapshot, kind, catalog, env_id)
-    for check in CHECKS[kind]:
-        check(tree)
+    for rule in rules:
+        rule(tree)
     return sorted(tree.problems, key=lambda p: (p["file"], p.get("line") or 0))
 
 
@@ -124,7 +116,7 @@ def resource_document_problems(
     schema = definition.get("schema")
     if not schema:
         return []
-    validator = _validator(schema, definition.get("name", "?"), path)
+    validator = schema_validator(schema, definition.get("name", "?"), path)
     problems = []
     for error in sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.path]):
         keys = [str(p) for p in error.path]
@@ -144,7 +136,7 @@ def check_resource_document(definition: dict, path: str, document: Any) -> None:
     raise_problems(resource_document_problems(definition, path, document), "invalid document")
 
 
-def _validator(schema: dict, resource: str, path: str):
+def schema_validator(schema: dict, resource: str, path: str):
     key = json.dumps(schema, sort_keys=True, default=str)
 
     def build():
@@ -292,16 +284,14 @@ def _index_by_folder(files: list[str]) -> dict[str, list[str]]:
 
 
 # -- checks of both kinds -------------------------------------------------------------------
-@register_check(ENVIRONMENT, CATALOG)
-def _yaml_parses(tree: TreeCheck) -> None:
+def yaml_parses(tree: TreeCheck) -> None:
     for path in tree.files:
         if path.endswith(YAML_SUFFIXES):
             tree.document(path)
 
 
 # -- environment repositories ---------------------------------------------------------------
-@register_check(ENVIRONMENT)
-def _environment_file(tree: TreeCheck) -> None:
+def environment_file(tree: TreeCheck) -> None:
     doc = tree.mapping(ENVIRONMENT_FILE)
     if doc is None:
         if not tree.snapshot.exists(ENVIRONMENT_FILE):
@@ -369,8 +359,7 @@ def _hierarchy(tree: TreeCheck) -> list[str]:
     return [lvl for lvl in levels if isinstance(lvl, str) and lvl not in RESERVED_TOP_LEVEL]
 
 
-@register_check(ENVIRONMENT)
-def _top_level(tree: TreeCheck) -> None:
+def top_level(tree: TreeCheck) -> None:
     levels = _hierarchy(tree)
     for entry in tree.snapshot.list(""):
         name = entry.name
@@ -393,8 +382,7 @@ def _top_level(tree: TreeCheck) -> None:
                 )
 
 
-@register_check(ENVIRONMENT)
-def _layers(tree: TreeCheck) -> None:
+def layers(tree: TreeCheck) -> None:
     _check_scope(tree, GLOBAL)
     for level in _hierarchy(tree):
         for name, is_folder in tree.children(level):
@@ -470,108 +458,11 @@ def _attached_definitions(tree: TreeCheck) -> dict[str, dict] | None:
     return {d["name"]: d for d in tree.catalog.definitions_of(names)}
 
 
-@register_check(ENVIRONMENT)
-def _no_plain_secrets(tree: TreeCheck) -> None:
-    secrets_gate.check_tree(tree)  # docs/secrets.md: the rules and the sealed format
-
-
-@register_check(ENVIRONMENT)
-def _mapping_files(tree: TreeCheck) -> None:
+def mapping_files(tree: TreeCheck) -> None:
     for folder in MAPPING_FOLDERS:
         for path in tree.files_under(folder):
             if path.endswith(YAML_SUFFIXES):
                 tree.mapping(path)
-
-
-# -- catalog repositories -------------------------------------------------------------------
-@register_check(CATALOG)
-def _catalog_documents(tree: TreeCheck) -> None:
-    seen_components: dict[int, str] = {}
-    seen_definitions: dict[str, dict] = {"ids": {}, "names": {}}  # id/name -> file
-    for entry in tree.snapshot.list("components"):
-        path = f"components/{entry.name}"
-        if entry.is_tree or not entry.name.endswith(".yaml"):
-            tree.report(tree.first_file(path), "components/ holds one <name>.yaml per component")
-            continue
-        doc = tree.mapping(path)
-        if doc is not None:
-            _check_component(tree, path, doc, seen_components)
-            _check_definitions(tree, path, doc, seen_definitions)
-    if tree.snapshot.exists(ORPHANS):
-        doc = tree.mapping(ORPHANS)
-        if doc is not None:
-            _check_definitions(tree, ORPHANS, doc, seen_definitions)
-
-
-def _check_component(tree: TreeCheck, path: str, doc: dict, seen: dict[int, str]) -> None:
-    stem = path[len("components/") : -len(".yaml")]
-    try:
-        check_identifier(stem, "component name")
-    except InvalidInput as exc:
-        tree.report(path, exc.message)
-    if doc.get("name") != stem:
-        tree.report(path, f"must be {stem!r}, the name of the file", key="name")
-    cid = doc.get("id")
-    if isinstance(cid, bool) or not isinstance(cid, int) or cid < 1:
-        tree.report(path, f"must be a positive integer, not {cid!r}", key="id")
-    elif cid in seen:
-        tree.report(path, f"id {cid} is also the id of {seen[cid]}", key="id")
-    else:
-        seen[cid] = path
-
-
-def _check_definitions(tree: TreeCheck, path: str, doc: dict, seen: dict[str, dict]) -> None:
-    definitions = doc.get("resource_definitions", [])
-    if not isinstance(definitions, list):
-        tree.report(path, "must be a list of resource definitions", key="resource_definitions")
-        return
-    for index, definition in enumerate(definitions):
-        key = f"resource_definitions.{index}"
-        if not isinstance(definition, dict):
-            tree.report(path, "a resource definition must be a mapping", key=key)
-            continue
-        _check_definition(tree, path, key, definition, seen)
-
-
-def _check_definition(
-    tree: TreeCheck, path: str, key: str, definition: dict, seen: dict[str, dict]
-) -> None:
-    did, name = definition.get("id"), definition.get("name")
-    if isinstance(did, bool) or not isinstance(did, int) or did < 1:
-        tree.report(path, f"must be a positive integer, not {did!r}", key=f"{key}.id")
-    elif did in seen["ids"]:
-        tree.report(path, f"id {did} is also used in {seen['ids'][did]}", key=f"{key}.id")
-    else:
-        seen["ids"][did] = path
-    try:
-        check_resource_name(name)
-        if name in seen["names"]:
-            tree.report(
-                path,
-                f"resource {name!r} is also defined in {seen['names'][name]}",
-                key=f"{key}.name",
-            )
-        seen["names"][name] = path
-    except InvalidInput as exc:
-        tree.report(path, exc.message, key=f"{key}.name")
-    schema = definition.get("schema")
-    if schema is not None:
-        _check_schema(tree, path, f"{key}.schema", schema, str(name))
-    secret_keys = definition.get("secret_keys")
-    if secret_keys is not None and (
-        not isinstance(secret_keys, list) or not all(isinstance(k, str) for k in secret_keys)
-    ):
-        tree.report(path, "must be a list of strings", key=f"{key}.secret_keys")
-
-
-def _check_schema(tree: TreeCheck, path: str, key: str, schema: Any, resource: str) -> None:
-    if not isinstance(schema, dict):
-        tree.report(path, "must be a mapping (a JSON schema)", key=key)
-        return
-    try:
-        _validator(schema, resource, path)
-    except ValidationFailed as exc:
-        tree.report(path, exc.message.split(": ", 1)[-1], key=key)
 
 
 #: How deeply a request body may nest: deep enough for any configuration, shallow enough that

@@ -12,7 +12,7 @@ import requests
 from live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
 from gitstore import Store
-from gitstore.configdb.importer import SAMPLE_DIR, load_tree
+from gitstore.configdb.importer import SAMPLE_DIR
 
 ASTUTE = "/api/v1/config/environments/1/nodes/{node}/resources/astute/{kind}"
 START_TIMEOUT = 30
@@ -60,7 +60,7 @@ def workdir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def sample_root(workdir) -> Path:
     root = workdir / "store"
-    load_tree(Store.init(root), SAMPLE_DIR)
+    Store.init(root).importer.load_tree(SAMPLE_DIR)
     return root
 
 

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from gitstore import Store
 from gitstore.errors import GitstoreError
-from gitstore.gitops.service import store_root_of
-from gitstore.store import Store
+from gitstore.layout import store_root_of
 from gitstore.validation import format_problem
 
 

@@ -5,11 +5,13 @@ Each resource family is one blueprint; views parse, call the `Store` facade and 
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 from typing import Any
 
-from flask import Flask
+from flask import Blueprint, Flask
 
+from gitstore import Store
 from gitstore.api import (
     access,
     auth,
@@ -30,8 +32,7 @@ from gitstore.api import plans as plan_routes
 from gitstore.api import secrets as secret_routes
 from gitstore.api import tags as tag_routes
 from gitstore.api import upgrade as upgrade_routes
-from gitstore.store import Store
-from webhooks import receivers as webhook_receivers
+from gitstore.api.http import STORE
 
 #: Blueprints in registration order. Later issues add theirs here.
 BLUEPRINTS = [
@@ -48,10 +49,20 @@ BLUEPRINTS = [
     upgrade_routes.bp,
     git_http.bp,
     status.bp,
-    webhook_receivers.bp,
     access.bp,
     secret_routes.bp,
 ]
+
+
+#: Entry-point group of blueprints that front ends outside this package contribute (the forge
+#: webhook receivers of `webhooks/`, listed in pyproject.toml): the API never imports them.
+FRONT_END_BLUEPRINTS = "gitstore.blueprints"
+
+
+def front_end_blueprints() -> list[Blueprint]:
+    """The blueprints of the entry-point group, in the order of their names."""
+    points = importlib.metadata.entry_points(group=FRONT_END_BLUEPRINTS)
+    return [point.load() for point in sorted(points, key=lambda p: p.name)]
 
 
 def create_app(config: dict[str, Any] | None = None, store: Store | None = None) -> Flask:
@@ -65,12 +76,12 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
             raise RuntimeError("create_app needs a store or GITSTORE_ROOT")
         store = Store(root, local_executor=bool(app.config.get("GITSTORE_LOCAL_EXECUTOR")))
     store.check()
-    app.extensions["gitstore"] = store
+    app.extensions[STORE] = store
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
     errors.register(app)
     auth.register(app)  # one access check before every request of every blueprint
-    for blueprint in BLUEPRINTS:
+    for blueprint in [*BLUEPRINTS, *front_end_blueprints()]:
         app.register_blueprint(blueprint)
     if bench.enabled(app.config.get(bench.ENABLE, os.environ.get(bench.ENABLE))):
         app.register_blueprint(bench.bp)  # bench/lookup.py's baseline, never in production

@@ -8,15 +8,15 @@ route needs are decided in `gitstore.api.auth` with every other route's.
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, g, jsonify, request
+from flask import Blueprint, g, jsonify, request
 
-from gitstore.api.http import no_content
+from gitstore.api.http import app_store, no_content
 
 bp = Blueprint("access", __name__, url_prefix="/api/v1/access")
 
 
 def _access():
-    return current_app.extensions["gitstore.access.policy"]
+    return app_store().access
 
 
 @bp.get("/whoami")

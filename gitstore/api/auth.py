@@ -27,18 +27,19 @@ from typing import Any
 
 from flask import Flask, current_app, g, request
 
-from gitstore.access.credentials import token_id_of
-from gitstore.access.policy import (
+from gitstore import (
     ACCESS_REQUIRED,
     ANONYMOUS_READ,
     ANY,
     AccessFile,
     Credentials,
+    FailureLog,
     Identity,
     require,
+    token_id_of,
 )
-from gitstore.access.ratelimit import FailureLog
 from gitstore.api import git_http
+from gitstore.api.http import app_store
 from gitstore.errors import NotFound, TooManyRequests, Unauthorized, Unavailable
 from gitstore.names import parse_flag
 
@@ -70,9 +71,6 @@ class Need:
 
 def register(app: Flask) -> None:
     """Install the access check of every request of `app`."""
-    root = app.extensions["gitstore"].root
-    app.extensions["gitstore.access.policy"] = AccessFile(root)
-    app.extensions["gitstore.failures"] = FailureLog(root)
     for key in (ANONYMOUS_READ, ACCESS_REQUIRED):
         if key not in app.config:
             app.config[key] = parse_flag(os.environ.get(key, "0"), key)
@@ -143,7 +141,7 @@ def _authorise() -> None:
     need = needed(request.method, request.path, request.args)
     if need is None:
         return
-    access: AccessFile = current_app.extensions["gitstore.access.policy"]
+    access: AccessFile = app_store().access
     if access.policy() is None:
         if current_app.config[ACCESS_REQUIRED]:
             raise Unavailable(
@@ -162,7 +160,7 @@ def _authorise() -> None:
 
 def _identify(access: AccessFile, need: Need) -> Identity | None:
     address = request.remote_addr or "unknown"
-    failures: FailureLog = current_app.extensions["gitstore.failures"]
+    failures: FailureLog = app_store().failures
     presented = _presented()
     if presented is None:
         if need.read_only and current_app.config[ANONYMOUS_READ]:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, current_app
+from flask import Blueprint
 
-from gitstore.api.http import author, json_body, written
+from gitstore.api.http import app_store, author, json_body, written
 from gitstore.errors import InvalidInput
 
 bp = Blueprint("batch", __name__, url_prefix="/api/v1/config/environments")
@@ -29,9 +29,7 @@ MAX_DOCUMENTS = 1000
 @bp.put("/<int:env_id>/documents")
 def write_documents(env_id: int):
     documents, message = parse_batch(json_body())
-    return written(
-        current_app.extensions["gitstore"].config.write_many(env_id, documents, message, author())
-    )
+    return written(app_store().config.write_many(env_id, documents, message, author()))
 
 
 def parse_batch(body: Any) -> tuple[dict[tuple, dict], str]:

@@ -3,9 +3,9 @@ and the node inventory: `/api/v1/clusters/<id>/nodes/`, `/api/v1/nodes`."""
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, request
 
-from gitstore.api.http import author, json_body, no_content, served, version_arg, written
+from gitstore.api.http import app_store, author, json_body, no_content, served, version_arg, written
 from gitstore.errors import InvalidInput
 
 bp = Blueprint("clusters", __name__, url_prefix="/api/v1")
@@ -32,12 +32,8 @@ def _each_owner(rule: str, methods: list[str]):
     return register
 
 
-def _store():
-    return current_app.extensions["gitstore"]
-
-
 def _owners(owners: str):
-    return getattr(_store(), _OWNERS[owners])
+    return getattr(app_store(), _OWNERS[owners])
 
 
 # -- releases and plugins -------------------------------------------------------------------------
@@ -70,40 +66,40 @@ def delete_owner(owners: str, owner_id: int):
 # -- clusters: the environments under their Fuel name ----------------------------------------------
 @bp.get("/clusters")
 def list_clusters():
-    return served(_store().environments.list())
+    return served(app_store().environments.list())
 
 
 @bp.get("/clusters/<int:env_id>")
 def get_cluster(env_id: int):
-    return served(_store().environments.get(env_id, version_arg()))
+    return served(app_store().environments.get(env_id, version_arg()))
 
 
 # -- nodes ------------------------------------------------------------------------------------
 @bp.get("/clusters/<int:env_id>/nodes")
 def list_nodes(env_id: int):
-    nodes = _store().nodes
+    nodes = app_store().nodes
     return served(nodes.list(env_id, version_arg(), version_arg("catalog_version")))
 
 
 @bp.post("/clusters/<int:env_id>/nodes")
 def create_node(env_id: int):
-    return served(_store().nodes.create(env_id, json_body(), author()), status=201)
+    return served(app_store().nodes.create(env_id, json_body(), author()), status=201)
 
 
 @bp.get("/clusters/<int:env_id>/nodes/<node>")
 def get_node(env_id: int, node: str):
-    nodes = _store().nodes
+    nodes = app_store().nodes
     return served(nodes.get(env_id, node, version_arg(), version_arg("catalog_version")))
 
 
 @bp.route("/clusters/<int:env_id>/nodes/<node>", methods=["PUT", "PATCH"])
 def update_node(env_id: int, node: str):
-    return served(_store().nodes.update(env_id, node, json_body(), author()))
+    return served(app_store().nodes.update(env_id, node, json_body(), author()))
 
 
 @bp.delete("/clusters/<int:env_id>/nodes/<node>")
 def delete_node(env_id: int, node: str):
-    return written(_store().nodes.delete(env_id, node, author()))
+    return written(app_store().nodes.delete(env_id, node, author()))
 
 
 @bp.get("/nodes")
@@ -112,4 +108,4 @@ def find_nodes():
     if cluster is not None and not cluster.isdigit():
         raise InvalidInput(f"cluster_id {cluster!r} must be an integer", key="cluster_id")
     fqdn = request.args.get("fqdn")
-    return served(_store().nodes.find(fqdn, int(cluster) if cluster else None))
+    return served(app_store().nodes.find(fqdn, int(cluster) if cluster else None))

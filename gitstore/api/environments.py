@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app
+from flask import Blueprint
 
-from gitstore.api.http import author, json_body, no_content, served, version_arg
+from gitstore.api.http import app_store, author, json_body, no_content, served, version_arg
 from gitstore.errors import InvalidInput
 
 bp = Blueprint("environments", __name__, url_prefix="/api/v1/config/environments")
-
-
-def _store():
-    return current_app.extensions["gitstore"]
 
 
 @bp.get("")
@@ -22,40 +18,40 @@ def list_environments():
             "read one environment with /environments/<id>?version=...",
             key="version",
         )
-    return served(_store().environments.list())
+    return served(app_store().environments.list())
 
 
 @bp.post("")
 def create_environment():
-    return served(_store().environments.create(json_body(), author()), status=201)
+    return served(app_store().environments.create(json_body(), author()), status=201)
 
 
 @bp.get("/<int:env_id>")
 def get_environment(env_id: int):
-    return served(_store().environments.get(env_id, version_arg()))
+    return served(app_store().environments.get(env_id, version_arg()))
 
 
 @bp.route("/<int:env_id>", methods=["PUT", "PATCH"])
 def update_environment(env_id: int):
-    return served(_store().environments.update(env_id, json_body(), author()))
+    return served(app_store().environments.update(env_id, json_body(), author()))
 
 
 @bp.delete("/<int:env_id>")
 def delete_environment(env_id: int):
-    _store().environments.delete(env_id)
+    app_store().environments.delete(env_id)
     return no_content()
 
 
 @bp.get("/<int:env_id>/hierarchy_levels")
 def list_levels(env_id: int):
-    return served(_store().environments.levels(env_id, version_arg()))
+    return served(app_store().environments.levels(env_id, version_arg()))
 
 
 @bp.get("/<int:env_id>/hierarchy_levels/<name>")
 def get_level(env_id: int, name: str):
-    return served(_store().environments.level(env_id, name, version_arg()))
+    return served(app_store().environments.level(env_id, name, version_arg()))
 
 
 @bp.put("/<int:env_id>/hierarchy_levels/<name>")
 def rename_level(env_id: int, name: str):
-    return served(_store().environments.rename_level(env_id, name, json_body(), author()))
+    return served(app_store().environments.rename_level(env_id, name, json_body(), author()))

@@ -23,9 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from flask import Blueprint, Response, current_app, g, request
+from flask import Blueprint, Response, g, request
 
 from gitstore.api.errors import error_response
+from gitstore.api.http import app_store
 from gitstore.errors import NotFound
 
 log = logging.getLogger("gitstore.api.git")
@@ -54,7 +55,7 @@ def split_path(subpath: str) -> tuple[str, str]:
 @bp.route("/git/<path:subpath>", methods=["GET", "POST"])
 def git(subpath: str):
     name, _ = split_path(subpath)
-    store = current_app.extensions["gitstore"]
+    store = app_store()
     repo_path = store.gitops.repository_path(name)
     return _run_backend(_cgi_environ(store.root, repo_path, subpath))
 

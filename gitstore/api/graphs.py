@@ -16,22 +16,27 @@ from __future__ import annotations
 import hashlib
 import re
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, request
 
-from gitstore.api.http import MOVING, author, flag, json_body, no_content, served, version_arg
+from gitstore import DEFAULT_GRAPH_TYPE as DEFAULT_TYPE
+from gitstore import Answer
+from gitstore.api.http import (
+    MOVING,
+    app_store,
+    author,
+    flag,
+    json_body,
+    no_content,
+    served,
+    version_arg,
+)
 from gitstore.api.owners import each_owner
-from gitstore.deployment.graphs import Answer
 from gitstore.errors import InvalidInput
-from gitstore.merge.graphs import DEFAULT_TYPE
 
 bp = Blueprint("graphs", __name__, url_prefix="/api/v1")
 
 _FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
 CATALOG_COMMIT = "X-Gitstore-Catalog-Commit"
-
-
-def _store():
-    return current_app.extensions["gitstore"]
 
 
 def _versions() -> dict:
@@ -93,43 +98,43 @@ def _legacy() -> dict:
 # -- one owner's graphs -------------------------------------------------------------------------
 @each_owner(bp, "/deployment_graphs", ["GET"])
 def list_graphs(owner: str, owner_id: int):
-    result = _store().graphs.list(owner, owner_id, **_versions())
+    result = app_store().graphs.list(owner, owner_id, **_versions())
     return _answer(result, catalog_only=owner != "cluster")
 
 
 @each_owner(bp, "/deployment_graphs/<graph_type>", ["GET"])
 def get_graph(owner: str, owner_id: int, graph_type: str):
-    result = _store().graphs.get(owner, owner_id, graph_type, **_versions())
+    result = app_store().graphs.get(owner, owner_id, graph_type, **_versions())
     return _answer(result, catalog_only=owner != "cluster")
 
 
 @each_owner(bp, "/deployment_graphs/<graph_type>", ["POST"])
 def create_graph(owner: str, owner_id: int, graph_type: str):
-    result = _store().graphs.create(owner, owner_id, graph_type, json_body(), author())
+    result = app_store().graphs.create(owner, owner_id, graph_type, json_body(), author())
     return _answer(result, 201)
 
 
 @each_owner(bp, "/deployment_graphs/<graph_type>", ["PUT"])
 def replace_graph(owner: str, owner_id: int, graph_type: str):
-    result = _store().graphs.replace(owner, owner_id, graph_type, json_body(), author())
+    result = app_store().graphs.replace(owner, owner_id, graph_type, json_body(), author())
     return _answer(result)
 
 
 @each_owner(bp, "/deployment_graphs/<graph_type>", ["PATCH"])
 def patch_graph(owner: str, owner_id: int, graph_type: str):
-    result = _store().graphs.patch(owner, owner_id, graph_type, json_body(), author())
+    result = app_store().graphs.patch(owner, owner_id, graph_type, json_body(), author())
     return _answer(result)
 
 
 @each_owner(bp, "/deployment_graphs/<graph_type>", ["DELETE"])
 def delete_graph(owner: str, owner_id: int, graph_type: str):
-    _store().graphs.delete(owner, owner_id, graph_type, author())
+    app_store().graphs.delete(owner, owner_id, graph_type, author())
     return no_content()
 
 
 @bp.get("/graphs")
 def search_graphs():
-    result = _store().graphs.search(
+    result = app_store().graphs.search(
         clusters=_ids("clusters_ids"),
         plugins=_ids("plugins_ids"),
         releases=_ids("releases_ids"),
@@ -143,25 +148,25 @@ def search_graphs():
 # -- a cluster's tasks ---------------------------------------------------------------------------
 @bp.get("/clusters/<int:env_id>/deployment_tasks")
 def merged_tasks(env_id: int):
-    result = _store().graphs.tasks(env_id, _graph_type(), **_versions(), **_legacy())
+    result = app_store().graphs.tasks(env_id, _graph_type(), **_versions(), **_legacy())
     return _answer(result)
 
 
 @bp.get("/clusters/<int:env_id>/deployment_tasks/<any(own, plugins, release):view>")
 def tasks_view(env_id: int, view: str):
-    result = _store().graphs.tasks(env_id, _graph_type(), view, **_versions(), **_legacy())
+    result = app_store().graphs.tasks(env_id, _graph_type(), view, **_versions(), **_legacy())
     return _answer(result)
 
 
 @bp.put("/clusters/<int:env_id>/deployment_tasks")
 def put_cluster_tasks(env_id: int):
-    result = _store().graphs.put_cluster_tasks(env_id, _graph_type(), json_body(), author())
+    result = app_store().graphs.put_cluster_tasks(env_id, _graph_type(), json_body(), author())
     return _answer(result)
 
 
 @bp.get("/releases/<int:release_id>/deployment_tasks")
 def release_tasks(release_id: int):
-    result = _store().graphs.release_tasks(
+    result = app_store().graphs.release_tasks(
         release_id,
         _graph_type(),
         version=version_arg("catalog_version") or version_arg(),
@@ -172,7 +177,7 @@ def release_tasks(release_id: int):
 
 @bp.get("/clusters/<int:env_id>/deploy_tasks/graph.gv")
 def graph_dot(env_id: int):
-    result = _store().graphs.dot(
+    result = app_store().graphs.dot(
         env_id,
         _graph_type(),
         only=_names("tasks"),
@@ -191,13 +196,13 @@ def graph_dot(env_id: int):
 
 @bp.get("/clusters/<int:env_id>/deployment_graphs/<graph_type>/check")
 def check_graph(env_id: int, graph_type: str):
-    return _answer(_store().graphs.check(env_id, graph_type, **_versions()))
+    return _answer(app_store().graphs.check(env_id, graph_type, **_versions()))
 
 
 # -- execution -------------------------------------------------------------------------------------
 @bp.post("/graphs/execute")
 def execute():
-    result = _store().transactions.execute(json_body(), author())
+    result = app_store().transactions.execute(json_body(), author())
     response = served(result, status=202)
     response.headers[CATALOG_COMMIT] = result.data["source"]["catalog_commit"]
     return response
@@ -208,9 +213,9 @@ def list_transactions():
     cluster = request.args.get("cluster_id")
     if cluster is not None and not cluster.isdigit():
         raise InvalidInput(f"cluster_id {cluster!r} must be an integer", key="cluster_id")
-    return served(_store().transactions.list(int(cluster) if cluster else None))
+    return served(app_store().transactions.list(int(cluster) if cluster else None))
 
 
 @bp.get("/transactions/<int:transaction_id>")
 def get_transaction(transaction_id: int):
-    return served(_store().transactions.get(transaction_id))
+    return served(app_store().transactions.get(transaction_id))

@@ -8,16 +8,12 @@ although the body names the newer commit.
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, g, request
+from flask import Blueprint, g, request
 
-from gitstore.api.http import may_reveal, served, version_arg
+from gitstore.api.http import app_store, may_reveal, served, version_arg
 from gitstore.errors import InvalidInput
 
 bp = Blueprint("hiera", __name__, url_prefix="/api/v1/hiera")
-
-
-def _store():
-    return current_app.extensions["gitstore"]
 
 
 def _resources_arg() -> list[str] | None:
@@ -39,7 +35,7 @@ def node_document(env_id: int, node: str):
     # Puppet needs the real passwords: the node document reveals them to a caller holding the
     # `secrets` role (grant it to the Puppet master's user) and masks them for everyone else.
     reveal = may_reveal(env_id)
-    result = _store().hiera.node_document(
+    result = app_store().hiera.node_document(
         env_id, node, version_arg(), _resources_arg(), reveal=reveal, who=g.get("user")
     )
     response = served(result, weak=True)

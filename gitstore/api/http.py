@@ -9,16 +9,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import Response, current_app, g, request
 
-from gitstore.backend.cache import LRUCache
-from gitstore.backend.repository import Author
+from gitstore import Author, LRUCache
 from gitstore.errors import InvalidInput
 from gitstore.names import parse_flag
 from gitstore.served import Served
 from gitstore.validation import check_plain_data
+
+if TYPE_CHECKING:
+    from gitstore import Store
 
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -26,6 +28,13 @@ MOVING = "public, max-age=5"
 #: Bound of the encoded bodies each app keeps (docs/performance.md: the worker memory budget).
 BODY_CACHE_BYTES = 16 * 1024 * 1024
 _BODIES = "gitstore.bodies"
+#: Where the app factory keeps the facade it serves.
+STORE = "gitstore"
+
+
+def app_store() -> Store:
+    """The store this app serves (the one facade every view calls)."""
+    return current_app.extensions[STORE]
 
 
 def json_body() -> Any:
@@ -71,7 +80,7 @@ def may_reveal(env_id: int) -> bool:
     identity = getattr(g, "identity", None)
     if identity is not None:
         return identity.has("secrets", env_id)
-    access = current_app.extensions.get("gitstore.access.policy")
+    access = app_store().access
     return access is None or access.policy() is None
 
 

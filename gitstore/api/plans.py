@@ -8,15 +8,15 @@ template and an environment), `/plans/<uuid>/templates` (the export Heat needs).
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, g
+from flask import Blueprint, g
 
-from gitstore.api.http import author, flag, json_body, served, version_arg, written
+from gitstore.api.http import app_store, author, flag, json_body, served, version_arg, written
 
 bp = Blueprint("plans", __name__, url_prefix="/api/v1")
 
 
 def _plans():
-    return current_app.extensions["gitstore"].plans
+    return app_store().plans
 
 
 # -- templates and roles ------------------------------------------------------------------------

@@ -7,16 +7,16 @@ values without holding the keyring. `GET .../secrets/rules` lists which keys are
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app
+from flask import Blueprint
 
-from gitstore.api.http import json_body, served, version_arg
+from gitstore.api.http import app_store, json_body, served, version_arg
 from gitstore.errors import InvalidInput
 
 bp = Blueprint("secrets", __name__, url_prefix="/api/v1/config/environments")
 
 
 def _secrets():
-    return current_app.extensions["gitstore"].secrets
+    return app_store().secrets
 
 
 @bp.post("/<int:env_id>/secrets/encrypt")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify
+from flask import Blueprint, jsonify
+
+from gitstore.api.http import app_store
 
 bp = Blueprint("status", __name__, url_prefix="/api/v1")
 
 
 @bp.get("/status")
 def status():
-    return jsonify(current_app.extensions["gitstore"].gitops.status())
+    return jsonify(app_store().gitops.status())

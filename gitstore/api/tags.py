@@ -7,16 +7,16 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, request
 
-from gitstore.api.http import author, flag, json_body, served, version_arg, written
+from gitstore.api.http import app_store, author, flag, json_body, served, version_arg, written
 from gitstore.api.owners import each_owner
 
 bp = Blueprint("tags", __name__, url_prefix="/api/v1")
 
 
 def _tags():
-    return current_app.extensions["gitstore"].tags
+    return app_store().tags
 
 
 @each_owner(bp, "/tags", ["GET"])

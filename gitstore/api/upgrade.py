@@ -17,23 +17,19 @@ assigning takes nodes out of the original (writer there), copying VIPs and the s
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, g
+from flask import Blueprint, g
 
-from gitstore.access.policy import require
-from gitstore.api.http import author, flag, json_body, served, version_arg
+from gitstore import require
+from gitstore.api.http import STORE, app_store, author, flag, json_body, served, version_arg
 from gitstore.errors import NotFound
 
 bp = Blueprint("upgrade", __name__, url_prefix="/api/v1")
 
 
-def _store():
-    return current_app.extensions["gitstore"]
-
-
 @bp.record_once
 def _complete_interrupted_moves(state) -> None:
     """A server start completes the moves a killed process left half done (upgrade.moves)."""
-    state.app.extensions["gitstore"].moves.recover()
+    state.app.extensions[STORE].moves.recover()
 
 
 def _also_needs(role: str, env_id: int | None) -> None:
@@ -46,51 +42,51 @@ def _also_needs(role: str, env_id: int | None) -> None:
 # -- releases ---------------------------------------------------------------------------------
 @bp.get("/releases/<int:release_id>/settings")
 def get_release_settings(release_id: int):
-    return served(_store().settings.release_settings(release_id, version_arg()))
+    return served(app_store().settings.release_settings(release_id, version_arg()))
 
 
 @bp.put("/releases/<int:release_id>/settings")
 def put_release_settings(release_id: int):
-    return served(_store().settings.put_release_settings(release_id, json_body(), author()))
+    return served(app_store().settings.put_release_settings(release_id, json_body(), author()))
 
 
 @bp.get("/releases/<int:release_id>/upgrade_rules")
 def get_upgrade_rules(release_id: int):
-    return served(_store().settings.upgrade_rules(release_id, version_arg()))
+    return served(app_store().settings.upgrade_rules(release_id, version_arg()))
 
 
 @bp.put("/releases/<int:release_id>/upgrade_rules")
 def put_upgrade_rules(release_id: int):
-    return served(_store().settings.put_upgrade_rules(release_id, json_body(), author()))
+    return served(app_store().settings.put_upgrade_rules(release_id, json_body(), author()))
 
 
 # -- clusters ---------------------------------------------------------------------------------
 @bp.get("/clusters/<int:env_id>/settings")
 def get_cluster_settings(env_id: int):
     who = getattr(g, "user", None)
-    return served(_store().settings.cluster_settings(env_id, version_arg(), flag("reveal"), who))
+    return served(app_store().settings.cluster_settings(env_id, version_arg(), flag("reveal"), who))
 
 
 @bp.put("/clusters/<int:env_id>/settings")
 def put_cluster_settings(env_id: int):
-    return served(_store().settings.put_cluster_settings(env_id, json_body(), author()))
+    return served(app_store().settings.put_cluster_settings(env_id, json_body(), author()))
 
 
 @bp.get("/clusters/<int:env_id>/network")
 def get_network(env_id: int):
-    return served(_store().networks.get(env_id, version_arg()))
+    return served(app_store().networks.get(env_id, version_arg()))
 
 
 @bp.put("/clusters/<int:env_id>/network")
 def put_network(env_id: int):
-    return served(_store().networks.put(env_id, json_body(), author()))
+    return served(app_store().networks.put(env_id, json_body(), author()))
 
 
 # -- upgrade ----------------------------------------------------------------------------------
 @bp.get("/clusters/<int:env_id>/upgrade")
 def upgrade_status(env_id: int):
-    store = _store()
-    peer = store.upgrades.peer_of(env_id)
+    store = app_store()
+    peer = store.relations.peer_of(env_id)
     if peer is not None and peer in store.environment_ids():
         _also_needs("reader", peer)
     return served(store.upgrades.status(env_id))
@@ -98,7 +94,7 @@ def upgrade_status(env_id: int):
 
 @bp.post("/clusters/<int:env_id>/upgrade")
 def upgrade_in_one_call(env_id: int):
-    _store().environment_repo(env_id)  # an unknown environment says so first
+    app_store().environment_repo(env_id)  # an unknown environment says so first
     raise NotFound(
         f"upgrading environment {env_id} in one call is not implemented: clone it "
         "(POST .../upgrade/clone), move its nodes (.../upgrade/assign) and copy its "
@@ -110,19 +106,19 @@ def upgrade_in_one_call(env_id: int):
 def upgrade_clone(env_id: int):
     body = json_body()
     _also_needs("writer", None)
-    return served(_store().upgrades.clone(env_id, body, author()), status=201)
+    return served(app_store().upgrades.clone(env_id, body, author()), status=201)
 
 
 @bp.post("/clusters/<int:env_id>/upgrade/assign")
 def upgrade_assign(env_id: int):
     body = json_body()
-    store = _store()
-    _also_needs("writer", store.upgrades.original_of(env_id))
+    store = app_store()
+    _also_needs("writer", store.relations.original_of(env_id))
     return served(store.moves.assign(env_id, body, author()))
 
 
 @bp.post("/clusters/<int:env_id>/upgrade/vips")
 def upgrade_vips(env_id: int):
-    store = _store()
-    _also_needs("reader", store.upgrades.original_of(env_id))
+    store = app_store()
+    _also_needs("reader", store.relations.original_of(env_id))
     return served(store.upgrades.copy_vips(env_id, author()))

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flask import Blueprint, current_app, g, request
+from flask import Blueprint, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
-from gitstore.api.http import author, flag, json_body, served, version_arg, written
-from gitstore.configdb.values import Query
+from gitstore import Query
+from gitstore.api.http import app_store, author, flag, json_body, served, version_arg, written
 from gitstore.errors import NotFound
 from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS
@@ -52,10 +52,6 @@ def _resource_ref(segments: list[str]) -> str:
     return "/".join(segments)
 
 
-def _store():
-    return current_app.extensions["gitstore"]
-
-
 @bp.get("/<int:env_id>/<path:rest>")
 def read(env_id: int, rest: str):
     address = parse_address(rest)
@@ -73,7 +69,7 @@ def read(env_id: int, rest: str):
     )
     if flag("explain"):
         return served(
-            _store().versions.explain(
+            app_store().versions.explain(
                 env_id,
                 address.pairs,
                 address.resource,
@@ -85,7 +81,7 @@ def read(env_id: int, rest: str):
             )
         )
     return served(
-        _store().config.read(
+        app_store().config.read(
             env_id, address.pairs, address.resource, address.kind, query, who=g.user
         )
     )
@@ -94,7 +90,7 @@ def read(env_id: int, rest: str):
 @bp.route("/<int:env_id>/<path:rest>", methods=["PUT", "PATCH"])
 def write(env_id: int, rest: str):
     address = parse_address(rest)
-    config = _store().config
+    config = app_store().config
     if address.op is None and request.method == "PATCH":
         raise MethodNotAllowed(
             valid_methods=["GET", "HEAD", "PUT"],

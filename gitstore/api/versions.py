@@ -5,15 +5,15 @@ Explain is a flag of the values read (`?effective&explain`), see `values.py`.
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, request
 
-from gitstore.api.http import author, json_body, served, version_arg
+from gitstore.api.http import app_store, author, json_body, served, version_arg
 
 bp = Blueprint("versions", __name__, url_prefix="/api/v1/config/environments")
 
 
 def _versions():
-    return current_app.extensions["gitstore"].versions
+    return app_store().versions
 
 
 def _scope_arg() -> str | None:

@@ -13,91 +13,30 @@ from gitstore import documents, keypaths
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
-from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.catalog import usage
+from gitstore.catalog.view import (
+    DEFINITION_EXTRAS,
+    ORPHANS,
+    CatalogView,
+    definition_entity,
+)
+from gitstore.errors import Conflict, InvalidInput
 from gitstore.names import check_identifier, check_resource_name
 from gitstore.served import Served
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.repositories import Repositories
 
-ORPHANS = "resource_definitions.yaml"
-_DEFINITION_EXTRAS = ("schema", "secret_keys")
 _COMPONENT_FIELDS = ("id", "name", "resource_definitions")
-_DEFINITION_FIELDS = ("id", "name", "component_id", "content", *_DEFINITION_EXTRAS)
-_NESTED_FIELDS = ("id", "name", "content", *_DEFINITION_EXTRAS)
-
-
-class CatalogView:
-    """Every component and definition of one catalog commit, with lookups by id or name."""
-
-    def __init__(self, snapshot: Snapshot) -> None:
-        self.snapshot = snapshot
-        self.components: list[dict] = []
-        for entry in snapshot.list("components"):
-            if not entry.is_tree and entry.name.endswith(".yaml"):
-                doc = snapshot.read_mapping(f"components/{entry.name}") or {}
-                self.components.append(doc)
-        self.components.sort(key=lambda c: c.get("id", 0))
-        orphans = snapshot.read_mapping(ORPHANS) or {}
-        self.orphans: list[dict] = list(orphans.get("resource_definitions") or [])
-
-    def component(self, ref: int | str) -> dict:
-        for component in self.components:
-            if _matches(component, ref):
-                return component
-        raise NotFound(f"component {ref!r} does not exist")
-
-    def definitions(self) -> list[dict]:
-        """Every definition as an API entity (with `component_id`), sorted by id."""
-        found = [
-            _definition_entity(d, c.get("id"))
-            for c in self.components
-            for d in c.get("resource_definitions") or []
-        ]
-        found += [_definition_entity(d, None) for d in self.orphans]
-        return sorted(found, key=lambda d: d["id"])
-
-    def definition(self, ref: int | str) -> dict:
-        for definition in self.definitions():
-            if _matches(definition, ref):
-                return definition
-        raise NotFound(f"resource definition {ref!r} does not exist")
-
-    def definitions_of(self, component_names: list[str]) -> list[dict]:
-        ids = {c.get("id") for c in self.components if c.get("name") in component_names}
-        return [d for d in self.definitions() if d["component_id"] in ids]
-
-    def next_component_id(self) -> int:
-        return max((c.get("id", 0) for c in self.components), default=0) + 1
-
-    def next_definition_id(self) -> int:
-        return max((d["id"] for d in self.definitions()), default=0) + 1
-
-
-def _matches(entity: dict, ref: int | str) -> bool:
-    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
-        return entity.get("id") == int(ref)
-    return entity.get("name") == ref
-
-
-def _definition_entity(stored: dict, component_id: int | None) -> dict:
-    entity = {
-        "id": stored["id"],
-        "name": stored["name"],
-        "component_id": component_id,
-        "content": stored.get("content", {}),
-    }
-    for extra in _DEFINITION_EXTRAS:
-        if extra in stored:
-            entity[extra] = stored[extra]
-    return entity
+_DEFINITION_FIELDS = ("id", "name", "component_id", "content", *DEFINITION_EXTRAS)
+_NESTED_FIELDS = ("id", "name", "content", *DEFINITION_EXTRAS)
 
 
 def _stored_definition(entity: dict) -> dict:
     stored = {"id": entity["id"], "name": entity["name"]}
     if entity.get("content") not in (None, {}):
         stored["content"] = entity["content"]
-    for extra in _DEFINITION_EXTRAS:
+    for extra in DEFINITION_EXTRAS:
         if entity.get(extra) is not None:
             stored[extra] = entity[extra]
     return stored
@@ -109,7 +48,7 @@ def component_entity(component: dict) -> dict:
         "id": cid,
         "name": component.get("name"),
         "resource_definitions": [
-            _definition_entity(d, cid) for d in component.get("resource_definitions") or []
+            definition_entity(d, cid) for d in component.get("resource_definitions") or []
         ],
     }
 
@@ -152,18 +91,18 @@ def _check_definition_fields(body: dict, *, partial: bool) -> dict:
         keys = body["secret_keys"]
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             raise InvalidInput("field 'secret_keys' must be a list of strings", key="secret_keys")
-    for extra in _DEFINITION_EXTRAS:
+    for extra in DEFINITION_EXTRAS:
         if extra in body:
             fields[extra] = body[extra]
     return fields
 
 
 class _CatalogService:
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, repos: Repositories) -> None:
+        self._repos = repos
 
     def view(self, version: str | None = None) -> CatalogView:
-        return CatalogView(self._store.catalog().snapshot(version))
+        return CatalogView(self._repos.catalog().snapshot(version))
 
     def _write(self, operation, author: Author | None) -> tuple[Any, Any]:
         outcome: dict[str, Any] = {}
@@ -172,11 +111,11 @@ class _CatalogService:
             changes, outcome["entity"] = operation(CatalogView(snapshot))
             return changes
 
-        result = self._store.catalog().update(op, author or self._store.default_author)
+        result = self._repos.catalog().update(op, author or self._repos.default_author)
         return outcome["entity"], result
 
     def _used_by(self, resource_names: list[str]) -> dict[int, list[str]]:
-        return self._store.environments.holding_data(resource_names)
+        return usage.holding_data(self._repos, resource_names)
 
 
 def _component_path(name: str) -> str:
@@ -195,6 +134,10 @@ def _put_orphans(changes: ChangeSet, view: CatalogView) -> None:
 
 class Components(_CatalogService):
     """Components: named groups of resource definitions."""
+
+    def __init__(self, repos: Repositories, definitions: ResourceDefinitions) -> None:
+        super().__init__(repos)
+        self._definitions = definitions
 
     def list(self, version: str | None = None) -> Served:
         view = self.view(version)
@@ -261,7 +204,7 @@ class Components(_CatalogService):
     def _check_rename(self, view: CatalogView, component: dict, new_name: str) -> None:
         if any(c.get("name") == new_name for c in view.components):
             raise Conflict(f"component {new_name!r} already exists", key="name")
-        attached = self._store.environments.attaching(component["name"])
+        attached = usage.attaching(self._repos, component["name"])
         if attached:
             raise Conflict(
                 f"component {component['name']!r} is attached to environments "
@@ -317,7 +260,7 @@ class Components(_CatalogService):
             )
         updated = {**stored, **fields}
         if updated["name"] != stored["name"]:
-            self._store.definitions.check_rename(view, stored, updated["name"])
+            self._definitions.check_rename(view, stored, updated["name"])
         return _stored_definition(updated)
 
     def delete(self, ref: int | str, author: Author | None = None) -> Served:
@@ -429,7 +372,7 @@ class ResourceDefinitions(_CatalogService):
             else:
                 _put_orphans(changes, view)
             cid = component["id"] if component is not None else None
-            return changes, _definition_entity(stored, cid)
+            return changes, definition_entity(stored, cid)
 
         entity, result = self._write(operation, author)
         return Served(entity, result.commit, result.version)
@@ -453,7 +396,7 @@ class ResourceDefinitions(_CatalogService):
                 self.check_rename(view, current, updated["name"])
             changes = ChangeSet(f"catalog: update resource definition {current['name']}")
             _replace_definition(view, changes, current, updated)
-            return changes, _definition_entity(_stored_definition(updated), updated["component_id"])
+            return changes, definition_entity(_stored_definition(updated), updated["component_id"])
 
         entity, result = self._write(operation, author)
         return Served(entity, result.commit, result.version)
@@ -474,7 +417,7 @@ class ResourceDefinitions(_CatalogService):
         """Conflict if an environment holding data would no longer see the definition."""
         holders = self._used_by([current["name"]])
         attached = (
-            set(self._store.environments.attaching(target["name"])) if target is not None else set()
+            set(usage.attaching(self._repos, target["name"])) if target is not None else set()
         )
         blind = {env: names for env, names in holders.items() if env not in attached}
         if blind:

@@ -22,13 +22,13 @@ from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import Conflict, InvalidInput, NotFound
-from gitstore.gitops.service import environment_repository
+from gitstore.layout import EnvironmentView
 from gitstore.merge.tags import TAG_NAME, missing_role_tags
 from gitstore.names import check_identifier, check_segment
 from gitstore.served import Served
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.repositories import Repositories
 
 ROLES_FILE = "roles.yaml"
 TAGS_FILE = "tags.yaml"
@@ -239,17 +239,28 @@ def _put_entity(
 _DEFAULTS = {RELEASE.name: {"state": "available"}, PLUGIN.name: {}}
 
 
+#: Told after a catalog commit changed the roles or tags of an owner, once per environment that
+#: uses it: (env_id, message, author). The Store subscribes the node inventory, which re-runs
+#: the primary election: the catalog itself knows nothing of nodes.
+RolesChanged = Callable[[int, str, "Author | None"], None]
+
+
 class Owners:
     """Releases or plugins: list, read, create, change (partially) and delete."""
 
     kind: OwnerKind = RELEASE
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, repos: Repositories) -> None:
+        self._repos = repos
+        self._roles_changed: list[RolesChanged] = []
+
+    def on_roles_changed(self, listener: RolesChanged) -> None:
+        """Call `listener` for every environment whose owner's roles or tags changed."""
+        self._roles_changed.append(listener)
 
     # -- reading ---------------------------------------------------------------------------
     def view(self, version: str | None = None) -> OwnerCatalog:
-        return OwnerCatalog(self._store.catalog().snapshot(version), self.kind)
+        return OwnerCatalog(self._repos.catalog().snapshot(version), self.kind)
 
     def list(self, version: str | None = None) -> Served:
         view = self.view(version)
@@ -294,11 +305,10 @@ class Owners:
         """Re-elect primaries in every environment using this owner, after a catalog commit
         changed its roles or tags (one commit per environment, only if something changed)."""
         for env_id in self.users(name):
-            if self._store.gitops.mirror_of(environment_repository(env_id)) is not None:
-                continue  # its forge owns its history (GitOps.check_writable)
-            self._store.nodes.reconcile(
-                env_id, f"reconcile nodes after {self.kind.name} {name}: {verb}", author
-            )
+            if not self._repos.accepts_writes(env_id):
+                continue  # a mirror: its forge owns its history (GitOps.check_writable)
+            for listener in self._roles_changed:
+                listener(env_id, f"reconcile nodes after {self.kind.name} {name}: {verb}", author)
 
     def change(
         self,
@@ -343,7 +353,7 @@ class Owners:
             changes, outcome["entity"] = operation(OwnerCatalog(snapshot, self.kind))
             return changes
 
-        result = self._store.catalog().update(op, author or self._store.default_author)
+        result = self._repos.catalog().update(op, author or self._repos.default_author)
         return outcome["entity"], result
 
     def _check_unique(self, view: OwnerCatalog, entity: dict, itself: int | None = None) -> None:
@@ -368,9 +378,9 @@ class Owners:
     def users(self, name: str) -> list[int]:
         """Ids of the environments that name this release (or enable this plugin)."""
         found = []
-        for env_id in self._store.environment_ids():
+        for env_id in self._repos.environment_ids():
             try:
-                doc = self._store.environments.view(env_id).doc
+                doc = EnvironmentView(self._repos.environment_repo(env_id).snapshot()).doc
             except NotFound:
                 continue  # archived meanwhile
             if name in owner_names(doc, self.kind):

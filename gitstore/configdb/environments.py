@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog.components import CatalogView
 from gitstore.catalog.releases import owner_fields, owner_refs
+from gitstore.catalog.view import CatalogView
 from gitstore.errors import Conflict, InvalidInput, NotFound
-from gitstore.layout import ENVIRONMENT_FILE, EnvironmentView
+from gitstore.layout import ENVIRONMENT_FILE, MAX_ENVIRONMENT_ID, EnvironmentView
 from gitstore.merge.effective import MODES
 from gitstore.names import check_level_name
 from gitstore.secrets.rules import parse_patterns
 from gitstore.served import Served
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.deployment.graphs import Graphs
+    from gitstore.deployment.inventory import Nodes
+    from gitstore.repositories import Repositories
+    from gitstore.secrets.service import Secrets
 
-#: The largest environment id (a signed 64-bit integer, like the cluster ids of Fuel's database).
-MAX_ENVIRONMENT_ID = 2**63 - 1
+#: Told after an environment was archived: (its id, its last `environment.yaml`). The upgrade
+#: relations subscribe (a deleted side frees its peer); configdb knows nothing of upgrades.
+Deleted = Callable[[int, dict], None]
 
 _FIELDS = (
     "id",
@@ -132,20 +137,28 @@ def _component_names(refs: list, catalog: CatalogView) -> list[str]:
 class Environments:
     """Create, read, change and archive environments and their hierarchy levels."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, repos: Repositories, secrets: Secrets, graphs: Graphs, nodes: Nodes) -> None:
+        self._repos = repos
+        self._secrets = secrets
+        self._graphs = graphs
+        self._nodes = nodes
+        self._deleted: list[Deleted] = []
+
+    def on_deleted(self, listener: Deleted) -> None:
+        """Call `listener(env_id, last environment.yaml)` after an environment is archived."""
+        self._deleted.append(listener)
 
     # -- reading ---------------------------------------------------------------------------
     def view(self, env_id: int, version: str | None = None) -> EnvironmentView:
-        return EnvironmentView(self._store.environment_repo(env_id).snapshot(version))
+        return EnvironmentView(self._repos.environment_repo(env_id).snapshot(version))
 
     def _catalog(self) -> CatalogView:
-        return CatalogView(self._store.catalog().snapshot())
+        return CatalogView(self._repos.catalog().snapshot())
 
     def list(self) -> Served:
         catalog = self._catalog()
         entities = []
-        for env_id in self._store.environment_ids():
+        for env_id in self._repos.environment_ids():
             try:
                 entities.append(environment_entity(self.view(env_id).doc, catalog))
             except NotFound:
@@ -185,8 +198,8 @@ class Environments:
             doc["secret_keys"] = fields["secret_keys"]
         doc.update(owner_refs(fields, catalog.snapshot))
         if doc.get("plugins"):
-            self._store.graphs.check_plugins(doc["plugins"], catalog.snapshot)
-        author = author or self._store.default_author
+            self._graphs.check_plugins(doc["plugins"], catalog.snapshot)
+        author = author or self._repos.default_author
         if "id" in fields:
             self._create_repo(fields["id"], doc, author)
         else:
@@ -195,7 +208,7 @@ class Environments:
 
     def _create_with_next_id(self, doc: dict, author: Author) -> None:
         for _ in range(100):
-            env_id = max(self._store.environment_ids(), default=0) + 1
+            env_id = max(self._repos.environment_ids(), default=0) + 1
             try:
                 return self._create_repo(env_id, doc, author)
             except Conflict:
@@ -208,7 +221,7 @@ class Environments:
         first.put(
             ENVIRONMENT_FILE, documents.encode(f"environment {env_id}", ENVIRONMENT_FILE, doc)
         )
-        self._store.create_environment_repo(env_id, first, author)
+        self._repos.create_environment_repo(env_id, first, author)
 
     def update(self, env_id: int, body: Any, author: Author | None = None) -> Served:
         fields = _check_body(body, partial=True)
@@ -218,7 +231,7 @@ class Environments:
         names = _component_names(fields["components"], catalog) if "components" in fields else None
         owners = owner_refs(fields, catalog.snapshot)
         if owners.get("plugins"):
-            self._store.graphs.check_plugins(owners["plugins"], catalog.snapshot)
+            self._graphs.check_plugins(owners["plugins"], catalog.snapshot)
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
@@ -237,9 +250,9 @@ class Environments:
             doc.update(owners)
             return _put_environment(view, doc, f"environment {env_id}: update settings")
 
-        self._store.environment_repo(env_id).update(operation, author or self._store.default_author)
+        self._repos.environment_repo(env_id).update(operation, author or self._repos.default_author)
         if owners:  # the merged roles and tags changed: re-elect primaries
-            self._store.nodes.reconcile(
+            self._nodes.reconcile(
                 env_id, "reconcile nodes after a release or plugin change", author
             )
         return self.get(env_id)
@@ -286,41 +299,20 @@ class Environments:
             if graft is not None and new_name != name:
                 changes.graft(new_name, graft)
                 changes.delete(name)
-                self._store.secrets.moved_folder(env_id, snapshot, name, new_name, changes)
+                self._secrets.moved_folder(env_id, snapshot, name, new_name, changes)
             return changes
 
-        repo = self._store.environment_repo(env_id)
-        repo.update(operation, author or self._store.default_author)
+        repo = self._repos.environment_repo(env_id)
+        repo.update(operation, author or self._repos.default_author)
         return self.level(env_id, new_name)
 
     def delete(self, env_id: int) -> None:
-        peer = self._store.upgrades.peer_of(env_id)  # read before the repository goes
-        self._store.archive_environment(env_id)
-        self._store.upgrades.forget(peer, env_id)
+        doc = self.view(env_id).doc  # read before the repository goes
+        self._repos.archive_environment(env_id)
+        for listener in self._deleted:
+            listener(env_id, doc)
 
     # -- questions other services ask ------------------------------------------------------
-    def holding_data(self, resource_names: list[str]) -> dict[int, list[str]]:
-        """For each environment holding data for any of `resource_names`, which ones."""
-        holders: dict[int, list[str]] = {}
-        for env_id in self._store.environment_ids():
-            try:
-                view = self.view(env_id)
-            except NotFound:
-                continue
-            held = [r for r in resource_names if view.resource_has_data(r)]
-            if held:
-                holders[env_id] = held
-        return holders
-
-    def attaching(self, component_name: str) -> list[int]:
-        found = []
-        for env_id in self._store.environment_ids():
-            try:
-                if component_name in self.view(env_id).components:
-                    found.append(env_id)
-            except NotFound:
-                continue
-        return found
 
 
 def _level_entity(view: EnvironmentView, name: str) -> dict:

@@ -10,12 +10,13 @@ does not name contributes nothing, like a layer with no file.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitstore.backend.cache import LRUCache
-from gitstore.catalog.components import CatalogView
+from gitstore.catalog.view import CatalogView
 from gitstore.errors import InvalidInput, NotFound, UnknownPin, UnknownRevision
 from gitstore.layout import (
     ENVIRONMENT_FILE,
@@ -29,7 +30,9 @@ from gitstore.names import check_level_value
 from gitstore.served import Served
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.deployment.tags import Tags
+    from gitstore.repositories import Repositories
+    from gitstore.secrets.service import Secrets
 
 #: The environment folder of node files and the cluster's own tags and roles.
 
@@ -44,11 +47,11 @@ class Node:
     record_id: str | None  # blob id of its inventory record (None without a record)
 
 
-#: A section of the node document besides `resources`: (store, view, node) -> (data, inputs).
+#: A section of the node document besides `resources`: (view, node) -> (data, inputs).
 #: It must read at `view.snapshot.commit_id` (one commit per document) and return as `inputs`
 #: the object ids it read (they feed the ETag). The Puppet backend answers a hierarchy entry
 #: whose `uri` is a section's name from that section (puppet/README.md).
-Section = Callable[["Store", EnvironmentView, Node], tuple[Any, tuple]]
+Section = Callable[[EnvironmentView, Node], tuple[Any, tuple]]
 
 #: Instance groupings by (environment, inventory tree, environment.yaml, catalog commit): reading
 #: them walks every node file, which a Puppet master asking for node after node must not repeat
@@ -56,7 +59,9 @@ Section = Callable[["Store", EnvironmentView, Node], tuple[Any, tuple]]
 _INSTANCES = LRUCache(max_entries=256)
 
 
-def instances_section(store: Store, view: EnvironmentView, node: Node) -> tuple[dict, tuple]:
+def instances_section(
+    repos: Repositories, tags: Tags, view: EnvironmentView, node: Node
+) -> tuple[dict, tuple]:
     """`gitstore_instances`: every instance tag of the cluster, `{"mysql": {"1": [1, 3]}}`.
 
     The same for every node of a commit. It depends on the node files and the cluster's own
@@ -65,7 +70,7 @@ def instances_section(store: Store, view: EnvironmentView, node: Node) -> tuple[
     """
     env_id = int(view.env_id)
     commit = view.snapshot.commit_id
-    catalog = store.catalog().snapshot().commit_id
+    catalog = repos.catalog().snapshot().commit_id
     inputs = (
         view.snapshot.object_id(INVENTORY),
         view.snapshot.object_id(ENVIRONMENT_FILE),
@@ -73,12 +78,10 @@ def instances_section(store: Store, view: EnvironmentView, node: Node) -> tuple[
     )
     value = _INSTANCES.get_or_compute(
         (env_id, *inputs),
-        lambda: store.tags.all_instances(env_id, version=commit, catalog_version=catalog),
+        lambda: tags.all_instances(env_id, version=commit, catalog_version=catalog),
     )
     return value, inputs
 
-
-SECTIONS: dict[str, Section] = {"gitstore_instances": instances_section}
 
 #: Effective values by (merge mode, blob ids of the layers in order): a pure function of
 #: immutable ids, so shared by every request of the process. Merging a large resource (a node's
@@ -90,8 +93,13 @@ _EFFECTIVE = LRUCache(max_entries=2048)
 class Hiera:
     """Builds the node documents that the Puppet backend (`puppet/`) reads once per compile."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, repos: Repositories, secrets: Secrets, tags: Tags) -> None:
+        self._repos = repos
+        self._secrets = secrets
+        #: The sections besides `resources`, by name.
+        self.sections: dict[str, Section] = {
+            "gitstore_instances": functools.partial(instances_section, repos, tags)
+        }
 
     def node_document(
         self,
@@ -119,7 +127,7 @@ class Hiera:
             UnknownPin: `version` names no commit (distinct from an unknown node).
             InvalidInput: `resources` names a resource no attached component defines.
         """
-        repo = self._store.environment_repo(env_id)
+        repo = self._repos.environment_repo(env_id)
         try:
             snapshot = repo.snapshot(version)
         except UnknownRevision as exc:
@@ -139,11 +147,11 @@ class Hiera:
             "version": snapshot.version,
             "resources": values,
         }
-        for section, build in SECTIONS.items():
-            document[section], section_inputs = build(self._store, view, found)
+        for section, build in self.sections.items():
+            document[section], section_inputs = build(view, found)
             inputs.append((section, section_inputs))
         if reveal:
-            self._store.secrets.record_reveal(
+            self._secrets.record_reveal(
                 who, env_id, f"hiera node {found.id}", snapshot.commit_id, shown
             )
         return Served(
@@ -160,14 +168,14 @@ class Hiera:
         """Each resource masked (or revealed), and the paths that were, as `resources.<r>.<key>`."""
         shown, paths = {}, []
         for name, merged in values.items():
-            shown[name], found = self._store.secrets.show_effective(
+            shown[name], found = self._secrets.show_effective(
                 env_id, view, node.pairs, name, merged, reveal=reveal
             )
             paths += [f"resources.{name}.{path}" for path in found]
         return shown, tuple(paths)
 
     def _resource_names(self, view: EnvironmentView, wanted: Sequence[str] | None) -> list[str]:
-        catalog = CatalogView(self._store.catalog().snapshot())
+        catalog = CatalogView(self._repos.catalog().snapshot())
         attached = [d["name"] for d in catalog.definitions_of(view.components)]
         if wanted is None:
             return sorted(attached)

@@ -21,13 +21,14 @@ from gitstore import documents, yamlio
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog.components import CatalogView
+from gitstore.catalog.view import CatalogView
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import ENVIRONMENT_FILE
 from gitstore.names import RESERVED_TOP_LEVEL, check_level_name, check_level_value
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.repositories import Repositories
+    from gitstore.secrets.service import Secrets
 
 #: The sample deployment shipped with the project (found here when installed editable).
 SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_repo"
@@ -58,8 +59,22 @@ class LoadReport:
         return bool(self.catalog_added or self.environments_created)
 
 
-def load_tree(store: Store, source: str | Path, author: Author | None = None) -> LoadReport:
-    """Load `source/catalog/**` and `source/environments/<id>/**` into `store`.
+class Importer:
+    """Builds a store's repositories from a folder tree (`gitstore init --sample`)."""
+
+    def __init__(self, repos: Repositories, secrets: Secrets) -> None:
+        self._repos = repos
+        self._secrets = secrets
+
+    def load_tree(self, source: str | Path, author: Author | None = None) -> LoadReport:
+        """Load `source/catalog/**` and `source/environments/<id>/**` (see `load_tree`)."""
+        return load_tree(self._repos, self._secrets, source, author)
+
+
+def load_tree(
+    repos: Repositories, secrets: Secrets, source: str | Path, author: Author | None = None
+) -> LoadReport:
+    """Load `source/catalog/**` and `source/environments/<id>/**` into the store.
 
     Raises:
         NotFound: `source` is not a folder, or an environment names a component no catalog has.
@@ -74,15 +89,15 @@ def load_tree(store: Store, source: str | Path, author: Author | None = None) ->
     environments = _read_environments(source / "environments")
     if not catalog.data and not environments:
         raise InvalidInput(f"{source} holds neither catalog/ nor environments/<id>/ files")
-    known = _component_names(store) | _component_names_in(catalog)
+    known = _component_names(repos) | _component_names_in(catalog)
     for env_id, tree in environments.items():
         _check_environment(env_id, tree, known)
-    author = author or store.default_author
+    author = author or repos.default_author
     report = LoadReport()
     if catalog.data:
-        _load_catalog(store, catalog, source.name, author, report)
+        _load_catalog(repos, catalog, source.name, author, report)
     for env_id, tree in environments.items():
-        _load_environment(store, env_id, tree, source.name, author, report)
+        _load_environment(repos, secrets, env_id, tree, source.name, author, report)
     return report
 
 
@@ -124,8 +139,8 @@ def _read_environments(folder: Path) -> dict[int, Tree]:
 
 
 # -- checks before writing ---------------------------------------------------------------------
-def _component_names(store: Store) -> set[str]:
-    return {c.get("name") for c in CatalogView(store.catalog().snapshot()).components}
+def _component_names(repos: Repositories) -> set[str]:
+    return {c.get("name") for c in CatalogView(repos.catalog().snapshot()).components}
 
 
 def _component_names_in(tree: Tree) -> set[str]:
@@ -189,7 +204,7 @@ def _check_new_component(view: CatalogView, path: str, doc: dict) -> None:
 
 # -- writing -----------------------------------------------------------------------------------
 def _load_catalog(
-    store: Store, tree: Tree, source: str, author: Author, report: LoadReport
+    repos: Repositories, tree: Tree, source: str, author: Author, report: LoadReport
 ) -> None:
     outcome: dict[str, list[str]] = {}
 
@@ -205,25 +220,31 @@ def _load_catalog(
         outcome["added"] = added
         return changes
 
-    store.catalog().update(operation, author)
+    repos.catalog().update(operation, author)
     report.catalog_added = outcome["added"]
     report.catalog_kept = [path for path in tree.data if path not in outcome["added"]]
 
 
 def _load_environment(
-    store: Store, env_id: int, tree: Tree, source: str, author: Author, report: LoadReport
+    repos: Repositories,
+    secrets: Secrets,
+    env_id: int,
+    tree: Tree,
+    source: str,
+    author: Author,
+    report: LoadReport,
 ) -> None:
-    if store.environment_path(env_id).exists():
+    if repos.environment_path(env_id).exists():
         report.environments_kept.append(env_id)
         return
     first = ChangeSet(f"environment {env_id}: load {_count(tree.data)} from {source}")
-    sealer = store.secrets.new_environment_sealer(env_id, tree.docs.get(ENVIRONMENT_FILE, {}))
+    sealer = secrets.new_environment_sealer(env_id, tree.docs.get(ENVIRONMENT_FILE, {}))
     for path, data in tree.data.items():
         if path in tree.docs:  # secret leaves are sealed before they reach git
             data = documents.encode(tree.label, path, tree.docs[path], data, sealer=sealer)
         first.put(path, data)
     try:
-        store.create_environment_repo(env_id, first, author)
+        repos.create_environment_repo(env_id, first, author)
     except Conflict:  # created by someone else since the check above: theirs is kept
         report.environments_kept.append(env_id)
         return

@@ -14,7 +14,7 @@ from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog.components import CatalogView
+from gitstore.catalog.view import CatalogView
 from gitstore.configdb.scopes import effective_document
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import KINDS, EnvironmentView, LevelPairs, layer_file, scope_of
@@ -23,7 +23,8 @@ from gitstore.served import Served
 from gitstore.validation import check_plain_data
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.repositories import Repositories
+    from gitstore.secrets.service import Secrets
 
 #: Masked answers by (repository, commit, catalog commit, request): immutable ids. The data is
 #: shared with the merge and mask caches: never mutate it.
@@ -47,8 +48,9 @@ class Query:
 class Config:
     """Values and overrides of resources at levels of an environment."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, repos: Repositories, secrets: Secrets) -> None:
+        self._repos = repos
+        self._secrets = secrets
 
     # -- resolving names -------------------------------------------------------------------
     def resource_name(self, view: EnvironmentView, ref: str) -> str:
@@ -74,7 +76,7 @@ class Config:
 
         Per thread: a view keeps its snapshot, whose pygit2 handle is this thread's.
         """
-        snapshot = self._store.catalog().snapshot()
+        snapshot = self._repos.catalog().snapshot()
         return _CATALOGS.get_or_compute(
             (threading.get_ident(), snapshot.commit_id), lambda: CatalogView(snapshot)
         )
@@ -96,7 +98,7 @@ class Config:
         _check_kind(kind)
         if query.show_lookup and not query.effective:
             raise Conflict("show_lookup needs effective (add ?effective)")
-        repo = self._store.environment_repo(env_id)
+        repo = self._repos.environment_repo(env_id)
         snapshot = repo.snapshot(query.version)
         if query.reveal:  # computed every time: every reveal is audited
             return self._read(env_id, snapshot, pairs, resource, kind, query, who)
@@ -105,7 +107,7 @@ class Config:
         key = (
             repo.path,
             snapshot.commit_id,
-            self._store.catalog().head(),
+            self._repos.catalog().head(),
             tuple(map(tuple, pairs)),
             resource,
             kind,
@@ -133,7 +135,7 @@ class Config:
             what = f"{scope_of(pairs)} {name} effective"
         else:
             path = layer_file(pairs[-1] if pairs else None, kind, name)
-            data, shown = self._store.secrets.show(
+            data, shown = self._secrets.show(
                 env_id,
                 view,
                 view.snapshot.read_mapping(path) or {},
@@ -147,7 +149,7 @@ class Config:
             what = path
         shown = _under(shown, query.key)
         if query.reveal:
-            self._store.secrets.record_reveal(who, env_id, what, snapshot.commit_id, shown)
+            self._secrets.record_reveal(who, env_id, what, snapshot.commit_id, shown)
         return Served(
             data,
             snapshot.commit_id,
@@ -162,7 +164,7 @@ class Config:
     ):
         layers = view.layers(pairs, name)
         merged = effective_document(view, pairs, name)  # cached by layer blob ids: never mutate
-        merged, shown = self._store.secrets.show_effective(
+        merged, shown = self._secrets.show_effective(
             env_id, view, pairs, name, merged, reveal=query.reveal
         )
         inputs = (view.merge, *view.layer_inputs(pairs, name))
@@ -225,7 +227,7 @@ class Config:
         return self._write(env_id, pairs, resource, kind, change, author)
 
     def _write(self, env_id, pairs, resource, kind, change, author) -> Served:
-        repo = self._store.environment_repo(env_id)
+        repo = self._repos.environment_repo(env_id)
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
@@ -245,12 +247,12 @@ class Config:
                     path,
                     document,
                     old,
-                    sealer=self._store.secrets.sealer(env_id, view),
+                    sealer=self._secrets.sealer(env_id, view),
                 ),
             )
             return changes
 
-        result = repo.update(operation, author or self._store.default_author)
+        result = repo.update(operation, author or self._repos.default_author)
         return Served(None, result.commit, result.version)
 
     def _validate(self, name: str, path: str, document: dict) -> None:
@@ -267,11 +269,11 @@ class Config:
         author: Author | None = None,
     ) -> Served:
         """Write several documents in one commit: keys are (pairs, resource, kind)."""
-        repo = self._store.environment_repo(env_id)
+        repo = self._repos.environment_repo(env_id)
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
-            sealer = self._store.secrets.sealer(env_id, view)
+            sealer = self._secrets.sealer(env_id, view)
             changes = ChangeSet(message)
             for (pairs, resource, kind), document in documents_by_path.items():
                 _check_kind(kind)
@@ -287,7 +289,7 @@ class Config:
                 )
             return changes
 
-        result = repo.update(operation, author or self._store.default_author)
+        result = repo.update(operation, author or self._repos.default_author)
         return Served(None, result.commit, result.version)
 
 

@@ -12,8 +12,8 @@ Writes validate what they change: a release graph alone (schema, duplicates, cyc
 dependencies), a plugin graph on its own (schema, duplicates, cycles: it may name release
 tasks), a cluster graph as the merged graph it makes (only problems the cluster's tasks bring
 in are refused: a later release or plugin change is reported by `check`, not blamed on the
-next cluster write). The push gate applies the same rules (registered below with
-`validation.register_check`).
+next cluster write). The push gate applies the same rules (`catalog_graphs` and
+`cluster_graphs`, listed in `gitstore.gitops.rules`).
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ from gitstore.layout import ENVIRONMENT_FILE
 from gitstore.merge import graphs as merging
 from gitstore.merge.graphs import DEFAULT_TYPE, METADATA
 from gitstore.served import Served
-from gitstore.validation import CATALOG, ENVIRONMENT, TreeCheck, register_check
+from gitstore.validation import TreeCheck
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.deployment.inventory import Nodes
+    from gitstore.repositories import Repositories
 
 CLUSTER = "cluster"
 KINDS = (RELEASE.name, PLUGIN.name, CLUSTER)
@@ -239,14 +240,15 @@ def plugin_overlaps(catalog: Snapshot, plugin_names: Sequence[str]) -> list[tupl
 class Graphs:
     """Graph documents of every owner, merged views, DOT and checks."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, repos: Repositories, nodes: Nodes) -> None:
+        self._repos = repos
+        self._nodes = nodes
 
     # -- owners ----------------------------------------------------------------------------
     def cluster(
         self, env_id: int, version: str | None = None, catalog_version: str | None = None
     ) -> Cluster:
-        return self._store.nodes.cluster(env_id, version, catalog_version)
+        return self._nodes.cluster(env_id, version, catalog_version)
 
     def owner(
         self,
@@ -261,7 +263,7 @@ class Graphs:
             return cluster_owner(self.cluster(int(ref), version, catalog_version))
         if kind not in _CATALOG_KINDS:
             raise NotFound(f"graphs have no owner type {kind!r}; use one of {', '.join(KINDS)}")
-        catalog = self._store.catalog().snapshot(catalog_version or version)
+        catalog = self._repos.catalog().snapshot(catalog_version or version)
         return catalog_owner(catalog, _CATALOG_KINDS[kind], ref)
 
     # -- one owner's documents -------------------------------------------------------------
@@ -356,12 +358,12 @@ class Graphs:
         author: Author | None,
     ) -> Answer:
         check_graph_type(graph_type)
-        author = author or self._store.default_author
+        author = author or self._repos.default_author
         outcome: dict[str, Any] = {}
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             if kind == CLUSTER:
-                owner = cluster_owner(load_cluster(snapshot, self._store.catalog().snapshot()))
+                owner = cluster_owner(load_cluster(snapshot, self._repos.catalog().snapshot()))
                 label = f"environment {owner.id}"
             else:
                 owner = catalog_owner(snapshot, _CATALOG_KINDS[kind], ref)
@@ -371,9 +373,9 @@ class Graphs:
             return _changes(owner, graph_type, new, f"{label}: {verb} graph {graph_type}")
 
         if kind == CLUSTER:
-            repo = self._store.environment_repo(int(ref))
+            repo = self._repos.environment_repo(int(ref))
         elif kind in _CATALOG_KINDS:
-            repo = self._store.catalog()
+            repo = self._repos.catalog()
         else:
             raise NotFound(f"graphs have no owner type {kind!r}; use one of {', '.join(KINDS)}")
         result = repo.update(operation, author)
@@ -487,7 +489,7 @@ class Graphs:
     ) -> Answer:
         """Graphs of the owners named (every owner when none is), each with its relations;
         `related` adds the graphs of the named clusters' release and enabled plugins."""
-        catalog = self._store.catalog().snapshot(catalog_version)
+        catalog = self._repos.catalog().snapshot(catalog_version)
         owners = self._search_owners(catalog, clusters, plugins, releases, related, version)
         wanted = set(types)
         for graph_type in wanted:
@@ -512,11 +514,11 @@ class Graphs:
         if not (clusters or plugins or releases):
             releases = [e["id"] for e in OwnerCatalog(catalog, RELEASE).entities()]
             plugins = [e["id"] for e in OwnerCatalog(catalog, PLUGIN).entities()]
-            clusters = self._store.environment_ids()
+            clusters = self._repos.environment_ids()
         wanted = [(RELEASE, ref) for ref in releases] + [(PLUGIN, ref) for ref in plugins]
         owners: dict[tuple[str, int], Owner] = {}
         for env_id in clusters:
-            env = self._store.environment_repo(int(env_id)).snapshot(version)
+            env = self._repos.environment_repo(int(env_id)).snapshot(version)
             cluster = load_cluster(env, catalog)
             owners[(CLUSTER, cluster.env_id)] = cluster_owner(cluster)
             if related and cluster.release is not None:
@@ -631,8 +633,7 @@ def _tasks_answer(
 
 
 # -- the push gate ----------------------------------------------------------------------------
-@register_check(CATALOG)
-def _catalog_graphs(tree: TreeCheck) -> None:
+def catalog_graphs(tree: TreeCheck) -> None:
     """Release graphs must be whole; plugin graphs acyclic (they may name release tasks)."""
     for kind in (RELEASE, PLUGIN):
         for entry in tree.snapshot.list(kind.folder):
@@ -643,8 +644,7 @@ def _catalog_graphs(tree: TreeCheck) -> None:
                     _report(tree, path, problems)
 
 
-@register_check(ENVIRONMENT)
-def _cluster_graphs(tree: TreeCheck) -> None:
+def cluster_graphs(tree: TreeCheck) -> None:
     """Cluster graphs are valid documents whose merged graph they do not break, and the
     enabled plugins do not define the same task."""
     docs = {}

@@ -35,7 +35,8 @@ from gitstore.names import check_segment
 from gitstore.served import Served
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.deployment.journal import MoveJournal
+    from gitstore.repositories import Repositories
 
 CLUSTER_TAGS = "inventory/tags.yaml"
 CLUSTER_ROLES = "inventory/roles.yaml"
@@ -334,17 +335,24 @@ class Written:
 class Nodes:
     """The node inventory of environments, and the one write path that elects primaries."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, repos: Repositories, journal: MoveJournal) -> None:
+        self._repos = repos
+        self._journal = journal
+        self._before_write: list[Callable[[], object]] = []
+
+    def before_write(self, hook: Callable[[], object]) -> None:
+        """Run `hook` before every inventory write: the Store subscribes the completion of
+        interrupted node moves (`Moves.recover`), which must land before any other write."""
+        self._before_write.append(hook)
 
     # -- reading ---------------------------------------------------------------------------
     def cluster(
         self, env_id: int, version: str | None = None, catalog_version: str | None = None
     ) -> Cluster:
-        env = self._store.environment_repo(env_id).snapshot(version)
-        cluster = load_cluster(env, self._store.catalog().snapshot(catalog_version))
+        env = self._repos.environment_repo(env_id).snapshot(version)
+        cluster = load_cluster(env, self._repos.catalog().snapshot(catalog_version))
         if version is None:  # a node moving into an upgrade seed is served by one side only
-            for node_id in self._store.moves.in_flight(env_id):
+            for node_id in self._journal.in_flight(env_id):
                 cluster.nodes.pop(node_id, None)
         return cluster
 
@@ -369,7 +377,7 @@ class Nodes:
     def find(self, fqdn: str | None = None, cluster_id: int | None = None) -> Served:
         """Nodes of every environment (or one), optionally only those with `fqdn`."""
         found = []
-        env_ids = [cluster_id] if cluster_id is not None else self._store.environment_ids()
+        env_ids = [cluster_id] if cluster_id is not None else self._repos.environment_ids()
         for env_id in env_ids:
             try:
                 cluster = self.cluster(env_id)
@@ -388,7 +396,7 @@ class Nodes:
     # -- writing ---------------------------------------------------------------------------
     def create(self, env_id: int, body: Any, author: Author | None = None) -> Served:
         fields = check_node_body(body, partial=False)
-        self._store.environment_repo(env_id)  # 404 before taking the store lock
+        self._repos.environment_repo(env_id)  # 404 before taking the store lock
         with self._id_lock():
             node_id = self._allocate(env_id, fields.get("id"))
 
@@ -461,10 +469,11 @@ class Nodes:
         catalog change never makes writes about other nodes fail.
         """
         outcome: dict[str, Any] = {}
-        self._store.moves.recover()  # an interrupted move completes before any other write
+        for hook in self._before_write:
+            hook()
 
         def operation(snapshot: Snapshot) -> ChangeSet:
-            cluster = load_cluster(snapshot, self._store.catalog().snapshot())
+            cluster = load_cluster(snapshot, self._repos.catalog().snapshot())
             change = edit(cluster)
             after = _apply(cluster, change)
             for node_id in change.checked:
@@ -474,20 +483,20 @@ class Nodes:
             outcome.update(cluster=after, value=change.result)
             return _changes(cluster, after, change)
 
-        repo = self._store.environment_repo(env_id)
-        result = repo.update(operation, author or self._store.default_author)
+        repo = self._repos.environment_repo(env_id)
+        result = repo.update(operation, author or self._repos.default_author)
         return Written(outcome["cluster"], outcome["value"], result)
 
     # -- node ids --------------------------------------------------------------------------
     def _id_lock(self):
-        return files.exclusive_lock(self._store.root / LOCK_FILE, 0o644)
+        return files.exclusive_lock(self._repos.root / LOCK_FILE, 0o644)
 
     def used_ids(self) -> dict[int, int]:
         """Every node id in the store and the environment holding it."""
         used: dict[int, int] = {}
-        for env_id in self._store.environment_ids():
+        for env_id in self._repos.environment_ids():
             try:
-                snapshot = self._store.environment_repo(env_id).snapshot()
+                snapshot = self._repos.environment_repo(env_id).snapshot()
             except NotFound:
                 continue
             for entry in snapshot.list(INVENTORY_NODES):

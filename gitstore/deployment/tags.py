@@ -39,8 +39,8 @@ from gitstore.names import check_identifier
 from gitstore.served import Served
 
 if TYPE_CHECKING:
-    from gitstore.catalog.releases import Owners
-    from gitstore.store import Store
+    from gitstore.catalog.releases import Owners, Plugins, Releases
+    from gitstore.deployment.inventory import Nodes
 
 CLUSTER = "cluster"
 KINDS = (RELEASE.name, PLUGIN.name, CLUSTER)
@@ -81,22 +81,24 @@ def strip_tag(roles: dict, tag: str) -> dict:
 class Tags:
     """Tag metadata CRUD, per-node assignment, checks, instances and task resolution."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, nodes: Nodes, releases: Releases, plugins: Plugins) -> None:
+        self._nodes = nodes
+        self._releases = releases
+        self._plugins = plugins
 
     # -- owners ----------------------------------------------------------------------------
     def _owners(self, kind: str) -> Owners:
         if kind == RELEASE.name:
-            return self._store.releases
+            return self._releases
         if kind == PLUGIN.name:
-            return self._store.plugins
+            return self._plugins
         raise NotFound(f"tags have no owner type {kind!r}; use one of {', '.join(KINDS)}")
 
     # -- reading ---------------------------------------------------------------------------
     def list(self, kind: str, ref: int | str, version: str | None = None) -> Served:
         """An owner's tags; a cluster's list is the merged view with each tag's owner."""
         if kind == CLUSTER:
-            cluster = self._store.nodes.cluster(int(ref), version)
+            cluster = self._nodes.cluster(int(ref), version)
             return _served(self._merged_tags(cluster), cluster)
         served = self._owners(kind).get(ref, version)
         owner = served.data
@@ -122,7 +124,7 @@ class Tags:
 
     def get(self, kind: str, ref: int | str, name: str, version: str | None = None) -> Served:
         if kind == CLUSTER:
-            cluster = self._store.nodes.cluster(int(ref), version)
+            cluster = self._nodes.cluster(int(ref), version)
             if name not in cluster.own.tags:
                 raise _not_found(name, kind, cluster.env_id)
             entity = tag_entity(name, cluster.own.tags[name], kind, cluster.env_id)
@@ -199,14 +201,14 @@ class Tags:
                 result=tags.get(name) if name else None,
             )
 
-        written = self._store.nodes.write(env_id, edit, author)
+        written = self._nodes.write(env_id, edit, author)
         data = tag_entity(name, written.value, CLUSTER, env_id) if name else None
         return written.served(data)
 
     # -- cluster roles -----------------------------------------------------------------------
     def roles(self, env_id: int, version: str | None = None) -> Served:
         """The cluster's merged roles (release ← cluster ← plugins), tags filled in."""
-        cluster = self._store.nodes.cluster(env_id, version)
+        cluster = self._nodes.cluster(env_id, version)
         return _served(cluster.meta.roles, cluster)
 
     def put_roles(self, env_id: int, body: Any, author: Author | None = None) -> Served:
@@ -231,7 +233,7 @@ class Tags:
                 f"environment {env_id}: set cluster roles", files={CLUSTER_ROLES: {ROLES: roles}}
             )
 
-        written = self._store.nodes.write(env_id, edit, author)
+        written = self._nodes.write(env_id, edit, author)
         return written.served(written.cluster.meta.roles)
 
     # -- per-node assignment ---------------------------------------------------------------
@@ -283,19 +285,19 @@ class Tags:
         return self._node_answer(env_id, edit, author)
 
     def _node_answer(self, env_id: int, edit, author: Author | None) -> Served:
-        written = self._store.nodes.write(env_id, edit, author)
+        written = self._nodes.write(env_id, edit, author)
         cluster = written.cluster
         return written.served(cluster.entity(cluster.nodes[written.value]))
 
     # -- questions about a cluster ---------------------------------------------------------
     def check(self, env_id: int, version: str | None = None) -> Served:
         """Warnings before a deployment (never a block): see `cluster_warnings`."""
-        cluster = self._store.nodes.cluster(env_id, version)
+        cluster = self._nodes.cluster(env_id, version)
         return _served({"warnings": cluster_warnings(cluster)}, cluster)
 
     def instances(self, env_id: int, name: str, version: str | None = None) -> Served:
         """`{"1": [node ids], ...}`: the nodes of each instance `name:N` of a tag."""
-        cluster = self._store.nodes.cluster(env_id, version)
+        cluster = self._nodes.cluster(env_id, version)
         if not tagging.known_tag(name, cluster.meta) or tagging.split_instance(name):
             raise _not_found(name, CLUSTER, env_id)
         return _served(tagging.instances(_deployed_tags(cluster), name), cluster)
@@ -308,7 +310,7 @@ class Tags:
         The data of the Hiera node document's `gitstore_instances`, which pins both
         `version` and `catalog_version` so the answer matches the ETag inputs it names.
         """
-        cluster = self._store.nodes.cluster(env_id, version, catalog_version)
+        cluster = self._nodes.cluster(env_id, version, catalog_version)
         return tagging.all_instances(_deployed_tags(cluster))
 
     def resolved_tasks(
@@ -325,7 +327,7 @@ class Tags:
         `all_nodes`; `node` (id or fqdn) limits the answer to that node, filtered or not.
         """
         check_identifier(graph_type, "graph_type")
-        cluster = self._store.nodes.cluster(env_id, version)
+        cluster = self._nodes.cluster(env_id, version)
         chosen = [n for n in cluster.nodes.values() if all_nodes or tagging.default_node_filter(n)]
         if node is not None:
             named = cluster.node(node)

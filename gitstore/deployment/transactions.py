@@ -48,7 +48,8 @@ from gitstore.merge import tags as tagging
 from gitstore.served import Served
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.deployment.inventory import Nodes
+    from gitstore.repositories import Repositories
 
 log = logging.getLogger("gitstore.transactions")
 
@@ -201,16 +202,20 @@ def _evaluate(expression, text: str, node: dict) -> bool:
 class Transactions:
     """Execute graphs; list and read what ran."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, repos: Repositories, nodes: Nodes, *, local_executor: bool = False) -> None:
+        self._repos = repos
+        self._nodes = nodes
+        #: Whether graph execution may use the `local` executor, which runs shell commands as
+        #: this process's user (off for a server unless `--enable-local-executor`).
+        self.local_executor = local_executor
 
     # -- reading ---------------------------------------------------------------------------
     def list(self, cluster_id: int | None = None) -> Served:
-        env_ids = [cluster_id] if cluster_id is not None else self._store.environment_ids()
+        env_ids = [cluster_id] if cluster_id is not None else self._repos.environment_ids()
         found = []
         for env_id in env_ids:
             try:
-                snapshot = self._store.environment_repo(env_id).snapshot()
+                snapshot = self._repos.environment_repo(env_id).snapshot()
             except NotFound:
                 if cluster_id is not None:
                     raise
@@ -221,9 +226,9 @@ class Transactions:
         return Served(sorted(found, key=lambda t: t.get("id") or 0))
 
     def get(self, transaction_id: int) -> Served:
-        for env_id in self._store.environment_ids():
+        for env_id in self._repos.environment_ids():
             try:
-                snapshot = self._store.environment_repo(env_id).snapshot()
+                snapshot = self._repos.environment_repo(env_id).snapshot()
             except NotFound:
                 continue
             doc = snapshot.read_mapping(transaction_path(transaction_id))
@@ -244,13 +249,13 @@ class Transactions:
         runner = executors.executor(request.executor)  # an unknown name is 400 in any case
         if request.dry_run:
             runner = executors.DryRun()
-        elif isinstance(runner, executors.Local) and not self._store.local_executor:
+        elif isinstance(runner, executors.Local) and not self.local_executor:
             raise Forbidden(
                 "the local executor runs shell commands as the server's user and "
                 "is off; start the server with --enable-local-executor to allow it"
             )
-        author = author or self._store.default_author
-        cluster = self._store.nodes.cluster(request.cluster)
+        author = author or self._repos.default_author
+        cluster = self._nodes.cluster(request.cluster)
         doc = self._plan(cluster, request)
         finished = isinstance(runner, executors.DryRun)
         if finished:
@@ -365,7 +370,7 @@ class Transactions:
             changes.put(path, documents.encode(snapshot.repository, path, _stored(doc)))
             return changes
 
-        return self._store.environment_repo(doc["cluster"]).update(operation, author)
+        return self._repos.environment_repo(doc["cluster"]).update(operation, author)
 
     def _check_idle(self, snapshot: Snapshot, env_id: int) -> None:
         ids = _ids(snapshot)
@@ -381,16 +386,16 @@ class Transactions:
 
     def _next_id(self) -> int:
         highest = 0
-        for env_id in self._store.environment_ids():
+        for env_id in self._repos.environment_ids():
             try:
-                ids = _ids(self._store.environment_repo(env_id).snapshot())
+                ids = _ids(self._repos.environment_repo(env_id).snapshot())
             except NotFound:
                 continue
             highest = max([highest, *ids])
         return highest + 1
 
     def _id_lock(self):
-        return files.exclusive_lock(self._store.root / LOCK_FILE, 0o644)
+        return files.exclusive_lock(self._repos.root / LOCK_FILE, 0o644)
 
 
 def _ids(snapshot: Snapshot) -> list[int]:

@@ -20,9 +20,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +29,20 @@ from gitstore.backend import remote
 from gitstore.backend.remote import ZERO
 from gitstore.backend.repository import MAIN, Repository
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog.components import CatalogView
+from gitstore.catalog.view import CatalogView
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound
-from gitstore.layout import INVENTORY_NODES, NODES_LEVEL, EnvironmentView, layer_file
+from gitstore.gitops.mirrors import MirrorSettings, check_branch, now, public_settings
+from gitstore.gitops.rules import validate as validate_tree
+from gitstore.layout import (
+    INVENTORY_NODES,
+    NODES_LEVEL,
+    EnvironmentView,
+    Target,
+    environment_repository,
+    layer_file,
+    parse_repository_name,
+)
+from gitstore.repositories import open_repository
 from gitstore.secrets.mask import mask_scopes
 from gitstore.secrets.rules import rules_for_file
 from gitstore.validation import (
@@ -42,58 +51,19 @@ from gitstore.validation import (
     detect_kind,
     format_problem,
     raise_problems,
-    validate_tree,
 )
 from gitstore.versions.diffs import diff_environment
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.repositories import Repositories
 
 log = logging.getLogger("gitstore.gitops")
 
-GITOPS_DIR = "gitops"
-MIRRORS_FILE = "mirrors.json"
-STATE_DIR = "state"
-FORGES = ("github", "gitlab", "gitea")
 #: Where fetched commits wait for the gate: a ref nobody serves.
 INCOMING = "refs/gitstore/mirror/incoming"
 REVIEW_REFS = "refs/gitstore/review/"
-_REPO_NAME = re.compile(r"^(?:catalog\.git|environments/([1-9][0-9]{0,17})\.git)$")
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]{1,200}$")
 _SECRET_FIELDS = ("webhook_secret", "api_token")
-
-
-@dataclass(frozen=True)
-class Target:
-    """A repository of the store, named as in `/git/<name>`: `catalog.git`, `environments/1.git`."""
-
-    name: str
-    kind: str
-    env_id: int | None
-
-
-def parse_repository_name(name: str) -> Target:
-    """The repository `name` addresses; NotFound for anything else (no path can escape)."""
-    match = _REPO_NAME.match(name or "")
-    if match is None:
-        raise NotFound(f"no repository {name!r}: use catalog.git or environments/<id>.git")
-    env_id = int(match.group(1)) if match.group(1) else None
-    return Target(name, ENVIRONMENT if env_id else "catalog", env_id)
-
-
-def store_root_of(repo_path: Path) -> Path:
-    """The store root a repository folder belongs to (`<root>/catalog.git`,
-    `<root>/environments/<id>.git`); NotFound for a folder outside that layout."""
-    path = Path(repo_path).resolve()
-    if path.name == "catalog.git":
-        return path.parent
-    if path.parent.name == "environments":
-        return path.parent.parent
-    raise NotFound(f"{path} is not a repository of a gitstore root")
-
-
-def environment_repository(env_id: int) -> str:
-    return f"environments/{int(env_id)}.git"
 
 
 @dataclass
@@ -109,32 +79,31 @@ class Review:
 class GitOps:
     """The push gate, mirror settings and syncs, status, and reviews of one store."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self.folder = store.root / GITOPS_DIR
-        self._watched = files.WatchedFile(self.folder / MIRRORS_FILE, lambda _: self._mirrors())
+    def __init__(self, repos: Repositories, mirrors: MirrorSettings) -> None:
+        self._repos = repos
+        self.mirror_settings = mirrors
 
     # -- repositories ----------------------------------------------------------------------
     def repository_path(self, name: str) -> Path:
         """The folder of repository `name`; NotFound unless it exists in this store."""
         self._repository(parse_repository_name(name))
-        return self._store.root / name
+        return self._repos.root / name
 
     def _repository(self, target: Target) -> Repository:
         if target.env_id is not None:
-            return self._store.environment_repo(target.env_id)
-        return self._store.catalog()
+            return self._repos.environment_repo(target.env_id)
+        return self._repos.catalog()
 
     def _target_of_path(self, repo_path: Path) -> Target:
         try:
-            name = Path(repo_path).resolve().relative_to(self._store.root.resolve()).as_posix()
+            name = Path(repo_path).resolve().relative_to(self._repos.root.resolve()).as_posix()
         except ValueError as exc:
-            raise NotFound(f"{repo_path} is not a repository of {self._store.root}") from exc
+            raise NotFound(f"{repo_path} is not a repository of {self._repos.root}") from exc
         return parse_repository_name(name)
 
     def names(self) -> list[str]:
         """Every repository of the store: the catalog first, then environments by id."""
-        return ["catalog.git", *(environment_repository(i) for i in self._store.environment_ids())]
+        return ["catalog.git", *(environment_repository(i) for i in self._repos.environment_ids())]
 
     # -- validation ------------------------------------------------------------------------
     def validate(self, name: str, revision: str | None = None) -> list[Problem]:
@@ -151,7 +120,7 @@ class GitOps:
         return validate_tree(snapshot, target.kind, catalog=catalog, env_id=target.env_id)
 
     def _served_catalog(self) -> CatalogView:
-        return CatalogView(self._store.catalog().snapshot())
+        return CatalogView(self._repos.catalog().snapshot())
 
     # -- the push gate ---------------------------------------------------------------------
     def check_push(self, repo_path: Path, old: str, new: str, ref: str) -> None:
@@ -177,107 +146,33 @@ class GitOps:
         problems = self._validate_commit(repo, target, repo.snapshot(new))
         raise_problems(problems, f"{target.name}: push rejected, commit {new[:12]} is invalid")
 
-    # -- mirror settings -------------------------------------------------------------------
+    # -- mirror settings (gitops.mirrors) ----------------------------------------------------
     def mirror_of(self, name: str) -> dict | None:
-        """The mirror settings of repository `name` (`environments/1.git`), None if it has none.
-
-        Costs a `stat` of the settings file: every write through the facade asks.
-        """
-        return (self._watched.current() or {}).get(name)
+        return self.mirror_settings.mirror_of(name)
 
     def check_writable(self, name: str) -> None:
-        """Refuse a write through the facade to a repository in mirror mode: the forge is its
-        source of truth, and a commit made here would stop every later sync (the remote branch
-        would no longer contain the served commit)."""
-        mirror = self.mirror_of(name)
-        if mirror is not None:
-            raise Conflict(
-                f"{name} mirrors {remote.redact(mirror['url'])} (branch "
-                f"{mirror['branch']}): change it there, the store follows it; or "
-                "`gitstore mirror remove` first"
-            )
+        self.mirror_settings.check_writable(name)
 
-    def add_mirror(
-        self,
-        name: str,
-        url: str,
-        *,
-        secret: str,
-        branch: str = "main",
-        forge: str | None = None,
-        api_url: str | None = None,
-        api_token: str | None = None,
-    ) -> dict:
-        """Make repository `name` follow `branch` of `url` (replacing earlier settings)."""
-        target = parse_repository_name(name)
-        self._repository(target)
-        settings = _check_mirror(url, branch, secret, forge, api_url, api_token)
-        with self._settings_lock():
-            mirrors = self._mirrors()
-            mirrors[target.name] = settings
-            _write_private(self.folder / MIRRORS_FILE, {"mirrors": mirrors})
-        return _public(target.name, settings)
+    def add_mirror(self, name: str, url: str, **settings: str | None) -> dict:
+        """Make repository `name` follow a branch of `url` (see `MirrorSettings.add`)."""
+        self._repository(parse_repository_name(name))  # it must exist
+        return self.mirror_settings.add(name, url, **settings)
 
     def remove_mirror(self, name: str) -> None:
-        target = parse_repository_name(name)
-        with self._settings_lock():
-            mirrors = self._mirrors()
-            if mirrors.pop(target.name, None) is None:
-                raise NotFound(f"{target.name} has no mirror")
-            _write_private(self.folder / MIRRORS_FILE, {"mirrors": mirrors})
+        self.mirror_settings.remove(name)
 
     def mirrors(self) -> list[dict]:
         """Every mirror, secrets masked."""
-        return [_public(name, s) for name, s in sorted(self._mirrors().items())]
+        return self.mirror_settings.public()
 
-    def _mirrors(self) -> dict[str, dict]:
-        try:
-            data = json.loads((self.folder / MIRRORS_FILE).read_text())
-        except FileNotFoundError:
-            return {}
-        except ValueError as exc:
-            raise InvalidInput(f"{self.folder / MIRRORS_FILE} is not valid JSON: {exc}") from exc
-        return dict(data.get("mirrors") or {})
-
-    def _mirror(self, name: str) -> dict:
-        settings = self._mirrors().get(name)
-        if settings is None:
-            raise NotFound(f"{name} has no mirror (gitstore mirror add)")
-        return settings
-
-    @contextlib.contextmanager
-    def _settings_lock(self) -> Iterator[None]:
-        self.folder.mkdir(mode=0o700, exist_ok=True)
-        with files.exclusive_lock(self.folder / ".lock"):
-            yield
-
-    def authenticate_webhook(
-        self, forge: str, urls: list[str], verify: Callable[[str], bool], env_id: int | None = None
-    ) -> list[str]:
-        """Mirrors a forge event is for and whose webhook secret `verify` accepts.
-
-        Candidates are the mirrors of `forge` (or of no forge) whose URL is one of `urls`, or
-        the mirror of environment `env_id` when the webhook URL names it.
-        """
-        wanted = {_normal_url(u) for u in urls if u}
-        found = []
-        for name, settings in sorted(self._mirrors().items()):
-            if settings.get("forge") not in (None, forge):
-                continue
-            by_env = env_id is not None and name == environment_repository(env_id)
-            if (by_env or _normal_url(settings["url"]) in wanted) and verify(
-                settings["webhook_secret"]
-            ):
-                found.append(name)
-        return found
+    def authenticate_webhook(self, *args, **kwargs) -> list[str]:
+        return self.mirror_settings.authenticate_webhook(*args, **kwargs)
 
     def forge_api(self, name: str) -> tuple[str | None, str | None]:
-        """The forge REST base URL and token configured for mirror `name`."""
-        settings = self._mirror(name)
-        return settings.get("api_url"), settings.get("api_token")
+        return self.mirror_settings.forge_api(name)
 
     def branch_of(self, name: str) -> str:
-        return self._mirror(name)["branch"]
+        return self.mirror_settings.branch_of(name)
 
     # -- syncing ---------------------------------------------------------------------------
     def sync(self, name: str) -> dict:
@@ -288,27 +183,27 @@ class GitOps:
         commit seen before stays in the status).
         """
         target = parse_repository_name(name)
-        settings = self._mirror(target.name)
+        settings = self.mirror_settings.get(target.name)
         repo = self._repository(target)
         with files.exclusive_lock(repo.path / "gitstore-mirror.lock"):
-            state = {**self._state(target.name), "last_fetch": _now()}
+            state = {**self.mirror_settings.state(target.name), "last_fetch": now()}
             try:
                 remote.fetch(
                     repo, settings["url"], [f"+refs/heads/{settings['branch']}:{INCOMING}"]
                 )
             except GitstoreError as exc:
                 state["failure"] = {"message": exc.message}
-                self._record(target.name, state)
+                self.mirror_settings.record(target.name, state)
                 raise
             state["remote_commit"] = remote.read_ref(repo, INCOMING)
             state["failure"] = self._advance(repo, target, state["remote_commit"])
-            self._record(target.name, state)
+            self.mirror_settings.record(target.name, state)
         return self.status_of(target.name)
 
     def sync_all(self) -> list[dict]:
         """Sync every mirror; one failing mirror does not stop the others."""
         results = []
-        for name in sorted(self._mirrors()):
+        for name in sorted(self.mirror_settings.all()):
             try:
                 results.append(self.sync(name))
             except GitstoreError as exc:
@@ -348,31 +243,17 @@ class GitOps:
 
     def status_of(self, name: str) -> dict:
         target = parse_repository_name(name)
-        settings = self._mirrors().get(name)
-        state = self._state(name)
+        settings = self.mirror_settings.all().get(name)
+        state = self.mirror_settings.state(name)
         return {
             "repository": name,
             "env_id": target.env_id,
             "served_commit": self._repository(target).head(),
-            "mirror": _public(name, settings) if settings else None,
+            "mirror": public_settings(name, settings) if settings else None,
             "remote_commit": state.get("remote_commit"),
             "last_fetch": state.get("last_fetch"),
             "failure": state.get("failure"),
         }
-
-    def _state_path(self, name: str) -> Path:
-        return self.folder / STATE_DIR / (name.replace("/", "_") + ".json")
-
-    def _state(self, name: str) -> dict:
-        try:
-            return json.loads(self._state_path(name).read_text())
-        except (FileNotFoundError, ValueError):
-            return {}
-
-    def _record(self, name: str, state: dict) -> None:
-        path = self._state_path(name)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _write_private(path, state)
 
     # -- review ----------------------------------------------------------------------------
     def review_in_store(self, name: str, base: str, head: str) -> Review:
@@ -391,7 +272,7 @@ class GitOps:
     ) -> Review:
         """Fetch a pull request of mirror `name` and review it against its merge base."""
         target = parse_repository_name(name)
-        settings = self._mirror(name)
+        settings = self.mirror_settings.get(name)
         repo = self._repository(target)
         prefix = f"{REVIEW_REFS}{int(number)}"
         remote.fetch(
@@ -399,7 +280,7 @@ class GitOps:
             settings["url"],
             [
                 f"+{_check_ref(head_ref)}:{prefix}/head",
-                f"+refs/heads/{_check_branch(base_branch)}:{prefix}/base",
+                f"+refs/heads/{check_branch(base_branch)}:{prefix}/base",
             ],
         )
         head = _known(repo, head_sha) or remote.read_ref(repo, f"{prefix}/head")
@@ -488,75 +369,14 @@ def _known(repo: Repository, commit: str | None) -> str | None:
     return commit if commit and remote.has_commit(repo, commit) else None
 
 
-def _check_branch(branch: str) -> str:
-    if not isinstance(branch, str) or not _BRANCH.match(branch):
-        raise InvalidInput(f"branch {branch!r} is not a valid branch name", key="branch")
-    return branch
-
-
 def _check_ref(ref: str) -> str:
     if not ref.startswith("refs/"):
         raise InvalidInput(f"ref {ref!r} must start with refs/", key="ref")
-    _check_branch(ref)
+    check_branch(ref)
     return ref
 
 
-def _check_mirror(
-    url: str,
-    branch: str,
-    secret: str,
-    forge: str | None,
-    api_url: str | None,
-    api_token: str | None,
-) -> dict:
-    if not url or not isinstance(url, str) or url.startswith("-"):
-        raise InvalidInput("the mirror URL must be a git URL", key="url")
-    if not secret:
-        raise InvalidInput("a webhook secret is required (--webhook-secret)", key="webhook_secret")
-    if forge is not None and forge not in FORGES:
-        raise InvalidInput(f"forge {forge!r} is not one of {', '.join(FORGES)}", key="forge")
-    settings = {
-        "url": url,
-        "branch": _check_branch(branch),
-        "forge": forge,
-        "webhook_secret": secret,
-        "api_url": api_url,
-        "api_token": api_token,
-    }
-    return {k: v for k, v in settings.items() if v is not None}
-
-
-def _public(name: str, settings: dict) -> dict:
-    shown = {"repository": name, **settings, "url": remote.redact(settings["url"])}
-    for key in _SECRET_FIELDS:
-        if shown.get(key):
-            shown[key] = "***"
-    return shown
-
-
-def _normal_url(url: str) -> str:
-    url = remote.redact(url.strip()).replace("***@", "").rstrip("/")
-    return url.removesuffix(".git").lower()
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _write_private(path: Path, data: dict) -> None:
-    """Write JSON atomically, readable by the owner only (it may hold secrets)."""
-    files.write_private(path, json.dumps(data, indent=2, sort_keys=True).encode())
-
-
 # -- repositories outside a store (CI) -------------------------------------------------------
-def open_repository(path: str | os.PathLike) -> Repository:
-    """A repository by path: a bare store repository or any clone (CI checks out one)."""
-    path = Path(path)
-    if not (path / "HEAD").exists() and not (path / ".git").exists():
-        raise NotFound(f"{path} is not a git repository")
-    return Repository(path, path.name)
-
-
 def _catalog_at(path: str | os.PathLike | None, repo_path: Path) -> CatalogView | None:
     """The catalog of `--catalog PATH`, or of the store `repo_path` lives in, or None."""
     if path is None:
@@ -634,9 +454,9 @@ def _cell(value: Any) -> str:
 
 
 def start_poller(
-    store: Store, seconds: float, stop: threading.Event | None = None
+    gitops: GitOps, seconds: float, stop: threading.Event | None = None
 ) -> threading.Thread:
-    """Sync every mirror of `store` every `seconds` in a daemon thread (`serve --poll`).
+    """Sync every mirror every `seconds` in a daemon thread (`serve --poll`).
 
     Run it in one process only (e.g. the gunicorn arbiter's `when_ready`, or the `serve`
     command before it starts gunicorn): syncs are serialised per repository anyway.
@@ -648,7 +468,7 @@ def start_poller(
     def loop() -> None:
         while not stop.wait(seconds):
             try:
-                store.gitops.sync_all()
+                gitops.sync_all()
             except Exception:  # noqa: BLE001 - a poller must outlive any one bad round
                 log.exception("mirror poll failed")
 

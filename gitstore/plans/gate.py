@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gitstore.plans.hidden import ENVIRONMENT, FOLDER, MASTER, rules
 from gitstore.secrets.gate import check_document
-from gitstore.validation import CATALOG, TreeCheck, register_check
+from gitstore.validation import TreeCheck
 
 #: Hidden values are sealed by the plan API and CLI, which hold the keyring.
 HINT = (
@@ -20,8 +20,7 @@ HINT = (
 )
 
 
-@register_check(CATALOG)
-def _no_plain_hidden_values(tree: TreeCheck) -> None:
+def no_plain_hidden_values(tree: TreeCheck) -> None:
     for name, is_folder in tree.children(FOLDER):
         master_file = f"{FOLDER}/{name}/{MASTER}"
         master = tree.document(master_file) if is_folder else None

@@ -35,8 +35,9 @@ from gitstore.plans.hidden import MASTER, REPOSITORY, Hidden, plan_file
 from gitstore.plans.models import Revision
 
 if TYPE_CHECKING:
+    from gitstore.repositories import Repositories
     from gitstore.secrets.seal import Sealer
-    from gitstore.store import Store
+    from gitstore.secrets.service import Secrets
 
 T = TypeVar("T")
 META = "meta.yaml"
@@ -47,14 +48,14 @@ _PLAN_FIELDS = ("uuid", "name", "description", "created_at", "updated_at", "role
 
 
 class GitDriver(Driver):
-    """Plan-store objects in `catalog.git` of a Store."""
+    """Plan-store objects in `catalog.git` of a store."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self.hidden = Hidden(store)
+    def __init__(self, repos: Repositories, secrets: Secrets | None = None) -> None:
+        self._repos = repos
+        self.hidden = Hidden(secrets)
 
     def view(self, at: str | int | None = None) -> Objects:
-        snapshot = self._store.catalog().snapshot(at)
+        snapshot = self._repos.catalog().snapshot(at)
         return _GitObjects(snapshot, self.hidden)
 
     def transact(
@@ -69,7 +70,7 @@ class GitDriver(Driver):
             objects.write(changes)
             return changes
 
-        written = self._store.catalog().update(operation, author or self._store.default_author)
+        written = self._repos.catalog().update(operation, author or self._repos.default_author)
         return outcome[0], Revision(written.commit, written.version, written.changed)
 
 

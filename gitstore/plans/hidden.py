@@ -25,7 +25,6 @@ from gitstore.secrets.seal import Sealer
 if TYPE_CHECKING:
     from gitstore.secrets.keyring import Keys
     from gitstore.secrets.service import Secrets
-    from gitstore.store import Store
 
 #: The repository part of a sealed plan value's place.
 REPOSITORY = "catalog"
@@ -52,13 +51,9 @@ def rules(file: str, master: Mapping) -> Rules:
 class Hidden:
     """Seals, masks and reveals the hidden values of plans with the store's keyring."""
 
-    def __init__(self, store: Store | None) -> None:
-        self._store = store
-
-    @property
-    def _secrets(self) -> Secrets | None:
-        """The store's secrets service (looked up late: the Store builds it beside us)."""
-        return self._store.secrets if self._store is not None else None
+    def __init__(self, secrets: Secrets | None) -> None:
+        #: The store's secrets service; None in a memory driver (nothing can be sealed).
+        self._secrets = secrets
 
     def _keys(self) -> tuple[Keys | None, str]:
         if self._secrets is None:

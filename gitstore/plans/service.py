@@ -1,4 +1,4 @@
-"""`Store.plans`: what the front ends call for templates, roles and deployment plans.
+"""The plans service (`Store.plans`): what front ends call for templates, roles and plans.
 
 It parses request bodies, calls the stores and renders their models as the API shows them,
 each answer naming the catalog commit it was read at (`Served`). Hidden parameter values are
@@ -28,7 +28,8 @@ from gitstore.plans.stores import (
 from gitstore.served import Served
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.repositories import Repositories
+    from gitstore.secrets.service import Secrets
 
 #: The versioned stores the API serves, by the name of their route family.
 FAMILIES = ("templates", "roles")
@@ -77,10 +78,9 @@ def _served(data: Any, revision: Revision | None, masked: tuple[str, ...] = ()) 
 class Plans:
     """Templates, roles and deployment plans of one Store (in its catalog repository)."""
 
-    def __init__(self, store: Store, driver: Driver | None = None) -> None:
-        self._store = store
-        self.driver = driver or GitDriver(store)
-        self.hidden = Hidden(store)
+    def __init__(self, repos: Repositories, secrets: Secrets, driver: Driver | None = None) -> None:
+        self.driver = driver or GitDriver(repos, secrets)
+        self.hidden = Hidden(secrets)
         self.templates = TemplateStore(self.driver)
         self.roles = RoleStore(self.driver)
         self.environment_files = EnvironmentFileStore(self.driver)

@@ -17,6 +17,7 @@ from typing import Any
 from gitstore import yamlio
 from gitstore.errors import GitstoreError, InvalidInput, NotFound
 from gitstore.layout import ENVIRONMENT_FILE
+from gitstore.repositories import open_repository
 from gitstore.secrets.keyring import Keyring
 from gitstore.secrets.mask import Opener
 from gitstore.secrets.rules import Rules, rules_for_file
@@ -52,7 +53,6 @@ class CloneFile:
 
     def committed(self) -> dict | None:
         """The file as committed at the clone's HEAD (None when it is new or unreadable)."""
-        from gitstore.gitops.service import open_repository
 
         try:
             document = open_repository(self.root).snapshot("HEAD").read_yaml(self.path)

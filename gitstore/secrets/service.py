@@ -16,7 +16,7 @@ from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, Repository
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog.components import CatalogView
+from gitstore.catalog.view import CatalogView
 from gitstore.errors import GitstoreError, InvalidInput, Unavailable
 from gitstore.layout import EnvironmentView, layer_file
 from gitstore.names import check_segment
@@ -29,7 +29,7 @@ from gitstore.secrets.seal import Sealer
 from gitstore.served import Served
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.repositories import Repositories
 
 #: Resource definitions by (catalog commit, attached components): immutable inputs.
 _DEFINITIONS = LRUCache(max_entries=256)
@@ -46,15 +46,15 @@ def repository_of(env_id: int) -> str:
 class Secrets:
     """Secrets of one store: its keyring, rules, sealing, masking, revealing and rotation."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self.keyring = Keyring.of_root(store.root)
-        self.audit = AuditLog(store.root)
+    def __init__(self, repos: Repositories) -> None:
+        self._repos = repos
+        self.keyring = Keyring.of_root(repos.root)
+        self.audit = AuditLog(repos.root)
 
     # -- rules -------------------------------------------------------------------------------
     def definitions(self, components: list[str]) -> dict[str, dict]:
         """Resource name -> definition for `components`, from the served catalog."""
-        catalog = self._store.catalog().snapshot()
+        catalog = self._repos.catalog().snapshot()
         return _DEFINITIONS.get_or_compute(
             (catalog.commit_id, tuple(components)),
             lambda: {d["name"]: d for d in CatalogView(catalog).definitions_of(components)},
@@ -67,7 +67,7 @@ class Secrets:
 
     def rules(self, env_id: int, version: str | None = None) -> Served:
         """The rules in force in environment `env_id` (`gitstore secrets rules`)."""
-        view = EnvironmentView(self._store.environment_repo(env_id).snapshot(version))
+        view = EnvironmentView(self._repos.environment_repo(env_id).snapshot(version))
         definitions = self.definitions(view.components)
         return Served(
             describe(definitions, view.doc, definitions),
@@ -110,7 +110,7 @@ class Secrets:
         path = _check_file(path)
         if not isinstance(document, dict):
             raise InvalidInput("field 'document' must be an object (a mapping)", key="document")
-        snapshot = self._store.environment_repo(env_id).snapshot()
+        snapshot = self._repos.environment_repo(env_id).snapshot()
         view = EnvironmentView(snapshot)
         old = snapshot.read_yaml(path) if snapshot.exists(path) else None
         sealed = self.sealer(env_id, view).seal(path, document, old)
@@ -222,15 +222,15 @@ class Secrets:
         found: list[tuple[str, Repository, Callable[[Snapshot], Sealer]]] = [
             (
                 CATALOG,
-                self._store.catalog(),
+                self._repos.catalog(),
                 lambda snapshot: Sealer(CATALOG, keys, lambda file: NO_SECRETS, problem),
             )
         ]
-        for env_id in self._store.environment_ids():
+        for env_id in self._repos.environment_ids():
             found.append(
                 (
                     repository_of(env_id),
-                    self._store.environment_repo(env_id),
+                    self._repos.environment_repo(env_id),
                     lambda snapshot, env_id=env_id: self.sealer(env_id, EnvironmentView(snapshot)),
                 )
             )
@@ -308,7 +308,7 @@ class Secrets:
             changes.message = f"secrets: re-encrypt {sealer.sealed} values with key {active}"
             return changes
 
-        result = repo.update(operation, author or self._store.default_author)
+        result = repo.update(operation, author or self._repos.default_author)
         return {
             "repository": name,
             "values": counted["values"],

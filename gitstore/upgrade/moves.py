@@ -25,33 +25,26 @@ Tests stop a move between its steps with `GITSTORE_TEST_PAUSE=<point>` (and
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitstore import files
 from gitstore.backend.repository import Author
 from gitstore.deployment.inventory import NODE_FIELDS, Cluster, Edit, check_roles, load_cluster
+from gitstore.deployment.journal import Intent, MoveJournal
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotAllowed, NotFound
-from gitstore.layout import INVENTORY_NODES
 from gitstore.merge import tags as tagging
 from gitstore.served import Served
 from gitstore.upgrade.networks import network_names, remap_addresses
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.deployment.inventory import Nodes
+    from gitstore.repositories import Repositories
+    from gitstore.upgrade.relations import Relations
 
-FOLDER = "upgrade"
-INTENTS = f"{FOLDER}/intents"
-LOCK = f"{FOLDER}/upgrade.lock"
 #: Statuses a node may be moved in (an `error` node only with error_type `deploy`).
 MOVABLE = ("ready", "provisioned", "error")
 PAUSE = "GITSTORE_TEST_PAUSE"
@@ -59,23 +52,6 @@ PAUSE_FILE = "GITSTORE_TEST_PAUSE_FILE"
 _ASSIGN_FIELDS = ("nodes_ids", "reprovision", "roles")
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Intent:
-    """What one move does: `nodes` of `original` into `seed`, with these roles."""
-
-    id: str
-    original: int
-    seed: int
-    nodes: list[int]
-    roles: list[str] | None
-    reprovision: bool
-    author: list[str]
-
-    @property
-    def who(self) -> Author:
-        return Author(*self.author)
 
 
 # -- the request ------------------------------------------------------------------------------
@@ -172,73 +148,27 @@ def seed_node(node: dict, intent: Intent, roles: list[str], networks: set[str]) 
 class Moves:
     """`POST /clusters/<seed>/upgrade/assign`, its intent records and their replay."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self._local = threading.local()
-
-    # -- the lock ---------------------------------------------------------------------------
-    @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        """Hold the store's upgrade lock (re-entrant within a thread)."""
-        if getattr(self._local, "held", False):
-            yield
-            return
-        with files.exclusive_lock(self._store.root / LOCK, 0o644):
-            self._local.held = True
-            try:
-                yield
-            finally:
-                self._local.held = False
-
-    # -- readers ---------------------------------------------------------------------------
-    def in_flight(self, env_id: int) -> set[int]:
-        """Node ids the served inventory of `env_id` hides: copied by a pending move into this
-        seed while its original still holds them."""
-        hidden: set[int] = set()
-        for intent in self.pending():
-            if intent.seed != env_id:
-                continue
-            try:
-                held = self._node_ids(intent.original)
-            except NotFound:
-                continue  # the original is gone: its nodes can only be in the seed now
-            hidden |= held & set(intent.nodes)
-        return hidden
+    def __init__(
+        self, repos: Repositories, journal: MoveJournal, nodes: Nodes, relations: Relations
+    ) -> None:
+        self._repos = repos
+        self._journal = journal
+        self._nodes = nodes
+        self._relations = relations
 
     def pending(self) -> list[Intent]:
-        """The intent records on disk (moves under way or interrupted)."""
-        folder = self._store.root / INTENTS
-        try:
-            names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
-        except FileNotFoundError:
-            return []
-        intents = []
-        for name in names:
-            try:
-                intents.append(Intent(**json.loads((folder / name).read_text())))
-            except FileNotFoundError:
-                continue  # completed meanwhile
-            except (ValueError, TypeError) as exc:  # written whole by rename: edited by hand
-                _log.error("ignoring unreadable move record %s: %s", folder / name, exc)
-        return intents
-
-    def _node_ids(self, env_id: int) -> set[int]:
-        snapshot = self._store.environment_repo(env_id).snapshot()
-        return {
-            int(e.name[:-5])
-            for e in snapshot.list(INVENTORY_NODES)
-            if e.name.endswith(".yaml") and e.name[:-5].isdigit()
-        }
+        """The moves under way or interrupted (their intent records)."""
+        return self._journal.pending()
 
     # -- moving ----------------------------------------------------------------------------
     def assign(self, seed_id: int, body: Any, author: Author | None = None) -> Served:
         """Move nodes of the seed's original into the seed; the moved nodes as the seed has
         them."""
         request = check_assign_body(body)
-        author = author or self._store.default_author
+        author = author or self._repos.default_author
         self.recover()
-        with self.exclusive():
-            original = self._store.upgrades.original_of(seed_id)
+        with self._journal.exclusive():
+            original = self._relations.original_of(seed_id)
             nodes = self._check_nodes(seed_id, original, request["nodes_ids"])
             moved_roles(nodes, request["roles"])  # without roles given, theirs must agree
             intent = Intent(
@@ -250,12 +180,12 @@ class Moves:
                 request["reprovision"],
                 [author.name, author.email],
             )
-            self._write_intent(intent)
+            self._journal.write(intent)
             pause("move.intent-written")
             try:
                 written = self._copy_into_seed(intent, intent.nodes, strict=True)
             except GitstoreError:
-                self._delete_intent(intent)
+                self._journal.delete(intent)
                 raise
             pause("move.seed-committed")
             self._finish(intent, intent.nodes)
@@ -263,9 +193,9 @@ class Moves:
         return written.served([cluster.entity(cluster.nodes[i]) for i in intent.nodes])
 
     def _check_nodes(self, seed_id: int, original: int, ids: list[int]) -> list[dict]:
-        where = self._store.nodes.used_ids()
+        where = self._nodes.used_ids()
         held = load_cluster(
-            self._store.environment_repo(original).snapshot(), self._store.catalog().snapshot()
+            self._repos.environment_repo(original).snapshot(), self._repos.catalog().snapshot()
         ).nodes
         found = []
         for node_id in ids:
@@ -290,7 +220,7 @@ class Moves:
 
         def edit(seed: Cluster) -> Edit:
             held = load_cluster(
-                self._store.environment_repo(intent.original).snapshot(), seed.catalog
+                self._repos.environment_repo(intent.original).snapshot(), seed.catalog
             ).nodes
             nodes = [held[i] for i in ids if i in held]
             if strict and len(nodes) != len(ids):
@@ -306,7 +236,7 @@ class Moves:
                 docs,
             )
 
-        return self._store.nodes.write(intent.seed, edit, intent.who)
+        return self._nodes.write(intent.seed, edit, intent.who)
 
     def _finish(self, intent: Intent, ids: list[int]) -> None:
         """Commit B (the commit point), then the record goes."""
@@ -321,28 +251,28 @@ class Moves:
 
         try:
             if ids:
-                self._store.nodes.write(intent.original, edit, intent.who)
+                self._nodes.write(intent.original, edit, intent.who)
         except NotFound:
             pass  # the original was deleted: its nodes are served by the seed alone
         pause("move.original-committed")
-        self._delete_intent(intent)
+        self._journal.delete(intent)
 
     # -- recovery --------------------------------------------------------------------------
     def recover(self) -> int:
         """Complete (or undo) every interrupted move; how many records were replayed."""
-        if getattr(self._local, "held", False) or not self.pending():
+        if self._journal.held_here() or not self._journal.pending():
             return 0
-        with self.exclusive():
-            intents = self.pending()
+        with self._journal.exclusive():
+            intents = self._journal.pending()
             for intent in intents:
                 self._replay(intent)
         return len(intents)
 
     def _replay(self, intent: Intent) -> None:
         try:
-            held = self._node_ids(intent.original) & set(intent.nodes)
+            held = self._journal.node_ids(intent.original) & set(intent.nodes)
         except NotFound:
-            self._delete_intent(intent)  # the original is gone: nothing is left to move
+            self._journal.delete(intent)  # the original is gone: nothing is left to move
             return
         ids = [i for i in intent.nodes if i in held]
         _log.warning("replaying interrupted move %s of nodes %s", intent.id, ids)
@@ -350,7 +280,7 @@ class Moves:
             try:
                 self._copy_into_seed(intent, ids, strict=False)
             except NotFound:
-                self._delete_intent(intent)  # the seed is gone: the nodes stay where they are
+                self._journal.delete(intent)  # the seed is gone: the nodes stay where they are
                 return
             except GitstoreError as exc:
                 _log.warning("move %s cannot complete (%s); withdrawing it", intent.id, exc)
@@ -365,28 +295,8 @@ class Moves:
             copies = {i: None for i in ids if i in seed.nodes}
             return Edit(f"environment {intent.seed}: upgrade: withdraw move {intent.id}", copies)
 
-        self._store.nodes.write(intent.seed, edit, intent.who)
-        self._delete_intent(intent)
-
-    # -- records ---------------------------------------------------------------------------
-    def _write_intent(self, intent: Intent) -> None:
-        folder = self._store.root / INTENTS
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / f".{intent.id}.tmp"
-        with open(partial, "w", encoding="utf-8") as handle:
-            json.dump(asdict(intent), handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.rename(partial, folder / f"{intent.id}.json")
-        files.fsync_folder(folder)
-
-    def _delete_intent(self, intent: Intent) -> None:
-        folder = self._store.root / INTENTS
-        try:
-            os.unlink(folder / f"{intent.id}.json")
-        except FileNotFoundError:
-            return
-        files.fsync_folder(folder)
+        self._nodes.write(intent.seed, edit, intent.who)
+        self._journal.delete(intent)
 
 
 def _ids(nodes: dict) -> str:

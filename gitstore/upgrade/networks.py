@@ -21,10 +21,11 @@ from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import InvalidInput
 from gitstore.served import Served
 from gitstore.upgrade.settings import write_file
-from gitstore.validation import ENVIRONMENT, TreeCheck, register_check
+from gitstore.validation import TreeCheck
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.repositories import Repositories
+    from gitstore.secrets.service import Secrets
 
 NETWORKS = "network/networks.yaml"
 VIPS = "network/vips.yaml"
@@ -196,17 +197,17 @@ def read_network(snapshot: Snapshot) -> dict:
 
 
 def put_network(
-    store: Store, env_id: int, changes: ChangeSet, snapshot: Snapshot, network: dict
+    secrets: Secrets, env_id: int, changes: ChangeSet, snapshot: Snapshot, network: dict
 ) -> None:
     write_file(
-        store,
+        secrets,
         env_id,
         changes,
         snapshot,
         NETWORKS,
         {"node_groups": network["node_groups"], "networks": network["networks"]},
     )
-    write_file(store, env_id, changes, snapshot, VIPS, {"vips": network["vips"]})
+    write_file(secrets, env_id, changes, snapshot, VIPS, {"vips": network["vips"]})
 
 
 def network_names(snapshot: Snapshot) -> set[str]:
@@ -239,11 +240,12 @@ def copy_vips(vips: list[dict], names: set[str]) -> list[dict]:
 class Networks:
     """`GET|PUT /clusters/<id>/network`: node groups, networks and VIPs together."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, repos: Repositories, secrets: Secrets) -> None:
+        self._repos = repos
+        self._secrets = secrets
 
     def get(self, env_id: int, version: str | None = None) -> Served:
-        snapshot = self._store.environment_repo(env_id).snapshot(version)
+        snapshot = self._repos.environment_repo(env_id).snapshot(version)
         inputs = (snapshot.object_id(NETWORKS), snapshot.object_id(VIPS))
         return Served(read_network(snapshot), snapshot.commit_id, snapshot.version, inputs)
 
@@ -253,16 +255,15 @@ class Networks:
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             changes = ChangeSet(f"environment {env_id}: set node groups, networks and VIPs")
-            put_network(self._store, env_id, changes, snapshot, network)
+            put_network(self._secrets, env_id, changes, snapshot, network)
             return changes
 
-        self._store.environment_repo(env_id).update(operation, author or self._store.default_author)
+        self._repos.environment_repo(env_id).update(operation, author or self._repos.default_author)
         return self.get(env_id)
 
 
 # -- the push gate ----------------------------------------------------------------------------
-@register_check(ENVIRONMENT)
-def _network_files(tree: TreeCheck) -> None:
+def network_files(tree: TreeCheck) -> None:
     """Pushed node groups, networks and VIPs have the shapes the API writes."""
     networks, vips = tree.mapping(NETWORKS), tree.mapping(VIPS)
     if networks is None and vips is None:

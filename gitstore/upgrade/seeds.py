@@ -20,7 +20,6 @@ either environment removes the relation from the other, so the original can be c
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents
@@ -35,6 +34,7 @@ from gitstore.merge.diff import changed_keys, diff_documents
 from gitstore.secrets.mask import mask_change
 from gitstore.served import Served
 from gitstore.upgrade.networks import VIPS, copy_vips, network_names, read_network
+from gitstore.upgrade.relations import FIELD, ORIGINAL, SEED, Relations
 from gitstore.upgrade.settings import (
     EDITABLE,
     GENERATED,
@@ -46,10 +46,13 @@ from gitstore.upgrade.settings import (
 )
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.configdb.environments import Environments
+    from gitstore.deployment.inventory import Nodes
+    from gitstore.deployment.journal import MoveJournal
+    from gitstore.repositories import Repositories
+    from gitstore.secrets.service import Secrets
+    from gitstore.upgrade.moves import Moves
 
-FIELD = "upgrade"
-ORIGINAL, SEED = "original", "seed"
 #: Release states that cannot be installed, so never a clone target.
 CLOSED_STATES = ("deprecated", "manageonly")
 #: Top-level folders a seed does not inherit (values folders of levels are dropped too).
@@ -58,34 +61,6 @@ _CLONE_FIELDS = ("name", "release_id")
 SETTINGS_FILES = (("editable", EDITABLE), ("generated", GENERATED))
 #: Bytes every sealed value starts with: a cheap test before a file is parsed.
 SEALED_MARK = b"ENC["
-
-
-@dataclass(frozen=True)
-class Relation:
-    """One side of a live upgrade relation."""
-
-    env_id: int
-    role: str
-    peer: int
-
-    @property
-    def original(self) -> int:
-        return self.env_id if self.role == ORIGINAL else self.peer
-
-    @property
-    def seed(self) -> int:
-        return self.peer if self.role == ORIGINAL else self.env_id
-
-
-def claimed(doc: dict) -> tuple[str, int] | None:
-    """The `(role, peer)` an `environment.yaml` names (one side only), or None."""
-    value = doc.get(FIELD)
-    if not isinstance(value, dict) or value.get("role") not in (ORIGINAL, SEED):
-        return None
-    peer = value.get("peer")
-    if isinstance(peer, bool) or not isinstance(peer, int):
-        return None
-    return value["role"], peer
 
 
 def check_clone_body(body: Any) -> dict:
@@ -194,101 +169,45 @@ def editable_values(editable: dict) -> dict:
 class Upgrades:
     """Clone into a seed, copy VIPs, read the relation and its status, forget it."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    # -- the relation ----------------------------------------------------------------------
-    def relation(self, env_id: int) -> Relation | None:
-        """The live relation of `env_id`: both environments name each other."""
-        mine = claimed(self._store.environments.view(env_id).doc)
-        if mine is None:
-            return None
-        role, peer = mine
-        try:
-            theirs = claimed(self._store.environments.view(peer).doc)
-        except NotFound:
-            return None
-        opposite = SEED if role == ORIGINAL else ORIGINAL
-        return Relation(env_id, role, peer) if theirs == (opposite, env_id) else None
-
-    def original_of(self, seed_id: int) -> int:
-        """The original of seed `seed_id`; InvalidInput if it is not a seed."""
-        relation = self.relation(seed_id)
-        if relation is None:
-            raise InvalidInput(
-                f"environment {seed_id} is not an upgrade seed: clone an "
-                "environment first (POST .../upgrade/clone)"
-            )
-        if relation.role != SEED:
-            raise InvalidInput(
-                f"environment {seed_id} is the original of an upgrade; call this "
-                f"on its seed, environment {relation.peer}"
-            )
-        return relation.original
-
-    def peer_of(self, env_id: int) -> int | None:
-        """The peer `env_id`'s `environment.yaml` names (even one-sidedly), or None."""
-        mine = claimed(self._store.environments.view(env_id).doc)
-        return mine[1] if mine else None
-
-    def forget(self, peer: int | None, gone: int, author: Author | None = None) -> None:
-        """Remove from `peer` a relation naming `gone` (which was just deleted)."""
-        if peer is None:
-            return
-        try:
-            self._set_claim(peer, None, author, f"environment {gone} was deleted", expect=gone)
-        except NotFound:
-            return  # the peer is gone too
-
-    def _set_claim(
+    def __init__(
         self,
-        env_id: int,
-        claim: dict | None,
-        author: Author | None,
-        why: str,
-        expect: int | None = None,
+        repos: Repositories,
+        relations: Relations,
+        environments: Environments,
+        journal: MoveJournal,
+        moves: Moves,
+        nodes: Nodes,
+        secrets: Secrets,
     ) -> None:
-        def operation(snapshot: Snapshot) -> ChangeSet:
-            view = EnvironmentView(snapshot)
-            doc = dict(view.doc)
-            current = claimed(doc)
-            if claim is None and (current is None or (expect is not None and current[1] != expect)):
-                return ChangeSet()
-            doc.pop(FIELD, None)
-            if claim is not None:
-                doc[FIELD] = claim
-            verb = "record" if claim else "remove"
-            changes = ChangeSet(f"environment {env_id}: upgrade: {verb} relation ({why})")
-            old = snapshot.read(ENVIRONMENT_FILE)
-            changes.put(
-                ENVIRONMENT_FILE, documents.encode(snapshot.repository, ENVIRONMENT_FILE, doc, old)
-            )
-            return changes
-
-        repo = self._store.environment_repo(env_id)
-        repo.update(operation, author or self._store.default_author)
+        self._repos = repos
+        self._relations = relations
+        self._environments = environments
+        self._journal = journal
+        self._moves = moves
+        self._nodes = nodes
+        self._secrets = secrets
 
     # -- clone -----------------------------------------------------------------------------
     def clone(self, orig_id: int, body: Any, author: Author | None = None) -> Served:
         """Create the seed of `orig_id` in release `release_id`; the new environment."""
         request = check_clone_body(body)
-        author = author or self._store.default_author
-        self._store.moves.recover()
-        with self._store.moves.exclusive():
-            view = self._store.environments.view(orig_id)
-            relation = self.relation(orig_id)
+        author = author or self._repos.default_author
+        self._moves.recover()
+        with self._journal.exclusive():
+            view = self._environments.view(orig_id)
+            relation = self._relations.relation(orig_id)
             if relation is not None:
                 raise InvalidInput(
                     f"environment {orig_id} is already in an upgrade (the "
                     f"{relation.role} of environment {relation.peer})"
                 )
-            catalog = self._store.catalog().snapshot()
+            catalog = self._repos.catalog().snapshot()
             target = OwnerCatalog(catalog, RELEASE).entity(request["release_id"])
             source = self._source_release(view, catalog)
             check_target(source, target)
             self._check_name(request["name"])
             seed_id = self._create_seed(orig_id, request["name"], source, target, author)
-        return self._store.environments.get(seed_id)
+        return self._environments.get(seed_id)
 
     def _source_release(self, view: EnvironmentView, catalog: Snapshot) -> dict:
         name = view.doc.get("release")
@@ -306,9 +225,9 @@ class Upgrades:
             ) from exc
 
     def _check_name(self, name: str) -> None:
-        for env_id in self._store.environment_ids():
+        for env_id in self._repos.environment_ids():
             try:
-                taken = self._store.environments.view(env_id).doc.get("name") == name
+                taken = self._environments.view(env_id).doc.get("name") == name
             except NotFound:
                 continue
             if taken:
@@ -320,8 +239,8 @@ class Upgrades:
         self, orig_id: int, name: str, source: dict, target: dict, author: Author
     ) -> int:
         for _ in range(100):
-            seed_id = max(self._store.environment_ids(), default=0) + 1
-            self._set_claim(
+            seed_id = max(self._repos.environment_ids(), default=0) + 1
+            self._relations.set_claim(
                 orig_id,
                 {"role": ORIGINAL, "peer": seed_id},
                 author,
@@ -329,15 +248,15 @@ class Upgrades:
             )
             operation = self._seed_commit(orig_id, seed_id, name, source, target)
             try:
-                self._store.clone_environment_repo(orig_id, seed_id, operation, author)
+                self._repos.clone_environment_repo(orig_id, seed_id, operation, author)
                 return seed_id
             except Conflict:
-                if self._store.environment_path(seed_id).exists():
+                if self._repos.environment_path(seed_id).exists():
                     continue  # another creator took the id first: claim the next one
-                self._set_claim(orig_id, None, author, "the clone failed", expect=seed_id)
+                self._relations.set_claim(orig_id, None, author, "the clone failed", expect=seed_id)
                 raise
             except BaseException:
-                self._set_claim(orig_id, None, author, "the clone failed", expect=seed_id)
+                self._relations.set_claim(orig_id, None, author, "the clone failed", expect=seed_id)
                 raise
         raise Conflict("could not allocate an environment id for the seed")
 
@@ -345,8 +264,8 @@ class Upgrades:
         self, orig_id: int, seed_id: int, name: str, source: dict, target: dict
     ) -> Callable[[Snapshot], ChangeSet]:
         """The operation that makes the seed's one commit on the original's history."""
-        catalog = self._store.catalog().snapshot()
-        store = self._store
+        catalog = self._repos.catalog().snapshot()
+        secrets = self._secrets
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
@@ -368,17 +287,17 @@ class Upgrades:
                 ),
             )
             original = {
-                part: read_plain(store, orig_id, snapshot, path) for part, path in SETTINGS_FILES
+                part: read_plain(secrets, orig_id, snapshot, path) for part, path in SETTINGS_FILES
             }
             settings = carried_settings(original, source, target, catalog)
             for part, path in SETTINGS_FILES:
-                write_file(store, seed_id, changes, snapshot, path, settings[part], fresh=True)
+                write_file(secrets, seed_id, changes, snapshot, path, settings[part], fresh=True)
             dropped = (*NOT_INHERITED, *values_folders(view))
             for folder in dropped:
                 changes.delete(folder)
             for file in sealed_files(snapshot, frozenset((*dropped, EDITABLE, GENERATED))):
-                plain = read_plain(store, orig_id, snapshot, file)
-                write_file(store, seed_id, changes, snapshot, file, plain)
+                plain = read_plain(secrets, orig_id, snapshot, file)
+                write_file(secrets, seed_id, changes, snapshot, file, plain)
             return changes
 
         return operation
@@ -386,10 +305,10 @@ class Upgrades:
     # -- VIPs ------------------------------------------------------------------------------
     def copy_vips(self, seed_id: int, author: Author | None = None) -> Served:
         """Copy the original's VIPs into the seed (same names replaced); the seed's VIPs."""
-        self._store.moves.recover()
-        with self._store.moves.exclusive():
-            original = self.original_of(seed_id)
-            theirs = read_network(self._store.environment_repo(original).snapshot())["vips"]
+        self._moves.recover()
+        with self._journal.exclusive():
+            original = self._relations.original_of(seed_id)
+            theirs = read_network(self._repos.environment_repo(original).snapshot())["vips"]
             outcome: dict[str, list] = {}
 
             def operation(snapshot: Snapshot) -> ChangeSet:
@@ -400,40 +319,42 @@ class Upgrades:
                 changes = ChangeSet(
                     f"environment {seed_id}: upgrade: copy VIPs of environment {original}"
                 )
-                write_file(self._store, seed_id, changes, snapshot, VIPS, {"vips": outcome["vips"]})
+                write_file(
+                    self._secrets, seed_id, changes, snapshot, VIPS, {"vips": outcome["vips"]}
+                )
                 return changes
 
-            result = self._store.environment_repo(seed_id).update(
-                operation, author or self._store.default_author
+            result = self._repos.environment_repo(seed_id).update(
+                operation, author or self._repos.default_author
             )
         return Served(outcome["vips"], result.commit, result.version)
 
     # -- status ----------------------------------------------------------------------------
     def status(self, env_id: int) -> Served:
         """The relation, the nodes on each side, moves under way and the settings diff."""
-        snapshot = self._store.environment_repo(env_id).snapshot()
-        relation = self.relation(env_id)
+        snapshot = self._repos.environment_repo(env_id).snapshot()
+        relation = self._relations.relation(env_id)
         data: dict[str, Any] = {"environment": env_id, "role": None, "peer": None}
         if relation is None:
             return Served(data, snapshot.commit_id, snapshot.version)
         original, seed = relation.original, relation.seed
         data.update(role=relation.role, peer=relation.peer, original=original, seed=seed)
         data["nodes"] = {"original": self._node_ids(original), "seed": self._node_ids(seed)}
-        data["moves_in_progress"] = [i.id for i in self._store.moves.pending() if i.seed == seed]
+        data["moves_in_progress"] = [i.id for i in self._moves.pending() if i.seed == seed]
         data["settings_diff"] = self._settings_diff(original, seed)
         return Served(data, snapshot.commit_id, snapshot.version)
 
     def _node_ids(self, env_id: int) -> list[int]:
-        return sorted(self._store.nodes.cluster(env_id).nodes)
+        return sorted(self._nodes.cluster(env_id).nodes)
 
     def _settings_diff(self, original: int, seed: int) -> dict:
         """Editable values that differ (secrets masked) and generated keys that differ."""
         sides = []
         for env_id in (original, seed):
-            snapshot = self._store.environment_repo(env_id).snapshot()
+            snapshot = self._repos.environment_repo(env_id).snapshot()
             sides.append(
                 {
-                    part: read_plain(self._store, env_id, snapshot, path)
+                    part: read_plain(self._secrets, env_id, snapshot, path)
                     for part, path in SETTINGS_FILES
                 }
             )
@@ -441,10 +362,10 @@ class Upgrades:
         diff = diff_documents(
             editable_values(before["editable"]), editable_values(after["editable"])
         )
-        view = self._store.environments.view(seed)
+        view = self._environments.view(seed)
         editable, _ = mask_change(
             diff or {"added": {}, "removed": {}, "changed": {}},
-            self._store.secrets.rules_of(view)(EDITABLE),
+            self._secrets.rules_of(view)(EDITABLE),
         )
         return {
             "editable": editable,

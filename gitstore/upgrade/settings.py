@@ -30,10 +30,11 @@ from gitstore.errors import InvalidInput
 from gitstore.layout import EnvironmentView
 from gitstore.merge.migrations import check_rules
 from gitstore.served import Served
-from gitstore.validation import CATALOG, ENVIRONMENT, TreeCheck, register_check
+from gitstore.validation import TreeCheck
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.repositories import Repositories
+    from gitstore.secrets.service import Secrets
 
 EDITABLE = "settings/editable.yaml"
 GENERATED = "settings/generated.yaml"
@@ -96,20 +97,20 @@ def _generated(kind: Any, arg: Any) -> Any:
 
 
 # -- reading and writing files ----------------------------------------------------------------
-def read_plain(store: Store, env_id: int, snapshot: Snapshot, path: str) -> dict:
+def read_plain(secrets: Secrets, env_id: int, snapshot: Snapshot, path: str) -> dict:
     """The document at `path` with its sealed leaves opened ({} if absent).
 
     `env_id` names the environment the values were sealed for: a seed reads its original's files
     through its own history before re-sealing them for itself.
     """
     document = snapshot.read_mapping(path) or {}
-    rules = store.secrets.rules_of(EnvironmentView(snapshot))(path)
-    plain, _ = store.secrets.opener(env_id).reveal(document, rules, path)
+    rules = secrets.rules_of(EnvironmentView(snapshot))(path)
+    plain, _ = secrets.opener(env_id).reveal(document, rules, path)
     return dict(plain)
 
 
 def write_file(
-    store: Store,
+    secrets: Secrets,
     env_id: int,
     changes: ChangeSet,
     snapshot: Snapshot,
@@ -126,7 +127,7 @@ def write_file(
     values would be kept): for a document made anew, where keeping them costs a slow YAML
     round trip and saves nothing.
     """
-    sealer = store.secrets.sealer(env_id, EnvironmentView(snapshot))
+    sealer = secrets.sealer(env_id, EnvironmentView(snapshot))
     old = None if fresh else snapshot.read(path)
     changes.put(path, documents.encode(snapshot.repository, path, document, old, sealer=sealer))
 
@@ -150,12 +151,13 @@ def release_rules(catalog: Snapshot, folder: str) -> list[dict]:
 class Settings:
     """Read and write release defaults, upgrade rules and environment settings."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, repos: Repositories, secrets: Secrets) -> None:
+        self._repos = repos
+        self._secrets = secrets
 
     # -- releases --------------------------------------------------------------------------
     def release_settings(self, ref: int | str, version: str | None = None) -> Served:
-        catalog = self._store.catalog().snapshot(version)
+        catalog = self._repos.catalog().snapshot(version)
         data = release_defaults(catalog, release_folder(catalog, ref))
         return Served(data, catalog.commit_id, catalog.version)
 
@@ -168,7 +170,7 @@ class Settings:
         return self.release_settings(ref)
 
     def upgrade_rules(self, ref: int | str, version: str | None = None) -> Served:
-        catalog = self._store.catalog().snapshot(version)
+        catalog = self._repos.catalog().snapshot(version)
         rules = release_rules(catalog, release_folder(catalog, ref))
         return Served({"rules": rules}, catalog.commit_id, catalog.version)
 
@@ -189,19 +191,19 @@ class Settings:
             )
             return changes
 
-        self._store.catalog().update(operation, author or self._store.default_author)
+        self._repos.catalog().update(operation, author or self._repos.default_author)
 
     # -- environments ----------------------------------------------------------------------
     def cluster_settings(
         self, env_id: int, version: str | None = None, reveal: bool = False, who: str | None = None
     ) -> Served:
         """`{editable, generated}` with secrets masked unless `reveal` (recorded as `who`'s)."""
-        snapshot = self._store.environment_repo(env_id).snapshot(version)
+        snapshot = self._repos.environment_repo(env_id).snapshot(version)
         view = EnvironmentView(snapshot)
         data: dict[str, Any] = {}
         shown: list[str] = []
         for part, path in (("editable", EDITABLE), ("generated", GENERATED)):
-            data[part], paths = self._store.secrets.show(
+            data[part], paths = self._secrets.show(
                 env_id,
                 view,
                 snapshot.read_mapping(path) or {},
@@ -211,7 +213,7 @@ class Settings:
             )
             shown += [f"{part}.{p}" for p in paths]
         if reveal:
-            self._store.secrets.record_reveal(who, env_id, "settings", snapshot.commit_id, shown)
+            self._secrets.record_reveal(who, env_id, "settings", snapshot.commit_id, shown)
         inputs = (snapshot.object_id(EDITABLE), snapshot.object_id(GENERATED), reveal)
         return Served(
             data, snapshot.commit_id, snapshot.version, inputs, () if reveal else tuple(shown)
@@ -228,16 +230,15 @@ class Settings:
             )
             for part, path in (("editable", EDITABLE), ("generated", GENERATED)):
                 if part in body:
-                    write_file(self._store, env_id, changes, snapshot, path, body[part])
+                    write_file(self._secrets, env_id, changes, snapshot, path, body[part])
             return changes
 
-        self._store.environment_repo(env_id).update(operation, author or self._store.default_author)
+        self._repos.environment_repo(env_id).update(operation, author or self._repos.default_author)
         return self.cluster_settings(env_id)
 
 
 # -- the push gate ----------------------------------------------------------------------------
-@register_check(CATALOG)
-def _release_files(tree: TreeCheck) -> None:
+def release_settings_files(tree: TreeCheck) -> None:
     """A pushed release's `settings.yaml` and `upgrade.yaml` have the shapes the API writes."""
     for entry in tree.snapshot.list(RELEASE.folder):
         folder = f"{RELEASE.folder}/{entry.name}"
@@ -248,8 +249,7 @@ def _release_files(tree: TreeCheck) -> None:
             _gate(tree, f"{folder}/{name}", check)
 
 
-@register_check(ENVIRONMENT)
-def _settings_files(tree: TreeCheck) -> None:
+def environment_settings_files(tree: TreeCheck) -> None:
     """Editable settings are sections of attributes."""
     _gate(tree, EDITABLE, lambda d: check_settings({"editable": d}, "settings"))
 

@@ -26,7 +26,9 @@ from gitstore.versions.history import Walk, change_log, value_history
 from gitstore.versions.labels import check_label_name, label_entity
 
 if TYPE_CHECKING:
-    from gitstore.store import Store
+    from gitstore.configdb.values import Config
+    from gitstore.repositories import Repositories
+    from gitstore.secrets.service import Secrets
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000
@@ -35,11 +37,13 @@ MAX_LIMIT = 10_000
 class Versions:
     """History, diff, revert, explain and labels of environments."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, repos: Repositories, config: Config, secrets: Secrets) -> None:
+        self._repos = repos
+        self._config = config
+        self._secrets = secrets
 
     def _repo(self, env_id: int) -> Repository:
-        return self._store.environment_repo(env_id)
+        return self._repos.environment_repo(env_id)
 
     # -- reading ---------------------------------------------------------------------------
     def history(
@@ -59,7 +63,7 @@ class Versions:
         view = EnvironmentView(start)
         pairs = parse_scope(path)
         pairs = view.check_levels(pairs) if pairs is not None else None
-        name = self._store.config.resource_name(view, resource) if resource else None
+        name = self._config.resource_name(view, resource) if resource else None
         stop = _snapshot(repo, since, "since").commit_id if since else None
         walk = Walk(start.commit_id, stop, _limit(limit))
         if key is not None:
@@ -71,7 +75,7 @@ class Versions:
                     "the history of an effective value needs resource=", key="resource"
                 )
             entries = value_history(repo, walk, pairs, name, key)
-            rules = self._store.secrets.rules_of(view)(layer_file(None, "values", name))
+            rules = self._secrets.rules_of(view)(layer_file(None, "values", name))
             entries, found = secret_masks.mask_history(entries, rules, key)
             masked = tuple(found)
         else:
@@ -98,8 +102,8 @@ class Versions:
         before = EnvironmentView(_snapshot(repo, source, "from"))
         after = EnvironmentView(_snapshot(repo, target, "to"))
         scopes = [after.check_levels(parse_scope(text)) for text in levels] or None
-        name = self._store.config.resource_name(after, resource) if resource else None
-        rules_of = self._store.secrets.rules_of(after)
+        name = self._config.resource_name(after, resource) if resource else None
+        rules_of = self._secrets.rules_of(after)
         shown, masked = secret_masks.mask_scopes(
             diff_environment(before, after, scopes, name),
             lambda resource: rules_of(layer_file(None, "values", resource)),
@@ -128,11 +132,11 @@ class Versions:
         repo = self._repo(env_id)
         view = EnvironmentView(repo.snapshot(version))
         pairs = view.check_levels(pairs)
-        name = self._store.config.resource_name(view, resource)
+        name = self._config.resource_name(view, resource)
         data = explain(repo, view, pairs, name, key)  # cached: never edit
         commits = sorted({item["commit"] for item in data["keys"] if item["commit"]})
         inputs = ("explain", key, reveal, view.merge, *view.layer_inputs(pairs, name), *commits)
-        secrets = self._store.secrets
+        secrets = self._secrets
         rules = secrets.rules_of(view)(layer_file(None, "values", name))
         data, shown = secret_masks.mask_explain(
             data, rules, secrets.opener(env_id) if reveal else None
@@ -168,7 +172,7 @@ class Versions:
         message = _optional_text(body, "message") or f"label {name}"
         repo = self._repo(env_id)
         target = _snapshot(repo, _optional_text(body, "version"), "version")
-        tag = repo.create_tag(name, target.commit_id, author or self._store.default_author, message)
+        tag = repo.create_tag(name, target.commit_id, author or self._repos.default_author, message)
         return Served(label_entity(repo, tag), target.commit_id, target.version)
 
     # -- revert ----------------------------------------------------------------------------
@@ -184,7 +188,7 @@ class Versions:
             operation = _restore(_snapshot(repo, to, "to"), paths, message)
         else:
             operation = _undo(repo, _snapshot(repo, commit, "commit"), message)
-        result = repo.update(operation, author or self._store.default_author)
+        result = repo.update(operation, author or self._repos.default_author)
         data = {"commit": result.commit, "version": result.version, "changed": result.changed}
         return Served(data, result.commit, result.version)
 

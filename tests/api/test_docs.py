@@ -16,7 +16,7 @@ import pytest
 
 from gitstore import Store
 from gitstore.api import create_app
-from gitstore.configdb.importer import SAMPLE_DIR, load_tree
+from gitstore.configdb.importer import SAMPLE_DIR
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 BASE = "/api/v1/config"
@@ -66,7 +66,7 @@ def _matches(expected: str, answer) -> bool:
 @pytest.fixture
 def sample_client(tmp_path):
     store = Store.init(tmp_path / "store")
-    load_tree(store, SAMPLE_DIR)
+    store.importer.load_tree(SAMPLE_DIR)
     return create_app({"TESTING": True}, store=store).test_client()
 
 

@@ -401,7 +401,7 @@ def test_the_mirror_commands_keep_secrets_private(gitops_store, remote):
 def test_the_poller_fetches_on_a_timer(gitops_store, remote):
     mirror(gitops_store, remote)
     stop = threading.Event()
-    thread = start_poller(gitops_store, 0.1, stop)
+    thread = start_poller(gitops_store.gitops, 0.1, stop)
     try:
         new = upstream_commit(remote, {"global/values/globals.yaml": "polled: true\n"})
         deadline = time.monotonic() + 10

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from gitstore import validation
+from gitstore.gitops import rules
 from gitstore.gitops.service import validate_repository
 from gitstore.store import Store
 
@@ -96,7 +97,7 @@ def test_invalid_level_values_and_environment_yaml(gitops_store, work):
 
 def test_the_environment_id_must_be_the_repository_s(gitops_store):
     snapshot = gitops_store.environment_repo(1).snapshot()
-    problems = validation.validate_tree(snapshot, "environment", env_id=2)
+    problems = rules.validate(snapshot, "environment", env_id=2)
     assert problems == [
         {
             "file": "environment.yaml",
@@ -185,16 +186,14 @@ def gitstore_definition(store: Store, name: str) -> dict:
     return store.definitions.get(name).data
 
 
-def test_a_registered_check_plugs_in(gitops_store):
+def test_a_rule_added_to_the_list_runs(gitops_store, monkeypatch):
     def no_inventory_node_4(tree):
         if tree.snapshot.exists("inventory/nodes/4.yaml"):
             tree.report("inventory/nodes/4.yaml", "node 4 is retired", key="id")
 
-    validation.register_check("environment")(no_inventory_node_4)
-    try:
-        problems = gitops_store.gitops.validate("environments/1.git")
-    finally:
-        validation.CHECKS["environment"].remove(no_inventory_node_4)
+    extended = (*rules.RULES["environment"], no_inventory_node_4)
+    monkeypatch.setitem(rules.RULES, "environment", extended)
+    problems = gitops_store.gitops.validate("environments/1.git")
     assert problems == [
         {"file": "inventory/nodes/4.yaml", "line": 1, "key": "id", "message": "node 4 is retired"}
     ]

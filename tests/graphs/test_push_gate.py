@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from gitstore.backend.changes import ChangeSet
-from gitstore.catalog.components import CatalogView
+from gitstore.catalog.view import CatalogView
 from gitstore.deployment.graphs import graph_path
-from gitstore.validation import validate_tree
+from gitstore.gitops.rules import validate as validate_tree
 
 from .conftest import task
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from gitstore.configdb.importer import SAMPLE_DIR, load_tree
+from gitstore.configdb.importer import SAMPLE_DIR
 
 
 def test_sample_cluster_merges_checks_and_plans_the_real_graph(store):
-    load_tree(store, SAMPLE_DIR)
+    store.importer.load_tree(SAMPLE_DIR)
     assert store.gitops.validate_all() == {"catalog.git": [], "environments/1.git": []}
     tasks = store.graphs.tasks(1).data
     assert len(tasks) == 204 and tasks[0]["id"] == "pre_deployment_start"

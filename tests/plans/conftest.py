@@ -92,7 +92,8 @@ def stores(request, tmp_path) -> Stores:
     if request.param == "git":
         from gitstore import Store
 
-        driver: Driver = GitDriver(Store.init(tmp_path / "store"))
+        store = Store.init(tmp_path / "store")
+        driver: Driver = GitDriver(store.repos, store.secrets)
     else:
         driver = MemoryDriver()
     return Stores(

@@ -166,7 +166,7 @@ def test_a_ciphertext_copied_to_another_parameter_is_refused(client, plan, fuel_
 
 
 def test_the_memory_driver_masks_too(store):
-    plans = Plans(store, MemoryDriver())
+    plans = Plans(store.repos, store.secrets, MemoryDriver())
     role = plans.roles.create("compute", COMPUTE)
     plan = plans.deployments.create("overcloud")
     plans.deployments.add_role(plan.uuid, role.uuid)

@@ -224,8 +224,8 @@ def test_deleting_the_original_removes_the_relation_from_the_seed(seeded_api, se
 
 def test_a_one_sided_claim_counts_for_nothing(api, upgrade_store):
     """What a crash between the claim and the seed's creation leaves behind."""
-    upgrade_store.upgrades._set_claim(ORIGINAL, {"role": "original", "peer": 5}, None, "test")
-    assert upgrade_store.upgrades.relation(ORIGINAL) is None
+    upgrade_store.relations.set_claim(ORIGINAL, {"role": "original", "peer": 5}, None, "test")
+    assert upgrade_store.relations.relation(ORIGINAL) is None
     response = api.post(
         f"{API}/clusters/{ORIGINAL}/upgrade/clone", json={"name": "after-crash", "release_id": NEW}
     )

@@ -1,0 +1,104 @@
+"""The push gate's rules for the catalog's own documents: components and resource definitions.
+
+Each component file is a mapping named like its file with a unique positive id; definition ids
+and resource names are unique across the catalog; a definition's `schema` compiles and its
+`secret_keys` is a list of strings. Listed in `gitstore.gitops.rules`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gitstore.catalog.view import ORPHANS
+from gitstore.errors import InvalidInput, ValidationFailed
+from gitstore.names import check_identifier, check_resource_name
+from gitstore.validation import TreeCheck, schema_validator
+
+
+def catalog_documents(tree: TreeCheck) -> None:
+    seen_components: dict[int, str] = {}
+    seen_definitions: dict[str, dict] = {"ids": {}, "names": {}}  # id/name -> file
+    for entry in tree.snapshot.list("components"):
+        path = f"components/{entry.name}"
+        if entry.is_tree or not entry.name.endswith(".yaml"):
+            tree.report(tree.first_file(path), "components/ holds one <name>.yaml per component")
+            continue
+        doc = tree.mapping(path)
+        if doc is not None:
+            _check_component(tree, path, doc, seen_components)
+            _check_definitions(tree, path, doc, seen_definitions)
+    if tree.snapshot.exists(ORPHANS):
+        doc = tree.mapping(ORPHANS)
+        if doc is not None:
+            _check_definitions(tree, ORPHANS, doc, seen_definitions)
+
+
+def _check_component(tree: TreeCheck, path: str, doc: dict, seen: dict[int, str]) -> None:
+    stem = path[len("components/") : -len(".yaml")]
+    try:
+        check_identifier(stem, "component name")
+    except InvalidInput as exc:
+        tree.report(path, exc.message)
+    if doc.get("name") != stem:
+        tree.report(path, f"must be {stem!r}, the name of the file", key="name")
+    cid = doc.get("id")
+    if isinstance(cid, bool) or not isinstance(cid, int) or cid < 1:
+        tree.report(path, f"must be a positive integer, not {cid!r}", key="id")
+    elif cid in seen:
+        tree.report(path, f"id {cid} is also the id of {seen[cid]}", key="id")
+    else:
+        seen[cid] = path
+
+
+def _check_definitions(tree: TreeCheck, path: str, doc: dict, seen: dict[str, dict]) -> None:
+    definitions = doc.get("resource_definitions", [])
+    if not isinstance(definitions, list):
+        tree.report(path, "must be a list of resource definitions", key="resource_definitions")
+        return
+    for index, definition in enumerate(definitions):
+        key = f"resource_definitions.{index}"
+        if not isinstance(definition, dict):
+            tree.report(path, "a resource definition must be a mapping", key=key)
+            continue
+        _check_definition(tree, path, key, definition, seen)
+
+
+def _check_definition(
+    tree: TreeCheck, path: str, key: str, definition: dict, seen: dict[str, dict]
+) -> None:
+    did, name = definition.get("id"), definition.get("name")
+    if isinstance(did, bool) or not isinstance(did, int) or did < 1:
+        tree.report(path, f"must be a positive integer, not {did!r}", key=f"{key}.id")
+    elif did in seen["ids"]:
+        tree.report(path, f"id {did} is also used in {seen['ids'][did]}", key=f"{key}.id")
+    else:
+        seen["ids"][did] = path
+    try:
+        check_resource_name(name)
+        if name in seen["names"]:
+            tree.report(
+                path,
+                f"resource {name!r} is also defined in {seen['names'][name]}",
+                key=f"{key}.name",
+            )
+        seen["names"][name] = path
+    except InvalidInput as exc:
+        tree.report(path, exc.message, key=f"{key}.name")
+    schema = definition.get("schema")
+    if schema is not None:
+        _check_schema(tree, path, f"{key}.schema", schema, str(name))
+    secret_keys = definition.get("secret_keys")
+    if secret_keys is not None and (
+        not isinstance(secret_keys, list) or not all(isinstance(k, str) for k in secret_keys)
+    ):
+        tree.report(path, "must be a list of strings", key=f"{key}.secret_keys")
+
+
+def _check_schema(tree: TreeCheck, path: str, key: str, schema: Any, resource: str) -> None:
+    if not isinstance(schema, dict):
+        tree.report(path, "must be a mapping (a JSON schema)", key=key)
+        return
+    try:
+        schema_validator(schema, resource, path)
+    except ValidationFailed as exc:
+        tree.report(path, exc.message.split(": ", 1)[-1], key=key)

@@ -1,0 +1,55 @@
+"""The push gate's rules: the one list of every rule each repository kind must satisfy.
+
+`gitstore validate`, the pre-receive hook, mirror syncs, reviews and `gitstore fsck` all call
+`validate` here, so each runs the same rules whatever was imported first. A new rule family
+adds its function to this list (tests/gitops/test_rules.py checks the list is whole).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gitstore import validation
+from gitstore.backend.snapshot import Snapshot
+from gitstore.catalog import rules as catalog_rules
+from gitstore.catalog.view import CatalogView
+from gitstore.deployment import graphs
+from gitstore.plans import gate as plan_gate
+from gitstore.secrets import gate as secrets_gate
+from gitstore.upgrade import networks, settings
+from gitstore.validation import CATALOG, ENVIRONMENT, Check, Problem
+
+#: Repository kind -> its rules, run in this order (a problem found twice is reported once).
+RULES: dict[str, Sequence[Check]] = {
+    ENVIRONMENT: (
+        validation.yaml_parses,
+        validation.environment_file,
+        validation.top_level,
+        validation.layers,
+        secrets_gate.check_tree,  # no secret in plain text (docs/secrets.md)
+        validation.mapping_files,
+        graphs.cluster_graphs,
+        settings.environment_settings_files,
+        networks.network_files,
+    ),
+    CATALOG: (
+        validation.yaml_parses,
+        catalog_rules.catalog_documents,
+        graphs.catalog_graphs,
+        plan_gate.no_plain_hidden_values,
+        settings.release_settings_files,
+    ),
+}
+
+
+def validate(
+    snapshot: Snapshot,
+    kind: str,
+    *,
+    catalog: CatalogView | None = None,
+    env_id: int | None = None,
+) -> list[Problem]:
+    """Every problem of one commit of a `catalog` or `environment` repository (see
+    `validation.validate_tree`)."""
+    rules = RULES.get(kind, ())
+    return validation.validate_tree(snapshot, kind, rules, catalog=catalog, env_id=env_id)

@@ -1,0 +1,197 @@
+"""The repositories of one store root: `catalog.git` and `environments/<id>.git` (DESIGN.md §3).
+
+Every service reaches git through this object: it hands out one `Repository` per folder (their
+caches live as long as the store), lists, creates, clones and archives environment
+repositories. It knows nothing of the domain; the write guard it is given (the gitops mirror
+check) decides which repositories refuse writes through the facade.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from gitstore.backend.changes import ChangeSet
+from gitstore.backend.hooks import install_hooks
+from gitstore.backend.repository import Author, Operation, Repository
+from gitstore.errors import Conflict, GitstoreError, NotFound
+from gitstore.layout import CATALOG, ENVIRONMENTS, MAX_ENVIRONMENT_ID
+from gitstore.layout import environment_repository as repository_name
+
+DEFAULT_AUTHOR = Author("gitstore", "gitstore@localhost")
+ARCHIVE = "archive"
+
+#: Refuses (raises) a write through the facade to the repository served as `name`.
+WriteGuard = Callable[[str], None]
+
+
+class Repositories:
+    """The repository handles of a store root."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        *,
+        author: Author = DEFAULT_AUTHOR,
+        write_guard: WriteGuard | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.default_author = author
+        self._write_guard = write_guard
+        self._repos: dict[Path, Repository] = {}
+        # Every request finds its repositories here: plain strings and ids, because pathlib
+        # joins cost more than the rest of a warm lookup's own work (docs/performance.md).
+        self._catalog_dir = os.path.join(self.root, CATALOG)
+        self._by_id: dict[int, tuple[Repository, str]] = {}
+        self._lock = threading.Lock()
+
+    # -- reading ---------------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise NotFound unless `root` holds a store."""
+        if not os.path.isdir(self._catalog_dir):
+            raise NotFound(f"{self.root} is not a gitstore root (no {CATALOG}); run gitstore init")
+
+    def catalog(self) -> Repository:
+        self.check()
+        return self._repository(self.root / CATALOG, "catalog")
+
+    def environment_path(self, env_id: int) -> Path:
+        """`environments/<id>.git`; an id no environment can have is NotFound, never an OSError."""
+        if not 0 <= int(env_id) <= MAX_ENVIRONMENT_ID:
+            raise NotFound(f"environment {env_id} does not exist")
+        return self.root / ENVIRONMENTS / f"{int(env_id)}.git"
+
+    def environment_repo(self, env_id: int) -> Repository:
+        known = self._by_id.get(env_id)
+        if known is not None and os.path.exists(known[1]):
+            return known[0]
+        path = self.environment_path(env_id)
+        if not (path / "HEAD").exists():
+            raise NotFound(f"environment {env_id} does not exist")
+        repo = self._repository(path, f"environment {env_id}")
+        self._by_id[env_id] = (repo, os.path.join(path, "HEAD"))
+        return repo
+
+    def environment_ids(self) -> list[int]:
+        folder = self.root / ENVIRONMENTS
+        if not folder.is_dir():
+            return []
+        ids = []
+        for child in folder.iterdir():
+            stem = child.name.removesuffix(".git")
+            if child.name.endswith(".git") and stem.isdigit() and (child / "HEAD").exists():
+                ids.append(int(stem))
+        return sorted(ids)
+
+    def accepts_writes(self, env_id: int) -> bool:
+        """Whether the facade may commit to environment `env_id` (a mirror may not)."""
+        if self._write_guard is None:
+            return True
+        try:
+            self._write_guard(repository_name(env_id))
+        except GitstoreError:
+            return False
+        return True
+
+    def _repository(self, path: Path, name: str) -> Repository:
+        with self._lock:
+            repo = self._repos.get(path)
+            if repo is None:
+                guard = None
+                if self._write_guard is not None:
+                    served_as = os.path.relpath(path, self.root).replace(os.sep, "/")
+                    guard = _bound(self._write_guard, served_as)
+                repo = self._repos[path] = Repository(path, name, write_guard=guard)
+            return repo
+
+    # -- creating and archiving ------------------------------------------------------------
+    def install_hooks(self) -> None:
+        """(Re)write the git hooks (the push gate) of every repository of the store."""
+        for path in [self.root / CATALOG, *map(self.environment_path, self.environment_ids())]:
+            install_hooks(path)
+
+    def create_catalog(self, first: ChangeSet, author: Author) -> None:
+        """Create the root's folders and `catalog.git` with its first commit, unless they exist."""
+        (self.root / ENVIRONMENTS).mkdir(parents=True, exist_ok=True)
+        path = self.root / CATALOG
+        if not path.exists():
+            _create_atomically(
+                path, "catalog", lambda tmp: Repository.create(tmp, "catalog", first, author)
+            )
+
+    def create_environment_repo(self, env_id: int, first: ChangeSet, author: Author) -> None:
+        """Create `environments/<id>.git` with its first commit; Conflict if the id is taken."""
+        path = self.environment_path(env_id)
+        if path.exists():
+            raise Conflict(f"environment {env_id} already exists")
+        name = f"environment {env_id}"
+        _create_atomically(path, name, lambda tmp: Repository.create(tmp, name, first, author))
+
+    def clone_environment_repo(
+        self, source_id: int, env_id: int, operation: Operation, author: Author
+    ) -> None:
+        """Create `environments/<id>.git` holding `source_id`'s history plus one commit made by
+        `operation` on it (an upgrade seed); Conflict if the id is taken."""
+        source = self.environment_repo(source_id)
+        path = self.environment_path(env_id)
+        if path.exists():
+            raise Conflict(f"environment {env_id} already exists")
+        name = f"environment {env_id}"
+        _create_atomically(
+            path, name, lambda tmp: Repository.create_clone(tmp, name, source, operation, author)
+        )
+
+    def archive_environment(self, env_id: int) -> Path:
+        """Move an environment's repository aside (never destroyed); its id then answers 404."""
+        source = self.environment_path(env_id)
+        if not (source / "HEAD").exists():
+            raise NotFound(f"environment {env_id} does not exist")
+        target_dir = self.root / ARCHIVE / ENVIRONMENTS
+        target_dir.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        target = target_dir / f"{env_id}-{stamp}-{os.getpid()}-{time.monotonic_ns()}.git"
+        try:
+            os.rename(source, target)
+        except FileNotFoundError as exc:
+            raise NotFound(f"environment {env_id} does not exist") from exc
+        with self._lock:
+            self._repos.pop(source, None)
+            self._by_id.pop(env_id, None)
+        return target
+
+
+def _bound(guard: WriteGuard, name: str) -> Callable[[], None]:
+    return lambda: guard(name)
+
+
+def _create_atomically(path: Path, name: str, build: Callable[[Path], Repository]) -> None:
+    """Build the repository in a temporary folder, then rename it into place in one step.
+
+    A concurrent creator of the same path loses the rename and gets Conflict; a crash leaves
+    only a temporary folder, never a half-made repository at `path`.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".creating-", dir=path.parent))
+    try:
+        build(tmp / "repo.git")
+        install_hooks(tmp / "repo.git")
+        try:
+            os.rename(tmp / "repo.git", path)
+        except OSError as exc:
+            raise Conflict(f"{name} already exists") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def open_repository(path: str | os.PathLike) -> Repository:
+    """A repository by path, inside a store or not: a bare repository or any clone (CI checks
+    out one)."""
+    path = Path(path)
+    if not (path / "HEAD").exists() and not (path / ".git").exists():
+        raise NotFound(f"{path} is not a git repository")
+    return Repository(path, path.name)
