@@ -24,6 +24,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _MAX_SEGMENT = 200
 
 
+def is_number(text: object) -> bool:
+    """`text` is a string of ASCII digits. `str.isdigit` also holds for `²` or `①`, which `int`
+    refuses: every number read from a request is recognised here, never with `isdigit`."""
+    return isinstance(text, str) and text.isascii() and text.isdigit()
+
+
 def check_segment(value: object, field: str) -> str:
     """A single path segment: no `/`, not `.`/`..`, no leading `.`, no control characters."""
     if not isinstance(value, str) or not value:
@@ -72,7 +78,7 @@ def check_resource_name(value: object) -> str:
             raise InvalidInput(
                 f"resource name {value!r}: segment {segment!r} is reserved", key="name"
             )
-    if value.isdigit():
+    if is_number(value):
         raise InvalidInput(f"resource name {value!r} must not be all digits", key="name")
     return value
 

@@ -30,6 +30,7 @@ from gitstore.deployment.tags import Tags
 from gitstore.deployment.transactions import Transactions
 from gitstore.errors import Conflict, NotFound
 from gitstore.gitops.service import GitOps
+from gitstore.names import is_number
 from gitstore.plans import Plans
 from gitstore.secrets.service import Secrets
 from gitstore.upgrade.moves import Moves
@@ -152,7 +153,7 @@ class Store:
         ids = []
         for child in folder.iterdir():
             stem = child.name.removesuffix(".git")
-            if child.name.endswith(".git") and stem.isdigit() and (child / "HEAD").exists():
+            if child.name.endswith(".git") and is_number(stem) and (child / "HEAD").exists():
                 ids.append(int(stem))
         return sorted(ids)
 

@@ -23,6 +23,7 @@ from gitstore.api.owners import each_owner
 from gitstore.deployment.graphs import Answer
 from gitstore.errors import InvalidInput
 from gitstore.merge.graphs import DEFAULT_TYPE
+from gitstore.names import is_number
 
 bp = Blueprint("graphs", __name__, url_prefix="/api/v1")
 
@@ -72,7 +73,7 @@ def _names(name: str) -> list[str]:
 
 def _ids(name: str) -> list[int]:
     names = _names(name)
-    bad = [n for n in names if not n.isdigit()]
+    bad = [n for n in names if not is_number(n)]
     if bad:
         raise InvalidInput(f"{name}: {bad[0]!r} is not an id", key=name)
     return [int(n) for n in names]
@@ -206,7 +207,7 @@ def execute():
 @bp.get("/transactions")
 def list_transactions():
     cluster = request.args.get("cluster_id")
-    if cluster is not None and not cluster.isdigit():
+    if cluster is not None and not is_number(cluster):
         raise InvalidInput(f"cluster_id {cluster!r} must be an integer", key="cluster_id")
     return served(_store().transactions.list(int(cluster) if cluster else None))
 

@@ -37,6 +37,7 @@ from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
 from gitstore.backend.trees import build_tree, store_blobs
 from gitstore.errors import Conflict, NotFound, Unavailable, UnknownRevision
 from gitstore.files import exclusive_lock
+from gitstore.names import is_number
 
 MAIN = "refs/heads/main"
 MAX_ATTEMPTS = 50
@@ -158,7 +159,7 @@ class Repository:
         text = str(version).strip()
         if _FULL_SHA.fullmatch(text):
             return self._commit_by_id(text)
-        if text.isdigit():
+        if is_number(text):
             return self._commit_at_version(int(text), text)
         return self._revparse(text)
 

@@ -14,7 +14,7 @@ from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import Conflict, InvalidInput, NotFound
-from gitstore.names import check_identifier, check_resource_name
+from gitstore.names import check_identifier, check_resource_name, is_number
 from gitstore.served import Served
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class CatalogView:
 
 
 def _matches(entity: dict, ref: int | str) -> bool:
-    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+    if isinstance(ref, int) or is_number(ref):
         return entity.get("id") == int(ref)
     return entity.get("name") == ref
 
@@ -397,7 +397,7 @@ class ResourceDefinitions(_CatalogService):
         if component_id is not None:
             if component_id == "":
                 found = [d for d in found if d["component_id"] is None]
-            elif component_id.isdigit():
+            elif is_number(component_id):
                 found = [d for d in found if d["component_id"] == int(component_id)]
             else:
                 raise InvalidInput(

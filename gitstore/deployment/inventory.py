@@ -31,7 +31,7 @@ from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, EnvironmentView
 from gitstore.merge import tags as tagging
 from gitstore.merge.tags import Metadata
-from gitstore.names import check_segment
+from gitstore.names import check_segment, is_number
 from gitstore.served import Served
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ class Cluster:
     def node(self, ref: int | str) -> dict:
         """A node by id or fqdn."""
         text = str(ref)
-        if text.isdigit() and int(text) in self.nodes:
+        if is_number(text) and int(text) in self.nodes:
             return self.nodes[int(text)]
         for node in self.nodes.values():
             if node.get("fqdn") == text:
@@ -175,7 +175,7 @@ def _read_nodes(env: Snapshot) -> dict[int, dict]:
     nodes = {}
     for entry in env.list(INVENTORY_NODES):
         stem = entry.name.removesuffix(".yaml")
-        if entry.is_tree or not entry.name.endswith(".yaml") or not stem.isdigit():
+        if entry.is_tree or not entry.name.endswith(".yaml") or not is_number(stem):
             continue
         doc = env.read_mapping(f"{INVENTORY_NODES}/{entry.name}") or {}
         nodes[int(stem)] = {**doc, "id": int(stem)}
@@ -208,7 +208,7 @@ def _check_id(key: str, value: Any) -> None:
 
 def _check_fqdn(key: str, value: Any) -> None:
     check_segment(value, "node field 'fqdn'")
-    if value.isdigit():
+    if is_number(value):
         raise InvalidInput(f"node fqdn {value!r} must not be all digits (ids are)", key=key)
 
 
@@ -492,7 +492,7 @@ class Nodes:
                 continue
             for entry in snapshot.list(INVENTORY_NODES):
                 stem = entry.name.removesuffix(".yaml")
-                if stem.isdigit():
+                if is_number(stem):
                     used[int(stem)] = env_id
         return used
 

@@ -45,6 +45,7 @@ from gitstore.errors import Conflict, Forbidden, GitstoreError, InvalidInput, No
 from gitstore.merge import execution
 from gitstore.merge import graphs as merging
 from gitstore.merge import tags as tagging
+from gitstore.names import is_number
 from gitstore.served import Served
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ def _graph_request(item: Any) -> GraphRequest:
 
 def _is_node_id(value: Any) -> bool:
     if isinstance(value, str):
-        return value.isdigit()
+        return is_number(value)
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
@@ -397,7 +398,7 @@ def _ids(snapshot: Snapshot) -> list[int]:
     found = [
         int(e.name[: -len(".yaml")])
         for e in snapshot.list(FOLDER)
-        if not e.is_tree and e.name.endswith(".yaml") and e.name[: -len(".yaml")].isdigit()
+        if not e.is_tree and e.name.endswith(".yaml") and is_number(e.name[: -len(".yaml")])
     ]
     return sorted(found)
 

@@ -34,6 +34,7 @@ from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.components import CatalogView
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, NODES_LEVEL, EnvironmentView, layer_file
+from gitstore.names import is_number
 from gitstore.secrets.mask import mask_scopes
 from gitstore.secrets.rules import rules_for_file
 from gitstore.validation import (
@@ -466,8 +467,8 @@ def nodes_affected(
     affected = {n for n in with_data if f"/{NODES_LEVEL}/{n}/" in scopes}
     if "/" in scopes:
         affected |= nodes - with_data
-    ordered = sorted(affected, key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n))
-    return [int(n) if n.isdigit() else n for n in ordered]
+    ordered = sorted(affected, key=lambda n: (0, int(n), "") if is_number(n) else (1, 0, n))
+    return [int(n) if is_number(n) else n for n in ordered]
 
 
 def _inventory_ids(view: EnvironmentView) -> set[str]:

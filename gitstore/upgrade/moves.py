@@ -43,6 +43,7 @@ from gitstore.deployment.inventory import NODE_FIELDS, Cluster, Edit, check_role
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotAllowed, NotFound
 from gitstore.layout import INVENTORY_NODES
 from gitstore.merge import tags as tagging
+from gitstore.names import is_number
 from gitstore.served import Served
 from gitstore.upgrade.networks import network_names, remap_addresses
 
@@ -227,7 +228,7 @@ class Moves:
         return {
             int(e.name[:-5])
             for e in snapshot.list(INVENTORY_NODES)
-            if e.name.endswith(".yaml") and e.name[:-5].isdigit()
+            if e.name.endswith(".yaml") and is_number(e.name[:-5])
         }
 
     # -- moving ----------------------------------------------------------------------------
