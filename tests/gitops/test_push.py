@@ -69,6 +69,10 @@ BAD_PUSHES = {
         {"nodes/.hidden/values/astute.yaml": "port: 1\n"},
         ["nodes/.hidden/values/astute.yaml:", "invalid level value"],
     ),
+    "invisible-level-value": (
+        {"nodes/1\u200b/values/astute.yaml": "port: 1\n"},
+        ["invalid level value", "U+200B ZERO WIDTH SPACE"],
+    ),
     "schema": (
         {"global/values/astute.yaml": "port: 8000\nregion: 5\n"},
         ["global/values/astute.yaml:2: key 'region':", "5 is not of type 'string'"],
