@@ -27,6 +27,7 @@ STATUS = {
     errors.Unauthorized: 401,
     errors.Forbidden: 403,
     errors.TooManyRequests: 429,
+    errors.Damaged: 503,
     errors.Unavailable: 503,
     errors.GitstoreError: 400,
 }

@@ -27,7 +27,7 @@ from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.releases import PLUGIN, RELEASE, ROLES, TAGS, OwnerCatalog
-from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.errors import Conflict, Damaged, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, EnvironmentView
 from gitstore.merge import tags as tagging
 from gitstore.merge.tags import Metadata
@@ -373,10 +373,10 @@ class Nodes:
         for env_id in env_ids:
             try:
                 cluster = self.cluster(env_id)
-            except NotFound:
+            except (NotFound, Damaged):
                 if cluster_id is not None:
                     raise
-                continue  # archived between listing and reading
+                continue  # archived between listing and reading, or damaged (see /status)
             meta = cluster.meta
             found += [
                 cluster.entity(n, meta)

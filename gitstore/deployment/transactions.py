@@ -41,7 +41,7 @@ from gitstore.deployment import executors
 from gitstore.deployment.executors import ERROR, READY, RunContext
 from gitstore.deployment.graphs import merged_graph
 from gitstore.deployment.inventory import Cluster
-from gitstore.errors import Conflict, Forbidden, GitstoreError, InvalidInput, NotFound
+from gitstore.errors import Conflict, Damaged, Forbidden, GitstoreError, InvalidInput, NotFound
 from gitstore.merge import execution
 from gitstore.merge import graphs as merging
 from gitstore.merge import tags as tagging
@@ -212,10 +212,10 @@ class Transactions:
         for env_id in env_ids:
             try:
                 snapshot = self._store.environment_repo(env_id).snapshot()
-            except NotFound:
+            except (NotFound, Damaged):
                 if cluster_id is not None:
                     raise
-                continue
+                continue  # archived, or damaged (see /status)
             found += [
                 _summary(snapshot.read_mapping(transaction_path(i)) or {}) for i in _ids(snapshot)
             ]

@@ -32,7 +32,7 @@ from gitstore.backend.remote import ZERO
 from gitstore.backend.repository import MAIN, Repository
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.components import CatalogView
-from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound
+from gitstore.errors import Conflict, Damaged, GitstoreError, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, NODES_LEVEL, EnvironmentView, layer_file
 from gitstore.names import is_number
 from gitstore.secrets.mask import mask_scopes
@@ -343,18 +343,22 @@ class GitOps:
         return None
 
     # -- status ----------------------------------------------------------------------------
-    def status(self) -> dict:
-        """Per repository: served commit, mirror, newest remote commit, last fetch, failure."""
-        return {"repositories": [self.status_of(name) for name in self.names()]}
+    def status(self, *, verify: bool = False) -> dict:
+        """Per repository: served commit, mirror, newest remote commit, last fetch, failure,
+        damage; and the names of the damaged repositories. `verify` reads every served object."""
+        rows = [self.status_of(name, verify=verify) for name in self.names()]
+        return {"repositories": rows, "damaged": [r["repository"] for r in rows if r["damage"]]}
 
-    def status_of(self, name: str) -> dict:
+    def status_of(self, name: str, *, verify: bool = False) -> dict:
         target = parse_repository_name(name)
         settings = self._mirrors().get(name)
         state = self._state(name)
+        served, damage = _health(self._repository(target), verify)
         return {
             "repository": name,
             "env_id": target.env_id,
-            "served_commit": self._repository(target).head(),
+            "damage": damage,
+            "served_commit": served,
             "mirror": _public(name, settings) if settings else None,
             "remote_commit": state.get("remote_commit"),
             "last_fetch": state.get("last_fetch"),
@@ -477,6 +481,19 @@ def _inventory_ids(view: EnvironmentView) -> set[str]:
         for e in view.snapshot.list(INVENTORY_NODES)
         if not e.is_tree and e.name.endswith(".yaml")
     }
+
+
+def _health(repo: Repository, verify: bool) -> tuple[str | None, str | None]:
+    """The served commit and the damage of `repository`: its ref, head commit and history are
+    read now; damage of objects deeper down is what reads in this process met (or, with
+    `verify`, what reading every object finds)."""
+    try:
+        commit = repo.snapshot().commit_id
+        return commit, repo.recorded_damage(verify=verify)
+    except Damaged as exc:
+        return None, exc.damage
+    except NotFound:
+        return None, None
 
 
 def _changed_files(before: Snapshot, after: Snapshot) -> list[str]:
