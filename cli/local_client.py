@@ -6,6 +6,7 @@ import getpass
 from typing import Any
 
 from cli.client import Address, LevelPairs
+from gitstore import limits
 from gitstore.backend.repository import Author
 from gitstore.configdb.values import Query
 from gitstore.served import Served
@@ -17,6 +18,7 @@ class LocalClient:
 
     def __init__(self, root: str, author: Author | None = None) -> None:
         self.store = Store(root, local_executor=True)  # the operator's own shell
+        limits.configure(root)
         self.store.check()
         self.author = author
 

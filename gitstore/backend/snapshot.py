@@ -128,6 +128,17 @@ class Snapshot:
         name = f"{self.repository} ({folder}/{os.path.basename(self._repo.path.rstrip('/'))})"
         return damaged(self._repo.path, name, damage, object_id)
 
+    def size(self, path: str) -> int | None:
+        """The size of the file at `path` in bytes (None if it is no file), without reading it."""
+        obj = self._object(path)
+        if not isinstance(obj, pygit2.Blob):
+            return None
+        try:
+            return self._repo.odb.read_header(obj.id)[1]
+        except (KeyError, pygit2.GitError) as exc:
+            damage = f"{path} (object {obj.id}) is unreadable ({exc})"
+            raise self._damaged(damage, str(obj.id)) from exc
+
     def read_yaml(self, path: str) -> Any:
         """The parsed document at `path` (None if absent). Shared cache: never mutate it."""
         obj = self._object(path)

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitstore import files
+from gitstore import files, limits
 from gitstore.backend import remote
 from gitstore.backend.remote import ZERO
 from gitstore.backend.repository import MAIN, Repository
@@ -148,6 +148,9 @@ class GitOps:
         return {name: self.validate(name, revision) for name in self.names()}
 
     def _validate_commit(self, repo: Repository, target: Target, snapshot: Snapshot):
+        oversized = oversized_files(snapshot)
+        if oversized:
+            return oversized  # refused before anything parses them
         catalog = self._served_catalog() if target.kind == ENVIRONMENT else None
         return validate_tree(snapshot, target.kind, catalog=catalog, env_id=target.env_id)
 
@@ -481,6 +484,21 @@ def _inventory_ids(view: EnvironmentView) -> set[str]:
         for e in view.snapshot.list(INVENTORY_NODES)
         if not e.is_tree and e.name.endswith(".yaml")
     }
+
+
+def oversized_files(snapshot: Snapshot) -> list[Problem]:
+    """A problem for each file over the limit `blob_bytes` (sizes read from object headers)."""
+    limit = limits.current().blob_bytes
+    problems: list[Problem] = []
+    for path in snapshot.walk():
+        size = snapshot.size(path) or 0
+        if size > limit:
+            message = (
+                f"the file is {size} bytes, over the limit blob_bytes of {limit} (raise it "
+                f"in <root>/{limits.LIMITS_FILE}, see docs/security.md)"
+            )
+            problems.append({"file": path, "message": message})
+    return problems
 
 
 def _health(repo: Repository, verify: bool) -> tuple[str | None, str | None]:
