@@ -136,7 +136,7 @@ class Repository:
             try:
                 handle = pygit2.Repository(str(self.path))
             except pygit2.GitError as exc:
-                raise NotFound(f"repository {self.name} is not readable: {exc}") from exc
+                raise self._damaged(f"git cannot open it ({exc})") from exc
             self._local.repo = handle
         return handle
 

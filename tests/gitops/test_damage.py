@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from gitstore import Store
+from gitstore.errors import Damaged
 
 from .helpers import fill, start_gunicorn
 
@@ -94,3 +95,11 @@ def test_a_damaged_ref_is_reported_without_verify(damaged):
         r for r in _status(server)["repositories"] if r["repository"] == "environments/2.git"
     )
     assert row["damage"] == "refs/heads/main is empty" and row["served_commit"] is None
+
+
+def test_a_repository_git_cannot_open_is_damaged_not_missing(fuel_store):
+    (fuel_store.environment_path(1) / "config").write_text("[core\nthis is not a config\n")
+    store = Store(fuel_store.root)  # fresh handles: a served one keeps what it opened
+    with pytest.raises(Damaged, match=r"environments/1\.git\) is damaged: git cannot open it"):
+        store.environments.get(1)
+    assert store.environments.list().data == []
