@@ -15,6 +15,7 @@ from cli import output, values
 from cli.client import Client
 from cli.connection import pass_client
 from gitstore.errors import NotFound
+from gitstore.names import is_number
 
 ENV_COLUMNS = ("id", "name", "components", "hierarchy_levels", "merge")
 COMPONENT_COLUMNS = ("id", "name", "resource_definitions")
@@ -53,7 +54,7 @@ def _fields(**fields: Any) -> dict:
 
 def component_id(client: Client, ref: str | int) -> int:
     """The id of component `ref` (an id or a name)."""
-    if isinstance(ref, int) or str(ref).isdigit():
+    if isinstance(ref, int) or is_number(str(ref)):
         return int(ref)
     for item in client.list_components():
         if item["name"] == ref:
@@ -63,7 +64,7 @@ def component_id(client: Client, ref: str | int) -> int:
 
 def definition_id(client: Client, ref: str | int) -> int:
     """The id of resource definition `ref` (an id or a name)."""
-    if isinstance(ref, int) or str(ref).isdigit():
+    if isinstance(ref, int) or is_number(str(ref)):
         return int(ref)
     for item in client.list_definitions():
         if item["name"] == ref:

@@ -18,6 +18,7 @@ from typing import Any
 
 from cli.client import API_ROOT, V1_ROOT, Address, LevelPairs
 from gitstore import Query, errors
+from gitstore.names import is_number
 from gitstore.served import Served
 
 #: Status code -> error class, the inverse of the server's table (gitstore/api/errors.py).
@@ -102,7 +103,7 @@ class HttpClient:
         return Served(
             None,
             headers.get("X-Gitstore-Commit"),
-            int(version) if version and version.isdigit() else None,
+            int(version) if is_number(version) else None,
         )
 
     # -- catalog ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import getpass
 from typing import Any
 
 from cli.client import Address, LevelPairs
-from gitstore import Author, Query, Store
+from gitstore import Author, Query, Store, limits
 from gitstore.served import Served
 
 
@@ -15,6 +15,7 @@ class LocalClient:
 
     def __init__(self, root: str, author: Author | None = None) -> None:
         self.store = Store(root, local_executor=True)  # the operator's own shell
+        limits.configure(root)
         self.store.check()
         self.author = author
 

@@ -25,7 +25,7 @@ import click
 from gitstore import keypaths, yamlio
 from gitstore.errors import InvalidInput
 from gitstore.layout import parse_levels
-from gitstore.names import check_identifier, check_level_value
+from gitstore.names import check_identifier, check_level_value, is_number
 
 TYPES = ("null", "int", "str", "json", "yaml", "bool")
 STREAM_FORMATS = ("json", "yaml")
@@ -78,7 +78,7 @@ def list_callback(ctx: click.Context, param: click.Parameter, value: str | None)
     items = [item.strip() for item in value.split(",")]
     if "" in items:
         raise click.BadParameter(f"{value!r} has an empty item", ctx, param)
-    return [int(item) if item.isdigit() else item for item in items]
+    return [int(item) if is_number(item) else item for item in items]
 
 
 # -- typed values --------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The one door through which a document becomes the bytes of a file in a repository.
 
 Every write path (REST, CLI, facts upload, upgrade clones) calls `encode`, so rules that apply to
-stored bytes (comment-preserving rewrites, encryption of secret leaves) live in exactly one place.
+stored bytes (comment-preserving rewrites, encryption of secret leaves, the document limits of
+`gitstore.limits`) live in exactly one place.
 A writer of environment documents passes the `sealer` of `store.secrets`; only documents that
 can hold no secret (catalog files, `environment.yaml`, inventory records) are encoded without.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gitstore import yamlio
+from gitstore import limits, yamlio
 from gitstore.backend.snapshot import parsed_blob
 from gitstore.errors import InvalidInput
 
@@ -35,6 +36,15 @@ def encode(
     """
     if not isinstance(document, dict):
         raise InvalidInput(f"{path}: document must be a mapping", path=path)
+    limits.check_document(path, document)  # before any dump: a huge document costs seconds
+    data = _encode(repository, path, document, old, sealer)
+    limits.check_encoded(path, data)
+    return data
+
+
+def _encode(
+    repository: str, path: str, document: dict, old: bytes | None, sealer: Sealer | None
+) -> bytes:
     parsed = _parse(repository, path, old)
     if sealer is not None:
         document = sealer.seal(path, document, parsed if isinstance(parsed, dict) else None)

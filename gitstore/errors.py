@@ -14,6 +14,8 @@
     ├── Forbidden                 valid credentials, insufficient role
     ├── TooManyRequests           too many failed authentications
     └── Unavailable               a needed facility is not configured (e.g. no keyring)
+        └── Damaged               a repository on disk is corrupt (bad ref, missing or
+                                  unreadable object): reads of it fail, others are served
 
 The core knows no HTTP: `gitstore.api.errors` maps these classes to status codes in one table.
 Leaves carry structured attributes so front ends can render more than a string.
@@ -111,3 +113,17 @@ class TooManyRequests(GitstoreError):
 
 class Unavailable(GitstoreError):
     """A facility the request needs is not configured on this store."""
+
+
+class Damaged(Unavailable):
+    """A repository whose ref or objects are corrupt on disk; `repository` names it and
+    `damage` says what is wrong (the message holds both)."""
+
+    def __init__(self, repository: str, damage: str) -> None:
+        super().__init__(
+            f"repository {repository} is damaged: {damage}; restore it from a backup or a "
+            "clone (docs/security.md)",
+            path=repository,
+        )
+        self.repository = repository
+        self.damage = damage

@@ -7,6 +7,7 @@ can address a path outside the document it names.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from gitstore.errors import InvalidInput
 
@@ -22,10 +23,21 @@ RESERVED_RESOURCE_SEGMENTS = frozenset({"values", "overrides", "keys"})
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _MAX_SEGMENT = 200
+#: Unicode categories a name may not hold: format characters (zero-width, bidirectional
+#: controls: a second `node-1` that looks like the first), line and paragraph separators,
+#: surrogates and private use.
+_INVISIBLE = frozenset({"Cf", "Zl", "Zp", "Cs", "Co"})
+
+
+def is_number(text: object) -> bool:
+    """`text` is a string of ASCII digits. `str.isdigit` also holds for `²` or `①`, which `int`
+    refuses: every number read from a request is recognised here, never with `isdigit`."""
+    return isinstance(text, str) and text.isascii() and text.isdigit()
 
 
 def check_segment(value: object, field: str) -> str:
-    """A single path segment: no `/`, not `.`/`..`, no leading `.`, no control characters."""
+    """A single path segment: no `/`, not `.`/`..`, no leading `.`, no control characters, no
+    invisible ones (zero-width, bidirectional controls)."""
     if not isinstance(value, str) or not value:
         raise InvalidInput(f"{field} must be a non-empty string", key=field)
     if len(value) > _MAX_SEGMENT:
@@ -36,7 +48,22 @@ def check_segment(value: object, field: str) -> str:
         raise InvalidInput(f"{field} {value!r} must not start with '.'", key=field)
     if _CONTROL.search(value):
         raise InvalidInput(f"{field} {value!r} contains control characters", key=field)
+    _check_visible(value, field)
     return value
+
+
+def _check_visible(value: str, field: str) -> None:
+    """Refuse characters that do not show, so two names that look the same are the same."""
+    if value.isascii():
+        return
+    for char in value:
+        if unicodedata.category(char) in _INVISIBLE:
+            name = unicodedata.name(char, "unnamed character")
+            raise InvalidInput(
+                f"{field} {value!r} contains U+{ord(char):04X} {name}, an invisible or "
+                "direction-changing character",
+                key=field,
+            )
 
 
 def check_level_value(value: object, level: str = "level") -> str:
@@ -72,7 +99,7 @@ def check_resource_name(value: object) -> str:
             raise InvalidInput(
                 f"resource name {value!r}: segment {segment!r} is reserved", key="name"
             )
-    if value.isdigit():
+    if is_number(value):
         raise InvalidInput(f"resource name {value!r} must not be all digits", key="name")
     return value
 

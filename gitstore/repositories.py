@@ -22,6 +22,7 @@ from gitstore.backend.repository import Author, Operation, Repository
 from gitstore.errors import Conflict, GitstoreError, NotFound
 from gitstore.layout import CATALOG, ENVIRONMENTS, MAX_ENVIRONMENT_ID
 from gitstore.layout import environment_repository as repository_name
+from gitstore.names import is_number
 
 DEFAULT_AUTHOR = Author("gitstore", "gitstore@localhost")
 ARCHIVE = "archive"
@@ -84,7 +85,7 @@ class Repositories:
         ids = []
         for child in folder.iterdir():
             stem = child.name.removesuffix(".git")
-            if child.name.endswith(".git") and stem.isdigit() and (child / "HEAD").exists():
+            if child.name.endswith(".git") and is_number(stem) and (child / "HEAD").exists():
                 ids.append(int(stem))
         return sorted(ids)
 

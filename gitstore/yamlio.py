@@ -3,6 +3,10 @@
 Reads use PyYAML's C safe loader (fast; results are cached by blob id upstream). Writes that
 change an existing file keep its comments and key order (`rewrite`): unchanged entries keep their
 text, and a file with comments goes through ruamel.yaml round-trip.
+
+Every read refuses a document whose aliases would expand it by more than `MAX_ALIAS_NODES`
+nodes, or that refers to itself: a few hundred bytes of nested anchors otherwise become
+hundreds of megabytes in every answer, dump and merge that walks them (docs/security.md).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from ruamel.yaml.scalarstring import SingleQuotedScalarString
 
 from gitstore.errors import InvalidInput
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_FastLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -28,6 +32,76 @@ class _Dumper(_BaseDumper):
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+#: How many nodes aliases may add to one document when expanded. Sharing a list or a mapping
+#: between a few keys (graph tasks, `<<: *defaults`) stays far below; an alias bomb is far above.
+MAX_ALIAS_NODES = 10_000
+
+
+class _Loader(_FastLoader):  # type: ignore[misc, valid-type]
+    """The fast safe loader, refusing alias bombs before anything is built from them."""
+
+    def construct_document(self, node):
+        check_aliases(node)
+        return super().construct_document(node)
+
+
+def check_aliases(root: Any, limit: int = MAX_ALIAS_NODES) -> None:
+    """Raise a YAML error unless the composed `root` expands to at most `limit` extra nodes.
+
+    An alias is the node of its anchor met a second time, so the composed graph is walked once
+    (iteratively: depth costs no stack) counting, per container, what its repeated children
+    would add when written out. The error points at the container holding the alias.
+    """
+    if root is None:
+        return
+    state: dict[int, int] = {}  # node id -> its expanded size; -1 while on the path
+    used: set[int] = set()
+    added = 0
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            total = 1
+            for child in _children(node):
+                size = state[id(child)]
+                total += size
+                if id(child) in used:
+                    added += size
+                    if added > limit:
+                        raise _alias_error(node, f"aliases expand it by more than {limit} nodes")
+                used.add(id(child))
+            state[key] = total
+        elif state.get(key) == -1:
+            raise _alias_error(node, "an alias refers to a node that contains it")
+        elif key not in state:
+            state[key] = -1
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(_children(node)))
+
+
+def _children(node: Any) -> list:
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+class _Refused(yaml.constructor.ConstructorError):
+    """A document that parses but is refused (an alias bomb)."""
+
+
+def _alias_error(node: Any, problem: str) -> yaml.YAMLError:
+    return _Refused(None, None, f"{problem} (see docs/security.md)", node.start_mark)
+
+
+def _describe(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None) or str(exc)
+    verdict = "is refused" if isinstance(exc, _Refused) else "does not parse"
+    return f"YAML {verdict}: {problem}"
 
 
 _UNPARSED = object()
@@ -51,8 +125,7 @@ def load(data: bytes | str, *, path: str = "<document>") -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InvalidInput(f"{path}:{line} YAML does not parse: {problem}", path=path) from exc
+        raise InvalidInput(f"{path}:{line} {_describe(exc)}", path=path) from exc
 
 
 def load_mapping(data: bytes | str, *, path: str) -> dict:
@@ -94,11 +167,10 @@ def load_strict(data: bytes | str, *, path: str) -> Any:
         return yaml.load(data, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
         found: dict[str, Any] = {"file": path}
         if mark is not None:
             found["line"] = mark.line + 1
-        found["message"] = f"YAML does not parse: {problem}"
+        found["message"] = _describe(exc)
         where = f" line {found['line']}" if "line" in found else ""
         raise InvalidInput(f"{path}:{where} {found['message']}", path=path, errors=[found]) from exc
 
@@ -107,6 +179,9 @@ def load_all_first(data: bytes | str, *, path: str = "<stdin>") -> tuple[Any, in
     """The first document of a stream and how many documents there were."""
     try:
         docs = list(yaml.load_all(data, Loader=_Loader))
+    except _Refused as exc:
+        mark = exc.problem_mark
+        raise InvalidInput(f"{path}: line {mark.line + 1} {_describe(exc)}", path=path) from exc
     except yaml.YAMLError as exc:
         raise InvalidInput(f"{path}: YAML does not parse: {exc}", path=path) from exc
     return (docs[0] if docs else None), len(docs)
@@ -119,6 +194,7 @@ def key_lines(data: bytes | str) -> dict[tuple[str, ...], int]:
     """
     try:
         root = yaml.compose(data, Loader=_Loader)
+        check_aliases(root)  # the walk below would expand an alias bomb
     except yaml.YAMLError:
         return {}
     lines: dict[tuple[str, ...], int] = {}

@@ -173,3 +173,36 @@ def test_strings_that_yaml_1_1_reads_as_other_types_stay_strings_next_to_comment
     text = yamlio.rewrite(COMMENTED, new)
     assert _exactly(yamlio.load(text)) == _exactly(new)
     assert b"# why b is one" in text and b"# nested comment" in text
+
+
+# -- hostile documents -----------------------------------------------------------------------
+def test_an_alias_bomb_is_refused_at_once_naming_the_line():
+    from hostile import alias_bomb
+
+    with pytest.raises(InvalidInput) as caught:
+        yamlio.load(alias_bomb(9), path="global/values/astute.yaml")
+    assert caught.value.message.startswith("global/values/astute.yaml: line ")
+    assert "YAML is refused: aliases expand it by more than 10000 nodes" in caught.value.message
+    with pytest.raises(InvalidInput) as strict:
+        yamlio.load_strict(alias_bomb(7), path="x.yaml")
+    assert strict.value.errors[0]["file"] == "x.yaml" and strict.value.errors[0]["line"] == 5
+    with pytest.raises(InvalidInput, match="is refused"):
+        yamlio.load_all_first(alias_bomb(9) + "---\nb: 1\n")
+    assert yamlio.key_lines(alias_bomb(9)) == {}
+
+
+def test_a_recursive_alias_is_refused():
+    with pytest.raises(InvalidInput, match="an alias refers to a node that contains it"):
+        yamlio.load("a: &a [1, *a]\n", path="x.yaml")
+
+
+def test_shared_anchors_of_ordinary_documents_still_load():
+    text = "d: &d {x: 1}\ne:\n  <<: *d\n  y: 2\nf: [*d, *d]\ng: &g [a, b]\nh: *g\n"
+    assert yamlio.load(text) == {
+        "d": {"x": 1},
+        "e": {"x": 1, "y": 2},
+        "f": [{"x": 1}, {"x": 1}],
+        "g": ["a", "b"],
+        "h": ["a", "b"],
+    }
+    assert yamlio.load("a: &a [" + ", ".join(["x"] * 5000) + "]\nb: *a\n")["b"][4999] == "x"

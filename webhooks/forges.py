@@ -85,9 +85,15 @@ def verify(forge: str, headers: Mapping[str, str], body: bytes, secret: str) -> 
     expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     gitea = headers.get("X-Gitea-Signature") if forge == GITEA else None
     if gitea:
-        return hmac.compare_digest(gitea.strip().lower(), expected)
+        return _same_hex(gitea.strip().lower(), expected)
     given = (headers.get("X-Hub-Signature-256") or "").strip()
-    return given.startswith("sha256=") and hmac.compare_digest(given[7:].lower(), expected)
+    return given.startswith("sha256=") and _same_hex(given[7:].lower(), expected)
+
+
+def _same_hex(given: str, expected: str) -> bool:
+    """Constant-time equality; a header with non-ASCII text (which `compare_digest` refuses
+    to compare as str) is simply a signature that does not verify."""
+    return given.isascii() and hmac.compare_digest(given, expected)
 
 
 # -- payloads -------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from gitstore import Store
+from gitstore import Store, limits
 from gitstore.errors import GitstoreError
 from gitstore.layout import store_root_of
 from gitstore.validation import format_problem
@@ -22,6 +22,7 @@ from gitstore.validation import format_problem
 def gate(lines: list[str], git_dir: Path) -> list[str]:
     """The refusal messages for a push (empty: accept it)."""
     root = store_root_of(git_dir)
+    limits.configure(root)
     store, name = Store(root), git_dir.relative_to(root).as_posix()
     messages: list[str] = []
     for line in lines:

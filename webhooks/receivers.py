@@ -15,6 +15,7 @@ from flask import Blueprint, current_app, jsonify, request
 
 from gitstore import render_markdown
 from gitstore.errors import InvalidInput, NotFound, Unauthorized
+from gitstore.names import is_number
 from webhooks import forges
 from webhooks.forge_client import ForgeClient
 
@@ -69,7 +70,7 @@ def _env_arg() -> int | None:
     raw = request.args.get("env")
     if raw is None:
         return None
-    if not raw.isdigit():
+    if not is_number(raw):
         raise InvalidInput(
             f"query parameter 'env' must be an environment id, not {raw!r}", key="env"
         )

@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Blueprint, Flask
 
-from gitstore import Store
+from gitstore import Store, limits
 from gitstore.api import (
     access,
     auth,
@@ -77,6 +77,8 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
         store = Store(root, local_executor=bool(app.config.get("GITSTORE_LOCAL_EXECUTOR")))
     store.check()
     app.extensions[STORE] = store
+    bounds = limits.configure(store.root, app.config.get("GITSTORE_LIMITS"))
+    app.config["MAX_CONTENT_LENGTH"] = bounds.body_bytes  # 413 before a byte is read
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
     errors.register(app)

@@ -7,6 +7,7 @@ from flask import Blueprint, request
 
 from gitstore.api.http import app_store, author, json_body, no_content, served, version_arg, written
 from gitstore.errors import InvalidInput
+from gitstore.names import is_number
 
 bp = Blueprint("clusters", __name__, url_prefix="/api/v1")
 
@@ -105,7 +106,7 @@ def delete_node(env_id: int, node: str):
 @bp.get("/nodes")
 def find_nodes():
     cluster = request.args.get("cluster_id")
-    if cluster is not None and not cluster.isdigit():
+    if cluster is not None and not is_number(cluster):
         raise InvalidInput(f"cluster_id {cluster!r} must be an integer", key="cluster_id")
     fqdn = request.args.get("fqdn")
     return served(app_store().nodes.find(fqdn, int(cluster) if cluster else None))

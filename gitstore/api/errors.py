@@ -27,6 +27,7 @@ STATUS = {
     errors.Unauthorized: 401,
     errors.Forbidden: 403,
     errors.TooManyRequests: 429,
+    errors.Damaged: 503,
     errors.Unavailable: 503,
     errors.GitstoreError: 400,
 }
@@ -56,12 +57,24 @@ def _http_message(exc: HTTPException) -> str:
     if exc.description and exc.description != default:
         return exc.description
     where = f"{request.method} {request.path}"
+    if exc.code == 413:
+        return _too_large()
     if exc.code == 404:
         return f"no such route: {where} (see docs/api.md)"
     if exc.code == 405:
         allowed = ", ".join(sorted(exc.valid_methods or []))
         return f"method not allowed: {where}; this route allows {allowed}"
     return f"{exc.name}: {where}"
+
+
+def _too_large() -> str:
+    limit = request.max_content_length
+    size = f"of {request.content_length} bytes " if request.content_length is not None else ""
+    return (
+        f"request body {size}is over the limit of {limit} bytes for {request.method} "
+        f"{request.path} (body_bytes, or push_bytes for git; raise it in <root>/limits.yaml, "
+        "see docs/security.md)"
+    )
 
 
 def register(app: Flask) -> None:

@@ -25,6 +25,7 @@ from typing import IO
 
 from flask import Blueprint, Response, g, request
 
+from gitstore import limits
 from gitstore.api.errors import error_response
 from gitstore.api.http import app_store
 from gitstore.errors import NotFound
@@ -55,6 +56,9 @@ def split_path(subpath: str) -> tuple[str, str]:
 @bp.route("/git/<path:subpath>", methods=["GET", "POST"])
 def git(subpath: str):
     name, _ = split_path(subpath)
+    # A push body may be larger than a REST body; it has its own limit (docs/security.md).
+    request.max_content_length = limits.current().push_bytes
+    request.stream  # noqa: B018 - a declared length over the limit is a 413 before git starts
     store = app_store()
     repo_path = store.gitops.repository_path(name)
     return _run_backend(_cgi_environ(store.root, repo_path, subpath))
@@ -82,6 +86,7 @@ def _cgi_environ(root: Path, repo_path: Path, subpath: str) -> dict[str, str]:
             env["HTTP_" + header.upper().replace("-", "_")] = request.headers[header]
     settings = {
         "http.receivepack": "true",  # pushes are allowed; the gate and access rules decide
+        "receive.maxInputSize": str(limits.current().push_bytes),  # also bounds chunked bodies
         "core.hooksPath": str(Path(repo_path).resolve() / "hooks"),  # never bypass the gate
         "receive.fsckObjects": "true",
     }

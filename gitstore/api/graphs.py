@@ -32,6 +32,7 @@ from gitstore.api.http import (
 )
 from gitstore.api.owners import each_owner
 from gitstore.errors import InvalidInput
+from gitstore.names import is_number
 
 bp = Blueprint("graphs", __name__, url_prefix="/api/v1")
 
@@ -77,7 +78,7 @@ def _names(name: str) -> list[str]:
 
 def _ids(name: str) -> list[int]:
     names = _names(name)
-    bad = [n for n in names if not n.isdigit()]
+    bad = [n for n in names if not is_number(n)]
     if bad:
         raise InvalidInput(f"{name}: {bad[0]!r} is not an id", key=name)
     return [int(n) for n in names]
@@ -211,7 +212,7 @@ def execute():
 @bp.get("/transactions")
 def list_transactions():
     cluster = request.args.get("cluster_id")
-    if cluster is not None and not cluster.isdigit():
+    if cluster is not None and not is_number(cluster):
         raise InvalidInput(f"cluster_id {cluster!r} must be an integer", key="cluster_id")
     return served(app_store().transactions.list(int(cluster) if cluster else None))
 

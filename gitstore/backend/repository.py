@@ -32,11 +32,13 @@ from gitstore import yamlio
 from gitstore.backend import refs, revisions
 from gitstore.backend.cache import LRUCache, parsed
 from gitstore.backend.changes import ChangeSet, Graft
+from gitstore.backend.damage import damaged, first_unreadable, recorded
 from gitstore.backend.revisions import FileChange, TagInfo
 from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
 from gitstore.backend.trees import build_tree, store_blobs
 from gitstore.errors import Conflict, NotFound, Unavailable, UnknownRevision
 from gitstore.files import exclusive_lock
+from gitstore.names import is_number
 
 MAIN = "refs/heads/main"
 MAX_ATTEMPTS = 50
@@ -134,33 +136,74 @@ class Repository:
             try:
                 handle = pygit2.Repository(str(self.path))
             except pygit2.GitError as exc:
-                raise NotFound(f"repository {self.name} is not readable: {exc}") from exc
+                raise self._damaged(f"git cannot open it ({exc})") from exc
             self._local.repo = handle
         return handle
 
     # -- reading ---------------------------------------------------------------------------
     def head(self) -> str | None:
-        return refs.read_ref(self.path, MAIN)
+        """The commit id of main; None before the first commit; Damaged for a corrupt ref."""
+        try:
+            head = refs.read_ref(self.path, MAIN)
+        except (UnicodeDecodeError, OSError) as exc:
+            raise self._damaged(f"{MAIN} is unreadable ({exc})") from exc
+        if head is not None and _FULL_SHA.fullmatch(head):
+            return head
+        if head is None and not os.path.exists(os.path.join(self.path, MAIN)):
+            return None
+        raise self._damaged(
+            f"{MAIN} holds {head!r}, not a commit id" if head else f"{MAIN} is empty"
+        )
+
+    def recorded_damage(self, *, verify: bool = False) -> str | None:
+        """Damage of this repository's objects that a read in this process met (still there);
+        with `verify`, every object of the served tree is read now to find any."""
+        if verify:
+            head = self.head()
+            found = first_unreadable(self.git, self._head_commit(head).tree) if head else None
+            if found is not None:
+                return self._damaged(found).damage
+        return recorded(self.path, self.git)
+
+    def _damaged(self, damage: str, object_id: str | None = None):
+        folder = f"{self.path.parent.name}/{self.path.name}"
+        return damaged(self.path, f"{self.name} ({folder})", damage, object_id)
 
     def snapshot(self, version: str | int | None = None) -> Snapshot:
         """The tree of `version` (None: the head of main)."""
         return self._snapshot_of(self._resolve(version))
 
     def _snapshot_of(self, commit: pygit2.Commit) -> Snapshot:
-        return Snapshot(self.git, commit, self.name, self.depth(str(commit.id)))
+        try:
+            return Snapshot(self.git, commit, self.name, self.depth(str(commit.id)))
+        except (KeyError, pygit2.GitError) as exc:
+            raise self._damaged(
+                f"commit {str(commit.id)[:12]} or its history is incomplete ({exc})"
+            ) from exc
 
     def _resolve(self, version: str | int | None) -> pygit2.Commit:
         if version is None or version == "":
             head = self.head()
             if head is None:
                 raise NotFound(f"repository {self.name} has no commits")
-            return self.git[head]
+            return self._head_commit(head)
         text = str(version).strip()
         if _FULL_SHA.fullmatch(text):
             return self._commit_by_id(text)
-        if text.isdigit():
+        if is_number(text):
             return self._commit_at_version(int(text), text)
         return self._revparse(text)
+
+    def _head_commit(self, head: str) -> pygit2.Commit:
+        try:
+            commit = self.git[head]
+        except KeyError as exc:
+            raise self._damaged(f"{MAIN} points at {head}, which is not in the repository") from exc
+        except pygit2.GitError as exc:
+            raise self._damaged(f"commit {head} of {MAIN} is unreadable ({exc})", head) from exc
+        if not isinstance(commit, pygit2.Commit):
+            raise self._damaged(f"{MAIN} points at {head}, a {commit.type_str}, not a commit")
+        return commit
 
     def _commit_by_id(self, text: str) -> pygit2.Commit:
         try:
@@ -182,7 +225,10 @@ class Repository:
         head = self.head()
         if head is None or number < 1:
             raise UnknownRevision(text, self.name)
-        chain = self._chain(head)
+        try:
+            chain = self._chain(head)
+        except (KeyError, pygit2.GitError) as exc:
+            raise self._damaged(f"the history of {MAIN} is incomplete ({exc})") from exc
         if number > len(chain):
             raise UnknownRevision(text, self.name)
         return self.git[chain[number - 1]]
@@ -274,13 +320,16 @@ class Repository:
         return changes
 
     def blob(self, blob_id: str) -> bytes:
-        return self.git[blob_id].data
+        try:
+            return self.git[blob_id].data
+        except (KeyError, pygit2.GitError) as exc:
+            raise self._damaged(f"object {blob_id} is unreadable ({exc})", blob_id) from exc
 
     def blob_yaml(self, blob_id: str, label: str) -> Any:
         """The parsed YAML of a blob (shared cache: never mutate it)."""
         return parsed(
             blob_id,
-            lambda: self.git[blob_id].data,
+            lambda: self.blob(blob_id),
             lambda data: yamlio.load(data, path=f"{self.name}:{label}"),
         )
 

@@ -6,6 +6,7 @@ answer never mixes two versions.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ import pygit2
 from gitstore import yamlio
 from gitstore.backend.cache import parsed
 from gitstore.backend.changes import Graft
+from gitstore.backend.damage import damaged
 from gitstore.errors import InvalidInput
 
 
@@ -83,7 +85,10 @@ class Snapshot:
     # -- objects ---------------------------------------------------------------------------
     def _object(self, path: str):
         path = path.strip("/")
-        obj = _lookup(self._tree, path)
+        try:
+            obj = _lookup(self._tree, path)
+        except pygit2.GitError as exc:
+            raise self._damaged(f"the tree holding {path!r} is unreadable ({exc})") from exc
         if self._reads is not None:
             self._reads[path] = _id_of(obj)
         return obj
@@ -109,7 +114,30 @@ class Snapshot:
         obj = self._object(path)
         if not isinstance(obj, pygit2.Blob):
             return None
-        return obj.data
+        return self._data(obj, path)
+
+    def _data(self, blob: pygit2.Blob, path: str) -> bytes:
+        try:
+            return blob.data
+        except pygit2.GitError as exc:
+            damage = f"{path} (object {blob.id}) is unreadable ({exc})"
+            raise self._damaged(damage, str(blob.id)) from exc
+
+    def _damaged(self, damage: str, object_id: str | None = None):
+        folder = os.path.basename(os.path.dirname(self._repo.path.rstrip("/")))
+        name = f"{self.repository} ({folder}/{os.path.basename(self._repo.path.rstrip('/'))})"
+        return damaged(self._repo.path, name, damage, object_id)
+
+    def size(self, path: str) -> int | None:
+        """The size of the file at `path` in bytes (None if it is no file), without reading it."""
+        obj = self._object(path)
+        if not isinstance(obj, pygit2.Blob):
+            return None
+        try:
+            return self._repo.odb.read_header(obj.id)[1]
+        except (KeyError, pygit2.GitError) as exc:
+            damage = f"{path} (object {obj.id}) is unreadable ({exc})"
+            raise self._damaged(damage, str(obj.id)) from exc
 
     def read_yaml(self, path: str) -> Any:
         """The parsed document at `path` (None if absent). Shared cache: never mutate it."""
@@ -117,7 +145,9 @@ class Snapshot:
         if not isinstance(obj, pygit2.Blob):
             return None
         label = f"{self.repository}:{path}"
-        return parsed(str(obj.id), lambda: obj.data, lambda data: yamlio.load(data, path=label))
+        return parsed(
+            str(obj.id), lambda: self._data(obj, path), lambda data: yamlio.load(data, path=label)
+        )
 
     def read_mapping(self, path: str) -> dict | None:
         """A document that must be a mapping; None if the file is absent."""

@@ -21,7 +21,7 @@ from gitstore.catalog.view import (
     definition_entity,
 )
 from gitstore.errors import Conflict, InvalidInput
-from gitstore.names import check_identifier, check_resource_name
+from gitstore.names import check_identifier, check_resource_name, is_number
 from gitstore.served import Served
 
 if TYPE_CHECKING:
@@ -340,7 +340,7 @@ class ResourceDefinitions(_CatalogService):
         if component_id is not None:
             if component_id == "":
                 found = [d for d in found if d["component_id"] is None]
-            elif component_id.isdigit():
+            elif is_number(component_id):
                 found = [d for d in found if d["component_id"] == int(component_id)]
             else:
                 raise InvalidInput(

@@ -24,7 +24,7 @@ from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import EnvironmentView
 from gitstore.merge.tags import TAG_NAME, missing_role_tags
-from gitstore.names import check_identifier, check_segment
+from gitstore.names import check_identifier, check_segment, is_number
 from gitstore.served import Served
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def ordered(entity: dict) -> dict:
 
 
 def _matches(entity: dict, ref: int | str) -> bool:
-    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+    if isinstance(ref, int) or is_number(ref):
         return entity.get("id") == int(ref)
     return entity.get("name") == ref
 

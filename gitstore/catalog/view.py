@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import NotFound
+from gitstore.names import is_number
 
 ORPHANS = "resource_definitions.yaml"
 DEFINITION_EXTRAS = ("schema", "secret_keys")
@@ -61,7 +62,7 @@ class CatalogView:
 
 
 def matches(entity: dict, ref: int | str) -> bool:
-    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+    if isinstance(ref, int) or is_number(ref):
         return entity.get("id") == int(ref)
     return entity.get("name") == ref
 

@@ -11,7 +11,7 @@ from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.releases import owner_fields, owner_refs
 from gitstore.catalog.view import CatalogView
-from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.errors import Conflict, Damaged, InvalidInput, NotFound
 from gitstore.layout import ENVIRONMENT_FILE, MAX_ENVIRONMENT_ID, EnvironmentView
 from gitstore.merge.effective import MODES
 from gitstore.names import check_level_name
@@ -163,6 +163,8 @@ class Environments:
                 entities.append(environment_entity(self.view(env_id).doc, catalog))
             except NotFound:
                 continue  # archived between listing and reading
+            except Damaged:
+                continue  # reads of it answer 503 naming the damage; /status reports it
         return Served(entities)
 
     def get(self, env_id: int, version: str | None = None) -> Served:

@@ -24,7 +24,7 @@ from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.view import CatalogView
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import ENVIRONMENT_FILE
-from gitstore.names import RESERVED_TOP_LEVEL, check_level_name, check_level_value
+from gitstore.names import RESERVED_TOP_LEVEL, check_level_name, check_level_value, is_number
 
 if TYPE_CHECKING:
     from gitstore.repositories import Repositories
@@ -128,7 +128,7 @@ def _read_environments(folder: Path) -> dict[int, Tree]:
     for child in sorted(folder.iterdir()):
         if child.name.startswith("."):
             continue
-        if not child.is_dir() or not child.name.isdigit() or int(child.name) < 1:
+        if not child.is_dir() or not is_number(child.name) or int(child.name) < 1:
             raise InvalidInput(
                 f"environments/{child.name}: expected a folder named by an "
                 "environment id (a positive integer)",

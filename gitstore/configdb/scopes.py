@@ -14,7 +14,7 @@ from gitstore.backend.cache import LRUCache
 from gitstore.errors import InvalidInput
 from gitstore.layout import GLOBAL, KINDS, EnvironmentView, LevelPairs, layer_file, parse_levels
 from gitstore.merge.effective import merge_layers
-from gitstore.names import RESERVED_TOP_LEVEL, check_level_value
+from gitstore.names import RESERVED_TOP_LEVEL, check_level_value, is_number
 
 #: Merged effective documents by (mode, layer blob ids). Values are shared: never mutate them.
 #: Bounded for a worker's memory budget (docs/performance.md): ~40 KB per Fuel node document.
@@ -64,7 +64,7 @@ def _pair_order(views: tuple[EnvironmentView, ...]):
 
     def order(pair: tuple[str, str]):
         value = pair[1]
-        return levels.index(pair[0]), (0, int(value), "") if value.isdigit() else (1, 0, value)
+        return levels.index(pair[0]), (0, int(value), "") if is_number(value) else (1, 0, value)
 
     return order
 

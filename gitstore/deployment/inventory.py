@@ -27,11 +27,11 @@ from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.releases import PLUGIN, RELEASE, ROLES, TAGS, OwnerCatalog
-from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.errors import Conflict, Damaged, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, EnvironmentView
 from gitstore.merge import tags as tagging
 from gitstore.merge.tags import Metadata
-from gitstore.names import check_segment
+from gitstore.names import check_segment, is_number
 from gitstore.served import Served
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ class Cluster:
     def node(self, ref: int | str) -> dict:
         """A node by id or fqdn."""
         text = str(ref)
-        if text.isdigit() and int(text) in self.nodes:
+        if is_number(text) and int(text) in self.nodes:
             return self.nodes[int(text)]
         for node in self.nodes.values():
             if node.get("fqdn") == text:
@@ -176,7 +176,7 @@ def _read_nodes(env: Snapshot) -> dict[int, dict]:
     nodes = {}
     for entry in env.list(INVENTORY_NODES):
         stem = entry.name.removesuffix(".yaml")
-        if entry.is_tree or not entry.name.endswith(".yaml") or not stem.isdigit():
+        if entry.is_tree or not entry.name.endswith(".yaml") or not is_number(stem):
             continue
         doc = env.read_mapping(f"{INVENTORY_NODES}/{entry.name}") or {}
         nodes[int(stem)] = {**doc, "id": int(stem)}
@@ -209,7 +209,7 @@ def _check_id(key: str, value: Any) -> None:
 
 def _check_fqdn(key: str, value: Any) -> None:
     check_segment(value, "node field 'fqdn'")
-    if value.isdigit():
+    if is_number(value):
         raise InvalidInput(f"node fqdn {value!r} must not be all digits (ids are)", key=key)
 
 
@@ -381,10 +381,10 @@ class Nodes:
         for env_id in env_ids:
             try:
                 cluster = self.cluster(env_id)
-            except NotFound:
+            except (NotFound, Damaged):
                 if cluster_id is not None:
                     raise
-                continue  # archived between listing and reading
+                continue  # archived between listing and reading, or damaged (see /status)
             meta = cluster.meta
             found += [
                 cluster.entity(n, meta)
@@ -501,7 +501,7 @@ class Nodes:
                 continue
             for entry in snapshot.list(INVENTORY_NODES):
                 stem = entry.name.removesuffix(".yaml")
-                if stem.isdigit():
+                if is_number(stem):
                     used[int(stem)] = env_id
         return used
 

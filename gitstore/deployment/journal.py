@@ -21,6 +21,7 @@ from gitstore import files
 from gitstore.backend.repository import Author
 from gitstore.errors import NotFound
 from gitstore.layout import INVENTORY_NODES
+from gitstore.names import is_number
 from gitstore.repositories import Repositories
 
 FOLDER = "upgrade"
@@ -110,7 +111,7 @@ class MoveJournal:
         return {
             int(e.name[:-5])
             for e in snapshot.list(INVENTORY_NODES)
-            if e.name.endswith(".yaml") and e.name[:-5].isdigit()
+            if e.name.endswith(".yaml") and is_number(e.name[:-5])
         }
 
     # -- records ---------------------------------------------------------------------------

@@ -41,10 +41,11 @@ from gitstore.deployment import executors
 from gitstore.deployment.executors import ERROR, READY, RunContext
 from gitstore.deployment.graphs import merged_graph
 from gitstore.deployment.inventory import Cluster
-from gitstore.errors import Conflict, Forbidden, GitstoreError, InvalidInput, NotFound
+from gitstore.errors import Conflict, Damaged, Forbidden, GitstoreError, InvalidInput, NotFound
 from gitstore.merge import execution
 from gitstore.merge import graphs as merging
 from gitstore.merge import tags as tagging
+from gitstore.names import is_number
 from gitstore.served import Served
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ def _graph_request(item: Any) -> GraphRequest:
 
 def _is_node_id(value: Any) -> bool:
     if isinstance(value, str):
-        return value.isdigit()
+        return is_number(value)
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
@@ -216,10 +217,10 @@ class Transactions:
         for env_id in env_ids:
             try:
                 snapshot = self._repos.environment_repo(env_id).snapshot()
-            except NotFound:
+            except (NotFound, Damaged):
                 if cluster_id is not None:
                     raise
-                continue
+                continue  # archived, or damaged (see /status)
             found += [
                 _summary(snapshot.read_mapping(transaction_path(i)) or {}) for i in _ids(snapshot)
             ]
@@ -402,7 +403,7 @@ def _ids(snapshot: Snapshot) -> list[int]:
     found = [
         int(e.name[: -len(".yaml")])
         for e in snapshot.list(FOLDER)
-        if not e.is_tree and e.name.endswith(".yaml") and e.name[: -len(".yaml")].isdigit()
+        if not e.is_tree and e.name.endswith(".yaml") and is_number(e.name[: -len(".yaml")])
     ]
     return sorted(found)
 

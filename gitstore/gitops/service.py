@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitstore import files
+from gitstore import files, limits
 from gitstore.backend import remote
 from gitstore.backend.remote import ZERO
 from gitstore.backend.repository import MAIN, Repository
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.view import CatalogView
-from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound
+from gitstore.errors import Conflict, Damaged, GitstoreError, InvalidInput, NotFound
 from gitstore.gitops.mirrors import MirrorSettings, check_branch, now, public_settings
 from gitstore.gitops.rules import validate as validate_tree
 from gitstore.layout import (
@@ -42,6 +42,7 @@ from gitstore.layout import (
     layer_file,
     parse_repository_name,
 )
+from gitstore.names import is_number
 from gitstore.repositories import open_repository
 from gitstore.secrets.mask import mask_scopes
 from gitstore.secrets.rules import rules_for_file
@@ -116,6 +117,9 @@ class GitOps:
         return {name: self.validate(name, revision) for name in self.names()}
 
     def _validate_commit(self, repo: Repository, target: Target, snapshot: Snapshot):
+        oversized = oversized_files(snapshot)
+        if oversized:
+            return oversized  # refused before anything parses them
         catalog = self._served_catalog() if target.kind == ENVIRONMENT else None
         return validate_tree(snapshot, target.kind, catalog=catalog, env_id=target.env_id)
 
@@ -237,18 +241,22 @@ class GitOps:
         return None
 
     # -- status ----------------------------------------------------------------------------
-    def status(self) -> dict:
-        """Per repository: served commit, mirror, newest remote commit, last fetch, failure."""
-        return {"repositories": [self.status_of(name) for name in self.names()]}
+    def status(self, *, verify: bool = False) -> dict:
+        """Per repository: served commit, mirror, newest remote commit, last fetch, failure,
+        damage; and the names of the damaged repositories. `verify` reads every served object."""
+        rows = [self.status_of(name, verify=verify) for name in self.names()]
+        return {"repositories": rows, "damaged": [r["repository"] for r in rows if r["damage"]]}
 
-    def status_of(self, name: str) -> dict:
+    def status_of(self, name: str, *, verify: bool = False) -> dict:
         target = parse_repository_name(name)
         settings = self.mirror_settings.all().get(name)
         state = self.mirror_settings.state(name)
+        served, damage = _health(self._repository(target), verify)
         return {
             "repository": name,
             "env_id": target.env_id,
-            "served_commit": self._repository(target).head(),
+            "damage": damage,
+            "served_commit": served,
             "mirror": public_settings(name, settings) if settings else None,
             "remote_commit": state.get("remote_commit"),
             "last_fetch": state.get("last_fetch"),
@@ -347,8 +355,8 @@ def nodes_affected(
     affected = {n for n in with_data if f"/{NODES_LEVEL}/{n}/" in scopes}
     if "/" in scopes:
         affected |= nodes - with_data
-    ordered = sorted(affected, key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n))
-    return [int(n) if n.isdigit() else n for n in ordered]
+    ordered = sorted(affected, key=lambda n: (0, int(n), "") if is_number(n) else (1, 0, n))
+    return [int(n) if is_number(n) else n for n in ordered]
 
 
 def _inventory_ids(view: EnvironmentView) -> set[str]:
@@ -357,6 +365,34 @@ def _inventory_ids(view: EnvironmentView) -> set[str]:
         for e in view.snapshot.list(INVENTORY_NODES)
         if not e.is_tree and e.name.endswith(".yaml")
     }
+
+
+def oversized_files(snapshot: Snapshot) -> list[Problem]:
+    """A problem for each file over the limit `blob_bytes` (sizes read from object headers)."""
+    limit = limits.current().blob_bytes
+    problems: list[Problem] = []
+    for path in snapshot.walk():
+        size = snapshot.size(path) or 0
+        if size > limit:
+            message = (
+                f"the file is {size} bytes, over the limit blob_bytes of {limit} (raise it "
+                f"in <root>/{limits.LIMITS_FILE}, see docs/security.md)"
+            )
+            problems.append({"file": path, "message": message})
+    return problems
+
+
+def _health(repo: Repository, verify: bool) -> tuple[str | None, str | None]:
+    """The served commit and the damage of `repository`: its ref, head commit and history are
+    read now; damage of objects deeper down is what reads in this process met (or, with
+    `verify`, what reading every object finds)."""
+    try:
+        commit = repo.snapshot().commit_id
+        return commit, repo.recorded_damage(verify=verify)
+    except Damaged as exc:
+        return None, exc.damage
+    except NotFound:
+        return None, None
 
 
 def _changed_files(before: Snapshot, after: Snapshot) -> list[str]:

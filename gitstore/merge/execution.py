@@ -95,7 +95,7 @@ def _node_keys(placed: Mapping[str, list[str]], tags_by_node: Mapping[Any, Any])
 
 
 def _node_rank(key: str) -> tuple:
-    return (0, int(key), key) if key.isdigit() else (1, 0, key)
+    return (0, int(key), key) if key.isascii() and key.isdigit() else (1, 0, key)
 
 
 def _entry(task: Mapping[str, Any], requires: list[dict], selected) -> dict:

@@ -227,7 +227,7 @@ def _matcher(selector: str):
 
 def _id_order(node: Any) -> tuple:
     text = str(node)
-    return (0, int(text), text) if text.isdigit() else (1, 0, text)
+    return (0, int(text), text) if text.isascii() and text.isdigit() else (1, 0, text)
 
 
 def resolve_tasks(

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from gitstore.backend.repository import Author
 from gitstore.errors import UnknownRevision
+from gitstore.names import is_number
 from gitstore.plans.errors import NameAlreadyUsed, UnknownName, UnknownUUID, UnknownVersion
 from gitstore.plans.models import Revision
 
@@ -269,7 +270,7 @@ class MemoryDriver(Driver):
 
     def _number(self, at: str | int) -> int:
         text = str(at).strip()
-        if not text.isdigit() or not 1 <= int(text) <= len(self._states):
+        if not is_number(text) or not 1 <= int(text) <= len(self._states):
             raise UnknownRevision(text, "memory")
         return int(text)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from gitstore.names import is_number
 from gitstore.secrets.rules import Rules
 
 MISSING: Any = object()
@@ -75,7 +76,7 @@ def value_at(document: Any, path: tuple[str, ...]) -> Any:
     for segment in path:
         if isinstance(node, dict):
             node = _child(node, segment)
-        elif isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
+        elif isinstance(node, list) and is_number(segment) and int(segment) < len(node):
             node = node[int(segment)]
         else:
             return MISSING

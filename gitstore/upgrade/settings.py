@@ -29,6 +29,7 @@ from gitstore.catalog.releases import RELEASE, OwnerCatalog
 from gitstore.errors import InvalidInput
 from gitstore.layout import EnvironmentView
 from gitstore.merge.migrations import check_rules
+from gitstore.names import is_number
 from gitstore.served import Served
 from gitstore.validation import TreeCheck
 
@@ -89,7 +90,7 @@ def _generated(kind: Any, arg: Any) -> Any:
     if kind == "password":
         return "".join(_RANDOM.choice(_PASSWORD_ALPHABET) for _ in range(_PASSWORD_LENGTH))
     if kind == "hexstring":
-        length = int(arg) if str(arg).isdigit() else 32
+        length = int(arg) if is_number(str(arg)) else 32
         return "".join(_RANDOM.choice("0123456789abcdef") for _ in range(length))
     if kind == "identical":
         return arg

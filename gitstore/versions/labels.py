@@ -12,6 +12,7 @@ from typing import Any
 from gitstore.backend.repository import Repository
 from gitstore.backend.revisions import TagInfo
 from gitstore.errors import InvalidInput
+from gitstore.names import is_number
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 #: Names a revision parser would read as something else (a short sha, a version number).
@@ -28,7 +29,7 @@ def check_label_name(name: Any) -> str:
             "starting with a letter or digit",
             key="name",
         )
-    if name.isdigit():
+    if is_number(name):
         raise InvalidInput(
             f"label name {name!r} must not be a number (version=N means the N-th commit)",
             key="name",

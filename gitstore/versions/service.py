@@ -17,7 +17,7 @@ from gitstore.backend.snapshot import Snapshot
 from gitstore.configdb.scopes import parse_scope
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound, UnknownRevision
 from gitstore.layout import EnvironmentView, LevelPairs, layer_file, scope_of
-from gitstore.names import check_segment
+from gitstore.names import check_segment, is_number
 from gitstore.secrets import mask as secret_masks
 from gitstore.served import Served
 from gitstore.versions.diffs import diff_environment
@@ -206,7 +206,7 @@ def _limit(raw: Any) -> int:
     if raw is None:
         return DEFAULT_LIMIT
     text = str(raw).strip()
-    if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+    if not is_number(text) or not 1 <= int(text) <= MAX_LIMIT:
         raise InvalidInput(f"limit {raw!r} must be an integer from 1 to {MAX_LIMIT}", key="limit")
     return int(text)
 

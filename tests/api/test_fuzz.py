@@ -7,6 +7,7 @@ so writes that succeed change what later examples meet (deleted environments, re
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -176,3 +177,69 @@ def test_random_bodies_never_fail_with_5xx(inventory_client, target, body):
         content_type="application/json",
     )
     _check(response, method)
+
+
+# -- every GET route, any query --------------------------------------------------------------
+#: Every query parameter some view reads (grep `request.args` in gitstore/api and webhooks/).
+PARAMETERS = [
+    "all", "catalog_version", "cluster_id", "component_id", "effective", "end", "env",
+    "explain", "fetch_related", "fqdn", "from", "graph_type", "key", "levels", "limit", "node",
+    "only_latest", "parents_for", "path", "resource", "resources", "reveal", "service",
+    "show_lookup", "since", "start", "tags", "to", "user", "version",
+]  # fmt: skip
+#: Digits that `str.isdigit` accepts and `int` refuses, and other numbers a parser may trip on.
+AWKWARD = [
+    "\u00b2",
+    "\u2460",
+    "\u0663",
+    "1\u00b2",
+    "\uff11",
+    "-1",
+    "0",
+    "1e3",
+    "99999999999999999999",
+]
+QUERY_VALUES = st.one_of(
+    st.sampled_from(AWKWARD + ["", "1", "main", "main~1", "astute"]), st.text(max_size=6)
+)
+#: What to put in each kind of route argument (a real entity where one exists).
+ARGUMENTS = {"int": "1", "path": "nodes/1", "default": "astute"}
+#: Routes whose one path argument stands for several segments.
+MORE_ROUTES = [
+    f"{API}/environments/1/resources/astute/values",
+    f"{API}/environments/1/nodes/1/resources/astute/overrides",
+    f"{API}/environments/1/nodes/1/resources",
+    "/git/environments/1.git/info/refs",
+]
+
+
+def _get_routes(app) -> list[str]:
+    """Every GET route with its arguments filled in."""
+    routes = []
+    for rule in app.url_map.iter_rules():
+        if "GET" not in rule.methods or rule.endpoint == "static":
+            continue
+        url = rule.rule
+        for name, converter in rule._converters.items():
+            kind = type(converter).__name__
+            value = ARGUMENTS.get({"IntegerConverter": "int", "PathConverter": "path"}.get(kind))
+            if kind == "AnyConverter":
+                value = re.search(r"\(\?:?([^|)]+)", converter.regex).group(1)
+            filled = quote(value or ARGUMENTS["default"], safe="/")
+            url = re.sub(rf"<(?:[^<>:]+(?:\([^)]*\))?:)?{name}>", filled, url)
+        routes.append(url)
+    return sorted(routes) + MORE_ROUTES
+
+
+def test_every_get_route_answers_awkward_versions_without_5xx(inventory_client):
+    for url in _get_routes(inventory_client.application):
+        for value in ("\u00b2", "\u2460"):
+            _check(inventory_client.get(url + "?" + urlencode({"version": value})), "GET")
+
+
+@FUZZ
+@given(data=st.data())
+def test_every_get_route_answers_any_query_without_5xx(inventory_client, data):
+    url = data.draw(st.sampled_from(_get_routes(inventory_client.application)))
+    query = data.draw(st.dictionaries(st.sampled_from(PARAMETERS), QUERY_VALUES, max_size=3))
+    _check(inventory_client.get(url + "?" + urlencode(query)), "GET")

@@ -93,3 +93,20 @@ def test_levels_read_at_a_version(client):
     assert [level["name"] for level in old] == ["role", "nodes"]
     assert client.get(f"{LEVELS}/nodes?version=main~1").status_code == 200
     assert_error(client.get(f"{LEVELS}/nodes"), 404, "nodes")
+
+
+def test_a_level_value_with_an_invisible_character_is_refused_naming_it(client, env_commits):
+    before = env_commits()
+    for value, name in [
+        ("node-1\u200b", "U+200B ZERO WIDTH SPACE"),
+        ("node\u202e-1", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+        ("\u2066node-1", "U+2066 LEFT-TO-RIGHT ISOLATE"),
+        ("node-1\ufeff", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
+    ]:
+        response = client.put(f"{ENV}/nodes/{value}/resources/astute/values", json={"a": 1})
+        assert_error(response, 400, name, "value of level 'nodes'")
+    assert env_commits() == before
+    assert (
+        client.put(f"{ENV}/nodes/n\u00f6de-1/resources/astute/values", json={"a": 1}).status_code
+        == 204
+    )

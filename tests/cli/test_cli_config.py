@@ -224,3 +224,33 @@ def test_bad_stdin_is_an_input_error(gs):
     assert_failure(gs(*SET, "-f", "json", input="{nope"), "<stdin>: JSON does not parse")
     assert_failure(gs(*SET, "-f", "yaml", input=""), "<stdin> is empty")
     assert_failure(gs(*SET, "-f", "yaml", input="- a\n"), "must be a mapping, not list")
+
+
+def test_set_refuses_a_yaml_alias_bomb(gs):
+    from hostile import alias_bomb
+
+    before = gs.store.environment_repo(1).snapshot().commit_id
+    result = gs("config", "set", *NODE1, "--format", "yaml", input=alias_bomb(7))
+    assert_failure(result, "aliases expand it by more than 10000 nodes")
+    assert "<stdin>" in result.stderr and "line 5" in result.stderr
+    assert gs.store.environment_repo(1).snapshot().commit_id == before
+
+
+def test_set_refuses_a_level_value_with_a_zero_width_character(gs):
+    result = gs(
+        "config",
+        "set",
+        "-e",
+        "1",
+        "-l",
+        "nodes=node-1\u200b",
+        "-r",
+        "astute",
+        "-k",
+        "a",
+        "-t",
+        "int",
+        "-v",
+        "1",
+    )
+    assert_usage_error(result, "U+200B ZERO WIDTH SPACE")

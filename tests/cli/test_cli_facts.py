@@ -177,3 +177,16 @@ def test_download_at_an_older_version_and_of_an_unknown_environment(gs, hiera, t
         gs("facts", "download", "-e", "8", "-n", "1", "--dir", str(tmp_path)),
         "environment 8 does not exist",
     )
+
+
+def test_upload_refuses_a_yaml_alias_bomb_naming_the_file(gs, hiera):
+    from hostile import alias_bomb
+
+    folder = hiera("2")
+    (folder / "bomb.yaml").write_text(alias_bomb(7))
+    result = gs("facts", "upload", "-e", "1", "-n", "2", "--dir", str(folder))
+    assert result.exit_code == 3, (result.stdout, result.stderr)
+    assert f"skipped {folder / 'bomb.yaml'}: " in result.stderr
+    assert "aliases expand it by more than 10000 nodes" in result.stderr
+    names = [d["name"] for d in gs.store.definitions.list().data]
+    assert "bomb" not in names

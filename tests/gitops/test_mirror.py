@@ -475,3 +475,24 @@ def test_a_malformed_payload_is_400_only_once_signed(gitops_store, remote, clien
     unsigned = forge.headers("gitea", body, "wrong", "push")
     assert client.post("/webhooks/gitea?env=1", data=body, headers=unsigned).status_code == 401
     assert client.post("/webhooks/bitbucket", data=body, headers=signed).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "header, value",
+    [
+        ("X-Hub-Signature-256", "sha256=\u00e9\u00e9"),
+        ("X-Hub-Signature-256", "\u00ff"),
+        ("X-Gitea-Signature", "\u00e9" * 64),
+    ],
+)
+def test_a_non_ascii_signature_is_401_in_the_error_shape(
+    gitops_store, remote, client, header, value
+):
+    forge_name = "gitea" if header.startswith("X-Gitea") else "github"
+    mirror(gitops_store, remote, forge_name)
+    body = forge.encode(forge.push_payload(forge_name, remote[0].as_uri(), "0" * 40, "1" * 40))
+    headers = {**forge.headers(forge_name, body, SECRET, "push"), header: value}
+    response = client.post(f"/webhooks/{forge_name}", data=body, headers=headers)
+    assert response.status_code == 401
+    assert response.get_json()["status"] == 401
+    assert "does not verify" in response.get_json()["message"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 
 import pytest
 import requests
@@ -67,6 +68,10 @@ BAD_PUSHES = {
     "invalid-level-value": (
         {"nodes/.hidden/values/astute.yaml": "port: 1\n"},
         ["nodes/.hidden/values/astute.yaml:", "invalid level value"],
+    ),
+    "invisible-level-value": (
+        {"nodes/1\u200b/values/astute.yaml": "port: 1\n"},
+        ["invalid level value", "U+200B ZERO WIDTH SPACE"],
     ),
     "schema": (
         {"global/values/astute.yaml": "port: 8000\nregion: 5\n"},
@@ -202,3 +207,21 @@ def test_a_gzip_encoded_fetch_negotiation_works(served, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Content-Encoding: gzip" in done.stderr
     assert git("rev-parse", "origin/main", cwd=work).stdout.strip() == new
+
+
+def test_an_alias_bomb_push_is_refused_fast_naming_the_file(served, tmp_path):
+    from hostile import alias_bomb
+
+    _, server = served
+    before = served_commit(server)
+    work = clone(server, tmp_path)
+    bomb = alias_bomb(9)
+    assert len(bomb) < 500
+    commit_files(work, {"nodes/1/values/globals.yaml": bomb}, "a billion laughs")
+    started = time.monotonic()
+    done = push(work)
+    assert time.monotonic() - started < 20  # generous: the refusal itself takes milliseconds
+    assert done.returncode != 0
+    assert "nodes/1/values/globals.yaml:5:" in done.stderr, done.stderr
+    assert "aliases expand it by more than 10000 nodes" in done.stderr
+    assert served_commit(server) == before

@@ -1,0 +1,131 @@
+"""Size limits that keep any one input from exhausting the server (docs/security.md, "Limits").
+
+Defaults suit any real deployment; an operator raises one in `<root>/limits.yaml` (a mapping of
+the names below to integers). The file lives in the store root because three kinds of process
+must agree on it: the server's workers, the push gate git runs for every push (which inherits
+no server flag), and the CLI on a local store. Each of them calls `configure(root)` once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitstore import yamlio
+from gitstore.errors import InvalidInput
+
+LIMITS_FILE = "limits.yaml"
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every limit, in bytes or counts."""
+
+    #: A REST request body (413 beyond it), read only once its length is known to fit.
+    body_bytes: int = 16 * _MIB
+    #: The body of one `git push` (413, or git's own refusal for a chunked body).
+    push_bytes: int = 256 * _MIB
+    #: One stored document, as YAML (400 naming the document).
+    document_bytes: int = 4 * _MIB
+    #: Keys and list items of one document, at any depth (400 naming the document).
+    document_keys: int = 50_000
+    #: One file of a pushed or mirrored commit (the gate refuses, naming the file).
+    blob_bytes: int = 4 * _MIB
+
+
+DEFAULT = Limits()
+_NAMES = {field.name for field in dataclasses.fields(Limits)}
+_current = DEFAULT
+_lock = threading.Lock()
+
+
+def load(root: str | os.PathLike, overrides: dict[str, Any] | None = None) -> Limits:
+    """The limits of the store at `root`: defaults, then `<root>/limits.yaml`, then `overrides`."""
+    path = Path(root) / LIMITS_FILE
+    try:
+        settings = yamlio.load_mapping(path.read_bytes(), path=str(path))
+    except FileNotFoundError:
+        settings = {}
+    return _checked({**settings, **(overrides or {})}, str(path))
+
+
+def _checked(settings: dict[str, Any], where: str) -> Limits:
+    unknown = sorted(set(map(str, settings)) - _NAMES)
+    if unknown:
+        raise InvalidInput(
+            f"{where}: unknown limit {unknown[0]!r}; known: {', '.join(sorted(_NAMES))}"
+        )
+    for name, value in settings.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInput(f"{where}: limit {name!r} must be a positive integer, not {value!r}")
+    return dataclasses.replace(DEFAULT, **settings)
+
+
+def configure(root: str | os.PathLike, overrides: dict[str, Any] | None = None) -> Limits:
+    """Load the limits of `root` and make them this process's (one store per process)."""
+    global _current
+    limits = load(root, overrides)
+    with _lock:
+        _current = limits
+    return limits
+
+
+def current() -> Limits:
+    """This process's limits (the defaults until `configure`)."""
+    return _current
+
+
+def check_document(path: str, document: Any) -> None:
+    """Refuse a document over the key count or (estimated before dumping) over the size."""
+    limits = current()
+    keys, size = _measure(document, limits)
+    if keys > limits.document_keys:
+        raise InvalidInput(
+            f"{path}: the document holds more than {limits.document_keys} keys and list items, "
+            f"the limit document_keys ({_HOW})",
+            path=path,
+        )
+    if size > limits.document_bytes:
+        raise InvalidInput(_too_big(path, size, limits.document_bytes, "document_bytes"), path=path)
+
+
+def check_encoded(path: str, data: bytes) -> None:
+    """Refuse the YAML of a document over `document_bytes` (what was estimated, now exact)."""
+    limit = current().document_bytes
+    if len(data) > limit:
+        raise InvalidInput(_too_big(path, len(data), limit, "document_bytes"), path=path)
+
+
+_HOW = f"raise it in <root>/{LIMITS_FILE}, see docs/security.md"
+
+
+def _too_big(path: str, size: int, limit: int, name: str) -> str:
+    return (
+        f"{path}: the document is at least {size} bytes, over the limit {name} of {limit} ({_HOW})"
+    )
+
+
+def _measure(document: Any, limits: Limits) -> tuple[int, int]:
+    """Keys and list items, and a lower bound of the YAML size (the text of every scalar);
+    stops counting once either is over its limit."""
+    keys = size = 0
+    stack = [document]
+    while stack and keys <= limits.document_keys and size <= limits.document_bytes:
+        item = stack.pop()
+        if isinstance(item, dict):
+            keys += len(item)
+            size += sum(len(key) if isinstance(key, str) else 1 for key in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            keys += len(item)
+            stack.extend(item)
+        elif isinstance(item, str):
+            size += len(item)
+        else:
+            size += 1
+    return keys, size
