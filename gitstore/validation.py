@@ -52,7 +52,7 @@ Check = Callable[["TreeCheck"], None]
 CHECKS: dict[str, list[Check]] = {ENVIRONMENT: [], CATALOG: []}
 
 _UNREADABLE = object()
-_VALIDATORS = LRUCache(max_entries=256)
+_VALIDATORS = LRUCache(max_entries=256, name="schema_validators")
 
 
 def register_check(*kinds: str) -> Callable[[Check], Check]:

@@ -15,6 +15,7 @@ from typing import TextIO
 
 from gitstore.errors import GitstoreError
 from gitstore.gitops.service import store_root_of
+from gitstore.ops import metrics, pushes
 from gitstore.store import Store
 from gitstore.validation import format_problem
 
@@ -31,6 +32,7 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
         try:
             store.gitops.check_push(git_dir, old, new, ref)
         except GitstoreError as exc:
+            metrics.gate_refused(name, metrics.refusal_rule(exc), exc.message)
             if not exc.errors:
                 messages.append(f"gitstore: {exc.message}")
                 continue
@@ -40,6 +42,10 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
                 f"has {count} problem{'s' if count > 1 else ''}:"
             )
             messages.extend(f"gitstore:   {format_problem(p)}" for p in exc.errors)
+    if not messages:
+        pushes.record_accepted(
+            git_dir, name, [tuple(line.split()) for line in lines if line.strip()]
+        )
     return messages
 
 

@@ -41,6 +41,7 @@ from gitstore.access.ratelimit import FailureLog
 from gitstore.api import git_http
 from gitstore.errors import NotFound, TooManyRequests, Unauthorized, Unavailable
 from gitstore.names import parse_flag
+from gitstore.ops import metrics
 
 log = logging.getLogger("gitstore.api.auth")
 
@@ -52,6 +53,8 @@ _CATALOG = frozenset(
 )
 _PER_ENVIRONMENT = frozenset({"environments", "clusters", "hiera"})
 _ENV_REPO_PREFIX = "environments/"
+#: The role `GET /metrics` needs (`gitstore serve --metrics-role`); none by default.
+METRICS_ROLE = "GITSTORE_METRICS_ROLE"
 _ID = re.compile(r"^[0-9]{1,18}$")
 
 
@@ -82,8 +85,11 @@ def register(app: Flask) -> None:
 def needed(method: str, path: str, args: Any) -> Need | None:
     """The roles and scope a request needs; None for routes that check a signature instead."""
     parts = [part for part in path.split("/") if part]
-    if parts[:1] == ["webhooks"]:
-        return None
+    if parts[:1] == ["webhooks"] or parts in (["healthz"], ["readyz"]):
+        return None  # signed webhooks; probes, which carry no credentials
+    if parts == ["metrics"]:
+        role = current_app.config.get(METRICS_ROLE)
+        return Need((role,)) if role else None  # scrapers carry none unless asked to
     if parts[:1] == ["git"]:
         return _git_need("/".join(parts[1:]), args.get("service"))
     if parts[:2] == ["api", "v1"]:
@@ -184,6 +190,7 @@ def _identify(access: AccessFile, need: Need) -> Identity | None:
         return access.authenticate(presented)
     except Unauthorized as exc:
         failures.record(address)
+        metrics.auth_failed(_reason(presented))
         log.warning("authentication failed from %s: %s (%s)", address, exc.message, _who(presented))
         raise _challenge(exc.message) from None
 
@@ -216,6 +223,13 @@ def _who(presented: Credentials | str) -> str:
     if presented.token is not None:
         return f"token id {token_id_of(presented.token) or '(not a gitstore token)'}"
     return f"user {presented.user!r}"
+
+
+def _reason(presented: Credentials | str) -> str:
+    """The `reason` label of a failed authentication: never anything presented."""
+    if isinstance(presented, str):
+        return "malformed"
+    return "bad_token" if presented.token is not None else "bad_password"
 
 
 def _challenge(message: str) -> Unauthorized:

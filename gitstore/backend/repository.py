@@ -37,16 +37,17 @@ from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
 from gitstore.backend.trees import build_tree, store_blobs
 from gitstore.errors import Conflict, NotFound, Unavailable, UnknownRevision
 from gitstore.files import exclusive_lock
+from gitstore.ops import metrics
 
 MAIN = "refs/heads/main"
 MAX_ATTEMPTS = 50
 _WRITE_LOCK = "gitstore-write.lock"
 
 #: First-parent depth (the integer version) by commit id: immutable, so shared by the process.
-_DEPTHS = LRUCache(max_entries=200_000)
+_DEPTHS = LRUCache(max_entries=200_000, name="depths")
 #: First-parent chain of main by repository path: (head, commit ids root first). Weighed by
 #: length: at most 400,000 ids (~36 MB) in all.
-_CHAINS = LRUCache(max_entries=64, max_weight=400_000)
+_CHAINS = LRUCache(max_entries=64, max_weight=400_000, name="chains")
 _FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
 
 
@@ -360,6 +361,7 @@ class Repository:
         commit_id = str(git.create_commit(None, signature, committer, message, tree_id, parents))
         if not refs.compare_and_swap(self.path, MAIN, head, commit_id, durable=self._durable()):
             return None
+        metrics.commit_made(self.name, commit_id, message, changes.entries)
         return WriteResult(commit_id, self.depth(commit_id), changed=True)
 
     def _durable(self) -> bool:

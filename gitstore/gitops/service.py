@@ -34,6 +34,7 @@ from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.components import CatalogView
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, NODES_LEVEL, EnvironmentView, layer_file
+from gitstore.ops import metrics, pushes
 from gitstore.secrets.mask import mask_scopes
 from gitstore.secrets.rules import rules_for_file
 from gitstore.validation import (
@@ -302,6 +303,7 @@ class GitOps:
                 raise
             state["remote_commit"] = remote.read_ref(repo, INCOMING)
             state["failure"] = self._advance(repo, target, state["remote_commit"])
+            metrics.sync_refused(target.name, state["failure"])
             self._record(target.name, state)
         return self.status_of(target.name)
 
@@ -339,6 +341,7 @@ class GitOps:
             }
         if not remote.fast_forward(repo, served, incoming):
             return {"commit": incoming, "message": "main moved during the sync; sync again"}
+        pushes.record_mirrored(repo, target.name, served, incoming)
         return None
 
     # -- status ----------------------------------------------------------------------------

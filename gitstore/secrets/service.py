@@ -20,6 +20,7 @@ from gitstore.catalog.components import CatalogView
 from gitstore.errors import GitstoreError, InvalidInput, Unavailable
 from gitstore.layout import EnvironmentView, layer_file
 from gitstore.names import check_segment
+from gitstore.ops import metrics
 from gitstore.secrets import cipher, mask
 from gitstore.secrets.audit import AuditLog
 from gitstore.secrets.keyring import Keyring, Keys
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from gitstore.store import Store
 
 #: Resource definitions by (catalog commit, attached components): immutable inputs.
-_DEFINITIONS = LRUCache(max_entries=256)
+_DEFINITIONS = LRUCache(max_entries=256, name="secret_definitions")
 _YAML = ".yaml"
 #: The repository part of the places of values sealed in the catalog (plan parameters).
 CATALOG = "catalog"
@@ -210,6 +211,7 @@ class Secrets:
         """Append a reveal to the audit log (nothing when no secret was revealed)."""
         if paths:
             self.audit.record(who, env_id, what, commit, paths)
+            metrics.secret_revealed()
 
     # -- keys and rotation ---------------------------------------------------------------------
     def _repositories(self) -> list[tuple[str, Repository, Callable[[Snapshot], Sealer]]]:
