@@ -8,6 +8,7 @@ the whole push; what this prints on stderr reaches the pusher as `remote:` lines
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -50,6 +51,9 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
 
 
 def main(stdin: TextIO = sys.stdin, stderr: TextIO = sys.stderr) -> int:
+    # Our stderr goes to the pusher, who gets the refusal below: the event lines stay quiet
+    # here (they are counted in the server's metrics; the server logs the push request).
+    logging.getLogger("gitstore.events").addHandler(logging.NullHandler())
     git_dir = Path(os.environ.get("GIT_DIR", ".")).resolve()
     try:
         messages = gate(stdin.read().splitlines(), git_dir)
