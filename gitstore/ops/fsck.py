@@ -56,12 +56,15 @@ def fsck(root: Path, grace: float = GRACE_SECONDS) -> list[Problem]:
     root = Path(root)
     problems: list[Problem] = []
     open_files = _open_files()
+    broken = set()
     for name, path in repository_paths(root):
-        problems += git_fsck(name, path)
-        problems += gate(name, path)
+        damage = git_fsck(name, path)
+        if damage:
+            broken.add(name)  # its objects cannot be trusted: the gate and keyring checks skip it
+        problems += damage or gate(name, path)
         problems += stale_locks(name, path, grace, open_files)
     problems += half_made(root, grace)
-    problems += keyring(root)
+    problems += keyring(root, skip=broken)
     return problems
 
 
@@ -125,7 +128,7 @@ def half_made(root: Path, grace: float) -> list[Problem]:
     return found
 
 
-def keyring(root: Path) -> list[Problem]:
+def keyring(root: Path, skip: set[str] | frozenset[str] = frozenset()) -> list[Problem]:
     """The keyring is present, readable, and opens every sealed value at every head."""
     ring = Keyring.of_root(root)
     if not ring.exists():
@@ -136,7 +139,8 @@ def keyring(root: Path) -> list[Problem]:
         return [Problem("keyring", str(ring.path), exc.message)]
     found = []
     for name, path in repository_paths(root):
-        found += _sealed_values_open(name, path, keys)
+        if name not in skip:
+            found += _sealed_values_open(name, path, keys)
     return found
 
 

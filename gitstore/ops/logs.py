@@ -27,19 +27,32 @@ request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "gitstore_request_id", default=None
 )
 
-#: `Authorization: Basic ...`, `Bearer ...`, `password=...`, `"token": "..."` and the like.
-_CREDENTIAL = re.compile(
-    r"(?i)((?:authorization|x-auth-token)\s*[:=]\s*|\b(?:basic|bearer)\s+|"
-    r"\b(?:password|passwd|passphrase|token|secret|api_token|webhook_secret)\b[\"']?\s*[:=]\s*"
-    r"[\"']?)([^\s\"',;}]+)"
+_VALUE = r"[^\s\"',;}]+"
+#: (pattern, replacement) in order: a header with its scheme, a bare scheme and credential,
+#: a key that names a secret (`password=`, `"db_password": "..."`, `token: ...`), our tokens.
+_CREDENTIALS = (
+    (
+        re.compile(
+            rf"(?i)\b(authorization|x-auth-token)(\s*[:=]\s*)(?:(?:basic|bearer)\s+)?{_VALUE}"
+        ),
+        r"\1\2***",
+    ),
+    (re.compile(rf"(?i)\b(basic|bearer)\s+{_VALUE}"), r"\1 ***"),
+    (
+        re.compile(
+            rf"(?i)\b(\w*(?:password|passwd|passphrase|token|secret))\b([\"']?\s*[:=]\s*[\"']?){_VALUE}"
+        ),
+        r"\1\2***",
+    ),
+    (re.compile(r"\bgst_[A-Za-z0-9]+_[A-Za-z0-9_-]+"), "gst_***"),
 )
-#: gitstore API tokens: `gst_<id>_<secret>` (gitstore.access.credentials).
-_TOKEN = re.compile(r"\bgst_[A-Za-z0-9]+_[A-Za-z0-9_-]+")
 
 
 def redact(text: str) -> str:
     """`text` with anything that looks like a credential replaced by `***`."""
-    return _TOKEN.sub("gst_***", _CREDENTIAL.sub(r"\1***", text))
+    for pattern, replacement in _CREDENTIALS:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def default_format(stream: Any = None) -> str:
