@@ -13,6 +13,8 @@ backend sent), checks them against the store's access file (`gitstore.access.pol
   in a minute are answered 429 until the minute has passed (`gitstore.access.ratelimit`).
 - Valid credentials without the role: 403 naming the role needed.
 - Webhook routes are not checked here: they authenticate by signature only.
+- Probes (`/healthz`, `/readyz`) are open; `/metrics` too unless the app's
+  `GITSTORE_METRICS_ROLE` (`gitstore serve --metrics-role`) names the role it needs.
 """
 
 from __future__ import annotations
