@@ -36,10 +36,11 @@ class LRUCache:
         """The cached value of `key`, else `compute()` stored with weight `weigh(value)`."""
         with self._lock:
             found = self._data.get(key, _MISSING)
-            metrics.cache_lookup(self.name, found is not _MISSING)
             if found is not _MISSING:
                 self._data.move_to_end(key)
-                return found[0]
+        metrics.cache_lookup(self.name, found is not _MISSING)
+        if found is not _MISSING:
+            return found[0]
         value = compute()
         self.put(key, value, weigh(value) if weigh else 1)
         return value
@@ -47,11 +48,10 @@ class LRUCache:
     def get(self, key: Hashable, default: Any = None) -> Any:
         with self._lock:
             found = self._data.get(key, _MISSING)
-            metrics.cache_lookup(self.name, found is not _MISSING)
-            if found is _MISSING:
-                return default
-            self._data.move_to_end(key)
-            return found[0]
+            if found is not _MISSING:
+                self._data.move_to_end(key)
+        metrics.cache_lookup(self.name, found is not _MISSING)
+        return default if found is _MISSING else found[0]
 
     def put(self, key: Hashable, value: Any, weight: int = 1) -> None:
         if self._max_weight is not None and weight > self._max_weight:
