@@ -206,6 +206,7 @@ def serve(
     root = _root(root_opt)
     log_format = log_format or logs.default_format()
     logs.configure(log_format)
+    logs.export_to_children(log_format)
     Store(root).check()  # fail here with one line, not in every worker
     config = _access_config(root, host, open_store, allow_anonymous_read)
     config.update(

@@ -8,7 +8,6 @@ the whole push; what this prints on stderr reaches the pusher as `remote:` lines
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import TextIO
 
 from gitstore.errors import GitstoreError
 from gitstore.gitops.service import store_root_of
-from gitstore.ops import metrics, pushes
+from gitstore.ops import logs, metrics, pushes
 from gitstore.store import Store
 from gitstore.validation import format_problem
 
@@ -51,9 +50,8 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
 
 
 def main(stdin: TextIO = sys.stdin, stderr: TextIO = sys.stderr) -> int:
-    # Our stderr goes to the pusher, who gets the refusal below: the event lines stay quiet
-    # here (they are counted in the server's metrics; the server logs the push request).
-    logging.getLogger("gitstore.events").addHandler(logging.NullHandler())
+    # Our stderr goes to the pusher: commit and refusal lines go to the server's log instead
+    logs.configure_child("gitstore.events")
     git_dir = Path(os.environ.get("GIT_DIR", ".")).resolve()
     try:
         messages = gate(stdin.read().splitlines(), git_dir)

@@ -14,15 +14,22 @@ code must not log secrets, and this is the net under that rule.
 from __future__ import annotations
 
 import contextvars
+import fcntl
 import json
 import logging
 import logging.config
+import os
 import re
 import sys
 import time
 from typing import Any
 
 FORMATS = ("json", "text")
+#: Set by `gitstore serve` for the processes its workers start (the push gate, run by git):
+#: where the server's log goes (`/proc/<server pid>/fd/2`) and in which format.
+TARGET_ENV = "GITSTORE_LOG_TARGET"
+FORMAT_ENV = "GITSTORE_LOG_FORMAT"
+REQUEST_ID_ENV = "GITSTORE_REQUEST_ID"
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "gitstore_request_id", default=None
 )
@@ -137,3 +144,37 @@ def config(log_format: str, level: str = "INFO", *, access_log: bool = False) ->
 def configure(log_format: str, level: str = "INFO") -> None:
     """Apply `config` to this process (before gunicorn starts, for the lines said before)."""
     logging.config.dictConfig(config(log_format, level))
+
+
+def export_to_children(log_format: str) -> None:
+    """Let processes started under this one (git, and the push gate it runs) log to this
+    process's stderr in `log_format`: their own stderr goes to the pusher, not the log.
+
+    They open it anew (`/proc/<pid>/fd/2`), so it is switched to append mode first: a log file
+    opened with a shell's `>` would otherwise be written at this process's offset, over the
+    lines they added.
+    """
+    try:
+        fcntl.fcntl(2, fcntl.F_SETFL, fcntl.fcntl(2, fcntl.F_GETFL) | os.O_APPEND)
+    except OSError:
+        return  # no stderr to share
+    os.environ[TARGET_ENV] = f"/proc/{os.getpid()}/fd/2"
+    os.environ[FORMAT_ENV] = log_format
+
+
+def configure_child(logger_name: str) -> None:
+    """In a process `export_to_children` prepared: send `logger_name` to the server's log, with
+    the request id of the request that started it. Elsewhere: keep `logger_name` quiet."""
+    logger = logging.getLogger(logger_name)
+    logger.propagate = False
+    target, log_format = os.environ.get(TARGET_ENV), os.environ.get(FORMAT_ENV)
+    handler: logging.Handler = logging.NullHandler()
+    if target and log_format in FORMATS:
+        try:
+            handler = logging.FileHandler(target, mode="a")
+            handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+        except OSError:
+            pass  # the server is gone, or not on Linux: lose the line, never the push
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    request_id.set(os.environ.get(REQUEST_ID_ENV) or None)

@@ -109,8 +109,17 @@ def test_commits_are_counted_by_source(served):
         timeout=10,
     )
     assert cli.status_code == 204
+    command = [str(GITSTORE), "--url", url, "--user", USER, "--password", PASSWORD, "config"]
+    command += ["override", "-e", "1", "-l", "nodes=2", "-r", "astute", "-k", "ops.real_cli"]
+    done = subprocess.run(
+        [*command, "-t", "int", "-v", "7"],
+        capture_output=True,
+        text=True,
+        env=isolated_env(served["root"].parent),
+    )
+    assert done.returncode == 0, done.stderr
     after = _scrape(url)
-    for source, added in (("rest", 3), ("cli", 1)):
+    for source, added in (("rest", 3), ("cli", 2)):
         was = _value(before, "gitstore_commits_total", source=source)
         assert _value(after, "gitstore_commits_total", source=source) == was + added
     assert (
@@ -204,6 +213,7 @@ def test_pushes_count_as_commits_and_refusals_by_rule(served, tmp_path):
     _git("commit", "-qam", "a good change", cwd=clone, home=tmp_path)
     pushed = _git("push", "origin", "HEAD:main", cwd=clone, home=tmp_path)
     assert pushed.returncode == 0, pushed.stderr
+    pushed_commit = _git("rev-parse", "HEAD", cwd=clone, home=tmp_path).stdout
     (clone / "global" / "values" / "astute.yaml").write_text("- not a mapping\n")
     _git("commit", "-qam", "a bad change", cwd=clone, home=tmp_path)
     refused = _git("push", "origin", "HEAD:main", cwd=clone, home=tmp_path)
@@ -213,6 +223,16 @@ def test_pushes_count_as_commits_and_refusals_by_rule(served, tmp_path):
     assert pushed == _value(before, "gitstore_commits_total", source="push") + 1
     refusals = _value(after, "gitstore_gate_refusals_total", rule="valid_tree")
     assert refusals == _value(before, "gitstore_gate_refusals_total", rule="valid_tree") + 1
+    # the gate runs in git's process, yet its lines reach the server's log, with the request id
+    lines = _log_lines(served)
+    refusal = next(line for line in lines if line.get("event") == "refusal")
+    assert refusal["rule"] == "valid_tree" and refusal["repository"] == "environments/1.git"
+    push = next(line for line in lines if line.get("event") == "push")
+    assert push["commit"] in pushed_commit
+    assert any(
+        line.get("request_id") == refusal["request_id"] and line["logger"] == "gitstore.requests"
+        for line in lines
+    )
 
 
 def test_no_secret_password_or_token_reaches_the_logs(served):
