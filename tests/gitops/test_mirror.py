@@ -475,3 +475,27 @@ def test_a_malformed_payload_is_400_only_once_signed(gitops_store, remote, clien
     unsigned = forge.headers("gitea", body, "wrong", "push")
     assert client.post("/webhooks/gitea?env=1", data=body, headers=unsigned).status_code == 401
     assert client.post("/webhooks/bitbucket", data=body, headers=signed).status_code == 404
+
+
+def _counter(name: str, label: str) -> float:
+    """A counter's value in this process's metrics (gitstore.ops.metrics), 0 if unset."""
+    from gitstore.ops import metrics
+
+    text = metrics.exposition()[0].decode()
+    found = [line for line in text.splitlines() if line.startswith(f"{name}{{{label}}} ")]
+    return float(found[0].split()[-1]) if found else 0.0
+
+
+def test_syncs_count_mirrored_commits_and_refusals(gitops_store, remote, client):
+    mirror(gitops_store, remote, "github")
+    commits = _counter("gitstore_commits_total", 'source="mirror"')
+    refusals = _counter("gitstore_gate_refusals_total", 'rule="valid_tree"')
+    good = status_of(client)["served_commit"]
+    upstream_commit(remote, {"global/values/astute.yaml": "port: 1\n"}, "one")
+    new = upstream_commit(remote, {"global/values/astute.yaml": "port: 2\n"}, "two")
+    send(client, "github", forge.push_payload("github", remote[0].as_uri(), good, new))
+    assert _counter("gitstore_commits_total", 'source="mirror"') == commits + 2
+    bad = upstream_commit(remote, {"global/values/astute.yaml": "port: high\n"})
+    send(client, "github", forge.push_payload("github", remote[0].as_uri(), new, bad))
+    assert _counter("gitstore_gate_refusals_total", 'rule="valid_tree"') == refusals + 1
+    assert _counter("gitstore_commits_total", 'source="mirror"') == commits + 2
