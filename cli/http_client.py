@@ -50,7 +50,11 @@ class HttpClient:
     ) -> None:
         self.base = url.rstrip("/")
         self.timeout = timeout
-        self.headers = {"Accept": "application/json", "User-Agent": "gitstore-cli"}
+        self.headers = {
+            "Accept": "application/json",
+            "User-Agent": "gitstore-cli",
+            "X-Gitstore-Client": "cli",  # the server counts our commits as source="cli"
+        }
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
         elif user:

@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "cli.plans",
     "cli.upgrade",
     "cli.secrets",
+    "cli.ops",
 ]
 
 
@@ -62,6 +63,7 @@ COMMAND_MODULES = [
     type=click.Path(dir_okay=False, exists=True),
     help="CA bundle to verify TLS.",
 )
+@click.version_option(package_name="gitstore", prog_name="gitstore")
 @click.pass_context
 def cli(
     ctx: click.Context,

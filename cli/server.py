@@ -7,15 +7,31 @@ they work on a folder, never through a server.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
+import shutil
 import ssl
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
-from gitstore import ACCESS_REQUIRED, ANONYMOUS_READ, SAMPLE_DIR, AccessFile, LoadReport, Store
+from gitstore import (
+    ACCESS_REQUIRED,
+    ANONYMOUS_READ,
+    ROLES,
+    SAMPLE_DIR,
+    AccessFile,
+    LoadReport,
+    Store,
+    logs,
+    metrics,
+    parse_size,
+)
 from gitstore.layout import CATALOG
+
+log = logging.getLogger("gitstore.serve")
 
 #: gthread workers keep connections alive between requests (sync workers close every one).
 WORKER_CLASS = "gthread"
@@ -147,6 +163,24 @@ def _default_workers() -> int:
     "tasks on this host as the server's user, for any store-wide writer.",
 )
 @click.option(
+    "--log-format",
+    type=click.Choice(logs.FORMATS),
+    help="Log lines as JSON objects or as text (default: text on a terminal, else json).",
+)
+@click.option(
+    "--min-free-disk",
+    default="1GiB",
+    show_default=True,
+    callback=lambda ctx, param, value: _size(value, param),
+    help="Below this much free disk under --root, /readyz answers 503 (bytes, or K, M, G, "
+    "KiB, MiB, GiB).",
+)
+@click.option(
+    "--metrics-role",
+    type=click.Choice(ROLES),
+    help="Make GET /metrics require this role (store-wide); open by default, as scrapers expect.",
+)
+@click.option(
     "--poll",
     type=click.FloatRange(min=1),
     default=None,
@@ -166,6 +200,9 @@ def serve(
     keyfile: str | None,
     ca_certs: str | None,
     enable_local_executor: bool,
+    log_format: str | None,
+    min_free_disk: int,
+    metrics_role: str | None,
     poll: float | None,
 ) -> None:
     """Serve the REST API of the store at --root under gunicorn.
@@ -175,9 +212,16 @@ def serve(
     listens on loopback addresses only, unless --open is given.
     """
     root = _root(root_opt)
+    log_format = log_format or logs.default_format()
+    logs.configure(log_format)
+    logs.export_to_children(log_format)
     Store(root).check()  # fail here with one line, not in every worker
     config = _access_config(root, host, open_store, allow_anonymous_read)
-    config["GITSTORE_LOCAL_EXECUTOR"] = enable_local_executor
+    config.update(
+        GITSTORE_LOCAL_EXECUTOR=enable_local_executor,
+        GITSTORE_MIN_FREE_DISK=min_free_disk,
+        GITSTORE_METRICS_ROLE=metrics_role,
+    )
     tls = _tls_options(certfile, keyfile, ca_certs)
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     options = {
@@ -189,17 +233,46 @@ def serve(
         "accesslog": "-" if access_log else None,
         "errorlog": "-",
         "proc_name": "gitstore",
+        "logconfig_dict": logs.config(log_format, access_log=access_log),
+        **_metrics_hooks(),
         **tls,
     }
     scheme = "https" if tls else "http"
-    click.echo(
-        f"serving {root} on {scheme}://{bind} ({options['workers']} workers x {threads} threads)",
-        err=True,
+    log.info(
+        f"serving {root} on {scheme}://{bind} ({options['workers']} workers x {threads} threads)"
     )
     if poll:
         _start_poller_process(root, poll)
-        click.echo(f"polling mirrors every {poll:g}s", err=True)
+        log.info(f"polling mirrors every {poll:g}s")
     run_server(root, options, config)
+
+
+def _size(text: str, param: click.Parameter) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param=param) from None
+
+
+def _metrics_hooks() -> dict[str, Any]:
+    """A shared counter directory for the workers (`PROMETHEUS_MULTIPROC_DIR`), and gunicorn
+    hooks that mark dead workers and remove a directory of our own at exit.
+
+    An operator's directory is emptied at start (old counts would add to the new ones); without
+    one, a private temporary directory is made.
+    """
+    given = metrics.multiprocess_dir()
+    folder = given or tempfile.mkdtemp(prefix="gitstore-metrics-")
+    metrics.prepare_multiprocess_dir(folder)
+
+    def child_exit(server: Any, worker: Any) -> None:
+        metrics.process_exited(worker.pid)
+
+    def on_exit(server: Any) -> None:
+        if not given:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    return {"child_exit": child_exit, "on_exit": on_exit}
 
 
 def _start_poller_process(root: Path, seconds: float) -> None:
@@ -239,16 +312,14 @@ def _access_config(root: Path, host: str, open_store: bool, anonymous_read: bool
     loopback = _is_loopback(host)
     if access_file.exists():
         access_file.policy()  # a broken access file fails here, once, with its message
-        click.echo(
+        log.info(
             f"access control on ({access_file.path})"
-            + ("; anonymous reads allowed" if anonymous_read else ""),
-            err=True,
+            + ("; anonymous reads allowed" if anonymous_read else "")
         )
     elif loopback:
-        click.echo(
+        log.warning(
             f"no access file at {access_file.path}: the store is OPEN, so only loopback "
-            "addresses are served; `gitstore user add` turns access control on",
-            err=True,
+            "addresses are served; `gitstore user add` turns access control on"
         )
     elif not open_store:
         raise click.UsageError(
@@ -257,10 +328,9 @@ def _access_config(root: Path, host: str, open_store: bool, anonymous_read: bool
             "--open to serve it open anyway"
         )
     else:
-        click.echo(
+        log.warning(
             f"WARNING: serving an OPEN store on {host} (--open): anyone who can reach it "
-            "may read and write",
-            err=True,
+            "may read and write"
         )
     # bound beyond loopback with access control: a deleted access file must not open the store
     required = access_file.exists() and not loopback and not open_store

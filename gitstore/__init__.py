@@ -32,6 +32,7 @@ _EXPORTS = {
     "ACCESS_REQUIRED": "gitstore.access.policy",
     "ANONYMOUS_READ": "gitstore.access.policy",
     "ANY": "gitstore.access.policy",
+    "ROLES": "gitstore.access.policy",
     "Credentials": "gitstore.access.policy",
     "Identity": "gitstore.access.policy",
     "parse_grants": "gitstore.access.policy",
@@ -39,6 +40,13 @@ _EXPORTS = {
     "FailureLog": "gitstore.access.ratelimit",
     "token_id_of": "gitstore.access.credentials",
     "CloneFile": "gitstore.secrets.local",
+    "backup": "gitstore.ops.backup",
+    "restore": "gitstore.ops.backup",
+    "read_manifest": "gitstore.ops.backup",
+    "fsck": "gitstore.ops.fsck",
+    "Readiness": "gitstore.ops.health",
+    "DEFAULT_MIN_FREE_DISK": "gitstore.ops.health",
+    "parse_size": "gitstore.ops.health",
 }
 #: Exported under another name than the one its module gives it.
 _RENAMED = {"DEFAULT_GRAPH_TYPE": "DEFAULT_TYPE"}

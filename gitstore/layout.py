@@ -73,7 +73,7 @@ INVENTORY_NODES = f"{INVENTORY}/nodes"
 
 LevelPairs = Sequence[tuple[str, str]]
 
-_FQDN_MAPS = LRUCache(max_entries=256)
+_FQDN_MAPS = LRUCache(max_entries=256, name="fqdn_maps")
 
 
 def scope_of(pairs: LevelPairs) -> str:

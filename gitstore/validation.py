@@ -50,7 +50,7 @@ Problem = dict[str, Any]
 Check = Callable[["TreeCheck"], None]
 
 _UNREADABLE = object()
-_VALIDATORS = LRUCache(max_entries=256)
+_VALIDATORS = LRUCache(max_entries=256, name="schema_validators")
 
 
 # -- the one entry point --------------------------------------------------------------------

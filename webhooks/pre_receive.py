@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from gitstore import Store, limits
+from gitstore import Store, limits, logs, metrics
 from gitstore.errors import GitstoreError
 from gitstore.layout import store_root_of
 from gitstore.validation import format_problem
@@ -32,6 +32,7 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
         try:
             store.gitops.check_push(git_dir, old, new, ref)
         except GitstoreError as exc:
+            metrics.gate_refused(name, metrics.refusal_rule(exc), exc.message)
             if not exc.errors:
                 messages.append(f"gitstore: {exc.message}")
                 continue
@@ -41,10 +42,14 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
                 f"has {count} problem{'s' if count > 1 else ''}:"
             )
             messages.extend(f"gitstore:   {format_problem(p)}" for p in exc.errors)
+    if not messages:
+        store.gitops.accepted_push(git_dir, [tuple(line.split()) for line in lines if line.strip()])
     return messages
 
 
 def main(stdin: TextIO = sys.stdin, stderr: TextIO = sys.stderr) -> int:
+    # Our stderr goes to the pusher: commit and refusal lines go to the server's log instead
+    logs.configure_child("gitstore.events")
     git_dir = Path(os.environ.get("GIT_DIR", ".")).resolve()
     try:
         messages = gate(stdin.read().splitlines(), git_dir)

@@ -21,7 +21,10 @@ from gitstore.api import (
     environments,
     errors,
     git_http,
+    health,
     hiera,
+    metrics,
+    observe,
     status,
     values,
     versions,
@@ -51,6 +54,8 @@ BLUEPRINTS = [
     status.bp,
     access.bp,
     secret_routes.bp,
+    health.bp,
+    metrics.bp,
 ]
 
 
@@ -82,6 +87,7 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
     errors.register(app)
+    observe.register(app)  # first: a refused request too gets an id, a log line, a count
     auth.register(app)  # one access check before every request of every blueprint
     for blueprint in [*BLUEPRINTS, *front_end_blueprints()]:
         app.register_blueprint(blueprint)

@@ -13,6 +13,8 @@ backend sent), checks them against the store's access file (`gitstore.access.pol
   in a minute are answered 429 until the minute has passed (`gitstore.access.ratelimit`).
 - Valid credentials without the role: 403 naming the role needed.
 - Webhook routes are not checked here: they authenticate by signature only.
+- Probes (`/healthz`, `/readyz`) are open; `/metrics` too unless the app's
+  `GITSTORE_METRICS_ROLE` (`gitstore serve --metrics-role`) names the role it needs.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from gitstore import (
     Credentials,
     FailureLog,
     Identity,
+    metrics,
     require,
     token_id_of,
 )
@@ -53,6 +56,8 @@ _CATALOG = frozenset(
 )
 _PER_ENVIRONMENT = frozenset({"environments", "clusters", "hiera"})
 _ENV_REPO_PREFIX = "environments/"
+#: The role `GET /metrics` needs (`gitstore serve --metrics-role`); none by default.
+METRICS_ROLE = "GITSTORE_METRICS_ROLE"
 _ID = re.compile(r"^[0-9]{1,18}$")
 
 
@@ -80,8 +85,11 @@ def register(app: Flask) -> None:
 def needed(method: str, path: str, args: Any) -> Need | None:
     """The roles and scope a request needs; None for routes that check a signature instead."""
     parts = [part for part in path.split("/") if part]
-    if parts[:1] == ["webhooks"]:
-        return None
+    if parts[:1] == ["webhooks"] or parts in (["healthz"], ["readyz"]):
+        return None  # signed webhooks; probes, which carry no credentials
+    if parts == ["metrics"]:
+        role = current_app.config.get(METRICS_ROLE)
+        return Need((role,)) if role else None  # scrapers carry none unless asked to
     if parts[:1] == ["git"]:
         return _git_need("/".join(parts[1:]), args.get("service"))
     if parts[:2] == ["api", "v1"]:
@@ -182,6 +190,7 @@ def _identify(access: AccessFile, need: Need) -> Identity | None:
         return access.authenticate(presented)
     except Unauthorized as exc:
         failures.record(address)
+        metrics.auth_failed(_reason(presented))
         log.warning("authentication failed from %s: %s (%s)", address, exc.message, _who(presented))
         raise _challenge(exc.message) from None
 
@@ -214,6 +223,13 @@ def _who(presented: Credentials | str) -> str:
     if presented.token is not None:
         return f"token id {token_id_of(presented.token) or '(not a gitstore token)'}"
     return f"user {presented.user!r}"
+
+
+def _reason(presented: Credentials | str) -> str:
+    """The `reason` label of a failed authentication: never anything presented."""
+    if isinstance(presented, str):
+        return "malformed"
+    return "bad_token" if presented.token is not None else "bad_password"
 
 
 def _challenge(message: str) -> Unauthorized:

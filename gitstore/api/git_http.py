@@ -75,6 +75,7 @@ def _cgi_environ(root: Path, repo_path: Path, subpath: str) -> dict[str, str]:
         CONTENT_TYPE=request.content_type or "",
         REMOTE_ADDR=request.remote_addr or "",
         SERVER_PROTOCOL=request.environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
+        GITSTORE_REQUEST_ID=g.get("request_id") or "",  # the push gate's log lines carry it
     )
     user = getattr(g, "user", None)
     if user:

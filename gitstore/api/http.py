@@ -96,7 +96,9 @@ def _body(result: Served) -> bytes:
         return to_json(result.data)
     cache = current_app.extensions.get(_BODIES)
     if cache is None:
-        cache = current_app.extensions.setdefault(_BODIES, LRUCache(1024, BODY_CACHE_BYTES))
+        cache = current_app.extensions.setdefault(
+            _BODIES, LRUCache(1024, BODY_CACHE_BYTES, name="response_bodies")
+        )
     found = cache.get(id(result.data))
     if found is not None and found[0] is result.data:
         return found[1]

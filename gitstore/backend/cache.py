@@ -12,13 +12,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from gitstore import metrics
+
 _MISSING = object()
 
 
 class LRUCache:
     """A thread-safe least-recently-used mapping bounded by entries and optionally by weight."""
 
-    def __init__(self, max_entries: int, max_weight: int | None = None) -> None:
+    def __init__(
+        self, max_entries: int, max_weight: int | None = None, *, name: str = "other"
+    ) -> None:
+        self.name = name  # the `cache` label of gitstore_cache_requests_total
         self._max = max_entries
         self._max_weight = max_weight
         self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
@@ -33,7 +38,9 @@ class LRUCache:
             found = self._data.get(key, _MISSING)
             if found is not _MISSING:
                 self._data.move_to_end(key)
-                return found[0]
+        metrics.cache_lookup(self.name, found is not _MISSING)
+        if found is not _MISSING:
+            return found[0]
         value = compute()
         self.put(key, value, weigh(value) if weigh else 1)
         return value
@@ -41,10 +48,10 @@ class LRUCache:
     def get(self, key: Hashable, default: Any = None) -> Any:
         with self._lock:
             found = self._data.get(key, _MISSING)
-            if found is _MISSING:
-                return default
-            self._data.move_to_end(key)
-            return found[0]
+            if found is not _MISSING:
+                self._data.move_to_end(key)
+        metrics.cache_lookup(self.name, found is not _MISSING)
+        return default if found is _MISSING else found[0]
 
     def put(self, key: Hashable, value: Any, weight: int = 1) -> None:
         if self._max_weight is not None and weight > self._max_weight:
@@ -73,7 +80,7 @@ class LRUCache:
 #: Parsed YAML by blob id, shared by every repository of the process. Values are read-only.
 #: Weighed by the YAML's size: parsed objects take 6-7x that (measured on Fuel's astute.yaml and
 #: bench/make_store.py's node facts), so this holds ~40 MiB at most.
-PARSED_BLOBS = LRUCache(max_entries=20_000, max_weight=6 * 1024 * 1024)
+PARSED_BLOBS = LRUCache(max_entries=20_000, max_weight=6 * 1024 * 1024, name="parsed_blobs")
 
 
 def parsed(blob_id: str, data: Callable[[], bytes], parse: Callable[[bytes], Any]) -> Any:

@@ -46,6 +46,14 @@ def merge_base(repo: Repository, one: str, other: str) -> str | None:
     return str(base) if base is not None else None
 
 
+def commits_between(repo: Repository, old: str | None, new: str) -> int:
+    """How many commits `new` has that `old` (None or ZERO: nothing) has not."""
+    walker = repo.git.walk(pygit2.Oid(hex=new), pygit2.enums.SortMode.NONE)
+    if old and old != ZERO:
+        walker.hide(pygit2.Oid(hex=old))
+    return sum(1 for _ in walker)
+
+
 def has_commit(repo: Repository, commit_id: str) -> bool:
     try:
         return isinstance(repo.git[commit_id], pygit2.Commit)

@@ -28,7 +28,7 @@ from typing import Any
 
 import pygit2
 
-from gitstore import yamlio
+from gitstore import metrics, yamlio
 from gitstore.backend import refs, revisions
 from gitstore.backend.cache import LRUCache, parsed
 from gitstore.backend.changes import ChangeSet, Graft
@@ -45,10 +45,10 @@ MAX_ATTEMPTS = 50
 _WRITE_LOCK = "gitstore-write.lock"
 
 #: First-parent depth (the integer version) by commit id: immutable, so shared by the process.
-_DEPTHS = LRUCache(max_entries=200_000)
+_DEPTHS = LRUCache(max_entries=200_000, name="depths")
 #: First-parent chain of main by repository path: (head, commit ids root first). Weighed by
 #: length: at most 400,000 ids (~36 MB) in all.
-_CHAINS = LRUCache(max_entries=64, max_weight=400_000)
+_CHAINS = LRUCache(max_entries=64, max_weight=400_000, name="chains")
 _FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
 
 
@@ -409,6 +409,7 @@ class Repository:
         commit_id = str(git.create_commit(None, signature, committer, message, tree_id, parents))
         if not refs.compare_and_swap(self.path, MAIN, head, commit_id, durable=self._durable()):
             return None
+        metrics.commit_made(self.name, commit_id, message, changes.entries)
         return WriteResult(commit_id, self.depth(commit_id), changed=True)
 
     def _durable(self) -> bool:

@@ -56,7 +56,7 @@ Section = Callable[[EnvironmentView, Node], tuple[Any, tuple]]
 #: Instance groupings by (environment, inventory tree, environment.yaml, catalog commit): reading
 #: them walks every node file, which a Puppet master asking for node after node must not repeat
 #: while the inventory stays the same. Values are shared: never mutate them.
-_INSTANCES = LRUCache(max_entries=256)
+_INSTANCES = LRUCache(max_entries=256, name="hiera_instances")
 
 
 def instances_section(
@@ -87,7 +87,7 @@ def instances_section(
 #: immutable ids, so shared by every request of the process. Merging a large resource (a node's
 #: astute.yaml) costs milliseconds; a Puppet master asks for the same node again and again.
 #: Values are shared: never mutate them.
-_EFFECTIVE = LRUCache(max_entries=2048)
+_EFFECTIVE = LRUCache(max_entries=2048, name="hiera_documents")
 
 
 class Hiera:

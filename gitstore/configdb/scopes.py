@@ -18,7 +18,7 @@ from gitstore.names import RESERVED_TOP_LEVEL, check_level_value, is_number
 
 #: Merged effective documents by (mode, layer blob ids). Values are shared: never mutate them.
 #: Bounded for a worker's memory budget (docs/performance.md): ~40 KB per Fuel node document.
-_MERGED = LRUCache(max_entries=512)
+_MERGED = LRUCache(max_entries=512, name="effective_documents")
 
 _SUFFIX = ".yaml"
 

@@ -28,9 +28,9 @@ if TYPE_CHECKING:
 
 #: Masked answers by (repository, commit, catalog commit, request): immutable ids. The data is
 #: shared with the merge and mask caches: never mutate it.
-_ANSWERS = LRUCache(max_entries=512)
+_ANSWERS = LRUCache(max_entries=512, name="value_answers")
 #: Catalog views by (thread, catalog commit id); read only.
-_CATALOGS = LRUCache(max_entries=32)
+_CATALOGS = LRUCache(max_entries=32, name="catalogs")
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ VIEWS = ("merged", "own", "plugins", "release")
 _DERIVED = ("type", "relations", "id")
 _CATALOG_KINDS = {RELEASE.name: RELEASE, PLUGIN.name: PLUGIN}
 #: Canonical graph documents by blob id (immutable, so shared by every request).
-_PARSED = LRUCache(max_entries=1024)
+_PARSED = LRUCache(max_entries=1024, name="graphs")
 
 
 def check_graph_type(value: Any, key: str = "graph_type") -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitstore import files, limits
+from gitstore import files, limits, metrics
 from gitstore.backend import remote
 from gitstore.backend.remote import ZERO
 from gitstore.backend.repository import MAIN, Repository
@@ -43,6 +43,7 @@ from gitstore.layout import (
     parse_repository_name,
 )
 from gitstore.names import is_number
+from gitstore.ops import pushes
 from gitstore.repositories import open_repository
 from gitstore.secrets.mask import mask_scopes
 from gitstore.secrets.rules import rules_for_file
@@ -150,6 +151,10 @@ class GitOps:
         problems = self._validate_commit(repo, target, repo.snapshot(new))
         raise_problems(problems, f"{target.name}: push rejected, commit {new[:12]} is invalid")
 
+    def accepted_push(self, repo_path: Path, updates: list[tuple[str, str, str]]) -> None:
+        """Count and log the commits a push the gate accepted brings to `main`."""
+        pushes.record_accepted(repo_path, self._target_of_path(repo_path).name, updates)
+
     # -- mirror settings (gitops.mirrors) ----------------------------------------------------
     def mirror_of(self, name: str) -> dict | None:
         return self.mirror_settings.mirror_of(name)
@@ -201,6 +206,7 @@ class GitOps:
                 raise
             state["remote_commit"] = remote.read_ref(repo, INCOMING)
             state["failure"] = self._advance(repo, target, state["remote_commit"])
+            metrics.sync_refused(target.name, state["failure"])
             self.mirror_settings.record(target.name, state)
         return self.status_of(target.name)
 
@@ -238,6 +244,7 @@ class GitOps:
             }
         if not remote.fast_forward(repo, served, incoming):
             return {"commit": incoming, "message": "main moved during the sync; sync again"}
+        pushes.record_mirrored(repo, target.name, served, incoming)
         return None
 
     # -- status ----------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from gitstore.secrets.seal import MASK
 #: Masked documents by (the caller's id of the document's inputs, rules). Shared: never edit.
 #: An entry keeps a whole effective document alive (~50 KB for a Fuel node): the bound is part
 #: of a worker's memory budget (docs/performance.md).
-_MASKED = LRUCache(max_entries=1024)
+_MASKED = LRUCache(max_entries=1024, name="masked_documents")
 #: (file, parsed document) of the layers that may hold a value, most specific first.
 Sources = Sequence[tuple[str, Any]]
 NOTE = "secret changed"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from gitstore import documents
+from gitstore import documents, metrics
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, Repository
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from gitstore.repositories import Repositories
 
 #: Resource definitions by (catalog commit, attached components): immutable inputs.
-_DEFINITIONS = LRUCache(max_entries=256)
+_DEFINITIONS = LRUCache(max_entries=256, name="secret_definitions")
 _YAML = ".yaml"
 #: The repository part of the places of values sealed in the catalog (plan parameters).
 CATALOG = "catalog"
@@ -210,6 +210,7 @@ class Secrets:
         """Append a reveal to the audit log (nothing when no secret was revealed)."""
         if paths:
             self.audit.record(who, env_id, what, commit, paths)
+            metrics.secret_revealed()
 
     # -- keys and rotation ---------------------------------------------------------------------
     def _repositories(self) -> list[tuple[str, Repository, Callable[[Snapshot], Sealer]]]:

@@ -21,9 +21,9 @@ from gitstore.merge.diff import dotted, leaf_paths, same_value
 from gitstore.merge.effective import Layer
 
 #: Answers by (repository, commit, scope, resource, key): a commit's answer is fixed.
-_ANSWERS = LRUCache(max_entries=512)
+_ANSWERS = LRUCache(max_entries=512, name="explain_answers")
 #: Key lines by blob id.
-_LINES = LRUCache(max_entries=4096)
+_LINES = LRUCache(max_entries=4096, name="explain_lines")
 _MISSING = object()
 
 

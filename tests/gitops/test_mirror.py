@@ -496,3 +496,27 @@ def test_a_non_ascii_signature_is_401_in_the_error_shape(
     assert response.status_code == 401
     assert response.get_json()["status"] == 401
     assert "does not verify" in response.get_json()["message"]
+
+
+def _counter(name: str, label: str) -> float:
+    """A counter's value in this process's metrics (gitstore.metrics), 0 if unset."""
+    from gitstore import metrics
+
+    text = metrics.exposition()[0].decode()
+    found = [line for line in text.splitlines() if line.startswith(f"{name}{{{label}}} ")]
+    return float(found[0].split()[-1]) if found else 0.0
+
+
+def test_syncs_count_mirrored_commits_and_refusals(gitops_store, remote, client):
+    mirror(gitops_store, remote, "github")
+    commits = _counter("gitstore_commits_total", 'source="mirror"')
+    refusals = _counter("gitstore_gate_refusals_total", 'rule="valid_tree"')
+    good = status_of(client)["served_commit"]
+    upstream_commit(remote, {"global/values/astute.yaml": "port: 1\n"}, "one")
+    new = upstream_commit(remote, {"global/values/astute.yaml": "port: 2\n"}, "two")
+    send(client, "github", forge.push_payload("github", remote[0].as_uri(), good, new))
+    assert _counter("gitstore_commits_total", 'source="mirror"') == commits + 2
+    bad = upstream_commit(remote, {"global/values/astute.yaml": "port: high\n"})
+    send(client, "github", forge.push_payload("github", remote[0].as_uri(), new, bad))
+    assert _counter("gitstore_gate_refusals_total", 'rule="valid_tree"') == refusals + 1
+    assert _counter("gitstore_commits_total", 'source="mirror"') == commits + 2

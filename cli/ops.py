@@ -1,0 +1,134 @@
+"""`gitstore backup`, `gitstore restore` and `gitstore fsck`: operations on a store root.
+
+They work on folders, never through a server; `backup` and `fsck` may run while the store is
+served. The work is `gitstore.ops` (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+PASSPHRASE_ENV = "GITSTORE_BACKUP_PASSPHRASE"
+
+
+def register(group: click.Group) -> None:
+    group.add_command(backup)
+    group.add_command(restore)
+    group.add_command(fsck)
+
+
+def _root(root_opt: str | None) -> Path:
+    ctx = click.get_current_context()
+    root = root_opt or ctx.find_root().params.get("root")
+    if not root:
+        raise click.UsageError("--root (or GITSTORE_ROOT) is required", ctx=ctx)
+    return Path(root).resolve()
+
+
+def _passphrase(path: str | None, needed: bool) -> bytes | None:
+    """The passphrase from --passphrase-file (first line), else $GITSTORE_BACKUP_PASSPHRASE."""
+    if path:
+        lines = Path(path).read_bytes().splitlines()
+        phrase = lines[0] if lines else b""
+    else:
+        phrase = os.environ.get(PASSPHRASE_ENV, "").encode() or None
+    if needed and not phrase:
+        raise click.UsageError(f"give the passphrase with --passphrase-file or ${PASSPHRASE_ENV}")
+    return phrase
+
+
+_root_option = click.option(
+    "--root",
+    "root_opt",
+    type=click.Path(file_okay=False),
+    help="Store root (default: the group's --root / $GITSTORE_ROOT).",
+)
+_passphrase_option = click.option(
+    "--passphrase-file",
+    type=click.Path(dir_okay=False, exists=True),
+    help=f"File whose first line is the keyring's passphrase (default: ${PASSPHRASE_ENV}).",
+)
+
+
+@click.command()
+@_root_option
+@click.option(
+    "--to",
+    "target",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="New (or empty) folder to write the backup into.",
+)
+@click.option(
+    "--include-keyring",
+    is_flag=True,
+    help="Also copy the keyring, encrypted with the passphrase (without it, sealed secrets "
+    "cannot be read after a restore).",
+)
+@_passphrase_option
+def backup(
+    root_opt: str | None, target: str, include_keyring: bool, passphrase_file: str | None
+) -> None:
+    """Copy a store (live or not) into --to: a git bundle per repository, the access file,
+    and with --include-keyring the keyring encrypted with a passphrase."""
+    from gitstore import backup as take
+
+    phrase = _passphrase(passphrase_file, needed=True) if include_keyring else None
+    manifest = take(_root(root_opt), Path(target), phrase)
+    for entry in manifest["repositories"]:
+        click.echo(f"{entry['name']}: main {entry['main'][:12]}")
+    extras = [name for name in ("access", "keyring") if manifest[name]]
+    click.echo(f"backup written to {target}" + (f" (with {', '.join(extras)})" if extras else ""))
+
+
+@click.command()
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    type=click.Path(file_okay=False, exists=True),
+    help="Folder written by gitstore backup.",
+)
+@_root_option
+@_passphrase_option
+def restore(source: str, root_opt: str | None, passphrase_file: str | None) -> None:
+    """Build a new store at --root (absent or empty) from the backup in --from."""
+    from gitstore import read_manifest
+    from gitstore import restore as rebuild
+
+    needed = bool(read_manifest(Path(source))["keyring"])
+    manifest = rebuild(Path(source), _root(root_opt), _passphrase(passphrase_file, needed))
+    click.echo(f"restored {len(manifest['repositories'])} repositories into {_root(root_opt)}")
+    if not manifest["keyring"]:
+        click.echo(
+            "the backup has no keyring: a new one was made; copy the original keyring.yaml "
+            "into the new root to read sealed secrets (gitstore fsck names them)",
+            err=True,
+        )
+
+
+@click.command()
+@_root_option
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text")
+@click.pass_context
+def fsck(ctx: click.Context, root_opt: str | None, fmt: str) -> None:
+    """Check a whole store: git fsck of every repository, the push gate's rules on every head,
+    left-over locks and half-made repositories, and that the keyring opens every sealed value
+    (never printed). Exits 1 naming each problem, 0 when the store is sound."""
+    from gitstore import fsck as check
+    from gitstore.store import Store
+
+    root = _root(root_opt)
+    Store(root).check()
+    problems = check(root)
+    if fmt == "json":
+        click.echo(json.dumps([p.__dict__ for p in problems], indent=2))
+    else:
+        for problem in problems:
+            click.echo(str(problem))
+        click.echo(f"{len(problems)} problem(s)" if problems else f"{root}: no problems found")
+    ctx.exit(1 if problems else 0)

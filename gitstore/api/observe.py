@@ -1,0 +1,70 @@
+"""Request hooks for operations: the request id, the per-request log line and the metrics.
+
+Registered before the access check, so even a refused request has an id, a line and a count.
+- `X-Request-Id`: taken from the request when it matches `[A-Za-z0-9._-]{1,128}` (a proxy's or
+  the client's id), else made here; returned in every answer and on every log line.
+- One line per request on logger `gitstore.requests`: method, route (the rule's template,
+  never the raw path), status, duration_ms, env, commit, user, request_id.
+- `X-Gitstore-Client: cli` (sent by the gitstore CLI) makes the commits of the request count
+  with `source="cli"` in `gitstore_commits_total`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from flask import Flask, Response, g, request
+
+from gitstore import logs, metrics
+
+log = logging.getLogger("gitstore.requests")
+
+REQUEST_ID = "X-Request-Id"
+CLIENT = "X-Gitstore-Client"
+_VALID_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+UNMATCHED = "<unmatched>"
+
+
+def register(app: Flask) -> None:
+    app.before_request(_start)
+    app.after_request(_finish)
+
+
+def _start() -> None:
+    g.started = time.perf_counter()
+    given = request.headers.get(REQUEST_ID, "")
+    g.request_id = given if _VALID_ID.match(given) else uuid.uuid4().hex
+    logs.request_id.set(g.request_id)
+    metrics.commit_source.set("cli" if request.headers.get(CLIENT) == "cli" else "rest")
+
+
+def _finish(response: Response) -> Response:
+    request_id = g.get("request_id") or uuid.uuid4().hex
+    response.headers[REQUEST_ID] = request_id
+    seconds = time.perf_counter() - g.get("started", time.perf_counter())
+    route = request.url_rule.rule if request.url_rule is not None else UNMATCHED
+    metrics.request_answered(route, request.method, response.status_code, seconds)
+    view_args = request.view_args or {}
+    log.info(
+        "%s %s %s",
+        request.method,
+        route,
+        response.status_code,
+        extra={
+            "fields": {
+                "request_id": request_id,
+                "method": request.method,
+                "route": route,
+                "status": response.status_code,
+                "duration_ms": round(seconds * 1000, 3),
+                "env": view_args.get("env_id"),
+                "commit": response.headers.get("X-Gitstore-Commit"),
+                "user": g.get("user"),
+            }
+        },
+    )
+    logs.request_id.set(None)
+    return response
