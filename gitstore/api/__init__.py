@@ -20,6 +20,7 @@ from gitstore.api import (
     errors,
     git_http,
     hiera,
+    hosts,
     status,
     values,
     versions,
@@ -70,6 +71,7 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     app.url_map.strict_slashes = False
     errors.register(app)
     auth.register(app)  # one access check before every request of every blueprint
+    hosts.register(app)  # an open store answers only the names it is served as
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     if bench.enabled(app.config.get(bench.ENABLE, os.environ.get(bench.ENABLE))):

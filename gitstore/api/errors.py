@@ -22,11 +22,13 @@ STATUS = {
     errors.NotAllowed: 405,
     errors.ValidationFailed: 400,
     errors.UnknownPin: 422,
+    errors.UnsupportedMediaType: 415,
     errors.Undecryptable: 422,
     errors.InvalidInput: 400,
     errors.Unauthorized: 401,
     errors.Forbidden: 403,
     errors.TooManyRequests: 429,
+    errors.MisdirectedRequest: 421,
     errors.Unavailable: 503,
     errors.GitstoreError: 400,
 }

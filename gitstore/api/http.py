@@ -15,7 +15,7 @@ from flask import Response, current_app, g, request
 
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.repository import Author
-from gitstore.errors import InvalidInput
+from gitstore.errors import InvalidInput, UnsupportedMediaType
 from gitstore.names import parse_flag
 from gitstore.served import Served
 from gitstore.validation import check_plain_data
@@ -29,10 +29,17 @@ _BODIES = "gitstore.bodies"
 
 
 def json_body() -> Any:
-    """The request body parsed as JSON; malformed or missing JSON is a 400."""
+    """The request body parsed as JSON; malformed or missing JSON is a 400, a body not sent
+    as `application/json` a 415 (a cross-site `text/plain` form must not write)."""
     raw = request.get_data(cache=True)
     if not raw.strip():
         raise InvalidInput("request body is empty; a JSON document is expected")
+    if request.mimetype != "application/json":
+        raise UnsupportedMediaType(
+            "request body must be sent with Content-Type: application/json, not "
+            f"{request.content_type or 'no Content-Type'}",
+            key="Content-Type",
+        )
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
