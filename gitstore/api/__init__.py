@@ -21,6 +21,7 @@ from gitstore.api import (
     git_http,
     hiera,
     hosts,
+    http,
     status,
     values,
     versions,
@@ -72,6 +73,7 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     errors.register(app)
     auth.register(app)  # one access check before every request of every blueprint
     hosts.register(app)  # an open store answers only the names it is served as
+    http.bind_reveal_rule(app)  # sealers compare secrets only for callers who may reveal
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     if bench.enabled(app.config.get(bench.ENABLE, os.environ.get(bench.ENABLE))):

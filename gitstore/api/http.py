@@ -11,12 +11,13 @@ import json
 import re
 from typing import Any
 
-from flask import Response, current_app, g, request
+from flask import Flask, Response, current_app, g, request
 
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.repository import Author
 from gitstore.errors import InvalidInput, UnsupportedMediaType
 from gitstore.names import parse_flag
+from gitstore.secrets import caller
 from gitstore.served import Served
 from gitstore.validation import check_plain_data
 
@@ -80,6 +81,23 @@ def may_reveal(env_id: int) -> bool:
         return identity.has("secrets", env_id)
     access = current_app.extensions.get("gitstore.access.policy")
     return access is None or access.policy() is None
+
+
+def bind_reveal_rule(app: Flask) -> None:
+    """Let the secrets service ask, during each request of `app`, whether its caller may
+    reveal an environment's secrets (`may_reveal`): writes compare a sent secret with the
+    stored one only for such callers, so nobody else can test guesses."""
+
+    def bind() -> None:
+        g.reveal_rule = caller.bind(may_reveal)
+
+    def unbind(_exc: BaseException | None) -> None:
+        token = g.pop("reveal_rule", None)
+        if token is not None:
+            caller.unbind(token)
+
+    app.before_request(bind)
+    app.teardown_request(unbind)
 
 
 def to_json(data: Any) -> bytes:
