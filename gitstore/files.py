@@ -77,6 +77,18 @@ def _green() -> bool:
     return monkey is not None and monkey.is_module_patched("time")
 
 
+def os_thread_local() -> threading.local:
+    """Storage per operating-system thread, also in a gevent worker.
+
+    There gevent makes `threading.local` per green thread, that is per request: a pygit2
+    handle kept in one would be opened again for every request, its object cache lost. Green
+    threads of one OS thread never run a C call at the same time, so they may share a handle.
+    """
+    if _green():
+        return sys.modules["gevent.monkey"].get_original("threading", "local")()
+    return threading.local()
+
+
 def fsync_folder(folder: Path) -> None:
     """Make a rename or unlink inside `folder` durable."""
     fd = os.open(folder, os.O_RDONLY)
