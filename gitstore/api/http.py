@@ -73,9 +73,9 @@ def author() -> Author | None:
     return Author(user, f"{user}@gitstore")
 
 
-def may_reveal(env_id: int) -> bool:
-    """Whether the caller may see the secrets of environment `env_id` in plain text: it holds
-    the `secrets` role there, or the store is open (no access file)."""
+def may_reveal(env_id: int | None) -> bool:
+    """Whether the caller may see the secrets of environment `env_id` (None: the catalog's)
+    in plain text: it holds the `secrets` role there, or the store is open (no access file)."""
     identity = getattr(g, "identity", None)
     if identity is not None:
         return identity.has("secrets", env_id)

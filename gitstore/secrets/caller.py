@@ -16,18 +16,19 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable
 
-_RULE: contextvars.ContextVar[Callable[[int], bool] | None] = contextvars.ContextVar(
+_RULE: contextvars.ContextVar[Callable[[int | None], bool] | None] = contextvars.ContextVar(
     "gitstore_may_reveal", default=None
 )
 
 
-def may_reveal(env_id: int) -> bool:
-    """Whether the current caller may see environment `env_id`'s secrets in plain text."""
+def may_reveal(env_id: int | None) -> bool:
+    """Whether the current caller may see environment `env_id`'s secrets in plain text
+    (None: the catalog's, which need the store-wide `secrets` role)."""
     rule = _RULE.get()
     return True if rule is None else rule(env_id)
 
 
-def bind(rule: Callable[[int], bool]) -> contextvars.Token:
+def bind(rule: Callable[[int | None], bool]) -> contextvars.Token:
     """Make `rule` decide for the current request; pass the token to `unbind` at its end."""
     return _RULE.set(rule)
 
