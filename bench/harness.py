@@ -44,6 +44,9 @@ def options(doc: str, *, timed: bool = False) -> argparse.ArgumentParser:
     """The command line every bench shares; `timed` adds the options of the rate benches."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--workers", type=int, help="gunicorn workers (default: serve's)")
+    parser.add_argument(
+        "--worker-class", choices=("gevent", "gthread"), help="gunicorn worker class (serve's)"
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny and quick, for CI")
     parser.add_argument(
         "--workdir", type=Path, help="folder for the stores it builds (default: the temp folder)"
@@ -110,7 +113,14 @@ def file_creation_us(folder: Path, files: int = 100) -> float:
 class Server:
     """`gitstore serve` on `root` in a process group of its own; a context manager."""
 
-    def __init__(self, root: Path, *, workers: int | None = None, threads: int | None = None):
+    def __init__(
+        self,
+        root: Path,
+        *,
+        workers: int | None = None,
+        threads: int | None = None,
+        worker_class: str | None = None,
+    ):
         self.root = root
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -127,6 +137,8 @@ class Server:
             self._args += ["--workers", str(workers)]
         if threads:
             self._args += ["--threads", str(threads)]
+        if worker_class:
+            self._args += ["--worker-class", worker_class]
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> Server:

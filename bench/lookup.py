@@ -46,9 +46,16 @@ def median(runs: list[harness.Load], field: str) -> float:
     return statistics.median(getattr(run, field) for run in runs)
 
 
-def run(root: Path, seconds: float, rounds: int, use_wrk: bool, workers: int | None) -> bool:
+def run(
+    root: Path,
+    seconds: float,
+    rounds: int,
+    use_wrk: bool,
+    workers: int | None,
+    worker_class: str | None = None,
+) -> bool:
     lookup = harness.LOOKUP.format(node=NODE)
-    with harness.Server(root, workers=workers) as server:
+    with harness.Server(root, workers=workers, worker_class=worker_class) as server:
         size = server.warm([lookup])
         baseline = harness.baseline_path(size)
         server.warm([baseline])
@@ -88,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         seconds, rounds = (1.0, 1) if args.smoke else (args.seconds, args.rounds)
         use_wrk = harness.has_wrk() and not (args.smoke or args.no_wrk)
         workers = args.workers or (1 if args.smoke else None)
-        if not run(root, seconds, rounds, use_wrk, workers):
+        if not run(root, seconds, rounds, use_wrk, workers, args.worker_class):
             raise SystemExit(1)
 
 

@@ -22,6 +22,7 @@ from gitstore import (
     ANONYMOUS_READ,
     ROLES,
     SAMPLE_DIR,
+    SERVED_HOSTS,
     AccessFile,
     LoadReport,
     Store,
@@ -33,10 +34,18 @@ from gitstore.layout import CATALOG
 
 log = logging.getLogger("gitstore.serve")
 
-#: gthread workers keep connections alive between requests (sync workers close every one).
-WORKER_CLASS = "gthread"
+#: gevent by default: a connection costs a green thread, never a worker thread, until its
+#: request head is complete, so clients that send half a header block hold nothing others need
+#: (gthread reads the head in a worker thread: 8 such clients stopped a 2x4-thread server).
+#: gthread stays available behind a front proxy that buffers requests (docs/security.md).
+WORKER_CLASSES = ("gevent", "gthread")
 DEFAULT_THREADS = 4
+#: Also the deadline of a request head under gevent (gunicorn times the head read with it).
 KEEPALIVE_SECONDS = 5
+#: A worker is replaced after this many requests (plus up to a tenth, so that workers do not
+#: restart together): pygit2 keeps what it looked up, and a worker grew 44 MB over 160k
+#: distinct URLs.
+MAX_REQUESTS = 50_000
 
 
 def register(group: click.Group) -> None:
@@ -117,11 +126,26 @@ def _default_workers() -> int:
     "--workers", type=click.IntRange(min=1), help="Worker processes (default: 2 per CPU core)."
 )
 @click.option(
+    "--worker-class",
+    type=click.Choice(WORKER_CLASSES),
+    default=WORKER_CLASSES[0],
+    show_default=True,
+    help="gunicorn worker class: gevent (safe against slow clients on its own) or gthread "
+    "(only behind a proxy that buffers whole requests).",
+)
+@click.option(
     "--threads",
     default=DEFAULT_THREADS,
     show_default=True,
     type=click.IntRange(min=1),
-    help="Threads per worker.",
+    help="Threads per worker (gthread only).",
+)
+@click.option(
+    "--max-requests",
+    default=MAX_REQUESTS,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Replace a worker after this many requests, plus a random tenth (0: never).",
 )
 @click.option(
     "--access-log/--no-access-log",
@@ -135,6 +159,14 @@ def _default_workers() -> int:
     is_flag=True,
     help="Allow a non-loopback --host for a store without access file (an OPEN store: "
     "anyone who reaches it may read and write).",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A host name an OPEN store also answers to (besides localhost, IP addresses and "
+    "--host); other names get 421, against DNS rebinding. Repeatable.",
 )
 @click.option(
     "--allow-anonymous-read",
@@ -192,9 +224,12 @@ def serve(
     host: str,
     port: int,
     workers: int | None,
+    worker_class: str,
     threads: int,
+    max_requests: int,
     access_log: bool,
     open_store: bool,
+    allowed_hosts: tuple[str, ...],
     allow_anonymous_read: bool,
     certfile: str | None,
     keyfile: str | None,
@@ -207,7 +242,7 @@ def serve(
 ) -> None:
     """Serve the REST API of the store at --root under gunicorn.
 
-    Equivalent to `GITSTORE_ROOT=<root> gunicorn -k gthread 'gitstore.api:create_app()'`.
+    Equivalent to `GITSTORE_ROOT=<root> gunicorn -k gevent 'gitstore.api:create_app()'`.
     Without an access file (`gitstore user add` makes one) the store is open and the server
     listens on loopback addresses only, unless --open is given.
     """
@@ -222,14 +257,17 @@ def serve(
         GITSTORE_MIN_FREE_DISK=min_free_disk,
         GITSTORE_METRICS_ROLE=metrics_role,
     )
+    config[SERVED_HOSTS] = [host, *allowed_hosts]
     tls = _tls_options(certfile, keyfile, ca_certs)
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     options = {
         "bind": bind,
         "workers": workers or _default_workers(),
-        "worker_class": WORKER_CLASS,
+        "worker_class": worker_class,
         "threads": threads,
         "keepalive": KEEPALIVE_SECONDS,
+        "max_requests": max_requests,
+        "max_requests_jitter": max_requests // 10,
         "accesslog": "-" if access_log else None,
         "errorlog": "-",
         "proc_name": "gitstore",
@@ -238,9 +276,8 @@ def serve(
         **tls,
     }
     scheme = "https" if tls else "http"
-    log.info(
-        f"serving {root} on {scheme}://{bind} ({options['workers']} workers x {threads} threads)"
-    )
+    per_worker = f"{threads} threads" if worker_class == "gthread" else "gevent"
+    log.info(f"serving {root} on {scheme}://{bind} ({options['workers']} workers, {per_worker})")
     if poll:
         _start_poller_process(root, poll)
         log.info(f"polling mirrors every {poll:g}s")

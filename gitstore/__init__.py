@@ -33,6 +33,7 @@ _EXPORTS = {
     "ANONYMOUS_READ": "gitstore.access.policy",
     "ANY": "gitstore.access.policy",
     "ROLES": "gitstore.access.policy",
+    "SERVED_HOSTS": "gitstore.access.policy",
     "Credentials": "gitstore.access.policy",
     "Identity": "gitstore.access.policy",
     "parse_grants": "gitstore.access.policy",

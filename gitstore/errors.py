@@ -7,12 +7,14 @@
     ├── NotAllowed                the operation does not apply to the addressed entity
     ├── InvalidInput              a malformed request: bad name, bad field, bad body
     │   ├── ValidationFailed      a document breaks the store's rules (schema, graph, layout)
-    │   └── UnknownPin            a `version` pin that names no commit, where NotFound would
-    │                             mean something else (an unknown node of a Hiera node document)
+    │   ├── UnknownPin            a `version` pin that names no commit, where NotFound would
+    │   │                         mean something else (an unknown node of a Hiera node document)
+    │   └── UnsupportedMediaType  a body not declared as the type the route reads (JSON)
     ├── Undecryptable             a sealed secret that does not open where it is stored
     ├── Unauthorized              no or bad credentials
     ├── Forbidden                 valid credentials, insufficient role
     ├── TooManyRequests           too many failed authentications
+    ├── MisdirectedRequest        an open store asked for under a name it is not served as
     └── Unavailable               a needed facility is not configured (e.g. no keyring)
         └── Damaged               a repository on disk is corrupt (bad ref, missing or
                                   unreadable object): reads of it fail, others are served
@@ -92,6 +94,14 @@ class UnknownPin(InvalidInput):
         self.revision = revision
 
 
+class UnsupportedMediaType(InvalidInput):
+    """A request body whose Content-Type is not the one the route reads (`application/json`).
+
+    Browsers send `text/plain` across sites without asking first; insisting on the JSON type
+    makes such a request fail before it writes.
+    """
+
+
 class Undecryptable(GitstoreError):
     """A sealed secret that does not open: unknown key, moved or copied ciphertext, tampering.
 
@@ -109,6 +119,15 @@ class Forbidden(GitstoreError):
 
 class TooManyRequests(GitstoreError):
     """Too many failed authentications from one address."""
+
+
+class MisdirectedRequest(GitstoreError):
+    """A request to an open store whose `Host` is not a name the store is served as.
+
+    A web page can reach a loopback server under its own name by DNS rebinding; an open store
+    has no credentials to stop it, so it answers only loopback names, addresses and the names
+    it was started with.
+    """
 
 
 class Unavailable(GitstoreError):

@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -41,11 +43,50 @@ def exclusive_lock(path: Path, mode: int = 0o600) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_CREAT | os.O_RDWR, mode)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _flock_exclusive(fd)
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _flock_exclusive(fd: int) -> None:
+    """Wait for an exclusive `flock` on `fd` without stopping other green threads.
+
+    Under gevent (`gitstore serve`'s worker), a blocking `flock` stops the whole worker
+    process, the green thread that holds the lock included if it is the same process: a
+    deadlock as soon as the holder yields (a subprocess, a sleep) inside its critical section.
+    So there the lock is polled, sleeping (which yields) between tries.
+    """
+    if not _green():
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    delay = 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(delay)  # gevent's sleep: the holder runs meanwhile
+            delay = min(delay * 2, 0.01)
+
+
+def _green() -> bool:
+    """Whether gevent has replaced this process's blocking primitives (a gevent worker)."""
+    monkey = sys.modules.get("gevent.monkey")
+    return monkey is not None and monkey.is_module_patched("time")
+
+
+def os_thread_local() -> threading.local:
+    """Storage per operating-system thread, also in a gevent worker.
+
+    There gevent makes `threading.local` per green thread, that is per request: a pygit2
+    handle kept in one would be opened again for every request, its object cache lost. Green
+    threads of one OS thread never run a C call at the same time, so they may share a handle.
+    """
+    if _green():
+        return sys.modules["gevent.monkey"].get_original("threading", "local")()
+    return threading.local()
 
 
 def fsync_folder(folder: Path) -> None:

@@ -36,6 +36,8 @@ from gitstore.names import (
     check_level_value,
     check_resource_name,
 )
+from gitstore.secrets.leaves import secret_paths
+from gitstore.secrets.rules import rules_for_file
 
 if TYPE_CHECKING:
     from gitstore.catalog.view import CatalogView
@@ -102,9 +104,17 @@ def raise_problems(problems: list[Problem], what: str) -> None:
 
 # -- one document (REST writes call these too) ----------------------------------------------
 def resource_document_problems(
-    definition: dict, path: str, document: Any, lines: dict | None = None
+    definition: dict,
+    path: str,
+    document: Any,
+    lines: dict | None = None,
+    secrets: Sequence[tuple[str, ...]] = (),
 ) -> list[Problem]:
-    """Problems of one values/overrides document: a mapping that satisfies the `schema`."""
+    """Problems of one values/overrides document: a mapping that satisfies the `schema`.
+
+    `secrets` are the key paths of the document's secret leaves: the schema does not judge
+    their values (REST sees them plain, the gate sealed; docs/secrets.md), only their place.
+    """
     if not isinstance(document, dict):
         return [
             {
@@ -120,6 +130,8 @@ def resource_document_problems(
     problems = []
     for error in sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.path]):
         keys = [str(p) for p in error.path]
+        if _within_secret(keys, secrets):
+            continue
         problem: Problem = {"file": path}
         line = _line(lines or {}, keys)
         if line:
@@ -131,9 +143,19 @@ def resource_document_problems(
     return problems
 
 
-def check_resource_document(definition: dict, path: str, document: Any) -> None:
+def check_resource_document(
+    definition: dict, path: str, document: Any, secrets: Sequence[tuple[str, ...]] = ()
+) -> None:
     """Raise ValidationFailed if `document` breaks the rules of its resource definition."""
-    raise_problems(resource_document_problems(definition, path, document), "invalid document")
+    raise_problems(
+        resource_document_problems(definition, path, document, secrets=secrets),
+        "invalid document",
+    )
+
+
+def _within_secret(keys: list[str], secrets: Sequence[tuple[str, ...]]) -> bool:
+    """Whether a schema error at `keys` is about a secret leaf's value (or inside it)."""
+    return any(tuple(keys[: len(secret)]) == secret for secret in secrets)
 
 
 def schema_validator(schema: dict, resource: str, path: str):
@@ -436,8 +458,12 @@ def _check_resource_file(
     doc = tree.mapping(path)
     if doc is None or definitions is None:
         return
+    environment = tree.document(ENVIRONMENT_FILE)
+    rules = rules_for_file(path, definitions, environment if isinstance(environment, dict) else {})
     try:
-        problems = resource_document_problems(definitions[resource], path, doc)
+        problems = resource_document_problems(
+            definitions[resource], path, doc, secrets=secret_paths(doc, rules)
+        )
     except ValidationFailed as exc:
         problems = [{"file": path, "message": exc.message}]
     for problem in problems:

@@ -57,6 +57,8 @@ ANY: Final = "any"
 #: access file as an error (fail closed) rather than an open store.
 ANONYMOUS_READ = "GITSTORE_ALLOW_ANONYMOUS_READ"
 ACCESS_REQUIRED = "GITSTORE_ACCESS_REQUIRED"
+#: App setting: the host names an open store answers to besides loopback ones (`api/hosts.py`).
+SERVED_HOSTS = "GITSTORE_SERVED_HOSTS"
 _HEADER = (
     b"# gitstore access file: users, token digests and roles. Managed by `gitstore user`"
     b" and\n# `gitstore token`; keep it mode 0600 and out of every repository.\n"

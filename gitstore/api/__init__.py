@@ -23,6 +23,8 @@ from gitstore.api import (
     git_http,
     health,
     hiera,
+    hosts,
+    http,
     metrics,
     observe,
     status,
@@ -89,6 +91,8 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     errors.register(app)
     observe.register(app)  # first: a refused request too gets an id, a log line, a count
     auth.register(app)  # one access check before every request of every blueprint
+    hosts.register(app)  # an open store answers only the names it is served as
+    http.bind_reveal_rule(app)  # sealers compare secrets only for callers who may reveal
     for blueprint in [*BLUEPRINTS, *front_end_blueprints()]:
         app.register_blueprint(blueprint)
     if bench.enabled(app.config.get(bench.ENABLE, os.environ.get(bench.ENABLE))):

@@ -16,14 +16,17 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from flask import Blueprint, Response, g, request
+from werkzeug.exceptions import ClientDisconnected
 
 from gitstore import limits
 from gitstore.api.errors import error_response
@@ -40,6 +43,9 @@ _CHUNK = 64 * 1024
 _PASSED_HEADERS = ("Content-Encoding", "Git-Protocol")
 #: CGI response headers that must not be copied into the WSGI response.
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "status"}
+#: A git client that sends and takes nothing for this long is given up (its git killed). Long
+#: enough for the push gate of a large push, which moves no byte while it runs.
+IDLE_SECONDS = 300
 
 
 def split_path(subpath: str) -> tuple[str, str]:
@@ -98,33 +104,93 @@ def _cgi_environ(root: Path, repo_path: Path, subpath: str) -> dict[str, str]:
 
 
 def _run_backend(env: dict[str, str]) -> Response:
-    errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _finish when the body ends
-    proc = subprocess.Popen(
-        ["git", "http-backend"],
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=errors,
-    )
-    pump = threading.Thread(target=_pump, args=(request.stream, proc.stdin), daemon=True)
-    pump.start()
-    status, headers = _read_headers(proc.stdout)
+    backend = _Backend(env)
+    expected = request.content_length
+    threading.Thread(target=backend.pump, args=(request.stream, expected), daemon=True).start()
+    threading.Thread(target=backend.watch, daemon=True).start()
+    status, headers = _read_headers(backend.proc.stdout)
     if status is None:
-        _finish(proc, errors)
+        backend.finish()
         return error_response(502, "git http-backend produced no response")
-    return Response(_body(proc, errors), status=status, headers=headers, direct_passthrough=True)
+    return Response(backend.body(), status=status, headers=headers, direct_passthrough=True)
 
 
-def _pump(source: IO[bytes], sink: IO[bytes]) -> None:
-    """Copy the request body into git's stdin (a thread: git may answer while reading)."""
-    try:
-        while chunk := source.read(_CHUNK):
-            sink.write(chunk)
-    except OSError:
-        pass  # git stopped reading (it failed, and will say so on stdout)
-    finally:
-        with contextlib.suppress(OSError):
-            sink.close()
+class _Backend:
+    """One `git http-backend`, in a process group of its own so that it can be killed with
+    everything it started (`git` runs the backend as a child, which runs receive-pack).
+
+    A client that vanishes mid-body leaves git waiting for bytes that never come (git 2.39's
+    backend was seen spinning at 100 % CPU on the cut pipe until the server stopped): the body
+    pump kills the group at once. A client that stalls, sending and taking nothing, is given
+    `IDLE_SECONDS`, then the group is killed too.
+    """
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by finish()
+        self.proc = subprocess.Popen(
+            ["git", "http-backend"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errors,
+            start_new_session=True,
+        )
+        self._moved = time.monotonic()
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def pump(self, source: IO[bytes], expected: int | None) -> None:
+        """Copy the request body into git's stdin (a thread: git may answer while reading)."""
+        copied = 0
+        try:
+            while chunk := source.read(_CHUNK):
+                self._moved = time.monotonic()
+                try:
+                    self.proc.stdin.write(chunk)
+                except OSError:
+                    return  # git stopped reading (it failed, and will say so on stdout)
+                copied += len(chunk)
+        except (OSError, ClientDisconnected):
+            copied = -1  # the client went away mid-body
+        finally:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        if copied < 0 or (expected is not None and copied < expected):
+            log.warning("git client vanished mid-request: killing git http-backend")
+            self.kill()
+
+    def watch(self) -> None:
+        """Kill git once neither side has moved a byte for IDLE_SECONDS."""
+        while self.proc.poll() is None:
+            time.sleep(1)
+            if time.monotonic() - self._moved > IDLE_SECONDS:
+                log.warning("git client idle for %ss: killing git http-backend", IDLE_SECONDS)
+                self.kill()
+                return
+
+    def body(self) -> Iterator[bytes]:
+        try:
+            while chunk := self.proc.stdout.read1(_CHUNK):
+                self._moved = time.monotonic()
+                yield chunk
+        finally:
+            self.finish()
+
+    def finish(self) -> None:
+        self.proc.stdout.close()  # always: a pipe left to the garbage collector leaks until then
+        if self.proc.poll() is None:
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                self.proc.wait()
+        self.errors.seek(0)
+        message = self.errors.read().decode("utf-8", "replace").strip()
+        self.errors.close()
+        if message:
+            log.warning("git http-backend: %s", message)
 
 
 def _read_headers(stdout: IO[bytes]) -> tuple[int | None, list[tuple[str, str]]]:
@@ -140,26 +206,3 @@ def _read_headers(stdout: IO[bytes]) -> tuple[int | None, list[tuple[str, str]]]
         elif name.strip().lower() not in _HOP_BY_HOP:
             headers.append((name.strip(), value.strip()))
     return status, headers
-
-
-def _body(proc: subprocess.Popen, errors: IO[bytes]) -> Iterator[bytes]:
-    try:
-        while chunk := proc.stdout.read1(_CHUNK):
-            yield chunk
-    finally:
-        _finish(proc, errors)
-
-
-def _finish(proc: subprocess.Popen, errors: IO[bytes]) -> None:
-    proc.stdout.close()  # always: a pipe left to the garbage collector leaks until then
-    if proc.poll() is None:
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    errors.seek(0)
-    message = errors.read().decode("utf-8", "replace").strip()
-    errors.close()
-    if message:
-        log.warning("git http-backend: %s", message)

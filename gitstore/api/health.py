@@ -9,6 +9,7 @@ from __future__ import annotations
 from flask import Blueprint, current_app, jsonify
 
 from gitstore import DEFAULT_MIN_FREE_DISK, Readiness
+from gitstore.api.http import app_store
 
 bp = Blueprint("health", __name__)
 MIN_FREE_DISK = "GITSTORE_MIN_FREE_DISK"
@@ -24,7 +25,7 @@ def healthz():
 def readyz():
     checker = current_app.extensions.get(_CHECKER)
     if checker is None:
-        root = current_app.extensions["gitstore"].root
+        root = app_store().root
         minimum = int(current_app.config.get(MIN_FREE_DISK) or DEFAULT_MIN_FREE_DISK)
         checker = current_app.extensions[_CHECKER] = Readiness(root, minimum)
     report = checker.report()

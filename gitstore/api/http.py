@@ -11,11 +11,12 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from flask import Response, current_app, g, request
+from flask import Flask, Response, current_app, g, request
 
 from gitstore import Author, LRUCache
-from gitstore.errors import InvalidInput
+from gitstore.errors import InvalidInput, UnsupportedMediaType
 from gitstore.names import parse_flag
+from gitstore.secrets import caller
 from gitstore.served import Served
 from gitstore.validation import check_plain_data
 
@@ -38,10 +39,17 @@ def app_store() -> Store:
 
 
 def json_body() -> Any:
-    """The request body parsed as JSON; malformed or missing JSON is a 400."""
+    """The request body parsed as JSON; malformed or missing JSON is a 400, a body not sent
+    as `application/json` a 415 (a cross-site `text/plain` form must not write)."""
     raw = request.get_data(cache=True)
     if not raw.strip():
         raise InvalidInput("request body is empty; a JSON document is expected")
+    if request.mimetype != "application/json":
+        raise UnsupportedMediaType(
+            "request body must be sent with Content-Type: application/json, not "
+            f"{request.content_type or 'no Content-Type'}",
+            key="Content-Type",
+        )
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -74,14 +82,31 @@ def author() -> Author | None:
     return Author(user, f"{user}@gitstore")
 
 
-def may_reveal(env_id: int) -> bool:
-    """Whether the caller may see the secrets of environment `env_id` in plain text: it holds
-    the `secrets` role there, or the store is open (no access file)."""
+def may_reveal(env_id: int | None) -> bool:
+    """Whether the caller may see the secrets of environment `env_id` (None: the catalog's)
+    in plain text: it holds the `secrets` role there, or the store is open (no access file)."""
     identity = getattr(g, "identity", None)
     if identity is not None:
         return identity.has("secrets", env_id)
     access = app_store().access
     return access is None or access.policy() is None
+
+
+def bind_reveal_rule(app: Flask) -> None:
+    """Let the secrets service ask, during each request of `app`, whether its caller may
+    reveal an environment's secrets (`may_reveal`): writes compare a sent secret with the
+    stored one only for such callers, so nobody else can test guesses."""
+
+    def bind() -> None:
+        g.reveal_rule = caller.bind(may_reveal)
+
+    def unbind(_exc: BaseException | None) -> None:
+        token = g.pop("reveal_rule", None)
+        if token is not None:
+            caller.unbind(token)
+
+    app.before_request(bind)
+    app.teardown_request(unbind)
 
 
 def to_json(data: Any) -> bytes:

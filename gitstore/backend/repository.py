@@ -37,7 +37,7 @@ from gitstore.backend.revisions import FileChange, TagInfo
 from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
 from gitstore.backend.trees import build_tree, store_blobs
 from gitstore.errors import Conflict, NotFound, Unavailable, UnknownRevision
-from gitstore.files import exclusive_lock
+from gitstore.files import exclusive_lock, os_thread_local
 from gitstore.names import is_number
 
 MAIN = "refs/heads/main"
@@ -91,7 +91,7 @@ class Repository:
     ) -> None:
         self.path = Path(path)
         self.name = name
-        self._local = threading.local()
+        self._local = os_thread_local()  # one pygit2 handle per OS thread (see there)
         # Threads of one process queue here before the flock, so that only one of them waits
         # in the kernel: with all of them there, 8 writers in 4 processes committed a fifth
         # fewer writes per second (more threads woke to fight over the process's GIL).

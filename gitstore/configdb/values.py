@@ -238,7 +238,7 @@ class Config:
             current = snapshot.read_mapping(path) or {}
             document, message = change(view, checked, name, path, current)
             check_plain_data(document, path)
-            self._validate(name, path, document)
+            self._validate(name, path, document, view)
             changes = ChangeSet(message)
             changes.put(
                 path,
@@ -255,11 +255,16 @@ class Config:
         result = repo.update(operation, author or self._repos.default_author)
         return Served(None, result.commit, result.version)
 
-    def _validate(self, name: str, path: str, document: dict) -> None:
-        """The push gate's rule for one resource file, applied to the one document written."""
+    def _validate(self, name: str, path: str, document: dict, view: EnvironmentView) -> None:
+        """The push gate's rule for one resource file, applied to the one document written
+        (its secret leaves' values unjudged, as the gate cannot read them)."""
+        from gitstore.secrets.leaves import secret_paths
         from gitstore.validation import check_resource_document
 
-        check_resource_document(self.definition(name), path, document)
+        rules = self._secrets.rules_of(view)(path)
+        check_resource_document(
+            self.definition(name), path, document, secrets=secret_paths(document, rules)
+        )
 
     def write_many(
         self,
@@ -280,7 +285,7 @@ class Config:
                 checked = view.check_levels(list(pairs))
                 name = self.resource_name(view, resource)
                 path = layer_file(checked[-1] if checked else None, kind, name)
-                self._validate(name, path, document)
+                self._validate(name, path, document, view)
                 changes.put(
                     path,
                     documents.encode(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from gitstore.errors import Unavailable
 from gitstore.plans import heat
-from gitstore.secrets import mask
+from gitstore.secrets import caller, mask
 from gitstore.secrets.rules import Rules
 from gitstore.secrets.seal import Sealer
 
@@ -65,9 +65,17 @@ class Hidden:
             return None, exc.message
 
     def sealer(self, master: Mapping) -> Sealer:
-        """The sealer of both documents of a plan whose master template is `master`."""
+        """The sealer of both documents of a plan whose master template is `master`; it
+        compares sent values with stored ones only for a caller who may reveal the catalog's
+        secrets (store-wide `secrets`), so nobody else can test guesses (`secrets/caller.py`)."""
         keys, problem = self._keys()
-        return Sealer(REPOSITORY, keys, lambda file: rules(file, master), problem)
+        return Sealer(
+            REPOSITORY,
+            keys,
+            lambda file: rules(file, master),
+            problem,
+            compare=caller.may_reveal(None),
+        )
 
     def show(
         self, document: dict, file: str, master: Mapping, reveal: bool

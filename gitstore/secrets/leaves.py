@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gitstore.names import is_number
+from gitstore.secrets import cipher
 from gitstore.secrets.rules import Rules
 
 MISSING: Any = object()
@@ -68,6 +69,19 @@ def secret_leaves(
             yield from secret_leaves(child, rules, (*path, str(index)), secret)
     else:
         yield path, value, secret
+
+
+def secret_paths(document: Any, rules: Rules) -> list[tuple[str, ...]]:
+    """Key paths of the secret leaves of `document`: those a rule makes secret, and sealed ones.
+
+    What a schema may not judge (`gitstore.validation`): REST sees these values in plain text,
+    the push gate as `ENC[...]`, so only one rule is the same for both: not their values.
+    """
+    return [
+        path
+        for path, value, secret in secret_leaves(document, rules)
+        if secret or cipher.is_sealed(value)
+    ]
 
 
 def value_at(document: Any, path: tuple[str, ...]) -> Any:

@@ -8,7 +8,9 @@ For each leaf of the new document, with the stored document walked alongside:
   place (when the keyring is at hand), so a ciphertext copied from elsewhere is refused;
 - a plain value at a secret path keeps the stored ciphertext if that opens to the same value
   (so an unchanged secret keeps its bytes and diffs stay clean), else it is sealed anew with
-  the active key. Without a keyring that is refused (503) naming the key.
+  the active key and a fresh nonce. Without a keyring that is refused (503) naming the key.
+  The comparison is made only when `compare` is on: for a caller who may not reveal the
+  secret it would be a guessing oracle (see `caller.py`), so every value is sealed anew.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class Sealer:
         keys: the keyring's keys, or None when the store has no keyring.
         rules_of: file path -> the rules of that file.
         keyring: why secrets are unavailable when `keys` is None (named by errors).
+        compare: whether a plain value may be compared with the stored one (only for callers
+            who may reveal it; see `caller.py`).
     """
 
     def __init__(
@@ -44,8 +48,11 @@ class Sealer:
         keys: Keys | None,
         rules_of: Callable[[str], Rules],
         keyring: str = "no keyring",
+        *,
+        compare: bool = True,
     ) -> None:
         self.repository = repository
+        self.compare = compare
         self.keys = keys
         self.rules_of = rules_of
         self.keyring = keyring
@@ -106,7 +113,7 @@ class Sealer:
             return value
         if not secret or value is None:
             return value
-        if cipher.is_sealed(stored) and self._opens_to(stored, place, value):
+        if self.compare and cipher.is_sealed(stored) and self._opens_to(stored, place, value):
             return stored
         return self._seal_new(value, place)
 

@@ -20,7 +20,7 @@ from gitstore.catalog.view import CatalogView
 from gitstore.errors import GitstoreError, InvalidInput, Unavailable
 from gitstore.layout import EnvironmentView, layer_file
 from gitstore.names import check_segment
-from gitstore.secrets import cipher, mask
+from gitstore.secrets import caller, cipher, mask
 from gitstore.secrets.audit import AuditLog
 from gitstore.secrets.keyring import Keyring, Keys
 from gitstore.secrets.leaves import secret_leaves
@@ -86,9 +86,16 @@ class Secrets:
 
     # -- writing -----------------------------------------------------------------------------
     def sealer(self, env_id: int, view: EnvironmentView) -> Sealer:
-        """The sealer of writes to environment `env_id` at the commit of `view`."""
+        """The sealer of writes to environment `env_id` at the commit of `view`; it compares
+        sent secrets with stored ones only for a caller who may reveal them (`caller.py`)."""
         keys, problem = self._keys()
-        return Sealer(repository_of(env_id), keys, self.rules_of(view), problem)
+        return Sealer(
+            repository_of(env_id),
+            keys,
+            self.rules_of(view),
+            problem,
+            compare=caller.may_reveal(env_id),
+        )
 
     def new_environment_sealer(self, env_id: int, environment: Mapping) -> Sealer:
         """The sealer of the first commit of an environment (no view of it exists yet)."""
@@ -104,8 +111,9 @@ class Secrets:
     def encrypt(self, env_id: int, path: Any, document: Any) -> Served:
         """`document` as it would be stored at `path` of environment `env_id`: secrets sealed.
 
-        Nothing is written. A value equal to the one stored at the head keeps its ciphertext,
-        so a GitOps change re-sealed this way shows only what changed.
+        Nothing is written. For a caller who may reveal the secrets, a value equal to the one
+        stored at the head keeps its ciphertext, so a GitOps change re-sealed this way shows
+        only what changed; for anyone else every secret is sealed anew (no guessing oracle).
         """
         path = _check_file(path)
         if not isinstance(document, dict):

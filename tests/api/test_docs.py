@@ -24,8 +24,8 @@ _RULE = re.compile(r"<(?:[a-z]+:)?[a-z_]+>")
 CONFIGDB_BLUEPRINTS = ("catalog", "environments", "values")
 
 
-def _examples() -> list[tuple[str, str, str | None, str | None]]:
-    """(method, url, body, expected answer or None) of every curl in the doc, in order."""
+def _examples() -> list[tuple[str, str, str | None, str, str | None]]:
+    """(method, url, body, content type, expected answer or None) of every curl in the doc."""
     blocks = re.findall(r"```sh\n(.*?)```", DOC.read_text(), flags=re.S)
     found = []
     for block in blocks:
@@ -42,19 +42,21 @@ def _comment_after(lines: list[str], index: int) -> str | None:
     return after[1:].strip() if after.startswith("# ") else None
 
 
-def _parse_curl(line: str) -> tuple[str, str, str | None]:
+def _parse_curl(line: str) -> tuple[str, str, str | None, str]:
     words = shlex.split(line.replace("$BASE", BASE).replace('"$JSON"', "JSON"))
-    method, body, url = "GET", None, None
+    method, body, url, content_type = "GET", None, None, "application/json"
     for index, word in enumerate(words):
         if word == "-X":
             method = words[index + 1]
         elif word == "-d":
             body = words[index + 1]
+        elif word == "-H" and words[index + 1].lower().startswith("content-type:"):
+            content_type = words[index + 1].split(":", 1)[1].strip()
         elif word.startswith("/") and words[index - 1] not in ("-X", "-d", "-H"):
             url = word
     if body is not None and method == "GET":
         method = "POST"
-    return method, url, body
+    return method, url, body, content_type
 
 
 def _matches(expected: str, answer) -> bool:
@@ -73,17 +75,15 @@ def sample_client(tmp_path):
 def test_every_example_runs_and_shows_the_real_answer(sample_client):
     examples = _examples()
     assert len(examples) > 40
-    for method, url, body, expected in examples:
-        response = sample_client.open(
-            url, method=method, data=body, content_type="application/json"
-        )
+    for method, url, body, content_type, expected in examples:
+        response = sample_client.open(url, method=method, data=body, content_type=content_type)
         assert response.status_code < 500, (method, url)
         if expected is not None:
             assert _matches(expected, response.get_json()), (url, response.get_json())
 
 
 def test_every_configdb_route_has_an_example(sample_client):
-    shown = {(method, url.split("?")[0]) for method, url, _, _ in _examples()}
+    shown = {(method, url.split("?")[0]) for method, url, *_ in _examples()}
     missing = []
     for rule in sample_client.application.url_map.iter_rules():
         if rule.endpoint.split(".")[0] not in CONFIGDB_BLUEPRINTS:

@@ -82,7 +82,9 @@ def test_rename_errors(client, env_commits):
     assert_error(client.put(f"{LEVELS}/nodes", json={"name": "../x"}), 400, "hierarchy level")
     assert_error(client.put(f"{LEVELS}/nodes", json={"name": "x", "parent": None}), 400, "parent")
     assert_error(client.put(f"{LEVELS}/nodes", json={"name": "x", "extra": 1}), 400, "extra")
-    assert_error(client.put(f"{LEVELS}/nodes", data="{"), 400, "JSON")
+    assert_error(
+        client.put(f"{LEVELS}/nodes", data="{", content_type="application/json"), 400, "JSON"
+    )
     assert env_commits() == before
 
 

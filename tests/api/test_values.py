@@ -85,7 +85,9 @@ def test_document_must_be_an_object(client, env_commits):
     for body in ("[1]", '"text"', "3", "null"):
         response = client.put(f"{ASTUTE}/values", data=body, content_type="application/json")
         assert_error(response, 400, "object")
-    assert_error(client.put(f"{ASTUTE}/values", data="{nope"), 400, "JSON")
+    assert_error(
+        client.put(f"{ASTUTE}/values", data="{nope", content_type="application/json"), 400, "JSON"
+    )
     assert_error(client.put(f"{ASTUTE}/values", data=""), 400, "empty")
     assert env_commits() == before
 

@@ -247,3 +247,23 @@ def test_a_push_that_keeps_hidden_values_sealed_is_accepted(plan, fuel_store, tm
     assert done.returncode == 0, done.stderr
     stored = _git(fuel_store, "show", "main:plans/overcloud/environment.yaml")
     assert "compute-1::count: 4" in stored
+
+
+def test_a_writer_cannot_test_guesses_of_a_hidden_value(plan, fuel_store):
+    """Issue 25, item 6: the right value makes a commit like a wrong one for a writer
+    without the store-wide secrets role; the keeper's unchanged value makes none."""
+    access = AccessFile(fuel_store.root)
+    access.add_user("writer", parse_grants(["writer"]), "writer-pw")
+    access.add_user("keeper", parse_grants(["writer", "secrets"]), "keeper-pw")
+    client = create_app({"TESTING": True}, store=fuel_store).test_client()
+    url = f"/api/v1/plans/{plan['uuid']}"
+
+    def head() -> str:
+        return _git(fuel_store, "rev-parse", "main").strip()
+
+    before = head()
+    right = client.patch(url, json=[{"name": NOVA, "value": PASSWORD}], headers=_basic("writer"))
+    assert right.status_code == 200 and head() != before
+    before = head()
+    same = client.patch(url, json=[{"name": NOVA, "value": PASSWORD}], headers=_basic("keeper"))
+    assert same.status_code == 200 and head() == before

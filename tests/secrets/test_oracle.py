@@ -1,0 +1,67 @@
+"""No guessing oracle (issue 25, item 6): a writer who may not read a secret cannot test a
+guess of it, neither through server-side encryption nor by watching whether a write commits."""
+
+from __future__ import annotations
+
+from secrets_helpers import PASSWORD, VALUES, stored
+
+from gitstore.access.policy import AccessFile, parse_grants
+
+ENCRYPT = "/api/v1/config/environments/1/secrets/encrypt"
+PATH = "global/values/astute.yaml"
+
+
+def _stored_secret(store) -> str:
+    line = next(x for x in stored(store).splitlines() if x.strip().startswith(b"db_password:"))
+    return line.split(b": ", 1)[1].decode()
+
+
+def _users(store) -> dict[str, dict[str, str]]:
+    access = AccessFile(store.root)
+    access.add_user("writer", parse_grants(["writer"]), "writer-pw")
+    access.add_user("keeper", parse_grants(["writer", "secrets:env:1"]), "keeper-pw")
+    return {
+        name: {"Authorization": f"Bearer {access.create_token(name)[1]}"}
+        for name in ("writer", "keeper")
+    }
+
+
+def _encrypt(client, headers, guess):
+    document = {"nova": {"db_password": guess, "user": "nova"}, "region": "one"}
+    got = client.post(ENCRYPT, json={"path": PATH, "document": document}, headers=headers)
+    assert got.status_code == 200
+    return got.json["nova"]["db_password"]
+
+
+def test_encrypt_never_hands_a_writer_the_stored_ciphertext(fuel_store, with_password):
+    headers = _users(fuel_store)["writer"]
+    head = _stored_secret(fuel_store)
+    right, wrong = _encrypt(with_password, headers, PASSWORD), _encrypt(with_password, headers, "x")
+    assert head not in (right, wrong)
+    assert _encrypt(with_password, headers, PASSWORD) != right  # a fresh nonce every time
+
+
+def test_encrypt_keeps_the_stored_ciphertext_for_who_may_read_it(fuel_store, with_password):
+    headers = _users(fuel_store)["keeper"]
+    assert _encrypt(with_password, headers, PASSWORD) == _stored_secret(fuel_store)
+
+
+def _set_password(client, headers, value):
+    url = VALUES + "/keys/set"
+    got = client.put(url, json=[["nova", "db_password", value]], headers=headers)
+    assert got.status_code == 204
+    return got.headers["X-Gitstore-Commit"]
+
+
+def test_a_right_guess_commits_like_a_wrong_one_for_a_writer(fuel_store, with_password):
+    headers = _users(fuel_store)["writer"]
+    head = fuel_store.environment_repo(1).head()
+    after_right = _set_password(with_password, headers, PASSWORD)
+    assert after_right != head  # re-sealed: a commit, as for any other value
+    assert _set_password(with_password, headers, "wrong") != after_right
+
+
+def test_an_unchanged_secret_makes_no_commit_for_who_may_read_it(fuel_store, with_password):
+    headers = _users(fuel_store)["keeper"]
+    head = fuel_store.environment_repo(1).head()
+    assert _set_password(with_password, headers, PASSWORD) == head

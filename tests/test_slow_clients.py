@@ -1,0 +1,151 @@
+"""Slow and vanishing clients against the real `gitstore serve` (issue 25, item 4).
+
+A client that never finishes its request must not hold what other clients need: not a worker
+thread while it sends half a header block, and not a `git http-backend` once it has gone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from access.helpers import add_users, basic, password_of, serve
+
+from gitstore import Store
+from gitstore.configdb.importer import SAMPLE_DIR
+
+#: More half-sent requests than the old default had threads (2 workers x 4 threads).
+SLOW_CLIENTS = 16
+#: Generous: a healthy server answers in milliseconds, a blocked one never.
+ANSWER_BOUND = 20
+#: How long a dead push client's `git http-backend` may outlive it.
+CLEANUP_BOUND = 30
+
+#: Sends the head of a push and part of its pack, then waits to be killed.
+_PUSH_CLIENT = """
+import socket, sys, time
+port, auth, old = sys.argv[1], sys.argv[2], sys.argv[3]
+command = f"{old} {'1' * 40} refs/heads/main\\0report-status\\n"
+pack = b"PACK\\0\\0\\0\\2\\0\\0\\0\\5" + b"x" * 50000
+body = (f"{len(command) + 4:04x}{command}0000").encode() + pack
+head = (
+    "POST /git/environments/1.git/git-receive-pack HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n"
+    f"Authorization: {auth}\\r\\nContent-Type: application/x-git-receive-pack-request\\r\\n"
+    "Content-Length: 10000000\\r\\n\\r\\n"
+)
+sock = socket.create_connection(("127.0.0.1", int(port)))
+sock.sendall(head.encode() + body)
+print("sent", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture(scope="module")
+def guarded_server(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("slow")
+    store = Store.init(workdir / "store")
+    store.importer.load_tree(SAMPLE_DIR)
+    add_users(store.root, {"writer": ["writer"]})
+    server = serve(store.root, workdir)
+    yield store, server
+    server.stop()
+    for pid in _backends(store.root):  # left by a failed test: never outlive the suite
+        os.kill(pid, signal.SIGKILL)
+
+
+def _half_header(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"GET /api/v1/config/environments HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    return sock
+
+
+def test_half_sent_headers_do_not_block_other_clients(guarded_server):
+    _, server = guarded_server
+    slow = [_half_header(server.port) for _ in range(SLOW_CLIENTS)]
+    try:
+        time.sleep(1)  # every slow client has been accepted and has sent its bytes
+        started = time.monotonic()
+        got = requests.get(
+            server.url + "/api/v1/access/whoami",
+            headers=basic("writer", password_of("writer")),
+            timeout=ANSWER_BOUND,
+        )
+        assert got.status_code == 200
+        assert time.monotonic() - started < ANSWER_BOUND
+        # and the half-sent heads are given up on (gunicorn's keep-alive time bounds a head)
+        assert _closed_within(slow[0], ANSWER_BOUND)
+    finally:
+        for sock in slow:
+            sock.close()
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    """Whether the server closes `sock` within `seconds` (whatever it sends before)."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        sock.settimeout(left)
+        try:
+            if not sock.recv(4096):
+                return True
+        except TimeoutError:
+            return False
+        except ConnectionResetError:
+            return True
+    return False
+
+
+def _backends(root: Path) -> list[int]:
+    """Pids of the `git http-backend` processes serving `root` (orphans included)."""
+    marker = f"GIT_PROJECT_ROOT={root.resolve()}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if b"http-backend" not in (entry / "cmdline").read_bytes():
+                continue
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except (OSError, ValueError):
+            continue  # not a process, or one that has just ended
+    return found
+
+
+def test_a_push_client_killed_mid_transfer_leaves_no_http_backend(guarded_server):
+    store, server = guarded_server
+    old = _main_of(store.root / "environments" / "1.git")
+    auth = basic("writer", password_of("writer"))["Authorization"]
+    client = subprocess.Popen(
+        [sys.executable, "-c", _PUSH_CLIENT, str(server.port), auth, old],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert client.stdout.readline().strip() == "sent"
+        deadline = time.monotonic() + ANSWER_BOUND
+        while not _backends(store.root) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _backends(store.root), "the push never reached git http-backend"
+    finally:
+        os.kill(client.pid, signal.SIGKILL)
+        client.wait()
+        client.stdout.close()
+    deadline = time.monotonic() + CLEANUP_BOUND
+    while _backends(store.root) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _backends(store.root) == []
+    assert _main_of(store.root / "environments" / "1.git") == old
+
+
+def _main_of(git_dir: Path) -> str:
+    return subprocess.run(
+        ["git", "--git-dir", str(git_dir), "rev-parse", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
