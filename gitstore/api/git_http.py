@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import posixpath
 import re
 import subprocess
 import tempfile
@@ -34,6 +35,7 @@ bp = Blueprint("git_http", __name__)
 
 _PATH = re.compile(r"^(catalog\.git|environments/[1-9][0-9]{0,17}\.git)(/[A-Za-z0-9._/-]+)$")
 _CHUNK = 64 * 1024
+RECEIVE_PACK = "git-receive-pack"
 #: Request headers git http-backend reads (as HTTP_* CGI variables).
 _PASSED_HEADERS = ("Content-Encoding", "Git-Protocol")
 #: CGI response headers that must not be copied into the WSGI response.
@@ -41,22 +43,33 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "status"}
 
 
 def split_path(subpath: str) -> tuple[str, str]:
-    """`environments/1.git/info/refs` -> (`environments/1.git`, `/info/refs`); NotFound else."""
+    """`environments/1.git/info/refs` -> (`environments/1.git`, `/info/refs`); NotFound else.
+
+    The rest is normalised (`/./x`, `a//b`, `a/../x` -> `/x`, `a/b`, `/x`): access is decided on
+    this form and git is given this form, so no spelling of a path reaches git as one service
+    while being authorised as another.
+    """
     match = _PATH.match(subpath)
-    if match is None or "/../" in f"{match.group(2)}/" or "//" in match.group(2):
+    rest = posixpath.normpath(match.group(2)) if match else ""
+    if match is None or not rest.startswith("/") or rest.startswith(("/..", "//")):
         raise NotFound(
             f"no git repository at /git/{subpath}: use /git/catalog.git or "
             "/git/environments/<id>.git"
         )
-    return match.group(1), match.group(2)
+    return match.group(1), "" if rest == "/" else rest
+
+
+def is_push(rest: str, services: list[str]) -> bool:
+    """Whether a request (normalised `rest`, its `service` parameters) is part of a push."""
+    return RECEIVE_PACK in rest.split("/") or RECEIVE_PACK in services
 
 
 @bp.route("/git/<path:subpath>", methods=["GET", "POST"])
 def git(subpath: str):
-    name, _ = split_path(subpath)
+    name, rest = split_path(subpath)
     store = current_app.extensions["gitstore"]
     repo_path = store.gitops.repository_path(name)
-    return _run_backend(_cgi_environ(store.root, repo_path, subpath))
+    return _run_backend(_cgi_environ(store.root, repo_path, name + rest))
 
 
 def _cgi_environ(root: Path, repo_path: Path, subpath: str) -> dict[str, str]:
