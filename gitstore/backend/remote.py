@@ -108,3 +108,16 @@ def redact(url: str) -> str:
     if not sep or "@" not in rest.split("/", 1)[0]:
         return url
     return f"{scheme}://***@{rest.split('@', 1)[1]}"
+
+
+def ref_names(repo: Repository, prefix: str) -> set[str]:
+    """Names below `prefix` of every ref of `repo` (`refs/tags/` -> {"v1", ...})."""
+    return {name[len(prefix) :] for name in repo.git.references if name.startswith(prefix)}
+
+
+def peeled_commit(repo: Repository, object_id: str) -> str | None:
+    """The commit an object (a commit, or a tag of one) names; None for anything else."""
+    try:
+        return str(repo.git[object_id].peel(pygit2.Commit).id)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None

@@ -33,6 +33,7 @@ from gitstore.backend.repository import MAIN, Repository
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.components import CatalogView
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound
+from gitstore.gitops import refrules
 from gitstore.layout import INVENTORY_NODES, NODES_LEVEL, EnvironmentView, layer_file
 from gitstore.secrets.mask import mask_scopes
 from gitstore.secrets.rules import rules_for_file
@@ -155,10 +156,14 @@ class GitOps:
 
     # -- the push gate ---------------------------------------------------------------------
     def check_push(self, repo_path: Path, old: str, new: str, ref: str) -> None:
-        """Refuse (raise) a ref update of a push: deleting or rewinding main, or a bad tree."""
-        if ref != MAIN:
-            return  # only main is served
+        """Refuse (raise) a ref update of a push: deleting or rewinding main, a bad tree, or
+        what `refrules` forbids for every other ref."""
         target = self._target_of_path(repo_path)
+        if ref != MAIN:
+            repo = Repository(repo_path, target.name)
+            remote.include_quarantine(repo)
+            refrules.check_ref(repo, target.name, old, new, ref)
+            return
         if new == ZERO:
             raise Conflict(f"{target.name}: deleting main is refused (it is the served state)")
         mirror = self.mirror_of(target.name)
