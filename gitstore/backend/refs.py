@@ -15,7 +15,7 @@ guard ever judges a `.lock` file, so it can never be a live gitstore holder's. W
   renaming it. Broken at once.
 - any other lock: git's own (a push, `git update-ref`), or a gitstore holder that died in the
   microseconds between creating and recording it. Broken only when provably dead: older than
-  `STALE_LOCK_SECONDS` *and* no other process works in the repository (`_others_in`). A live
+  `STALE_LOCK_SECONDS` *and* no other process works in the repository (`others_in`). A live
   `git receive-pack` always runs inside the repository, so its lock is waited for.
 """
 
@@ -189,7 +189,7 @@ def _break_if_dead(git_dir: Path, lock_path: Path, guard: int) -> bool:
     ref = lock_path.relative_to(git_dir).as_posix().removesuffix(".lock")
     if _recorded(guard) == f"{ref} {info.st_ino} {info.st_mtime_ns}\n":
         why = "left by a gitstore writer that died"
-    elif time.time() - info.st_mtime > STALE_LOCK_SECONDS and not _others_in(git_dir):
+    elif time.time() - info.st_mtime > STALE_LOCK_SECONDS and not others_in(git_dir):
         why = f"{time.time() - info.st_mtime:.0f}s old, no process works in the repository"
     else:
         return False
@@ -199,7 +199,7 @@ def _break_if_dead(git_dir: Path, lock_path: Path, guard: int) -> bool:
     return True
 
 
-def _others_in(git_dir: Path) -> bool:
+def others_in(git_dir: Path) -> bool:
     """Whether a process other than us and our ancestors may be using the repository: its
     working folder is inside it, or its command line or GIT_DIR names it. git runs inside the
     repository it serves (`receive-pack` enters it) or names it (`--git-dir`).

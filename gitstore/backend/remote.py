@@ -7,8 +7,11 @@ run the real `git fetch`, and to move `main` to a commit someone else made.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +23,8 @@ from gitstore.errors import Unavailable
 
 ZERO = "0" * 40
 FETCH_TIMEOUT_SECONDS = 120
+QUARANTINE_PREFIX = "tmp_objdir-incoming-"
+STALE_QUARANTINE_SECONDS = 60.0
 
 
 def include_quarantine(repo: Repository) -> None:
@@ -121,3 +126,37 @@ def peeled_commit(repo: Repository, object_id: str) -> str | None:
         return str(repo.git[object_id].peel(pygit2.Commit).id)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
         return None
+
+
+def recover_from_killed_pushes(repo: Repository, pushed_refs: Sequence[str]) -> list[str]:
+    """Remove what a killed push leaves and git never cleans: ref lock files nobody owns
+    (`refs.recover_stale_locks`) and quarantine folders nobody owns. Returns what was removed.
+
+    A quarantine (`objects/tmp_objdir-incoming-*`) holds the objects of a push until its gate
+    accepts it; git deletes it unless killed. One is removed only when it is not this push's
+    own, is older than `STALE_QUARANTINE_SECONDS`, and no other process works in the
+    repository (a live push always does: receive-pack runs inside it).
+    """
+    # git also locks HEAD when it moves main (HEAD is a symbolic ref to it)
+    removed = refs.recover_stale_locks(repo.path, ["HEAD", MAIN, *pushed_refs])
+    own = os.environ.get("GIT_QUARANTINE_PATH")
+    stale = [
+        folder
+        for folder in (repo.path / "objects").glob(QUARANTINE_PREFIX + "*")
+        if folder.is_dir()
+        and not (own and folder.resolve() == Path(own).resolve())
+        and time.time() - _newest_mtime(folder) > STALE_QUARANTINE_SECONDS
+    ]
+    if stale and not refs.others_in(repo.path):
+        for folder in stale:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(str(folder))
+    return removed
+
+
+def _newest_mtime(folder: Path) -> float:
+    """The newest mtime of a folder and its direct entries (objects land in sub-folders)."""
+    stamps = [folder.stat().st_mtime]
+    with contextlib.suppress(OSError):
+        stamps += [entry.stat().st_mtime for entry in folder.iterdir()]
+    return max(stamps)

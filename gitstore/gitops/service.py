@@ -182,6 +182,12 @@ class GitOps:
         problems = self._validate_commit(repo, target, repo.snapshot(new))
         raise_problems(problems, f"{target.name}: push rejected, commit {new[:12]} is invalid")
 
+    def recover_from_killed_pushes(self, repo_path: Path, pushed_refs: list[str]) -> list[str]:
+        """Before a push is gated: remove the ref locks and quarantine folders that killed
+        pushes left and no live process owns (git never does, and they block later pushes)."""
+        target = self._target_of_path(repo_path)
+        return remote.recover_from_killed_pushes(Repository(repo_path, target.name), pushed_refs)
+
     # -- mirror settings -------------------------------------------------------------------
     def mirror_of(self, name: str) -> dict | None:
         """The mirror settings of repository `name` (`environments/1.git`), None if it has none.
