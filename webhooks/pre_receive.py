@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gitstore.errors import GitstoreError
+from gitstore.gitops import pushes
 from gitstore.gitops.service import store_root_of
 from gitstore.store import Store
 from gitstore.validation import format_problem
@@ -27,13 +28,16 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
     root = store_root_of(git_dir)
     store, name = Store(root), git_dir.relative_to(root).as_posix()
     messages: list[str] = []
+    # Set by gitstore's HTTP view only (a pusher cannot set the server's environment).
+    old, onto = os.environ.get(pushes.ENV_OLD), os.environ.get(pushes.ENV_ONTO)
+    staged = (old, onto) if old and onto else None
     _recover(store, git_dir, [line.split()[2] for line in lines if line.strip()])
     for line in lines:
         if not line.strip():
             continue
         old, new, ref = line.split()
         try:
-            store.gitops.check_push(git_dir, old, new, ref)
+            store.gitops.check_push(git_dir, old, new, ref, staged=staged)
         except GitstoreError as exc:
             if not exc.errors:
                 messages.append(f"gitstore: {exc.message}")

@@ -13,6 +13,7 @@ authenticated user reaches git as REMOTE_USER.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import posixpath
@@ -69,7 +70,32 @@ def git(subpath: str):
     name, rest = split_path(subpath)
     store = current_app.extensions["gitstore"]
     repo_path = store.gitops.repository_path(name)
-    return _run_backend(_cgi_environ(store.root, repo_path, name + rest))
+    env = _cgi_environ(store.root, repo_path, name + rest)
+    if request.method == "POST" and rest == "/" + RECEIVE_PACK:
+        return _push(store.gitops.admit_push(name), env)
+    if rest == "/info/refs" and request.args.get("service") == RECEIVE_PACK:
+        status, headers, answer = _run_to_end(env, b"")
+        if status is None:
+            return error_response(502, "git http-backend produced no response")
+        answer = store.gitops.advertise_for_push(name, answer)
+        return Response(answer, status=status, headers=headers)
+    return _run_backend(env)
+
+
+def _push(admission, env: dict[str, str]) -> Response:
+    """A push: the whole request first, then git under the repository's write queue, then
+    the answer (see `gitstore.gitops.pushes`: the queue is held until git has answered)."""
+    body = request.get_data(cache=False)
+    compressed = request.headers.get("Content-Encoding", "identity") != "identity"
+    with admission.turn():
+        # a compressed request is queued but not re-aimed (git's client never sends one)
+        body_for_git, extra = (body, {}) if compressed else admission.prepare(body)
+        env = {**env, **extra, "CONTENT_LENGTH": str(len(body_for_git))}
+        status, headers, answer = _run_to_end(env, body_for_git)
+        if status is None:
+            return error_response(502, "git http-backend produced no response")
+        answer = admission.finish(answer)
+    return Response(answer, status=status, headers=headers)
 
 
 def _cgi_environ(root: Path, repo_path: Path, subpath: str) -> dict[str, str]:
@@ -119,6 +145,25 @@ def _run_backend(env: dict[str, str]) -> Response:
         _finish(proc, errors)
         return error_response(502, "git http-backend produced no response")
     return Response(_body(proc, errors), status=status, headers=headers, direct_passthrough=True)
+
+
+def _run_to_end(env: dict[str, str], body: bytes):
+    """Run git http-backend on a whole request; its status, headers and whole answer."""
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            ["git", "http-backend"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+        )
+        pump = threading.Thread(target=_pump, args=(io.BytesIO(body), proc.stdin), daemon=True)
+        pump.start()
+        status, headers = _read_headers(proc.stdout)
+        answer = proc.stdout.read()
+        pump.join()
+        _finish(proc, errors)
+    return status, headers, answer
 
 
 def _pump(source: IO[bytes], sink: IO[bytes]) -> None:

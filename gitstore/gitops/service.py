@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,7 @@ from gitstore.backend.repository import MAIN, Repository
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.components import CatalogView
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound
-from gitstore.gitops import refrules
+from gitstore.gitops import pushes, refrules
 from gitstore.layout import INVENTORY_NODES, NODES_LEVEL, EnvironmentView, layer_file
 from gitstore.secrets.mask import mask_scopes
 from gitstore.secrets.rules import rules_for_file
@@ -155,10 +156,25 @@ class GitOps:
         return CatalogView(self._store.catalog().snapshot())
 
     # -- the push gate ---------------------------------------------------------------------
-    def check_push(self, repo_path: Path, old: str, new: str, ref: str) -> None:
+    def check_push(
+        self,
+        repo_path: Path,
+        old: str,
+        new: str,
+        ref: str,
+        staged: tuple[str, str] | None = None,
+    ) -> None:
         """Refuse (raise) a ref update of a push: deleting or rewinding main, a bad tree, or
-        what `refrules` forbids for every other ref."""
+        what `refrules` forbids for every other ref. `staged` = (old, onto): the HTTP view
+        re-aimed a push to main from `old` at `pushes.STAGING`, to land on `onto` (`pushes`)."""
         target = self._target_of_path(repo_path)
+        if staged is not None and ref == pushes.STAGING:
+            self._check_main_pushable(target)
+            repo = Repository(repo_path, target.name)
+            remote.include_quarantine(repo)
+            check = partial(self._validate_commit, repo, target)
+            pushes.check_staged(repo, staged[0], new, staged[1], check)
+            return
         if ref != MAIN:
             repo = Repository(repo_path, target.name)
             remote.include_quarantine(repo)
@@ -166,12 +182,7 @@ class GitOps:
             return
         if new == ZERO:
             raise Conflict(f"{target.name}: deleting main is refused (it is the served state)")
-        mirror = self.mirror_of(target.name)
-        if mirror is not None:
-            raise Conflict(
-                f"{target.name} mirrors {remote.redact(mirror['url'])}: push there; "
-                "the store follows it"
-            )
+        self._check_main_pushable(target)
         repo = Repository(repo_path, target.name)
         remote.include_quarantine(repo)
         if old != ZERO and not remote.is_ancestor(repo, old, new):
@@ -181,6 +192,24 @@ class GitOps:
             )
         problems = self._validate_commit(repo, target, repo.snapshot(new))
         raise_problems(problems, f"{target.name}: push rejected, commit {new[:12]} is invalid")
+
+    def _check_main_pushable(self, target: Target) -> None:
+        mirror = self.mirror_of(target.name)
+        if mirror is not None:
+            raise Conflict(
+                f"{target.name} mirrors {remote.redact(mirror['url'])}: push there; "
+                "the store follows it"
+            )
+
+    def admit_push(self, name: str) -> pushes.PushAdmission:
+        """A push over HTTP to repository `name`, queued with REST writers (see `pushes`)."""
+        target = parse_repository_name(name)
+        repo = self._repository(target)
+        return pushes.PushAdmission(repo, partial(self._validate_commit, repo, target))
+
+    def advertise_for_push(self, name: str, answer: bytes) -> bytes:
+        """git's receive-pack advertisement of `name`, naming main's settled head (`pushes`)."""
+        return pushes.settle_advertisement(self._repository(parse_repository_name(name)), answer)
 
     def recover_from_killed_pushes(self, repo_path: Path, pushed_refs: list[str]) -> list[str]:
         """Before a push is gated: remove the ref locks and quarantine folders that killed

@@ -65,6 +65,7 @@ def test_a_label_is_created_by_push_and_never_moved_nor_deleted(served, work):
         ("refs/heads/abc1234", "would read it as"),
         ("refs/gitstore/mirror/incoming", "gitstore's own ref"),
         ("refs/gitstore/review/1/head", "gitstore's own ref"),
+        ("refs/gitstore/p", "gitstore's own ref"),  # the staging ref of pushes.py
         ("refs/notes/commits", "only branches (refs/heads/) and labels"),
     ],
 )
