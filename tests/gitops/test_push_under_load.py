@@ -84,3 +84,22 @@ def test_every_push_lands_under_rest_write_load(server, tmp_path):
     log = git("log", "--first-parent", "--format=%P", cwd=final).stdout.splitlines()
     merges = [parents for parents in log if len(parents.split()) == 2]
     assert merges, "no push landed by merge: the load never made a base stale"
+
+
+def test_a_push_with_a_stale_base_lands_as_a_merge_keeping_the_rest_write(server, tmp_path):
+    work = tmp_path / "work"
+    git("clone", "-q", f"{server.url}/git/environments/1.git", str(work))
+    written = requests.put(f"{server.url}{ASTUTE}/keys/set", json=[["kept", 1]], timeout=30)
+    assert written.status_code == 204
+    rest_commit = written.headers["X-Gitstore-Commit"]
+    pushed = commit_files(work, {"nodes/20/values/globals.yaml": "pushed: true\n"})
+    done = git("push", "origin", "main", cwd=work, check=False)  # git's own check passes
+    assert done.returncode == 0, done.stderr
+    final = tmp_path / "final"
+    git("clone", "-q", f"{server.url}/git/environments/1.git", str(final))
+    parents = git("log", "-1", "--format=%P", cwd=final).stdout.split()
+    assert parents == [rest_commit, pushed]  # first parent: the served chain
+    assert requests.get(server.url + ASTUTE, timeout=10).json()["kept"] == 1
+    assert (final / "nodes/20/values/globals.yaml").read_text() == "pushed: true\n"
+    refs = git("ls-remote", "origin", cwd=final).stdout
+    assert "refs/gitstore/" not in refs  # the staging ref is gone
