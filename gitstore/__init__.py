@@ -28,6 +28,7 @@ _EXPORTS = {
     "review_repository": "gitstore.gitops.service",
     "render_markdown": "gitstore.gitops.service",
     "start_poller": "gitstore.gitops.service",
+    "staged_push": "gitstore.gitops.pushes",
     "AccessFile": "gitstore.access.policy",
     "ACCESS_REQUIRED": "gitstore.access.policy",
     "ANONYMOUS_READ": "gitstore.access.policy",

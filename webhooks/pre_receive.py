@@ -8,15 +8,18 @@ the whole push; what this prints on stderr reaches the pusher as `remote:` lines
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from gitstore import Store, limits, logs, metrics
+from gitstore import Store, limits, logs, metrics, staged_push
 from gitstore.errors import GitstoreError
 from gitstore.layout import store_root_of
 from gitstore.validation import format_problem
+
+_log = logging.getLogger("gitstore.gate")
 
 
 def gate(lines: list[str], git_dir: Path) -> list[str]:
@@ -25,12 +28,14 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
     limits.configure(root)
     store, name = Store(root), git_dir.relative_to(root).as_posix()
     messages: list[str] = []
+    staged = staged_push(os.environ)
+    _recover(store, git_dir, [line.split()[2] for line in lines if line.strip()])
     for line in lines:
         if not line.strip():
             continue
         old, new, ref = line.split()
         try:
-            store.gitops.check_push(git_dir, old, new, ref)
+            store.gitops.check_push(git_dir, old, new, ref, staged=staged)
         except GitstoreError as exc:
             metrics.gate_refused(name, metrics.refusal_rule(exc), exc.message)
             if not exc.errors:
@@ -47,10 +52,22 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
     return messages
 
 
+def _recover(store: Store, git_dir: Path, pushed_refs: list[str]) -> None:
+    """Clear what killed pushes left (stale ref locks, quarantines): best effort, never a
+    reason to refuse this push; what is removed is logged, not told to the pusher."""
+    try:
+        for path in store.gitops.recover_from_killed_pushes(git_dir, pushed_refs):
+            _log.warning("removed %s, left by a killed push", path)
+    except (GitstoreError, OSError) as exc:
+        _log.warning("could not clear what killed pushes left in %s: %s", git_dir, exc)
+
+
 def main(stdin: TextIO = sys.stdin, stderr: TextIO = sys.stderr) -> int:
     # Our stderr goes to the pusher: commit and refusal lines go to the server's log instead
     logs.configure_child("gitstore.events")
     git_dir = Path(os.environ.get("GIT_DIR", ".")).resolve()
+    # The hook has no log of its own, and stderr is the pusher's: only refusals go there.
+    logging.getLogger("gitstore").addHandler(logging.NullHandler())
     try:
         messages = gate(stdin.read().splitlines(), git_dir)
     except GitstoreError as exc:

@@ -91,7 +91,7 @@ def needed(method: str, path: str, args: Any) -> Need | None:
         role = current_app.config.get(METRICS_ROLE)
         return Need((role,)) if role else None  # scrapers carry none unless asked to
     if parts[:1] == ["git"]:
-        return _git_need("/".join(parts[1:]), args.get("service"))
+        return _git_need("/".join(parts[1:]), args.getlist("service"))
     if parts[:2] == ["api", "v1"]:
         parts = parts[2:]
     if parts[:1] == ["config"]:
@@ -130,13 +130,14 @@ def _scope(method: str, parts: list[str]) -> int | str | None:
     return None
 
 
-def _git_need(subpath: str, service: str | None) -> Need:
-    """`git clone`/`fetch` need reader, `git push` (receive-pack) needs writer."""
+def _git_need(subpath: str, services: list[str]) -> Need:
+    """`git clone`/`fetch` need reader, `git push` (receive-pack) needs writer: decided on the
+    normalised path the view hands to git, so `/./git-receive-pack` is a push too."""
     try:
         name, rest = git_http.split_path(subpath)
     except NotFound:
         return Need(("reader",), None)  # no repository there: the view answers 404
-    push = rest == "/git-receive-pack" or service == "git-receive-pack"
+    push = git_http.is_push(rest, services)
     role = "writer" if push else "reader"
     if name.startswith(_ENV_REPO_PREFIX):
         return Need((role,), int(name[len(_ENV_REPO_PREFIX) :].removesuffix(".git")))

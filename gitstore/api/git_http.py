@@ -13,8 +13,10 @@ authenticated user reaches git as REMOTE_USER.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
+import posixpath
 import re
 import signal
 import subprocess
@@ -39,6 +41,7 @@ bp = Blueprint("git_http", __name__)
 
 _PATH = re.compile(r"^(catalog\.git|environments/[1-9][0-9]{0,17}\.git)(/[A-Za-z0-9._/-]+)$")
 _CHUNK = 64 * 1024
+RECEIVE_PACK = "git-receive-pack"
 #: Request headers git http-backend reads (as HTTP_* CGI variables).
 _PASSED_HEADERS = ("Content-Encoding", "Git-Protocol")
 #: CGI response headers that must not be copied into the WSGI response.
@@ -49,25 +52,61 @@ IDLE_SECONDS = 300
 
 
 def split_path(subpath: str) -> tuple[str, str]:
-    """`environments/1.git/info/refs` -> (`environments/1.git`, `/info/refs`); NotFound else."""
+    """`environments/1.git/info/refs` -> (`environments/1.git`, `/info/refs`); NotFound else.
+
+    The rest is normalised (`/./x`, `a//b`, `a/../x` -> `/x`, `a/b`, `/x`): access is decided on
+    this form and git is given this form, so no spelling of a path reaches git as one service
+    while being authorised as another.
+    """
     match = _PATH.match(subpath)
-    if match is None or "/../" in f"{match.group(2)}/" or "//" in match.group(2):
+    rest = posixpath.normpath(match.group(2)) if match else ""
+    if match is None or not rest.startswith("/") or rest.startswith(("/..", "//")):
         raise NotFound(
             f"no git repository at /git/{subpath}: use /git/catalog.git or "
             "/git/environments/<id>.git"
         )
-    return match.group(1), match.group(2)
+    return match.group(1), "" if rest == "/" else rest
+
+
+def is_push(rest: str, services: list[str]) -> bool:
+    """Whether a request (normalised `rest`, its `service` parameters) is part of a push."""
+    return RECEIVE_PACK in rest.split("/") or RECEIVE_PACK in services
 
 
 @bp.route("/git/<path:subpath>", methods=["GET", "POST"])
 def git(subpath: str):
-    name, _ = split_path(subpath)
+    name, rest = split_path(subpath)
     # A push body may be larger than a REST body; it has its own limit (docs/security.md).
     request.max_content_length = limits.current().push_bytes
     request.stream  # noqa: B018 - a declared length over the limit is a 413 before git starts
     store = app_store()
     repo_path = store.gitops.repository_path(name)
-    return _run_backend(_cgi_environ(store.root, repo_path, subpath))
+    env = _cgi_environ(store.root, repo_path, name + rest)
+    if request.method == "POST" and rest == "/" + RECEIVE_PACK:
+        return _push(store.gitops.admit_push(name), env)
+    if rest == "/info/refs" and request.args.get("service") == RECEIVE_PACK:
+        status, headers, answer = _run_to_end(env, b"")
+        if status is None:
+            return error_response(502, "git http-backend produced no response")
+        answer = store.gitops.advertise_for_push(name, answer)
+        return Response(answer, status=status, headers=headers)
+    return _run_backend(env)
+
+
+def _push(admission, env: dict[str, str]) -> Response:
+    """A push: the whole request first, then git under the repository's write queue, then
+    the answer (see `gitstore.gitops.pushes`: the queue is held until git has answered)."""
+    body = request.get_data(cache=False)
+    compressed = request.headers.get("Content-Encoding", "identity") != "identity"
+    with admission.turn():
+        # a compressed request is queued but not re-aimed (git's client never sends one)
+        body_for_git, extra = (body, {}) if compressed else admission.prepare(body)
+        env = {**env, **extra, "CONTENT_LENGTH": str(len(body_for_git))}
+        status, headers, answer = _run_to_end(env, body_for_git)
+        if status is None:
+            return error_response(502, "git http-backend produced no response")
+        answer = admission.finish(answer)
+    return Response(answer, status=status, headers=headers)
 
 
 def _cgi_environ(root: Path, repo_path: Path, subpath: str) -> dict[str, str]:
@@ -191,6 +230,19 @@ class _Backend:
         self.errors.close()
         if message:
             log.warning("git http-backend: %s", message)
+
+
+def _run_to_end(env: dict[str, str], body: bytes):
+    """Run git http-backend on a whole request held in memory (a push, read whole before git
+    starts, so a client that vanishes mid-body never reaches git); status, headers, answer."""
+    backend = _Backend(env)
+    pump = threading.Thread(target=backend.pump, args=(io.BytesIO(body), len(body)), daemon=True)
+    pump.start()
+    status, headers = _read_headers(backend.proc.stdout)
+    answer = backend.proc.stdout.read()
+    pump.join()
+    backend.finish()
+    return status, headers, answer
 
 
 def _read_headers(stdout: IO[bytes]) -> tuple[int | None, list[tuple[str, str]]]:

@@ -7,19 +7,26 @@ run the real `git fetch`, and to move `main` to a commit someone else made.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import pygit2
 
-from gitstore.backend import refs
-from gitstore.backend.repository import MAIN, Repository
-from gitstore.errors import Unavailable
+from gitstore.backend import refs, revisions
+from gitstore.backend.changes import ChangeSet, Graft
+from gitstore.backend.repository import COMMITTER, MAIN, Repository
+from gitstore.backend.trees import build_tree
+from gitstore.errors import Conflict, Unavailable
 
 ZERO = "0" * 40
 FETCH_TIMEOUT_SECONDS = 120
+QUARANTINE_PREFIX = "tmp_objdir-incoming-"
+STALE_QUARANTINE_SECONDS = 60.0
 
 
 def include_quarantine(repo: Repository) -> None:
@@ -116,3 +123,112 @@ def redact(url: str) -> str:
     if not sep or "@" not in rest.split("/", 1)[0]:
         return url
     return f"{scheme}://***@{rest.split('@', 1)[1]}"
+
+
+def ref_names(repo: Repository, prefix: str) -> set[str]:
+    """Names below `prefix` of every ref of `repo` (`refs/tags/` -> {"v1", ...})."""
+    return {name[len(prefix) :] for name in repo.git.references if name.startswith(prefix)}
+
+
+def peeled_commit(repo: Repository, object_id: str) -> str | None:
+    """The commit an object (a commit, or a tag of one) names; None for anything else."""
+    try:
+        return str(repo.git[object_id].peel(pygit2.Commit).id)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
+
+
+def recover_from_killed_pushes(repo: Repository, pushed_refs: Sequence[str]) -> list[str]:
+    """Remove what a killed push leaves and git never cleans: ref lock files nobody owns
+    (`refs.recover_stale_locks`) and quarantine folders nobody owns. Returns what was removed.
+
+    A quarantine (`objects/tmp_objdir-incoming-*`) holds the objects of a push until its gate
+    accepts it; git deletes it unless killed. One is removed only when it is not this push's
+    own, is older than `STALE_QUARANTINE_SECONDS`, and no other process works in the
+    repository (a live push always does: receive-pack runs inside it).
+    """
+    # git also locks HEAD when it moves main (HEAD is a symbolic ref to it)
+    removed = refs.recover_stale_locks(repo.path, ["HEAD", MAIN, *pushed_refs])
+    own = os.environ.get("GIT_QUARANTINE_PATH")
+    stale = [
+        folder
+        for folder in (repo.path / "objects").glob(QUARANTINE_PREFIX + "*")
+        if folder.is_dir()
+        and not (own and folder.resolve() == Path(own).resolve())
+        and time.time() - _newest_mtime(folder) > STALE_QUARANTINE_SECONDS
+    ]
+    if stale and not refs.others_in(repo.path):
+        for folder in stale:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(str(folder))
+    return removed
+
+
+def _newest_mtime(folder: Path) -> float:
+    """The newest mtime of a folder and its direct entries (objects land in sub-folders)."""
+    stamps = [folder.stat().st_mtime]
+    with contextlib.suppress(OSError):
+        stamps += [entry.stat().st_mtime for entry in folder.iterdir()]
+    return max(stamps)
+
+
+def merge_pushed(repo: Repository, pushed: str, onto: str) -> str:
+    """`pushed` landed on `onto`: `onto` itself when it already holds `pushed`, `pushed` when
+    it descends from `onto`, else a commit of `onto`'s tree plus the files `pushed` changed
+    since the two diverged, with parents `onto` (first: the served chain stays first-parent)
+    and `pushed` (the pusher's history stays reachable). Conflict naming the files both sides
+    changed differently, or when they share no history. Nothing is moved.
+    """
+    if is_ancestor(repo, pushed, onto):
+        return onto
+    if is_ancestor(repo, onto, pushed):
+        return pushed
+    base = merge_base(repo, pushed, onto)
+    if base is None:
+        raise Conflict(f"{repo.name}: the pushed commit {pushed[:12]} shares no history with main")
+    git = repo.git
+    base_tree = git[base].tree
+    theirs = revisions.compare(base_tree, git[pushed].tree)
+    ours = {change.path: change.new for change in revisions.compare(base_tree, git[onto].tree)}
+    clash = sorted(c.path for c in theirs if c.path in ours and ours[c.path] != c.new)
+    if clash:
+        raise Conflict(
+            f"{repo.name}: main moved since the push's base {base[:12]} and changed "
+            f"{', '.join(clash[:5])} too; fetch, merge and push again",
+            path=clash[0],
+        )
+    changes = ChangeSet()
+    for change in theirs:
+        if change.new is None:
+            changes.delete(change.path)
+        else:
+            changes.graft(change.path, Graft(change.new, is_tree=False))
+    tree_id = build_tree(git, git[onto].tree, changes.entries)
+    committer = pygit2.Signature(*COMMITTER)
+    message = (
+        f"gitstore: merge push {pushed[:12]} onto main\n\nmain moved from the push's base "
+        f"{base[:12]} to {onto[:12]} while it was under way; the changed files do not overlap.\n"
+    )
+    parents = [pygit2.Oid(hex=onto), pygit2.Oid(hex=pushed)]
+    author = git[pushed].author
+    return str(git.create_commit(None, author, committer, message, tree_id, parents))
+
+
+def settled_head(repo: Repository, head: str, seconds: float, limit: int = 20_000) -> str:
+    """The newest commit of `head`'s first-parent chain that someone else than gitstore made
+    (a pushed commit: its committer is not `COMMITTER`), or that is at least `seconds` old; the
+    oldest one within `limit` steps otherwise."""
+    commit = repo.git[head]
+    cutoff = time.time() - seconds
+    for _ in range(limit):
+        ours = commit.committer.email == COMMITTER[1]
+        if not ours or commit.commit_time <= cutoff or not commit.parent_ids:
+            break
+        commit = repo.git[commit.parent_ids[0]]
+    return str(commit.id)
+
+
+def delete_ref(repo: Repository, ref: str) -> None:
+    """Remove `ref` if it exists (a ref only its writer uses, such as a staging ref)."""
+    with contextlib.suppress(KeyError):
+        repo.git.references.delete(ref)

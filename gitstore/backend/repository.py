@@ -42,7 +42,10 @@ from gitstore.names import is_number
 
 MAIN = "refs/heads/main"
 MAX_ATTEMPTS = 50
-_WRITE_LOCK = "gitstore-write.lock"
+#: The committer of every commit gitstore makes (the author is who asked for it).
+COMMITTER = ("gitstore", "gitstore@localhost")
+#: The flock every commit to main is made under; pushes over HTTP queue on it too.
+WRITE_LOCK = "gitstore-write.lock"
 
 #: First-parent depth (the integer version) by commit id: immutable, so shared by the process.
 _DEPTHS = LRUCache(max_entries=200_000, name="depths")
@@ -403,7 +406,7 @@ class Repository:
         if base_tree is not None and tree_id == base_tree.id:
             return WriteResult(head, self.depth(head), changed=False)
         signature = pygit2.Signature(author.name, author.email)
-        committer = pygit2.Signature("gitstore", "gitstore@localhost")
+        committer = pygit2.Signature(*COMMITTER)
         parents = [pygit2.Oid(hex=head)] if head else []
         message = (changes.message or "gitstore: update").rstrip() + "\n"
         commit_id = str(git.create_commit(None, signature, committer, message, tree_id, parents))
@@ -425,7 +428,7 @@ class Repository:
 
     def _write_lock(self):
         """The repository's write lock (a `flock`, dropped by the kernel if we die)."""
-        return exclusive_lock(self.path / _WRITE_LOCK, 0o644)
+        return exclusive_lock(self.path / WRITE_LOCK, 0o644)
 
 
 def _fetch_main(source: Repository, target: Path) -> None:

@@ -21,6 +21,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from gitstore.backend.repository import MAIN, Repository
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.view import CatalogView
 from gitstore.errors import Conflict, Damaged, GitstoreError, InvalidInput, NotFound
+from gitstore.gitops import pushes, refrules
 from gitstore.gitops.mirrors import MirrorSettings, check_branch, now, public_settings
 from gitstore.gitops.rules import validate as validate_tree
 from gitstore.layout import (
@@ -43,7 +45,7 @@ from gitstore.layout import (
     parse_repository_name,
 )
 from gitstore.names import is_number
-from gitstore.ops import pushes
+from gitstore.ops import arrivals
 from gitstore.repositories import open_repository
 from gitstore.secrets.mask import mask_scopes
 from gitstore.secrets.rules import rules_for_file
@@ -128,19 +130,33 @@ class GitOps:
         return CatalogView(self._repos.catalog().snapshot())
 
     # -- the push gate ---------------------------------------------------------------------
-    def check_push(self, repo_path: Path, old: str, new: str, ref: str) -> None:
-        """Refuse (raise) a ref update of a push: deleting or rewinding main, or a bad tree."""
-        if ref != MAIN:
-            return  # only main is served
+    def check_push(
+        self,
+        repo_path: Path,
+        old: str,
+        new: str,
+        ref: str,
+        staged: tuple[str, str] | None = None,
+    ) -> None:
+        """Refuse (raise) a ref update of a push: deleting or rewinding main, a bad tree, or
+        what `refrules` forbids for every other ref. `staged` = (old, onto): the HTTP view
+        re-aimed a push to main from `old` at `pushes.STAGING`, to land on `onto` (`pushes`)."""
         target = self._target_of_path(repo_path)
+        if staged is not None and ref == pushes.STAGING:
+            self._check_main_pushable(target)
+            repo = Repository(repo_path, target.name)
+            remote.include_quarantine(repo)
+            check = partial(self._validate_commit, repo, target)
+            pushes.check_staged(repo, staged[0], new, staged[1], check)
+            return
+        if ref != MAIN:
+            repo = Repository(repo_path, target.name)
+            remote.include_quarantine(repo)
+            refrules.check_ref(repo, target.name, old, new, ref)
+            return
         if new == ZERO:
             raise Conflict(f"{target.name}: deleting main is refused (it is the served state)")
-        mirror = self.mirror_of(target.name)
-        if mirror is not None:
-            raise Conflict(
-                f"{target.name} mirrors {remote.redact(mirror['url'])}: push there; "
-                "the store follows it"
-            )
+        self._check_main_pushable(target)
         repo = Repository(repo_path, target.name)
         remote.include_quarantine(repo)
         if old != ZERO and not remote.is_ancestor(repo, old, new):
@@ -153,7 +169,31 @@ class GitOps:
 
     def accepted_push(self, repo_path: Path, updates: list[tuple[str, str, str]]) -> None:
         """Count and log the commits a push the gate accepted brings to `main`."""
-        pushes.record_accepted(repo_path, self._target_of_path(repo_path).name, updates)
+        arrivals.record_accepted(repo_path, self._target_of_path(repo_path).name, updates)
+
+    def _check_main_pushable(self, target: Target) -> None:
+        mirror = self.mirror_of(target.name)
+        if mirror is not None:
+            raise Conflict(
+                f"{target.name} mirrors {remote.redact(mirror['url'])}: push there; "
+                "the store follows it"
+            )
+
+    def admit_push(self, name: str) -> pushes.PushAdmission:
+        """A push over HTTP to repository `name`, queued with REST writers (see `pushes`)."""
+        target = parse_repository_name(name)
+        repo = self._repository(target)
+        return pushes.PushAdmission(repo, partial(self._validate_commit, repo, target))
+
+    def advertise_for_push(self, name: str, answer: bytes) -> bytes:
+        """git's receive-pack advertisement of `name`, naming main's settled head (`pushes`)."""
+        return pushes.settle_advertisement(self._repository(parse_repository_name(name)), answer)
+
+    def recover_from_killed_pushes(self, repo_path: Path, pushed_refs: list[str]) -> list[str]:
+        """Before a push is gated: remove the ref locks and quarantine folders that killed
+        pushes left and no live process owns (git never does, and they block later pushes)."""
+        target = self._target_of_path(repo_path)
+        return remote.recover_from_killed_pushes(Repository(repo_path, target.name), pushed_refs)
 
     # -- mirror settings (gitops.mirrors) ----------------------------------------------------
     def mirror_of(self, name: str) -> dict | None:
@@ -244,7 +284,7 @@ class GitOps:
             }
         if not remote.fast_forward(repo, served, incoming):
             return {"commit": incoming, "message": "main moved during the sync; sync again"}
-        pushes.record_mirrored(repo, target.name, served, incoming)
+        arrivals.record_mirrored(repo, target.name, served, incoming)
         return None
 
     # -- status ----------------------------------------------------------------------------

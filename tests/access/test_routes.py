@@ -204,3 +204,23 @@ def test_a_reveal_needs_the_secrets_role_which_admin_lacks(guarded_client, token
     assert_allowed(guarded_client.get(path.format(env=1), headers=bearer(tokens["env_secrets"])))
     got = guarded_client.get(path.format(env=2), headers=bearer(tokens["env_secrets"]))
     assert got.status_code == 403 and "on environment 2" in got.json["message"]
+
+
+RECEIVE_PACK_SPELLINGS = [
+    ("POST", "/git/environments/1.git/./git-receive-pack"),
+    ("POST", "/git/environments/1.git/objects/../git-receive-pack"),
+    ("POST", "/git/environments/1.git/git-receive-pack/."),
+    ("POST", "/git/environments/1.git/info/./../git-receive-pack"),
+    ("GET", "/git/environments/1.git/./info/refs?service=git-receive-pack"),
+    ("GET", "/git/environments/1.git/info/refs?service=git-upload-pack&service=git-receive-pack"),
+    ("POST", "/git/catalog.git/./git-receive-pack"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), RECEIVE_PACK_SPELLINGS)
+def test_every_spelling_of_receive_pack_needs_writer(guarded_client, tokens, method, path):
+    """Access is decided on the normalised path and every `service`, not on a suffix."""
+    got = guarded_client.open(path, method=method, headers=bearer(tokens["reader"]))
+    assert got.status_code == 403, got.get_data(as_text=True)
+    assert got.json["status"] == 403
+    assert "needs role 'writer'" in got.json["message"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -157,3 +159,52 @@ def test_only_one_of_many_racing_swaps_wins(bare, two_commits):
         thread.join()
     assert results.count(True) == 1
     assert git(bare, "rev-parse", "main") in candidates
+
+
+def test_an_old_lock_is_kept_while_a_process_works_in_the_repository(
+    bare, two_commits, monkeypatch
+):
+    """git's lock (no gitstore record) is live while e.g. a receive-pack runs in the repo."""
+    first, second = two_commits
+    git(bare, "update-ref", MAIN, first)
+    monkeypatch.setattr(refs, "LOCK_TIMEOUT_SECONDS", 0.5)
+    lock = _lock(bare)
+    lock.write_text(second + "\n")
+    old = time.time() - refs.STALE_LOCK_SECONDS - 10
+    os.utime(lock, (old, old))
+    worker = subprocess.Popen(["sleep", "30"], cwd=bare)
+    try:
+        with pytest.raises(Conflict, match="main.lock"):
+            refs.compare_and_swap(bare, MAIN, first, second)
+        assert lock.exists()
+    finally:
+        worker.kill()
+        worker.wait()
+    assert refs.compare_and_swap(bare, MAIN, first, second)  # now provably dead
+    assert git(bare, "rev-parse", "main") == second
+
+
+def test_a_young_unrecorded_lock_is_not_broken(bare, two_commits):
+    first, _ = two_commits
+    git(bare, "update-ref", MAIN, first)
+    _lock(bare).write_text("")
+    assert refs.recover_stale_locks(bare, [MAIN]) == []
+    assert _lock(bare).exists()
+
+
+def test_recovery_waits_for_no_live_gitstore_holder(bare, two_commits):
+    """A holder of the guard is live: recovery never judges its lock, it gives up instead."""
+    first, _ = two_commits
+    git(bare, "update-ref", MAIN, first)
+    lock = _lock(bare)
+    lock.write_text("")
+    old = time.time() - refs.STALE_LOCK_SECONDS - 10
+    os.utime(lock, (old, old))
+    fd = os.open(bare / refs.GUARD, os.O_CREAT | os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert refs.recover_stale_locks(bare, [MAIN], wait=0.2) == []
+        assert lock.exists()
+    finally:
+        os.close(fd)
+    assert refs.recover_stale_locks(bare, [MAIN]) == [str(lock)]

@@ -8,6 +8,7 @@ by creating a marker file, so the parent can kill it there with SIGKILL.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -72,3 +73,42 @@ def _pause_at(point: str, marker: Path) -> None:
         os.rename = rename
     else:
         raise ValueError(f"unknown crash point {point!r}")
+
+
+def write_acknowledged(root: str, env_id: int, prefix: str, count: int, journal: str) -> None:
+    """Set keys `<prefix><n>` one commit each; append each key to `journal` once acknowledged,
+    and `error <message>` if a write fails (a stalled lock holder must only delay writers)."""
+    store = Store(root)
+    with open(journal, "a", buffering=1) as out:
+        for n in range(count):
+            try:
+                store.config.update_keys(
+                    env_id, [], "astute", "values", "set", [[f"{prefix}{n}", n]]
+                )
+            except Exception as exc:  # noqa: BLE001 - the parent judges every outcome
+                out.write(f"error {type(exc).__name__}: {exc}\n")
+                return
+            out.write(f"{prefix}{n}\n")
+
+
+def swap_stalled(git_dir: str, expected: str, new: str, marker: str, answer: str) -> None:
+    """Move main from `expected` to `new` as mirror sync does (`refs.compare_and_swap`, no
+    write flock), stopping itself with SIGSTOP while it holds `main.lock` with `new` inside;
+    write what the swap answered to `answer` once continued."""
+    real_rename = os.rename
+
+    def rename(source, target, *args, **kwargs):
+        if str(source).endswith("main.lock"):
+            Path(marker).touch()
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return real_rename(source, target, *args, **kwargs)
+
+    os.rename = rename
+    try:
+        moved = refs.compare_and_swap(Path(git_dir), "refs/heads/main", expected, new)
+        outcome = "moved" if moved else "refused"
+    except Exception as exc:  # noqa: BLE001 - the parent judges every outcome
+        outcome = f"error {type(exc).__name__}: {exc}"
+    finally:
+        os.rename = real_rename
+    Path(answer).write_text(outcome)
