@@ -119,8 +119,8 @@ def fsck(ctx: click.Context, root_opt: str | None, fmt: str) -> None:
     """Check a whole store: git fsck of every repository, the push gate's rules on every head,
     left-over locks and half-made repositories, and that the keyring opens every sealed value
     (never printed). Exits 1 naming each problem, 0 when the store is sound."""
+    from gitstore import Store
     from gitstore import fsck as check
-    from gitstore.store import Store
 
     root = _root(root_opt)
     Store(root).check()

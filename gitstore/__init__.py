@@ -42,6 +42,8 @@ _EXPORTS = {
     "FailureLog": "gitstore.access.ratelimit",
     "token_id_of": "gitstore.access.credentials",
     "CloneFile": "gitstore.secrets.local",
+    "bind_reveal_rule": "gitstore.secrets.caller",
+    "unbind_reveal_rule": "gitstore.secrets.caller",
     "backup": "gitstore.ops.backup",
     "restore": "gitstore.ops.backup",
     "read_manifest": "gitstore.ops.backup",
@@ -51,7 +53,11 @@ _EXPORTS = {
     "parse_size": "gitstore.ops.health",
 }
 #: Exported under another name than the one its module gives it.
-_RENAMED = {"DEFAULT_GRAPH_TYPE": "DEFAULT_TYPE"}
+_RENAMED = {
+    "DEFAULT_GRAPH_TYPE": "DEFAULT_TYPE",
+    "bind_reveal_rule": "bind",
+    "unbind_reveal_rule": "unbind",
+}
 
 __all__ = sorted(_EXPORTS)
 

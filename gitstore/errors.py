@@ -110,7 +110,12 @@ class Undecryptable(GitstoreError):
 
 
 class Unauthorized(GitstoreError):
-    """No or bad credentials."""
+    """No or bad credentials. `challenge`: the caller should be asked for credentials (a front
+    end that speaks HTTP answers with an authentication challenge)."""
+
+    def __init__(self, message: str, *, challenge: bool = False) -> None:
+        super().__init__(message)
+        self.challenge = challenge
 
 
 class Forbidden(GitstoreError):
@@ -118,7 +123,12 @@ class Forbidden(GitstoreError):
 
 
 class TooManyRequests(GitstoreError):
-    """Too many failed authentications from one address."""
+    """Too many failed authentications from one address; `retry_after` seconds until it may
+    try again."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class MisdirectedRequest(GitstoreError):

@@ -27,12 +27,26 @@ _MAX_SEGMENT = 200
 #: controls: a second `node-1` that looks like the first), line and paragraph separators,
 #: surrogates and private use.
 _INVISIBLE = frozenset({"Cf", "Zl", "Zp", "Cs", "Co"})
+_COMMIT_ID = re.compile(r"[0-9a-fA-F]{40}")
+_ABBREVIATED_ID = re.compile(r"[0-9a-fA-F]{4,40}")
 
 
 def is_number(text: object) -> bool:
     """`text` is a string of ASCII digits. `str.isdigit` also holds for `²` or `①`, which `int`
     refuses: every number read from a request is recognised here, never with `isdigit`."""
     return isinstance(text, str) and text.isascii() and text.isdigit()
+
+
+def is_commit_id(text: object) -> bool:
+    """`text` is a full commit id: 40 hexadecimal digits, either case (what a `version` pins
+    for ever; an abbreviated id may become ambiguous as history grows)."""
+    return isinstance(text, str) and _COMMIT_ID.fullmatch(text) is not None
+
+
+def looks_like_commit_id(text: object) -> bool:
+    """`text` could be read as a commit id, whole or abbreviated (4 to 40 hex digits): a name
+    that does is refused for labels and pushed refs, so `version=` never has two meanings."""
+    return isinstance(text, str) and _ABBREVIATED_ID.fullmatch(text) is not None
 
 
 def check_segment(value: object, field: str) -> str:

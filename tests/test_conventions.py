@@ -1,6 +1,8 @@
 """Conventions that keep the code base legible, checked mechanically.
 
-1. Imports point one way (read with `ast`, nothing is imported to check).
+1. Imports point one way (read with `ast`, nothing is imported to check): no import circle,
+   type-only imports included; at most ten imports run up the layers; front ends reach the
+   library through the facade only; no service imports the `Store`.
 2. Every Flask route is in docs/openapi.yaml with each of its methods, and nothing more.
 3. Every error class of `gitstore.errors` has its HTTP status in the one table.
 """
@@ -133,6 +135,196 @@ def test_the_import_reader_resolves_relative_imports(tmp_path):
     package = tmp_path / "__init__.py"
     package.write_text("from .errors import STATUS\n")
     assert "gitstore.api.errors.STATUS" in _imports("gitstore.api", package)
+
+
+# -- the house: layers, circles, the facade ---------------------------------------------------
+#: The library's layers, lowest first: a unit may import units of its own or a lower layer.
+LAYERS = [
+    (
+        "gitstore.errors",
+        "gitstore.names",
+        "gitstore.files",
+        "gitstore.metrics",
+        "gitstore.logs",
+        "gitstore.merge",
+        "gitstore.keypaths",
+        "gitstore.yamlio",
+        "gitstore.limits",
+    ),
+    ("gitstore.backend",),
+    (
+        "gitstore.served",
+        "gitstore.layout",
+        "gitstore.documents",
+        "gitstore.validation",
+        "gitstore.repositories",
+    ),
+    ("gitstore.catalog", "gitstore.access"),
+    ("gitstore.secrets",),
+    ("gitstore.deployment", "gitstore.plans", "gitstore.configdb"),
+    ("gitstore.versions", "gitstore.upgrade"),
+    ("gitstore.gitops", "gitstore.watch"),
+    ("gitstore.ops",),
+    ("gitstore.store", "gitstore"),
+    ("gitstore.api", "cli", "webhooks"),
+]
+MAX_UPWARD_IMPORTS = 10
+#: What a front end may import of the library: the facade, the error tree, shared vocabulary.
+FACADE = (
+    "gitstore",
+    "gitstore.errors",
+    "gitstore.names",
+    "gitstore.yamlio",
+    "gitstore.keypaths",
+    "gitstore.layout",
+    "gitstore.served",
+    "gitstore.validation",
+    "gitstore.limits",
+    "gitstore.metrics",
+    "gitstore.logs",
+)
+MODULE_NAMES = {module for module, _ in MODULES}
+
+
+def _targets(module: str, path: Path) -> set[str]:
+    """The project modules `path` imports: `from a import b` is module `a.b` when that is a
+    module, else `a` (a name defined there)."""
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in MODULE_NAMES else base
+                for a in node.names
+            ]
+        else:
+            continue
+        for name in names:
+            while name and name not in MODULE_NAMES:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                found.add(name)
+    return found
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports, type-only imports included."""
+    return {module: _targets(module, path) for module, path in MODULES}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def _layer(module: str) -> tuple[int, str]:
+    """(layer, unit) of a module: the longest unit name that contains it."""
+    places = [
+        (layer, unit)
+        for layer, units in enumerate(LAYERS)
+        for unit in units
+        if _within(module, unit)
+    ]
+    assert places, f"{module} is in no layer of LAYERS: place it"
+    return max(places, key=lambda place: len(place[1]))
+
+
+def test_there_is_no_import_circle_not_even_for_type_hints():
+    assert _circles(_module_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(graph) == [["a", "b", "c"]]
+
+
+def test_at_most_ten_imports_run_up_the_layers():
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in _module_graph().items()
+        for target in targets
+        if _layer(target)[0] > _layer(module)[0]
+    )
+    assert len(upward) <= MAX_UPWARD_IMPORTS, upward
+
+
+def test_front_ends_reach_the_library_through_the_facade_only():
+    def front_end(module: str) -> bool:
+        return any(_within(module, p) for p in ("cli", "webhooks", "gitstore.api"))
+
+    deeper = sorted(
+        f"{module} imports {target}"
+        for module, targets in _module_graph().items()
+        if front_end(module)
+        for target in targets
+        if _within(target, "gitstore") and not front_end(target) and target not in FACADE
+    )
+    assert deeper == []
+
+
+def test_the_api_never_imports_the_webhook_receivers():
+    assert (
+        _offenders(lambda m: not _within(m, "gitstore.api"), lambda n: _within(n, "webhooks")) == []
+    )
+
+
+def test_no_service_imports_the_store():
+    allowed = ("gitstore.store", "gitstore", "gitstore.api", "cli", "webhooks")
+    assert (
+        _offenders(
+            lambda m: any(m == a or _within(m, a) and a != "gitstore" for a in allowed),
+            lambda n: _within(n, "gitstore.store"),
+        )
+        == []
+    )
+
+
+def test_every_package_has_a_readme():
+    packages = {path.parent for path in (PROJECT / "gitstore").rglob("__init__.py")}
+    packages |= {PROJECT / "cli", PROJECT / "webhooks"}
+    missing = sorted(
+        str(p.relative_to(PROJECT)) for p in packages if not (p / "README.md").exists()
+    )
+    assert missing == []
 
 
 # -- routes and the OpenAPI document -------------------------------------------------------

@@ -48,7 +48,6 @@ from gitstore.names import parse_flag
 
 log = logging.getLogger("gitstore.api.auth")
 
-CHALLENGE = {"WWW-Authenticate": 'Basic realm="gitstore"'}
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Route families stored in catalog.git, shared by every environment.
 _CATALOG = frozenset(
@@ -180,11 +179,10 @@ def _identify(access: AccessFile, need: Need) -> Identity | None:
         )
     wait = failures.blocked_for(address)
     if wait:
-        error = TooManyRequests(
-            f"too many failed authentications from {address}; try again in {wait} s"
+        raise TooManyRequests(
+            f"too many failed authentications from {address}; try again in {wait} s",
+            retry_after=wait,
         )
-        error.headers = {"Retry-After": str(wait)}
-        raise error
     try:
         if isinstance(presented, str):
             raise Unauthorized(presented)
@@ -234,6 +232,4 @@ def _reason(presented: Credentials | str) -> str:
 
 
 def _challenge(message: str) -> Unauthorized:
-    error = Unauthorized(message)
-    error.headers = dict(CHALLENGE)
-    return error
+    return Unauthorized(message, challenge=True)

@@ -79,11 +79,23 @@ def _too_large() -> str:
     )
 
 
+#: Asks an HTTP client for credentials (RFC 7617).
+CHALLENGE = {"WWW-Authenticate": 'Basic realm="gitstore"'}
+
+
+def _headers(exc: errors.GitstoreError) -> dict[str, str] | None:
+    """The headers an error's own attributes call for."""
+    if isinstance(exc, errors.TooManyRequests):
+        return {"Retry-After": str(exc.retry_after)}
+    if isinstance(exc, errors.Unauthorized) and exc.challenge:
+        return dict(CHALLENGE)
+    return None
+
+
 def register(app: Flask) -> None:
     @app.errorhandler(errors.GitstoreError)
     def _gitstore_error(exc: errors.GitstoreError):
-        headers = getattr(exc, "headers", None)
-        return error_response(status_of(exc), exc.message, exc.errors or None, headers)
+        return error_response(status_of(exc), exc.message, exc.errors or None, _headers(exc))
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):

@@ -14,7 +14,6 @@ name both commits: `X-Gitstore-Commit` and `X-Gitstore-Catalog-Commit`.
 from __future__ import annotations
 
 import hashlib
-import re
 
 from flask import Blueprint, Response, request
 
@@ -32,11 +31,10 @@ from gitstore.api.http import (
 )
 from gitstore.api.owners import each_owner
 from gitstore.errors import InvalidInput
-from gitstore.names import is_number
+from gitstore.names import is_commit_id, is_number
 
 bp = Blueprint("graphs", __name__, url_prefix="/api/v1")
 
-_FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
 CATALOG_COMMIT = "X-Gitstore-Catalog-Commit"
 
 
@@ -60,7 +58,7 @@ def _provenance(response: Response, result: Answer, catalog_only: bool) -> Respo
         else [args.get("version"), args.get("catalog_version")]
     )
     if "Cache-Control" in response.headers and not all(
-        _FULL_SHA.match((pin or "").strip()) for pin in pins
+        is_commit_id((pin or "").strip()) for pin in pins
     ):
         response.headers["Cache-Control"] = MOVING
     return response

@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response, current_app, g, request
 
-from gitstore import Author, LRUCache
+from gitstore import Author, LRUCache, bind_reveal_rule, unbind_reveal_rule
 from gitstore.errors import InvalidInput, UnsupportedMediaType
-from gitstore.names import parse_flag
-from gitstore.secrets import caller
+from gitstore.names import is_commit_id, parse_flag
 from gitstore.served import Served
 from gitstore.validation import check_plain_data
 
 if TYPE_CHECKING:
     from gitstore import Store
 
-_FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 IMMUTABLE = "public, max-age=31536000, immutable"
 MOVING = "public, max-age=5"
 #: Bound of the encoded bodies each app keeps (docs/performance.md: the worker memory budget).
@@ -92,18 +89,18 @@ def may_reveal(env_id: int | None) -> bool:
     return access is None or access.policy() is None
 
 
-def bind_reveal_rule(app: Flask) -> None:
+def bind_reveal_rule_of(app: Flask) -> None:
     """Let the secrets service ask, during each request of `app`, whether its caller may
     reveal an environment's secrets (`may_reveal`): writes compare a sent secret with the
     stored one only for such callers, so nobody else can test guesses."""
 
     def bind() -> None:
-        g.reveal_rule = caller.bind(may_reveal)
+        g.reveal_rule = bind_reveal_rule(may_reveal)
 
     def unbind(_exc: BaseException | None) -> None:
         token = g.pop("reveal_rule", None)
         if token is not None:
-            caller.unbind(token)
+            unbind_reveal_rule(token)
 
     app.before_request(bind)
     app.teardown_request(unbind)
@@ -170,7 +167,7 @@ def _cache_control() -> str:
     if "reveal" in request.args:
         return "private, no-store"
     version = request.args.get("version")
-    pinned = version is not None and _FULL_SHA.match(version.strip().lower())
+    pinned = version is not None and is_commit_id(version.strip())
     rule = IMMUTABLE if pinned else MOVING
     if request.authorization is not None or request.headers.get("X-Auth-Token"):
         rule = rule.replace("public", "private")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import subprocess
 import threading
 import time
@@ -38,7 +37,7 @@ from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
 from gitstore.backend.trees import build_tree, store_blobs
 from gitstore.errors import Conflict, NotFound, Unavailable, UnknownRevision
 from gitstore.files import exclusive_lock, os_thread_local
-from gitstore.names import is_number
+from gitstore.names import is_commit_id, is_number
 
 MAIN = "refs/heads/main"
 MAX_ATTEMPTS = 50
@@ -52,7 +51,6 @@ _DEPTHS = LRUCache(max_entries=200_000, name="depths")
 #: First-parent chain of main by repository path: (head, commit ids root first). Weighed by
 #: length: at most 400,000 ids (~36 MB) in all.
 _CHAINS = LRUCache(max_entries=64, max_weight=400_000, name="chains")
-_FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
 
 
 @dataclass(frozen=True)
@@ -150,7 +148,7 @@ class Repository:
             head = refs.read_ref(self.path, MAIN)
         except (UnicodeDecodeError, OSError) as exc:
             raise self._damaged(f"{MAIN} is unreadable ({exc})") from exc
-        if head is not None and _FULL_SHA.fullmatch(head):
+        if head is not None and is_commit_id(head):
             return head
         if head is None and not os.path.exists(os.path.join(self.path, MAIN)):
             return None
@@ -191,7 +189,7 @@ class Repository:
                 raise NotFound(f"repository {self.name} has no commits")
             return self._head_commit(head)
         text = str(version).strip()
-        if _FULL_SHA.fullmatch(text):
+        if is_commit_id(text):
             return self._commit_by_id(text)
         if is_number(text):
             return self._commit_at_version(int(text), text)

@@ -21,12 +21,12 @@ from gitstore.backend import remote
 from gitstore.backend.remote import ZERO
 from gitstore.backend.repository import Repository
 from gitstore.errors import Conflict, Forbidden, InvalidInput
+from gitstore.names import is_number, looks_like_commit_id
 from gitstore.versions.labels import check_label_name
 
 LABELS = "refs/tags/"
 BRANCHES = "refs/heads/"
 OWN = "refs/gitstore/"
-_HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 _HEAD_LIKE = re.compile(r"^(?:[A-Z_]*HEAD|main)$")
 
 
@@ -68,7 +68,7 @@ def _check_label(repo: Repository, name: str, old: str, new: str, label: str) ->
 
 def _check_branch(repo: Repository, name: str, branch: str) -> None:
     last = branch.rsplit("/", 1)[-1]
-    if branch.isdigit() or _HEX.match(branch) or _HEAD_LIKE.match(last):
+    if is_number(branch) or looks_like_commit_id(branch) or _HEAD_LIKE.match(last):
         raise InvalidInput(
             f"{name}: branch {branch!r} refused: version={branch} would read it as a "
             "version number, a commit id or HEAD; choose a name with letters in it"

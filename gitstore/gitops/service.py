@@ -32,7 +32,7 @@ from gitstore.backend.repository import MAIN, Repository
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.view import CatalogView
 from gitstore.errors import Conflict, Damaged, GitstoreError, InvalidInput, NotFound
-from gitstore.gitops import pushes, refrules
+from gitstore.gitops import arrivals, pushes, refrules
 from gitstore.gitops.mirrors import MirrorSettings, check_branch, now, public_settings
 from gitstore.gitops.rules import validate as validate_tree
 from gitstore.layout import (
@@ -45,7 +45,6 @@ from gitstore.layout import (
     parse_repository_name,
 )
 from gitstore.names import is_number
-from gitstore.ops import arrivals
 from gitstore.repositories import open_repository
 from gitstore.secrets.mask import mask_scopes
 from gitstore.secrets.rules import rules_for_file

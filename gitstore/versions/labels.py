@@ -12,11 +12,10 @@ from typing import Any
 from gitstore.backend.repository import Repository
 from gitstore.backend.revisions import TagInfo
 from gitstore.errors import InvalidInput
-from gitstore.names import is_number
+from gitstore.names import is_number, looks_like_commit_id
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 #: Names a revision parser would read as something else (a short sha, a version number).
-_HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 #: Refs whose names a label must not shadow in `version=`.
 _RESERVED = frozenset({"HEAD", "main", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD"})
 
@@ -34,7 +33,7 @@ def check_label_name(name: Any) -> str:
             f"label name {name!r} must not be a number (version=N means the N-th commit)",
             key="name",
         )
-    if _HEX.match(name):
+    if looks_like_commit_id(name):
         raise InvalidInput(
             f"label name {name!r} looks like a commit id; add a non-hex letter", key="name"
         )
