@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from cli.server import store_root
+
 PASSPHRASE_ENV = "GITSTORE_BACKUP_PASSPHRASE"
 
 
@@ -19,14 +21,6 @@ def register(group: click.Group) -> None:
     group.add_command(backup)
     group.add_command(restore)
     group.add_command(fsck)
-
-
-def _root(root_opt: str | None) -> Path:
-    ctx = click.get_current_context()
-    root = root_opt or ctx.find_root().params.get("root")
-    if not root:
-        raise click.UsageError("--root (or GITSTORE_ROOT) is required", ctx=ctx)
-    return Path(root).resolve()
 
 
 def _passphrase(path: str | None, needed: bool) -> bytes | None:
@@ -78,7 +72,7 @@ def backup(
     from gitstore import backup as take
 
     phrase = _passphrase(passphrase_file, needed=True) if include_keyring else None
-    manifest = take(_root(root_opt), Path(target), phrase)
+    manifest = take(store_root(root_opt), Path(target), phrase)
     for entry in manifest["repositories"]:
         click.echo(f"{entry['name']}: main {entry['main'][:12]}")
     extras = [name for name in ("access", "keyring") if manifest[name]]
@@ -101,8 +95,8 @@ def restore(source: str, root_opt: str | None, passphrase_file: str | None) -> N
     from gitstore import restore as rebuild
 
     needed = bool(read_manifest(Path(source))["keyring"])
-    manifest = rebuild(Path(source), _root(root_opt), _passphrase(passphrase_file, needed))
-    click.echo(f"restored {len(manifest['repositories'])} repositories into {_root(root_opt)}")
+    manifest = rebuild(Path(source), store_root(root_opt), _passphrase(passphrase_file, needed))
+    click.echo(f"restored {len(manifest['repositories'])} repositories into {store_root(root_opt)}")
     if not manifest["keyring"]:
         click.echo(
             "the backup has no keyring: a new one was made; copy the original keyring.yaml "
@@ -122,7 +116,7 @@ def fsck(ctx: click.Context, root_opt: str | None, fmt: str) -> None:
     from gitstore import Store
     from gitstore import fsck as check
 
-    root = _root(root_opt)
+    root = store_root(root_opt)
     Store(root).check()
     problems = check(root)
     if fmt == "json":

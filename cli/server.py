@@ -53,10 +53,10 @@ def register(group: click.Group) -> None:
     group.add_command(serve)
 
 
-def _root(root_opt: str | None) -> Path:
+def store_root(root_opt: str | None) -> Path:
     """The command's --root, else the group's --root; a usage error if neither was given."""
     ctx = click.get_current_context()
-    root = root_opt or ctx.find_root().params.get("root")
+    root = root_opt or ctx.findstore_root().params.get("root")
     if not root:
         raise click.UsageError("--root (or GITSTORE_ROOT) is required", ctx=ctx)
     return Path(root).resolve()
@@ -85,7 +85,7 @@ def init(root_opt: str | None, sample: bool, sample_dir: str | None) -> None:
     With --sample, also load the catalog and environments of the sample deployment. Running
     it again keeps everything that exists and only adds what is missing.
     """
-    root = _root(root_opt)
+    root = store_root(root_opt)
     existed = (root / CATALOG).is_dir()
     store = Store.init(root)
     click.echo(
@@ -246,7 +246,7 @@ def serve(
     Without an access file (`gitstore user add` makes one) the store is open and the server
     listens on loopback addresses only, unless --open is given.
     """
-    root = _root(root_opt)
+    root = store_root(root_opt)
     log_format = log_format or logs.default_format()
     logs.configure(log_format)
     logs.export_to_children(log_format)

@@ -39,6 +39,16 @@ def _modules() -> list[tuple[str, Path]]:
     return found
 
 
+def _base(module: str, node: ast.ImportFrom, is_package: bool) -> str:
+    """The absolute module a `from ... import` names (relative imports made absolute)."""
+    base = node.module or ""
+    if node.level:
+        anchor = module.split(".")
+        anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+        base = ".".join([*anchor, base] if base else anchor)
+    return base
+
+
 def _imports(module: str, path: Path) -> set[str]:
     """Every module name `path` imports, relative imports made absolute."""
     is_package = path.name == "__init__.py"
@@ -47,11 +57,7 @@ def _imports(module: str, path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = module.split(".")
-                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
-                base = ".".join([*anchor, base] if base else anchor)
+            base = _base(module, node, is_package)
             names.add(base)
             names.update(f"{base}.{alias.name}" for alias in node.names)
     return names
@@ -195,11 +201,7 @@ def _targets(module: str, path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = module.split(".")
-                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
-                base = ".".join([*anchor, base] if base else anchor)
+            base = _base(module, node, is_package)
             names = [
                 f"{base}.{a.name}" if f"{base}.{a.name}" in MODULE_NAMES else base
                 for a in node.names
