@@ -113,8 +113,8 @@ class Unauthorized(GitstoreError):
     """No or bad credentials. `challenge`: the caller should be asked for credentials (a front
     end that speaks HTTP answers with an authentication challenge)."""
 
-    def __init__(self, message: str, *, challenge: bool = False) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, challenge: bool = False, **fields: Any) -> None:
+        super().__init__(message, **fields)
         self.challenge = challenge
 
 
@@ -126,8 +126,8 @@ class TooManyRequests(GitstoreError):
     """Too many failed authentications from one address; `retry_after` seconds until it may
     try again."""
 
-    def __init__(self, message: str, *, retry_after: int) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, retry_after: int | None = None, **fields: Any) -> None:
+        super().__init__(message, **fields)
         self.retry_after = retry_after
 
 

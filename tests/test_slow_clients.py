@@ -29,15 +29,20 @@ ANSWER_BOUND = 20
 CLEANUP_BOUND = 30
 
 #: Sends the head of a push and part of its pack, then waits to be killed.
-_PUSH_CLIENT = """
+#: A git client that sends half of its request body, then hangs (argv: port, auth, service,
+#: old main). The declared length is far larger than what is sent.
+_HALF_CLIENT = """
 import socket, sys, time
-port, auth, old = sys.argv[1], sys.argv[2], sys.argv[3]
-command = f"{old} {'1' * 40} refs/heads/main\\0report-status\\n"
-pack = b"PACK\\0\\0\\0\\2\\0\\0\\0\\5" + b"x" * 50000
-body = (f"{len(command) + 4:04x}{command}0000").encode() + pack
+port, auth, service, old = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+if service == "receive-pack":
+    command = f"{old} {'1' * 40} refs/heads/main\\0report-status\\n"
+    body = (f"{len(command) + 4:04x}{command}0000").encode()
+    body += b"PACK\\0\\0\\0\\2\\0\\0\\0\\5" + b"x" * 50000
+else:
+    body = f"0032want {old}\\n".encode()
 head = (
-    "POST /git/environments/1.git/git-receive-pack HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n"
-    f"Authorization: {auth}\\r\\nContent-Type: application/x-git-receive-pack-request\\r\\n"
+    f"POST /git/environments/1.git/git-{service} HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n"
+    f"Authorization: {auth}\\r\\nContent-Type: application/x-git-{service}-request\\r\\n"
     "Content-Length: 10000000\\r\\n\\r\\n"
 )
 sock = socket.create_connection(("127.0.0.1", int(port)))
@@ -116,29 +121,56 @@ def _backends(root: Path) -> list[int]:
     return found
 
 
-def test_a_push_client_killed_mid_transfer_leaves_no_http_backend(guarded_server):
-    store, server = guarded_server
-    old = _main_of(store.root / "environments" / "1.git")
+def _half_client(server, service: str, old: str) -> subprocess.Popen:
     auth = basic("writer", password_of("writer"))["Authorization"]
     client = subprocess.Popen(
-        [sys.executable, "-c", _PUSH_CLIENT, str(server.port), auth, old],
+        [sys.executable, "-c", _HALF_CLIENT, str(server.port), auth, service, old],
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert client.stdout.readline().strip() == "sent"
+    return client
+
+
+def _kill(client: subprocess.Popen) -> None:
+    os.kill(client.pid, signal.SIGKILL)
+    client.wait()
+    client.stdout.close()
+
+
+def _no_backend_after(root: Path, bound: float) -> list[int]:
+    deadline = time.monotonic() + bound
+    while _backends(root) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return _backends(root)
+
+
+def test_a_fetch_client_killed_mid_transfer_leaves_no_http_backend(guarded_server):
+    store, server = guarded_server
+    old = _main_of(store.root / "environments" / "1.git")
+    client = _half_client(server, "upload-pack", old)
     try:
-        assert client.stdout.readline().strip() == "sent"
         deadline = time.monotonic() + ANSWER_BOUND
         while not _backends(store.root) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert _backends(store.root), "the push never reached git http-backend"
+        assert _backends(store.root), "the fetch never reached git http-backend"
     finally:
-        os.kill(client.pid, signal.SIGKILL)
-        client.wait()
-        client.stdout.close()
-    deadline = time.monotonic() + CLEANUP_BOUND
-    while _backends(store.root) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _backends(store.root) == []
+        _kill(client)
+    assert _no_backend_after(store.root, CLEANUP_BOUND) == []
+
+
+def test_a_push_starts_git_only_once_its_body_is_whole(guarded_server):
+    """A push is read whole before git runs (it waits its turn with REST writers), so a client
+    that dies mid-body never leaves a git http-backend behind."""
+    store, server = guarded_server
+    old = _main_of(store.root / "environments" / "1.git")
+    client = _half_client(server, "receive-pack", old)
+    try:
+        time.sleep(3)
+        assert _backends(store.root) == []
+    finally:
+        _kill(client)
+    assert _no_backend_after(store.root, CLEANUP_BOUND) == []
     assert _main_of(store.root / "environments" / "1.git") == old
 
 

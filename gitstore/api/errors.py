@@ -85,7 +85,7 @@ CHALLENGE = {"WWW-Authenticate": 'Basic realm="gitstore"'}
 
 def _headers(exc: errors.GitstoreError) -> dict[str, str] | None:
     """The headers an error's own attributes call for."""
-    if isinstance(exc, errors.TooManyRequests):
+    if isinstance(exc, errors.TooManyRequests) and exc.retry_after is not None:
         return {"Retry-After": str(exc.retry_after)}
     if isinstance(exc, errors.Unauthorized) and exc.challenge:
         return dict(CHALLENGE)

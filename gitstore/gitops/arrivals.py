@@ -1,5 +1,6 @@
 """Commits that reach `main` through git rather than through a library write: an accepted push
-(counted by the pre-receive hook before git moves `main`) and a mirror sync's fast-forward."""
+(counted by the pre-receive hook before git moves `main`, or when the HTTP view lands a push it
+re-aimed at its staging ref) and a mirror sync's fast-forward."""
 
 from __future__ import annotations
 
@@ -23,3 +24,9 @@ def record_accepted(git_dir: Path, name: str, updates: list[tuple[str, str, str]
 def record_mirrored(repo: Repository, name: str, old: str | None, new: str) -> None:
     """Count and log the commits a mirror sync's fast-forward of `main` served."""
     metrics.commits_arrived("mirror", name, old or "", new, remote.commits_between(repo, old, new))
+
+
+def record_landed(repo: Repository, old: str, new: str) -> None:
+    """Count and log the commits a re-aimed push brought when the HTTP view landed it on `main`
+    (the pre-receive hook saw only the staging ref)."""
+    metrics.commits_arrived("push", repo.name, old, new, remote.commits_between(repo, old, new))

@@ -41,6 +41,7 @@ from gitstore.backend.remote import ZERO
 from gitstore.backend.repository import MAIN, WRITE_LOCK, Repository
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import Conflict, GitstoreError
+from gitstore.gitops import arrivals
 from gitstore.validation import Problem, raise_problems
 
 STAGING = "refs/gitstore/p"
@@ -165,7 +166,10 @@ class PushAdmission:
                 landed = landed_commit(self.repo, new, head, self._check_tree)
             except GitstoreError:
                 return False
-            if landed == head or remote.fast_forward(self.repo, head, landed):
+            if landed == head:
+                return True
+            if remote.fast_forward(self.repo, head, landed):
+                arrivals.record_landed(self.repo, head, landed)
                 return True
         return False
 
