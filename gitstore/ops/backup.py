@@ -113,10 +113,33 @@ def read_manifest(source: Path) -> dict[str, Any]:
 
 # -- repositories ------------------------------------------------------------------------------
 def _bundle(repo: Path, bundle: Path) -> str:
-    """Bundle the branches and tags of `repo`; the main it holds."""
-    _git(["--git-dir", str(repo), "bundle", "create", str(bundle), "--branches", "--tags"])
-    heads = _git(["bundle", "list-heads", str(bundle), "refs/heads/main"])
-    main = heads.split()[0] if heads.strip() else None
+    """Bundle the branches and tags of `repo` as they were at one moment; the main it holds.
+
+    `git bundle create` on the live repository re-reads each ref after walking it and drops a
+    ref that moved meanwhile: under writes it refused with "empty bundle" (seen in the test of
+    a backup under load). So the refs are read once into a frozen repository that borrows the
+    live one's objects (objects never change), and that is bundled.
+    """
+    listed = _git(
+        [
+            "--git-dir",
+            str(repo),
+            "for-each-ref",
+            "--format=%(objectname) %(refname)",
+            "refs/heads",
+            "refs/tags",
+        ]
+    )
+    refs = [line.split(" ", 1) for line in listed.splitlines() if line.strip()]
+    with tempfile.TemporaryDirectory(prefix=".backup-") as tmp:
+        frozen = Path(tmp) / "frozen.git"
+        _git(["init", "--quiet", "--bare", str(frozen)])
+        alternates = frozen / "objects" / "info" / "alternates"
+        alternates.write_text(f"{(Path(repo) / 'objects').resolve()}\n")
+        commands = "".join(f"create {name} {sha}\n" for sha, name in refs)
+        _git(["--git-dir", str(frozen), "update-ref", "--stdin"], stdin=commands)
+        _git(["--git-dir", str(frozen), "bundle", "create", str(bundle), "--branches", "--tags"])
+    main = dict((name, sha) for sha, name in refs).get("refs/heads/main")
     if main is None:
         raise Conflict(f"{repo.name}: main did not resolve while taking the backup")
     return main
@@ -148,9 +171,11 @@ def _restore_repository(bundle: Path, root: Path, name: str, main: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _git(args: list[str]) -> str:
+def _git(args: list[str], stdin: str | None = None) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    done = subprocess.run(["git", *args], capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(
+        ["git", *args], input=stdin, capture_output=True, text=True, env=env, check=False
+    )
     if done.returncode != 0:
         raise Conflict(
             f"git {args[2] if args[0] == '--git-dir' else args[0]} failed: "
