@@ -56,7 +56,7 @@ def register(group: click.Group) -> None:
 def store_root(root_opt: str | None) -> Path:
     """The command's --root, else the group's --root; a usage error if neither was given."""
     ctx = click.get_current_context()
-    root = root_opt or ctx.findstore_root().params.get("root")
+    root = root_opt or ctx.find_root().params.get("root")
     if not root:
         raise click.UsageError("--root (or GITSTORE_ROOT) is required", ctx=ctx)
     return Path(root).resolve()
