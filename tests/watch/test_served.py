@@ -3,9 +3,11 @@ them: a write lands in one process and wakes watchers parked in the other)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -220,3 +222,59 @@ def test_a_git_push_wakes_a_watcher_like_a_rest_write(server):
     git("push", "-q", "origin", "HEAD:main", cwd=work)
     got = future.result(timeout=30)
     assert got.json()["pushed_ratio"] == "from git"
+
+
+@contextlib.contextmanager
+def _watch_cli(url: str, workdir: Path, *args: str) -> Iterator[subprocess.Popen]:
+    """`gitstore watch` against the server, killed (and its pipes closed) at the end."""
+    with subprocess.Popen(
+        [str(GITSTORE), "--url", url, "watch", "--env", "1", "--format", "plain", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=isolated_env(workdir),
+        cwd=workdir,
+    ) as process:
+        try:
+            yield process
+        finally:
+            process.kill()
+
+
+def test_cli_watch_exec_runs_once_per_change(server):
+    url, workdir = server
+    out = workdir / "exec.out"
+    with _watch_cli(
+        url,
+        workdir,
+        "--level",
+        "nodes=1",
+        "--resource",
+        "astute",
+        "--key",
+        "nova",
+        "--exec",
+        f"cat >> {out}",
+        "--count",
+        "2",
+    ) as process:
+        initial = json.loads(process.stdout.readline())  # the value at start, no exec
+        assert "state_path" in initial
+        assert not out.exists()
+        _set(url, 2, "overrides", "cli_other", 1)  # another node: not a change of this value
+        _set(url, 1, "overrides", "cli_ratio", 1)
+        time.sleep(1.0)
+        _set(url, 1, "overrides", "cli_ratio", 2)
+        assert process.wait(timeout=60) == 0, process.stderr.read()
+    ran = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [value["cli_ratio"] for value in ran] == [1, 2]
+
+
+def test_cli_watch_without_resource_prints_each_commit(server):
+    url, workdir = server
+    with _watch_cli(url, workdir, "--count", "2") as process:
+        time.sleep(2.0)  # the stream starts at the head it finds
+        written = [_set(url, 2, "overrides", f"cli_commit_{n}", n) for n in range(2)]
+        assert process.wait(timeout=60) == 0, process.stderr.read()
+        printed = [json.loads(line)["commit"] for line in process.stdout.read().splitlines()]
+    assert printed == written
