@@ -12,7 +12,7 @@ Level pairs are `[(level, value), ...]` from the least specific level down.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from gitstore import Query
@@ -64,6 +64,16 @@ class Client(Protocol):
     ) -> Served: ...
     def write_many(self, env_id: int, documents: dict[Address, dict], message: str) -> Served: ...
     def history(self, env_id: int, **params: Any) -> dict: ...
+    def watch_read(
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        query: Query,
+        index: str | None,
+        wait: float,
+    ) -> tuple[Any, str]: ...
+    def events(self, env_id: int, since: str | None = None) -> Iterator[dict]: ...
     def diff(
         self,
         env_id: int,

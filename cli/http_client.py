@@ -13,6 +13,7 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from email.message import Message
 from typing import Any
 
@@ -73,6 +74,7 @@ class HttpClient:
         body: Any = None,
         root: str = API_ROOT,
         raw: bool = False,
+        timeout: float | None = None,
     ) -> tuple[Any, Message]:
         """One request below the API root; the parsed JSON answer (None for 204; the text when
         `raw`) and headers."""
@@ -87,7 +89,7 @@ class HttpClient:
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
-            with self._opener.open(req, timeout=self.timeout) as response:
+            with self._opener.open(req, timeout=timeout or self.timeout) as response:
                 data = response.read()
                 answer = data.decode("utf-8", "replace") if raw else _parse(data, url)
                 return answer, response.headers  # case-insensitive
@@ -177,6 +179,44 @@ class HttpClient:
             "reveal": _on(query.reveal),
         }
         return self._get(document_path(env_id, pairs, resource, kind), **params)
+
+    def watch_read(
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        query: Query,
+        index: str | None,
+        wait: float,
+    ) -> tuple[Any, str]:
+        """A blocking query of a value (docs/watch.md): the answer and the head it was read at."""
+        params = {
+            "effective": _on(query.effective),
+            "key": query.key,
+            "index": index,
+            "wait": f"{int(wait)}s",
+        }
+        data, headers = self.request(
+            "GET",
+            document_path(env_id, pairs, resource, "values"),
+            params=params,
+            timeout=wait + self.timeout,
+        )
+        return data, headers.get("X-Gitstore-Index")
+
+    def events(self, env_id: int, since: str | None = None) -> Iterator[dict]:
+        """The commit events of environment `env_id` after `since` (default: from now on)."""
+        url = self.base + V1_ROOT + "/events?" + urllib.parse.urlencode({"env": int(env_id)})
+        if since:
+            url += "&" + urllib.parse.urlencode({"since": since})
+        req = urllib.request.Request(url, headers=dict(self.headers))
+        try:
+            with self._opener.open(req, timeout=self.timeout) as response:
+                yield from _sse_events(response)
+        except urllib.error.HTTPError as exc:
+            raise _error(exc) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise errors.Unavailable(f"cannot reach {self.base}: {exc}") from exc
 
     def secret_rules(self, env_id: int) -> dict:
         return self._get(f"/environments/{int(env_id)}/secrets/rules")
@@ -445,3 +485,18 @@ def _error(exc: urllib.error.HTTPError) -> errors.GitstoreError:
         message or f"HTTP {exc.code} {exc.reason}",
         errors=details if isinstance(details, list) else None,
     )
+
+
+def _sse_events(response) -> Iterator[dict]:
+    """The `data:` JSON of each `event: commit` of a Server-Sent Events stream."""
+    kind, data = None, []
+    for raw in response:
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if line.startswith("event:"):
+            kind = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif not line:
+            if kind == "commit" and data:
+                yield json.loads("\n".join(data))
+            kind, data = None, []

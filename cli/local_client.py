@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
+from collections.abc import Iterator
 from typing import Any
 
 from cli.client import Address, LevelPairs
@@ -79,6 +81,31 @@ class LocalClient:
     def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query) -> Any:
         who = self.author.name if self.author else f"local user {getpass.getuser()}"
         return self.store.config.read(env_id, list(pairs), resource, kind, query, who).data
+
+    def watch_read(
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        query: Query,
+        index: str | None,
+        wait: float,
+    ) -> tuple[Any, str]:
+        who = self.author.name if self.author else f"local user {getpass.getuser()}"
+
+        def read_at(version: str | None) -> Served:
+            at = dataclasses.replace(query, version=version)
+            return self.store.config.read(env_id, list(pairs), resource, "values", at, who)
+
+        result, head = self.store.watch.hold(env_id, index, wait, read_at)
+        return result.data, head
+
+    def events(self, env_id: int, since: str | None = None) -> Iterator[dict]:
+        yield from (
+            event
+            for event in self.store.watch.stream(env_id, since, keepalive=60.0)
+            if event is not None
+        )
 
     def secret_rules(self, env_id: int) -> dict:
         return self.store.secrets.rules(env_id).data

@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "cli.upgrade",
     "cli.secrets",
     "cli.ops",
+    "cli.watch",
 ]
 
 

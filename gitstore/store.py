@@ -39,6 +39,8 @@ from gitstore.upgrade.relations import Relations
 from gitstore.upgrade.seeds import Upgrades
 from gitstore.upgrade.settings import Settings
 from gitstore.versions.service import Versions
+from gitstore.watch.heads import Heads
+from gitstore.watch.service import Watch
 
 
 class Store:
@@ -94,6 +96,7 @@ class Store:
         )
         self.plans = Plans(repos, self.secrets)
         self.gitops = GitOps(repos, self.mirror_settings)
+        self.watch = Watch(repos, Heads(repos))
 
     def _subscribe(self) -> None:
         """The notifications that cut what would otherwise be loops between services."""

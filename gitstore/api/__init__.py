@@ -20,6 +20,7 @@ from gitstore.api import (
     catalog,
     environments,
     errors,
+    events,
     git_http,
     health,
     hiera,
@@ -58,6 +59,7 @@ BLUEPRINTS = [
     secret_routes.bp,
     health.bp,
     metrics.bp,
+    events.bp,
 ]
 
 

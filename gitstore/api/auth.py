@@ -98,6 +98,8 @@ def needed(method: str, path: str, args: Any) -> Need | None:
     if parts[:2] == ["access", "whoami"]:
         return Need(())
     roles, scope = _roles(method, parts, args), _scope(method, parts)
+    if parts == ["events"]:
+        scope = _events_scope(args)
     if "secrets" in roles and scope == ANY:
         scope = None  # catalog secrets belong to no environment: revealing them needs '*'
     return Need(roles, scope)
@@ -127,6 +129,12 @@ def _scope(method: str, parts: list[str]) -> int | str | None:
     if parts[:1] and parts[0] in _CATALOG and method in _READS:
         return ANY  # every environment is built from the catalog: any reader may read it
     return None
+
+
+def _events_scope(args: Any) -> int | None:
+    """`/events?env=ID` reads one environment; without a valid id the view answers 400."""
+    text = (args.get("env") or "").strip()
+    return int(text) if _ID.match(text) else None
 
 
 def _git_need(subpath: str, services: list[str]) -> Need:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
+from gitstore.api.blocking import blocking_read
 from gitstore.api.http import app_store, author, json_body, no_content, served, version_arg, written
 from gitstore.errors import InvalidInput
 from gitstore.names import is_number
@@ -89,8 +90,8 @@ def create_node(env_id: int):
 
 @bp.get("/clusters/<int:env_id>/nodes/<node>")
 def get_node(env_id: int, node: str):
-    nodes = app_store().nodes
-    return served(nodes.get(env_id, node, version_arg(), version_arg("catalog_version")))
+    nodes, catalog_version = app_store().nodes, version_arg("catalog_version")
+    return blocking_read(env_id, lambda version: nodes.get(env_id, node, version, catalog_version))
 
 
 @bp.route("/clusters/<int:env_id>/nodes/<node>", methods=["PUT", "PATCH"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint
 
+from gitstore.api.blocking import blocking_read
 from gitstore.api.http import app_store, author, json_body, no_content, served, version_arg
 from gitstore.errors import InvalidInput
 
@@ -28,7 +29,8 @@ def create_environment():
 
 @bp.get("/<int:env_id>")
 def get_environment(env_id: int):
-    return served(app_store().environments.get(env_id, version_arg()))
+    environments = app_store().environments
+    return blocking_read(env_id, lambda version: environments.get(env_id, version))
 
 
 @bp.route("/<int:env_id>", methods=["PUT", "PATCH"])

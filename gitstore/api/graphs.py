@@ -19,6 +19,7 @@ from flask import Blueprint, Response, request
 
 from gitstore import DEFAULT_GRAPH_TYPE as DEFAULT_TYPE
 from gitstore import Answer
+from gitstore.api.blocking import blocking_read
 from gitstore.api.http import (
     MOVING,
     app_store,
@@ -147,8 +148,15 @@ def search_graphs():
 # -- a cluster's tasks ---------------------------------------------------------------------------
 @bp.get("/clusters/<int:env_id>/deployment_tasks")
 def merged_tasks(env_id: int):
-    result = app_store().graphs.tasks(env_id, _graph_type(), **_versions(), **_legacy())
-    return _answer(result)
+    graphs, graph_type, legacy = app_store().graphs, _graph_type(), _legacy()
+    catalog_version = version_arg("catalog_version")
+
+    def read_at(version: str | None) -> Answer:
+        return graphs.tasks(
+            env_id, graph_type, version=version, catalog_version=catalog_version, **legacy
+        )
+
+    return blocking_read(env_id, read_at, _answer)
 
 
 @bp.get("/clusters/<int:env_id>/deployment_tasks/<any(own, plugins, release):view>")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from flask import Blueprint, g, request
 
-from gitstore.api.http import app_store, may_reveal, served, version_arg
+from gitstore.api.blocking import blocking_read
+from gitstore.api.http import app_store, may_reveal, served
 from gitstore.errors import InvalidInput
+from gitstore.served import Served
 
 bp = Blueprint("hiera", __name__, url_prefix="/api/v1/hiera")
 
@@ -34,11 +36,13 @@ def _resources_arg() -> list[str] | None:
 def node_document(env_id: int, node: str):
     # Puppet needs the real passwords: the node document reveals them to a caller holding the
     # `secrets` role (grant it to the Puppet master's user) and masks them for everyone else.
-    reveal = may_reveal(env_id)
-    result = app_store().hiera.node_document(
-        env_id, node, version_arg(), _resources_arg(), reveal=reveal, who=g.get("user")
-    )
-    response = served(result, weak=True)
+    reveal, resources, who = may_reveal(env_id), _resources_arg(), g.get("user")
+    hiera = app_store().hiera
+
+    def read_at(version: str | None) -> Served:
+        return hiera.node_document(env_id, node, version, resources, reveal=reveal, who=who)
+
+    response = blocking_read(env_id, read_at, lambda result: served(result, weak=True))
     if reveal:
         # Plain-text secrets: `public` would let a shared cache keep them for other callers.
         cache_control = response.headers.get("Cache-Control", "")

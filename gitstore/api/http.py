@@ -28,6 +28,9 @@ BODY_CACHE_BYTES = 16 * 1024 * 1024
 _BODIES = "gitstore.bodies"
 #: Where the app factory keeps the facade it serves.
 STORE = "gitstore"
+#: The parameters of a blocking query (gitstore/api/blocking.py): one answer, one ETag, whatever
+#: index the client waited from.
+_BLOCKING = frozenset({"index", "wait"})
 
 
 def app_store() -> Store:
@@ -150,7 +153,8 @@ def served(result: Served, status: int = 200, *, weak: bool = False) -> Response
 
 def _conditional(response: Response, result: Served, body: bytes, weak: bool = False) -> None:
     if result.inputs:
-        seed = repr((request.path, sorted(request.args.items(multi=True)), result.inputs))
+        args = [(k, v) for k, v in request.args.items(multi=True) if k not in _BLOCKING]
+        seed = repr((request.path, sorted(args), result.inputs))
     else:
         seed = repr((request.path, body))
     response.set_etag(hashlib.sha256(seed.encode()).hexdigest()[:32], weak=weak)

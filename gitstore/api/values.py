@@ -5,17 +5,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flask import Blueprint, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
 from gitstore import Query
+from gitstore.api.blocking import blocking_read
 from gitstore.api.http import app_store, author, flag, json_body, served, version_arg, written
 from gitstore.errors import NotFound
 from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS
 from gitstore.names import check_segment
+from gitstore.served import Served
 
 bp = Blueprint("values", __name__, url_prefix="/api/v1/config/environments")
 
@@ -80,11 +82,13 @@ def read(env_id: int, rest: str):
                 who=g.user,
             )
         )
-    return served(
-        app_store().config.read(
-            env_id, address.pairs, address.resource, address.kind, query, who=g.user
-        )
-    )
+    config, who = app_store().config, g.user
+
+    def read_at(version: str | None) -> Served:
+        at = replace(query, version=version)
+        return config.read(env_id, address.pairs, address.resource, address.kind, at, who=who)
+
+    return blocking_read(env_id, read_at)
 
 
 @bp.route("/<int:env_id>/<path:rest>", methods=["PUT", "PATCH"])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[2]
-BENCHES = ["lookup", "flat", "writes", "push", "memory"]
+BENCHES = ["lookup", "flat", "writes", "push", "memory", "watch"]
 
 
 @pytest.fixture(scope="module")

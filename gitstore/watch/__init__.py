@@ -1,0 +1,1 @@
+"""Watch: blocking queries and the change stream, woken by inotify on the refs (README.md)."""
