@@ -151,12 +151,35 @@ def served(result: Served, status: int = 200, *, weak: bool = False) -> Response
     return response
 
 
+def etag_of(path: str, args: list, result: Served, body: bytes | None = None) -> str:
+    """The ETag of `result` read at `path` with query `args` (sorted pairs): from its inputs
+    when it names them, else from its bytes."""
+    seed = repr((path, args, result.inputs)) if result.inputs else repr((path, body))
+    return hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+
+def if_match() -> str | None:
+    """The one entity tag or version of an `If-Match` header (quotes and `W/` removed); None
+    without the header or for `*` (any current document)."""
+    raw = request.headers.get("If-Match")
+    if raw is None or raw.strip() == "*":
+        return None
+    tokens = [t.strip() for t in raw.split(",") if t.strip()]
+    if len(tokens) != 1:
+        raise InvalidInput(
+            "If-Match must name one ETag or version (X-Gitstore-Commit or X-Gitstore-Version "
+            "of a read)",
+            key="If-Match",
+        )
+    token = tokens[0].removeprefix("W/").strip('"').strip()
+    if not token:
+        raise InvalidInput("If-Match is empty", key="If-Match")
+    return token
+
+
 def _conditional(response: Response, result: Served, body: bytes, weak: bool = False) -> None:
-    if result.inputs:
-        seed = repr((request.path, sorted(request.args.items(multi=True)), result.inputs))
-    else:
-        seed = repr((request.path, body))
-    response.set_etag(hashlib.sha256(seed.encode()).hexdigest()[:32], weak=weak)
+    args = sorted(request.args.items(multi=True))
+    response.set_etag(etag_of(request.path, args, result, body), weak=weak)
     response.headers["Cache-Control"] = _cache_control()
     response.make_conditional(request)
 
