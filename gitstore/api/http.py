@@ -60,7 +60,15 @@ def json_body() -> Any:
 
 
 def flag(name: str) -> bool:
-    """A query flag; every occurrence must be valid and they must agree."""
+    """A query flag; every occurrence must be valid and they must agree.
+
+    A bare `?name` is on; `?name=` with nothing after the `=` is refused: it reads as a value
+    left out by mistake (a template's empty variable), and guessing either way is wrong.
+    """
+    if f"{name}=".encode() in request.query_string.split(b"&"):
+        raise InvalidInput(
+            f"flag {name!r} has an empty value: write ?{name} or ?{name}=1 (or 0)", key=name
+        )
     values = {parse_flag(raw, name) for raw in request.args.getlist(name)}
     if len(values) > 1:
         raise InvalidInput(f"flag {name!r} is given more than once with different values", key=name)

@@ -42,6 +42,24 @@ RELEASE_STATES = (
     "manageonly",
     "deprecated",
 )
+#: Nailgun's name for a release's default settings, which gitstore keeps apart (settings.yaml).
+NAILGUN_SETTINGS = "attributes_metadata"
+#: Role metadata fields Nailgun gives a type, and that type (others are kept as given).
+_ROLE_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "description": (str,),
+    "has_primary": (bool,),
+    "public_ip_required": (bool,),
+    "public_for_dvs_required": (bool,),
+    "public_for_dvr_required": (bool,),
+    "weight": (int,),
+    "group": (str,),
+    "fault_tolerance": (str,),
+    "limits": (dict,),
+    "restrictions": (list,),
+    "update_required": (list,),
+    "update_once": (list,),
+}
 #: Where an entity's metadata lives: extra fields go to the main document as given.
 _METADATA = (ROLES, TAGS)
 #: Field order of an entity (other fields follow in the order given, metadata last).
@@ -141,6 +159,13 @@ def check_entity(entity: dict, kind: OwnerKind) -> dict:
                 f"{kind.name} field {name!r} is required (a non-empty string)", key=name
             )
     check_segment(entity["name"], f"{kind.name} name")
+    if kind is RELEASE and NAILGUN_SETTINGS in entity:
+        raise InvalidInput(
+            f"release field {NAILGUN_SETTINGS!r} (Nailgun's settings) is not part of a release "
+            "body: leave it out and PUT it (its {editable, generated}) to "
+            "/api/v1/releases/<id>/settings, or it would be silently unused",
+            key=NAILGUN_SETTINGS,
+        )
     if kind is RELEASE and entity.get("state") not in RELEASE_STATES:
         raise InvalidInput(
             f"release field 'state' must be one of {', '.join(RELEASE_STATES)}", key="state"
@@ -190,6 +215,7 @@ def check_roles_metadata(roles: Any, owner: str) -> dict:
         check_tag_name(name)
         if not isinstance(role, dict):
             raise InvalidInput(f"role {name!r} must be a mapping", key=ROLES)
+        _check_role_field_types(name, role)
         tags = role.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise InvalidInput(f"role {name!r}: 'tags' must be a list of tag names", key=ROLES)
@@ -201,6 +227,27 @@ def check_roles_metadata(roles: Any, owner: str) -> dict:
                 f"role {name!r}: 'conflicts' must be a list of roles or '*'", key=ROLES
             )
     return roles
+
+
+def _check_role_field_types(name: str, role: dict) -> None:
+    for field, types in _ROLE_FIELD_TYPES.items():
+        value = role.get(field)
+        wrong_bool = isinstance(value, bool) and bool not in types
+        if field in role and (not isinstance(value, types) or wrong_bool):
+            wanted = " or ".join(_TYPE_NAMES[t] for t in types)
+            raise InvalidInput(
+                f"role {name!r}: field {field!r} must be {wanted}, not {value!r}",
+                key=f"{ROLES}.{name}.{field}",
+            )
+
+
+_TYPE_NAMES = {
+    str: "a string",
+    bool: "true or false",
+    int: "an integer",
+    dict: "a mapping",
+    list: "a list",
+}
 
 
 def check_role_tags(roles: dict, tags: dict) -> None:
