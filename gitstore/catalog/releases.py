@@ -175,6 +175,8 @@ def check_entity(entity: dict, kind: OwnerKind) -> dict:
             check_identifier(key, f"{kind.name} field name")
     entity[TAGS] = check_tags_metadata(entity.get(TAGS), kind.name)
     entity[ROLES] = check_roles_metadata(entity.get(ROLES), kind.name)
+    if kind is PLUGIN:
+        _tag_untagged_roles(entity[ROLES], entity[TAGS])
     if kind.strict_role_tags:
         check_role_tags(entity[ROLES], entity[TAGS])
     return entity
@@ -227,6 +229,17 @@ def check_roles_metadata(roles: Any, owner: str) -> dict:
                 f"role {name!r}: 'conflicts' must be a list of roles or '*'", key=ROLES
             )
     return roles
+
+
+def _tag_untagged_roles(roles: dict, tags: dict) -> None:
+    """A plugin role that declares no tags is tagged with its own name, and that tag gets a
+    `tags_metadata` entry with the role's `has_primary` (as Nailgun loads plugins), so its
+    primary is elected like any tag's."""
+    for name, role in roles.items():
+        if "tags" in role:
+            continue
+        role["tags"] = [name]
+        tags.setdefault(name, {"has_primary": bool(role.get("has_primary", False))})
 
 
 def _check_role_field_types(name: str, role: dict) -> None:

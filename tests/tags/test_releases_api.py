@@ -126,3 +126,22 @@ def test_wrongly_typed_role_fields_are_400_naming_them(api):
     assert_error(api.put(f"{API}/clusters/1/roles", json=roles), 400, "weight")
     good = {"roles_metadata": {"mine": {"name": "Mine", "has_primary": True, "weight": 3}}}
     assert api.put(f"{API}/clusters/1/roles", json=good).status_code == 200
+
+
+def test_a_plugin_role_without_tags_is_tagged_with_its_name(api):
+    roles = {
+        "contrail-db": {"name": "Contrail DB", "has_primary": True},
+        "contrail-ui": {"name": "Contrail UI"},
+        "tagged": {"name": "Tagged", "tags": ["contrail-db"]},
+    }
+    created = api.post(
+        f"{API}/plugins", json={"name": "contrail", "version": "5.0.0", "roles_metadata": roles}
+    )
+    assert created.status_code == 201, created.get_json()
+    plugin = api.get(f"{API}/plugins/1").get_json()
+    assert plugin["roles_metadata"]["contrail-db"]["tags"] == ["contrail-db"]
+    assert plugin["roles_metadata"]["tagged"]["tags"] == ["contrail-db"]
+    assert plugin["tags_metadata"] == {
+        "contrail-db": {"has_primary": True},
+        "contrail-ui": {"has_primary": False},
+    }
