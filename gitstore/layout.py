@@ -8,7 +8,7 @@ the request path up to a level (`/`, `/role/compute/`, `/role/compute/nodes/1/`)
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,9 +113,21 @@ class EnvironmentView:
         self.components: list[str] = list(doc.get("components") or [])
 
     # -- levels ----------------------------------------------------------------------------
-    def check_levels(self, pairs: LevelPairs, *, write: bool = False) -> list[tuple[str, str]]:
+    def check_levels(
+        self,
+        pairs: LevelPairs,
+        *,
+        write: bool = False,
+        head: Callable[[], EnvironmentView] | None = None,
+        any_node: bool = False,
+    ) -> list[tuple[str, str]]:
         """Pairs that are a prefix of the hierarchy, node fqdns resolved to ids, every node
         one the environment knows (`known_node`; a `write` may also create one).
+
+        A read at an older version passes `head`, the view of the head: a node known now is
+        read as it was then (with no data of its own yet, the levels above it), so history,
+        explain and revert can look at any version of a node that exists. `any_node` takes
+        any node (a diff names scopes to compare, which may hold data on one side only).
 
         Every segment is validated first (400), so a malformed name never reaches the
         comparison with the hierarchy (404).
@@ -135,11 +147,23 @@ class EnvironmentView:
                     f"environment {self.env_id}: level {level!r} is not next in the "
                     f"hierarchy; expected {expected!r}"
                 )
-            if level == NODES_LEVEL:
-                checked.append((level, self.known_node(value, write=write)))
+            if level == NODES_LEVEL and any_node:
+                checked.append((level, self.resolve_value(level, value)))
+            elif level == NODES_LEVEL:
+                checked.append((level, self._known_node_now_or_then(value, write, head)))
             else:
                 checked.append((level, value))
         return checked
+
+    def _known_node_now_or_then(
+        self, ref: str, write: bool, head: Callable[[], EnvironmentView] | None
+    ) -> str:
+        try:
+            return self.known_node(ref, write=write)
+        except NotFound:
+            if head is None:
+                raise
+            return head().known_node(ref)
 
     def known_node(self, ref: str, *, write: bool = False) -> str:
         """The id of node `ref` (id or inventory fqdn); NotFound naming it when the environment

@@ -6,6 +6,7 @@ Reads never write. Every write is one commit made of one document (DESIGN.md §3
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,11 @@ class Config:
             )
         return definition["name"]
 
+    def head_view(self, env_id: int) -> Callable[[], EnvironmentView]:
+        """The view of the environment's head, made when asked (a read at an older version
+        asks it whether a node unknown then is known now)."""
+        return lambda: EnvironmentView(self._repos.environment_repo(env_id).snapshot())
+
     def definition(self, name: str) -> dict:
         return self._catalog_view().definition(name)
 
@@ -128,7 +134,7 @@ class Config:
         who: str | None,
     ) -> Served:
         view = EnvironmentView(snapshot)
-        pairs = view.check_levels(pairs)
+        pairs = view.check_levels(pairs, head=self.head_view(env_id))
         name = self.resource_name(view, resource)
         if query.effective:
             data, inputs, shown = self._effective(env_id, view, pairs, name, query)
