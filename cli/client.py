@@ -50,8 +50,17 @@ class Client(Protocol):
     def read(
         self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query
     ) -> Any: ...
+    def read_served(
+        self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query
+    ) -> Served: ...
     def put(
-        self, env_id: int, pairs: LevelPairs, resource: str, kind: str, document: dict
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        kind: str,
+        document: dict,
+        expected: str | None = None,
     ) -> Served: ...
     def update_keys(
         self,
@@ -61,6 +70,7 @@ class Client(Protocol):
         kind: str,
         op: str,
         paths: list[list[Any]],
+        expected: str | None = None,
     ) -> Served: ...
     def write_many(self, env_id: int, documents: dict[Address, dict], message: str) -> Served: ...
     def history(self, env_id: int, **params: Any) -> dict: ...

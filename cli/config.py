@@ -123,6 +123,12 @@ def _write_command(kind: str, verb: str) -> click.Command:
         type=click.Choice(values.STREAM_FORMATS),
         help="Read the value from stdin in this format.",
     )
+    @click.option(
+        "--if-version",
+        "expected",
+        help="Write only if the document is unchanged since this version (N or commit) of a "
+        "read; else exit 1 (HTTP 412).",
+    )
     @pass_client
     def write(
         client: Client,
@@ -133,16 +139,19 @@ def _write_command(kind: str, verb: str) -> click.Command:
         type_: str | None,
         value: str | None,
         fmt: str | None,
+        expected: str | None,
     ) -> None:
         if key is None and type_ == "null":
             raise click.UsageError("--type null needs --key: a whole document is a mapping")
         new = values.typed_value(type_, value, fmt)
         if key is None:
             _check_document(new, from_stdin=fmt is not None)
-            result = client.put(env, levels, resource, kind, new)
+            result = client.put(env, levels, resource, kind, new, expected)
         else:
             path = keypaths.split_dotted(key)
-            result = client.update_keys(env, levels, resource, kind, "set", [[*path, new]])
+            result = client.update_keys(
+                env, levels, resource, kind, "set", [[*path, new]], expected
+            )
         _report(resource, kind, levels, f"key {key} set" if key else "document replaced", result)
 
     write.__doc__ = (

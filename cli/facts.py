@@ -197,6 +197,11 @@ def ensure_environment(client: Client, env_id: int, component_id: int) -> None:
         body = {"id": env_id, "components": [component_id], "hierarchy_levels": [NODES_LEVEL]}
         try:
             env = client.create_environment(body)
+            click.echo(
+                f"created environment {env_id} (hierarchy [{NODES_LEVEL}], component "
+                f"{component_id}): it did not exist",
+                err=True,
+            )
         except Conflict:
             env = client.get_environment(env_id)  # another node created it first
     if component_id not in env["components"]:
@@ -217,28 +222,58 @@ def ensure_environment(client: Client, env_id: int, component_id: int) -> None:
 @click.option(
     "--version", callback=values.version_callback, help="Read at a version: N or a git revision."
 )
+@click.option(
+    "--reveal",
+    is_flag=True,
+    help="Write secrets in plain text (needs the secrets role; the reveal is audited).",
+)
 @pass_client
-def download(client: Client, env_id: int, node: str, directory: Path, version: str | None) -> None:
-    """Write the node's effective values as <resource>.yaml files (empty ones left out)."""
-    written = download_facts(client, env_id, node, directory, version)
-    click.echo(f"wrote {len(written)} files to {directory}")
+def download(
+    client: Client, env_id: int, node: str, directory: Path, version: str | None, reveal: bool
+) -> None:
+    """Write the node's effective values as <resource>.yaml files (empty ones left out).
+
+    Secrets are written as ****** unless --reveal: such files cannot deploy a node.
+    """
+    download = download_facts(client, env_id, node, directory, version, reveal)
+    click.echo(f"wrote {len(download.written)} files to {directory}")
+    if download.masked:
+        click.echo(
+            f"warning: {download.masked} secret values were written masked as ******; "
+            "use --reveal (needs the secrets role) for files that can deploy the node",
+            err=True,
+        )
+
+
+@dataclass
+class Download:
+    """The files a download wrote and how many secret values in them are masked."""
+
+    written: list[Path] = field(default_factory=list)
+    masked: int = 0
 
 
 def download_facts(
-    client: Client, env_id: int, node: str, directory: Path, version: str | None = None
-) -> list[Path]:
+    client: Client,
+    env_id: int,
+    node: str,
+    directory: Path,
+    version: str | None = None,
+    reveal: bool = False,
+) -> Download:
     """Each resource of the environment's components with data for the node, as a file."""
     env = client.get_environment(env_id, version)
     names = sorted(
         d["name"] for d in client.list_definitions() if d["component_id"] in env["components"]
     )
-    written = []
+    download = Download()
     for name in names:
-        query = Query(effective=True, version=version)
-        data = client.read(env_id, [(NODES_LEVEL, node)], name, "values", query)
-        if data:
-            written.append(_write_file(directory, check_resource_name(name), data))
-    return written
+        query = Query(effective=True, version=version, reveal=reveal)
+        answer = client.read_served(env_id, [(NODES_LEVEL, node)], name, "values", query)
+        if answer.data:
+            download.written.append(_write_file(directory, check_resource_name(name), answer.data))
+            download.masked += len(answer.masked)
+    return download
 
 
 def _write_file(directory: Path, name: str, data: dict) -> Path:

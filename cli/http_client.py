@@ -30,6 +30,7 @@ _ERRORS: dict[int, type[errors.GitstoreError]] = {
     404: errors.NotFound,
     405: errors.NotAllowed,
     409: errors.Conflict,
+    412: errors.PreconditionFailed,
     422: errors.InvalidInput,
     429: errors.TooManyRequests,
     503: errors.Unavailable,
@@ -75,6 +76,7 @@ class HttpClient:
         root: str = API_ROOT,
         raw: bool = False,
         timeout: float | None = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[Any, Message]:
         """One request below the API root; the parsed JSON answer (None for 204; the text when
         `raw`) and headers."""
@@ -82,7 +84,7 @@ class HttpClient:
         query = {k: v for k, v in (params or {}).items() if v is not None}
         if query:
             url += "?" + urllib.parse.urlencode(query)
-        headers = dict(self.headers)
+        headers = {**self.headers, **(headers or {})}
         data = None
         if body is not None:
             data = json.dumps(body).encode("utf-8")
@@ -103,8 +105,9 @@ class HttpClient:
     def _get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params=params)[0]
 
-    def _written(self, method: str, path: str, body: Any) -> Served:
-        _, headers = self.request(method, path, body=body)
+    def _written(self, method: str, path: str, body: Any, expected: str | None = None) -> Served:
+        condition = {"If-Match": f'"{expected}"'} if expected else None
+        _, headers = self.request(method, path, body=body, headers=condition)
         version = headers.get("X-Gitstore-Version")
         return Served(
             None,
@@ -171,6 +174,11 @@ class HttpClient:
 
     # -- values ----------------------------------------------------------------------------
     def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query) -> Any:
+        return self.read_served(env_id, pairs, resource, kind, query).data
+
+    def read_served(
+        self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query
+    ) -> Served:
         params = {
             "effective": _on(query.effective),
             "show_lookup": _on(query.show_lookup),
@@ -178,7 +186,16 @@ class HttpClient:
             "version": query.version,
             "reveal": _on(query.reveal),
         }
-        return self._get(document_path(env_id, pairs, resource, kind), **params)
+        path = document_path(env_id, pairs, resource, kind)
+        data, headers = self.request("GET", path, params=params)
+        version = headers.get("X-Gitstore-Version")
+        masked = headers.get("X-Gitstore-Masked") or ""
+        return Served(
+            data,
+            headers.get("X-Gitstore-Commit"),
+            int(version) if is_number(version) else None,
+            masked=tuple(p for p in masked.split(",") if p),
+        )
 
     def watch_read(
         self,
@@ -229,9 +246,16 @@ class HttpClient:
         )[0]
 
     def put(
-        self, env_id: int, pairs: LevelPairs, resource: str, kind: str, document: dict
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        kind: str,
+        document: dict,
+        expected: str | None = None,
     ) -> Served:
-        return self._written("PUT", document_path(env_id, pairs, resource, kind), document)
+        path = document_path(env_id, pairs, resource, kind)
+        return self._written("PUT", path, document, expected)
 
     def update_keys(
         self,
@@ -241,9 +265,10 @@ class HttpClient:
         kind: str,
         op: str,
         paths: list[list[Any]],
+        expected: str | None = None,
     ) -> Served:
         path = f"{document_path(env_id, pairs, resource, kind)}/keys/{_segment(op)}"
-        return self._written("PATCH", path, paths)
+        return self._written("PATCH", path, paths, expected)
 
     def write_many(self, env_id: int, documents: dict[Address, dict], message: str) -> Served:
         items = [

@@ -79,8 +79,13 @@ class LocalClient:
 
     # -- values ----------------------------------------------------------------------------
     def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query) -> Any:
+        return self.read_served(env_id, pairs, resource, kind, query).data
+
+    def read_served(
+        self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query
+    ) -> Served:
         who = self.author.name if self.author else f"local user {getpass.getuser()}"
-        return self.store.config.read(env_id, list(pairs), resource, kind, query, who).data
+        return self.store.config.read(env_id, list(pairs), resource, kind, query, who)
 
     def watch_read(
         self,
@@ -114,9 +119,17 @@ class LocalClient:
         return self.store.secrets.encrypt(env_id, path, document).data
 
     def put(
-        self, env_id: int, pairs: LevelPairs, resource: str, kind: str, document: dict
+        self,
+        env_id: int,
+        pairs: LevelPairs,
+        resource: str,
+        kind: str,
+        document: dict,
+        expected: str | None = None,
     ) -> Served:
-        return self.store.config.put(env_id, list(pairs), resource, kind, document, self.author)
+        return self.store.config.put(
+            env_id, list(pairs), resource, kind, document, self.author, expected=expected
+        )
 
     def update_keys(
         self,
@@ -126,9 +139,10 @@ class LocalClient:
         kind: str,
         op: str,
         paths: list[list[Any]],
+        expected: str | None = None,
     ) -> Served:
         return self.store.config.update_keys(
-            env_id, list(pairs), resource, kind, op, paths, self.author
+            env_id, list(pairs), resource, kind, op, paths, self.author, expected=expected
         )
 
     def write_many(self, env_id: int, documents: dict[Address, dict], message: str) -> Served:

@@ -4,6 +4,7 @@
     ├── NotFound                  an addressed thing does not exist
     │   └── UnknownRevision       a `version` that names no commit
     ├── Conflict                  the request is well formed but clashes with the stored state
+    ├── PreconditionFailed        the document changed since the version an If-Match names
     ├── NotAllowed                the operation does not apply to the addressed entity
     ├── InvalidInput              a malformed request: bad name, bad field, bad body
     │   ├── ValidationFailed      a document breaks the store's rules (schema, graph, layout)
@@ -64,6 +65,11 @@ class UnknownRevision(NotFound):
 
 class Conflict(GitstoreError):
     """The request clashes with the stored state (duplicate, data in the way, bad key path)."""
+
+
+class PreconditionFailed(GitstoreError):
+    """A write conditioned on a version (`If-Match`, `--if-version`) whose document changed
+    since that version: another writer got there first, so this edit would lose theirs."""
 
 
 class NotAllowed(GitstoreError):

@@ -8,7 +8,7 @@ the request path up to a level (`/`, `/role/compute/`, `/role/compute/nodes/1/`)
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,8 +113,21 @@ class EnvironmentView:
         self.components: list[str] = list(doc.get("components") or [])
 
     # -- levels ----------------------------------------------------------------------------
-    def check_levels(self, pairs: LevelPairs) -> list[tuple[str, str]]:
-        """Pairs that are a prefix of the hierarchy, node fqdns resolved to ids.
+    def check_levels(
+        self,
+        pairs: LevelPairs,
+        *,
+        write: bool = False,
+        head: Callable[[], EnvironmentView] | None = None,
+        any_node: bool = False,
+    ) -> list[tuple[str, str]]:
+        """Pairs that are a prefix of the hierarchy, node fqdns resolved to ids, every node
+        one the environment knows (`known_node`; a `write` may also create one).
+
+        A read at an older version passes `head`, the view of the head: a node known now is
+        read as it was then (with no data of its own yet, the levels above it), so history,
+        explain and revert can look at any version of a node that exists. `any_node` takes
+        any node (a diff names scopes to compare, which may hold data on one side only).
 
         Every segment is validated first (400), so a malformed name never reaches the
         comparison with the hierarchy (404).
@@ -134,8 +147,50 @@ class EnvironmentView:
                     f"environment {self.env_id}: level {level!r} is not next in the "
                     f"hierarchy; expected {expected!r}"
                 )
-            checked.append((level, self.resolve_value(level, value)))
+            if level == NODES_LEVEL and any_node:
+                checked.append((level, self.resolve_value(level, value)))
+            elif level == NODES_LEVEL:
+                checked.append((level, self._known_node_now_or_then(value, write, head)))
+            else:
+                checked.append((level, value))
         return checked
+
+    def _known_node_now_or_then(
+        self, ref: str, write: bool, head: Callable[[], EnvironmentView] | None
+    ) -> str:
+        try:
+            return self.known_node(ref, write=write)
+        except NotFound:
+            if head is None:
+                raise
+            return head().known_node(ref)
+
+    def known_node(self, ref: str, *, write: bool = False) -> str:
+        """The id of node `ref` (id or inventory fqdn); NotFound naming it when the environment
+        does not know it (ConfigDB's "Cannot find a node with the given identifier").
+
+        A node is known when the inventory has it or its level value holds data. Only a write
+        to a new numeric id of an environment without an inventory creates a node: that is
+        ConfigDB's upload path (`facts upload`). With an inventory, the inventory decides.
+        """
+        node_id = self.resolve_value(NODES_LEVEL, ref)
+        fqdns, ids = self._fqdn_map()
+        if node_id in ids or self.snapshot.exists(f"{NODES_LEVEL}/{node_id}"):
+            return node_id
+        has_inventory = self.snapshot.object_id(INVENTORY_NODES) is not None
+        if write and not has_inventory and node_id.isdigit():
+            return node_id
+        if has_inventory:
+            why = "no inventory record has that id or fqdn and no level value holds its data"
+        elif node_id.isdigit():
+            why = "no level value holds its data (a write of values creates it)"
+        else:
+            why = "it is no node id, and without an inventory no fqdn is known"
+        raise NotFound(
+            f"cannot find node {ref!r} in environment {self.env_id}: {why}",
+            key=NODES_LEVEL,
+            errors=[{"key": NODES_LEVEL, "value": ref}],
+        )
 
     def resolve_value(self, level: str, value: str) -> str:
         """A node named by its inventory fqdn becomes its id; other values stay as given."""
@@ -147,22 +202,26 @@ class EnvironmentView:
         return fqdns.get(value, value)
 
     def _fqdn_map(self) -> tuple[dict[str, str], frozenset[str]]:
-        """fqdn -> node id of the inventory, and the set of those ids (a lookup per request
-        must not scan 5,000 of them)."""
+        """fqdn -> node id of the inventory, and the set of every record's id (a lookup per
+        request must not scan 5,000 of them)."""
         tree_id = self.snapshot.object_id(INVENTORY_NODES)
         if tree_id is None:
             return {}, frozenset()
         return _FQDN_MAPS.get_or_compute(tree_id, self._read_fqdns)
 
     def _read_fqdns(self) -> tuple[dict[str, str], frozenset[str]]:
-        found = {}
+        found, ids = {}, set()
         for entry in self.snapshot.list(INVENTORY_NODES):
             if entry.is_tree or not entry.name.endswith(".yaml"):
                 continue
             node = self.snapshot.read_yaml(f"{INVENTORY_NODES}/{entry.name}") or {}
-            if isinstance(node, dict) and node.get("fqdn"):
-                found[str(node["fqdn"])] = str(node.get("id", entry.name[: -len(".yaml")]))
-        return found, frozenset(found.values())
+            if not isinstance(node, dict):
+                continue
+            node_id = str(node.get("id", entry.name[: -len(".yaml")]))
+            ids.add(node_id)
+            if node.get("fqdn"):
+                found[str(node["fqdn"])] = node_id
+        return found, frozenset(ids)
 
     def level_values(self, level: str) -> list[str]:
         return sorted(entry.name for entry in self.snapshot.list(level) if entry.is_tree)

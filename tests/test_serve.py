@@ -77,11 +77,11 @@ def test_runs_two_workers(server):
 
 def test_effective_values_by_node_id_and_by_fqdn(server):
     by_id = requests.get(
-        server.url + ASTUTE.format(node=1, kind="values"), params={"effective": ""}, timeout=10
+        server.url + ASTUTE.format(node=1, kind="values"), params={"effective": "1"}, timeout=10
     )
     by_fqdn = requests.get(
         server.url + ASTUTE.format(node="node-1.domain.tld", kind="values"),
-        params={"effective": ""},
+        params={"effective": "1"},
         timeout=10,
     )
     assert by_id.status_code == by_fqdn.status_code == 200
@@ -98,7 +98,7 @@ def test_a_key_set_through_one_worker_is_read_by_every_worker(server):
     commit = put.headers["X-Gitstore-Commit"]
     effective = server.url + ASTUTE.format(node="node-2.domain.tld", kind="values")
     for _ in range(12):  # a new connection each time: the workers take turns accepting
-        got = requests.get(effective, params={"effective": "", "key": "nova"}, timeout=10)
+        got = requests.get(effective, params={"effective": "1", "key": "nova"}, timeout=10)
         assert got.status_code == 200
         assert got.headers["X-Gitstore-Commit"] == commit
         assert got.json()["cpu_allocation_ratio"] == 4.0

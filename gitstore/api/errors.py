@@ -19,6 +19,7 @@ STATUS = {
     errors.UnknownRevision: 404,
     errors.NotFound: 404,
     errors.Conflict: 409,
+    errors.PreconditionFailed: 412,
     errors.NotAllowed: 405,
     errors.ValidationFailed: 400,
     errors.UnknownPin: 422,

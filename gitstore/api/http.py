@@ -60,7 +60,15 @@ def json_body() -> Any:
 
 
 def flag(name: str) -> bool:
-    """A query flag; every occurrence must be valid and they must agree."""
+    """A query flag; every occurrence must be valid and they must agree.
+
+    A bare `?name` is on; `?name=` with nothing after the `=` is refused: it reads as a value
+    left out by mistake (a template's empty variable), and guessing either way is wrong.
+    """
+    if f"{name}=".encode() in request.query_string.split(b"&"):
+        raise InvalidInput(
+            f"flag {name!r} has an empty value: write ?{name} or ?{name}=1 (or 0)", key=name
+        )
     values = {parse_flag(raw, name) for raw in request.args.getlist(name)}
     if len(values) > 1:
         raise InvalidInput(f"flag {name!r} is given more than once with different values", key=name)
@@ -151,13 +159,37 @@ def served(result: Served, status: int = 200, *, weak: bool = False) -> Response
     return response
 
 
+def etag_of(path: str, args: list, result: Served, body: bytes | None = None) -> str:
+    """The ETag of `result` read at `path` with query `args` (sorted pairs): from its inputs
+    when it names them, else from its bytes. A blocking query's `index` and `wait` are not part
+    of what is answered, so not of its tag either."""
+    args = [(key, value) for key, value in args if key not in _BLOCKING]
+    seed = repr((path, args, result.inputs)) if result.inputs else repr((path, body))
+    return hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+
+def if_match() -> str | None:
+    """The one entity tag or version of an `If-Match` header (quotes and `W/` removed); None
+    without the header or for `*` (any current document)."""
+    raw = request.headers.get("If-Match")
+    if raw is None or raw.strip() == "*":
+        return None
+    tokens = [t.strip() for t in raw.split(",") if t.strip()]
+    if len(tokens) != 1:
+        raise InvalidInput(
+            "If-Match must name one ETag or version (X-Gitstore-Commit or X-Gitstore-Version "
+            "of a read)",
+            key="If-Match",
+        )
+    token = tokens[0].removeprefix("W/").strip('"').strip()
+    if not token:
+        raise InvalidInput("If-Match is empty", key="If-Match")
+    return token
+
+
 def _conditional(response: Response, result: Served, body: bytes, weak: bool = False) -> None:
-    if result.inputs:
-        args = [(k, v) for k, v in request.args.items(multi=True) if k not in _BLOCKING]
-        seed = repr((request.path, sorted(args), result.inputs))
-    else:
-        seed = repr((request.path, body))
-    response.set_etag(hashlib.sha256(seed.encode()).hexdigest()[:32], weak=weak)
+    args = sorted(request.args.items(multi=True))
+    response.set_etag(etag_of(request.path, args, result, body), weak=weak)
     response.headers["Cache-Control"] = _cache_control()
     response.make_conditional(request)
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from flask import Blueprint, g, request
@@ -12,14 +13,26 @@ from werkzeug.exceptions import MethodNotAllowed
 
 from gitstore import Query
 from gitstore.api.blocking import blocking_read
-from gitstore.api.http import app_store, author, flag, json_body, served, version_arg, written
-from gitstore.errors import NotFound
+from gitstore.api.http import (
+    app_store,
+    author,
+    etag_of,
+    flag,
+    if_match,
+    json_body,
+    served,
+    version_arg,
+    written,
+)
+from gitstore.errors import NotFound, PreconditionFailed
 from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS
 from gitstore.names import check_segment
 from gitstore.served import Served
 
 bp = Blueprint("values", __name__, url_prefix="/api/v1/config/environments")
+#: An ETag of ours: 32 hex digits (a commit id has 40, a version number is decimal).
+_ETAG = re.compile(r"^[0-9a-f]{32}$")
 
 
 @dataclass(frozen=True)
@@ -101,14 +114,52 @@ def write(env_id: int, rest: str):
             description="a values or overrides document is replaced with "
             "PUT; PATCH applies only to .../keys/set|delete",
         )
+    if address.op is not None and address.op not in KEY_OPS:
+        raise NotFound(f"unknown key operation {address.op!r}; use set or delete")
+    body = json_body()
+    expected = _expected_version(env_id, address)
     if address.op is None:
         result = config.put(
-            env_id, address.pairs, address.resource, address.kind, json_body(), author()
+            env_id,
+            address.pairs,
+            address.resource,
+            address.kind,
+            body,
+            author(),
+            expected=expected,
         )
-    elif address.op not in KEY_OPS:
-        raise NotFound(f"unknown key operation {address.op!r}; use set or delete")
     else:
         result = config.update_keys(
-            env_id, address.pairs, address.resource, address.kind, address.op, json_body(), author()
+            env_id,
+            address.pairs,
+            address.resource,
+            address.kind,
+            address.op,
+            body,
+            author(),
+            expected=expected,
         )
     return written(result)
+
+
+def _expected_version(env_id: int, address: Address) -> str | None:
+    """The version a conditional write (`If-Match`) was read at: a commit id or version number
+    as given, or the commit of the current document when the ETag of a plain GET of it is.
+
+    An ETag that is not the current one is a 412 at once; the store compares the document at a
+    version with the current one under the write lock, so a writer racing in between is caught.
+    """
+    token = if_match()
+    if token is None or not _ETAG.match(token):
+        return token
+    current = app_store().config.read(
+        env_id, address.pairs, address.resource, address.kind, who=g.user
+    )
+    document = request.path if address.op is None else request.path.rsplit("/", 2)[0]
+    if etag_of(document, [], current) != token:
+        raise PreconditionFailed(
+            f"the document changed since the read that returned ETag {token!r} (or that "
+            "ETag is of another read): read it again and reapply the edit",
+            key="If-Match",
+        )
+    return current.commit

@@ -42,6 +42,24 @@ RELEASE_STATES = (
     "manageonly",
     "deprecated",
 )
+#: Nailgun's name for a release's default settings, which gitstore keeps apart (settings.yaml).
+NAILGUN_SETTINGS = "attributes_metadata"
+#: Role metadata fields Nailgun gives a type, and that type (others are kept as given).
+_ROLE_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "description": (str,),
+    "has_primary": (bool,),
+    "public_ip_required": (bool,),
+    "public_for_dvs_required": (bool,),
+    "public_for_dvr_required": (bool,),
+    "weight": (int,),
+    "group": (str,),
+    "fault_tolerance": (str,),
+    "limits": (dict,),
+    "restrictions": (list,),
+    "update_required": (list,),
+    "update_once": (list,),
+}
 #: Where an entity's metadata lives: extra fields go to the main document as given.
 _METADATA = (ROLES, TAGS)
 #: Field order of an entity (other fields follow in the order given, metadata last).
@@ -141,6 +159,13 @@ def check_entity(entity: dict, kind: OwnerKind) -> dict:
                 f"{kind.name} field {name!r} is required (a non-empty string)", key=name
             )
     check_segment(entity["name"], f"{kind.name} name")
+    if kind is RELEASE and NAILGUN_SETTINGS in entity:
+        raise InvalidInput(
+            f"release field {NAILGUN_SETTINGS!r} (Nailgun's settings) is not part of a release "
+            "body: leave it out and PUT it (its {editable, generated}) to "
+            "/api/v1/releases/<id>/settings, or it would be silently unused",
+            key=NAILGUN_SETTINGS,
+        )
     if kind is RELEASE and entity.get("state") not in RELEASE_STATES:
         raise InvalidInput(
             f"release field 'state' must be one of {', '.join(RELEASE_STATES)}", key="state"
@@ -150,6 +175,8 @@ def check_entity(entity: dict, kind: OwnerKind) -> dict:
             check_identifier(key, f"{kind.name} field name")
     entity[TAGS] = check_tags_metadata(entity.get(TAGS), kind.name)
     entity[ROLES] = check_roles_metadata(entity.get(ROLES), kind.name)
+    if kind is PLUGIN:
+        _tag_untagged_roles(entity[ROLES], entity[TAGS])
     if kind.strict_role_tags:
         check_role_tags(entity[ROLES], entity[TAGS])
     return entity
@@ -190,6 +217,7 @@ def check_roles_metadata(roles: Any, owner: str) -> dict:
         check_tag_name(name)
         if not isinstance(role, dict):
             raise InvalidInput(f"role {name!r} must be a mapping", key=ROLES)
+        _check_role_field_types(name, role)
         tags = role.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise InvalidInput(f"role {name!r}: 'tags' must be a list of tag names", key=ROLES)
@@ -201,6 +229,38 @@ def check_roles_metadata(roles: Any, owner: str) -> dict:
                 f"role {name!r}: 'conflicts' must be a list of roles or '*'", key=ROLES
             )
     return roles
+
+
+def _tag_untagged_roles(roles: dict, tags: dict) -> None:
+    """A plugin role that declares no tags is tagged with its own name, and that tag gets a
+    `tags_metadata` entry with the role's `has_primary` (as Nailgun loads plugins), so its
+    primary is elected like any tag's."""
+    for name, role in roles.items():
+        if "tags" in role:
+            continue
+        role["tags"] = [name]
+        tags.setdefault(name, {"has_primary": bool(role.get("has_primary", False))})
+
+
+def _check_role_field_types(name: str, role: dict) -> None:
+    for field, types in _ROLE_FIELD_TYPES.items():
+        value = role.get(field)
+        wrong_bool = isinstance(value, bool) and bool not in types
+        if field in role and (not isinstance(value, types) or wrong_bool):
+            wanted = " or ".join(_TYPE_NAMES[t] for t in types)
+            raise InvalidInput(
+                f"role {name!r}: field {field!r} must be {wanted}, not {value!r}",
+                key=f"{ROLES}.{name}.{field}",
+            )
+
+
+_TYPE_NAMES = {
+    str: "a string",
+    bool: "true or false",
+    int: "an integer",
+    dict: "a mapping",
+    list: "a list",
+}
 
 
 def check_role_tags(roles: dict, tags: dict) -> None:

@@ -6,6 +6,7 @@ Reads never write. Every write is one commit made of one document (DESIGN.md §3
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.view import CatalogView
 from gitstore.configdb.scopes import effective_document
-from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from gitstore.layout import KINDS, EnvironmentView, LevelPairs, layer_file, scope_of
 from gitstore.merge import effective
 from gitstore.served import Served
@@ -67,6 +68,11 @@ class Config:
                 "(no attached component has it)"
             )
         return definition["name"]
+
+    def head_view(self, env_id: int) -> Callable[[], EnvironmentView]:
+        """The view of the environment's head, made when asked (a read at an older version
+        asks it whether a node unknown then is known now)."""
+        return lambda: EnvironmentView(self._repos.environment_repo(env_id).snapshot())
 
     def definition(self, name: str) -> dict:
         return self._catalog_view().definition(name)
@@ -128,7 +134,7 @@ class Config:
         who: str | None,
     ) -> Served:
         view = EnvironmentView(snapshot)
-        pairs = view.check_levels(pairs)
+        pairs = view.check_levels(pairs, head=self.head_view(env_id))
         name = self.resource_name(view, resource)
         if query.effective:
             data, inputs, shown = self._effective(env_id, view, pairs, name, query)
@@ -188,8 +194,10 @@ class Config:
         kind: str,
         document: Any,
         author: Author | None = None,
+        *,
+        expected: str | None = None,
     ) -> Served:
-        """Replace one values or overrides document."""
+        """Replace one values or overrides document (if unchanged since version `expected`)."""
         _check_kind(kind)
         if not isinstance(document, dict):
             raise InvalidInput("the document must be a JSON object (a mapping)")
@@ -199,7 +207,7 @@ class Config:
             message = f"config: set {_where(pairs)} {name} {kind} ({count} keys)"
             return document, message
 
-        return self._write(env_id, pairs, resource, kind, change, author)
+        return self._write(env_id, pairs, resource, kind, change, author, expected)
 
     def update_keys(
         self,
@@ -210,8 +218,11 @@ class Config:
         op: str,
         paths: Any,
         author: Author | None = None,
+        *,
+        expected: str | None = None,
     ) -> Served:
-        """Set or delete a batch of key paths atomically (one commit, or nothing)."""
+        """Set or delete a batch of key paths atomically (one commit, or nothing), if the
+        document is unchanged since version `expected`."""
         _check_kind(kind)
         if op not in keypaths.KEY_OPS:
             raise NotFound(f"unknown key operation {op!r}; use set or delete")
@@ -224,16 +235,18 @@ class Config:
             message = f"config: {op} {_where(pairs)} {name} {kind} keys {keys}{more}"
             return updated, message
 
-        return self._write(env_id, pairs, resource, kind, change, author)
+        return self._write(env_id, pairs, resource, kind, change, author, expected)
 
-    def _write(self, env_id, pairs, resource, kind, change, author) -> Served:
+    def _write(self, env_id, pairs, resource, kind, change, author, expected=None) -> Served:
         repo = self._repos.environment_repo(env_id)
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
-            checked = view.check_levels(pairs)
+            checked = view.check_levels(pairs, write=True)
             name = self.resource_name(view, resource)
             path = layer_file(checked[-1] if checked else None, kind, name)
+            if expected is not None:
+                _check_unchanged(repo, expected, path, snapshot)
             old = snapshot.read(path)
             current = snapshot.read_mapping(path) or {}
             document, message = change(view, checked, name, path, current)
@@ -282,7 +295,7 @@ class Config:
             changes = ChangeSet(message)
             for (pairs, resource, kind), document in documents_by_path.items():
                 _check_kind(kind)
-                checked = view.check_levels(list(pairs))
+                checked = view.check_levels(list(pairs), write=True)
                 name = self.resource_name(view, resource)
                 path = layer_file(checked[-1] if checked else None, kind, name)
                 self._validate(name, path, document, view)
@@ -296,6 +309,27 @@ class Config:
 
         result = repo.update(operation, author or self._repos.default_author)
         return Served(None, result.commit, result.version)
+
+
+def _check_unchanged(repo, expected: str, path: str, head: Snapshot) -> None:
+    """PreconditionFailed unless `path` is the same blob at version `expected` as at `head`.
+
+    The document, not the commit, is compared: a commit that changed other files in between
+    does not make the writer start over.
+    """
+    try:
+        then = repo.snapshot(expected)
+    except NotFound as exc:
+        raise PreconditionFailed(
+            f"If-Match {expected!r} names no version of {repo.name}", key="If-Match"
+        ) from exc
+    if then.object_id(path) != head.object_id(path):
+        raise PreconditionFailed(
+            f"{path} changed since version {expected} (now version {head.version}, commit "
+            f"{head.commit_id[:12]}): read it again and reapply the edit",
+            path=path,
+            key="If-Match",
+        )
 
 
 def _check_kind(kind: str) -> None:

@@ -414,9 +414,17 @@ def _deployed_tags(cluster: Cluster) -> dict[int, list[str]]:
 
 
 def _tag_list(tags: Any) -> list[str]:
+    """Tags from a body (`{"tags": [...]}` or a bare list) or a query's `a,b` text."""
     if isinstance(tags, dict):
+        unknown = sorted(set(tags) - {"tags"})
+        if unknown:
+            raise InvalidInput(f"unknown field {unknown[0]!r} in the tags body", key=unknown[0])
         tags = tags.get("tags")
-    if isinstance(tags, str):
+        if not isinstance(tags, list):
+            raise InvalidInput(
+                f"body field 'tags' must be a list of tag names, not {tags!r}", key="tags"
+            )
+    elif isinstance(tags, str):
         tags = [t for t in tags.split(",") if t]
     if not isinstance(tags, list) or not tags or not all(isinstance(t, str) for t in tags):
         raise InvalidInput("'tags' must be a non-empty list of tag names", key="tags")

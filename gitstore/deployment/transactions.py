@@ -122,7 +122,7 @@ def parse_request(body: Any) -> Request:
             raise InvalidInput(f"field {name!r} must be true or false", key=name)
         flags[name] = body.get(name, False)
     executor = body.get("executor", DEFAULT_EXECUTOR)
-    if not isinstance(executor, str):
+    if not isinstance(executor, str) or not executor:
         raise InvalidInput("field 'executor' must be an executor name", key="executor")
     return Request(cluster, [_graph_request(g) for g in graphs], executor=executor, **flags)
 
@@ -135,9 +135,19 @@ def _graph_request(item: Any) -> GraphRequest:
     unknown = sorted(set(item) - set(_GRAPH_FIELDS))
     if unknown:
         raise InvalidInput(f"unknown field {unknown[0]!r} in 'graphs'", key="graphs")
-    graph_type = item.get("type", merging.DEFAULT_TYPE)
+    if "type" not in item:
+        raise InvalidInput(
+            "each of 'graphs' needs its 'type' (e.g. default, provision): none is assumed",
+            key="type",
+        )
+    graph_type = item["type"]
     if not isinstance(graph_type, str) or not merging.GRAPH_TYPE.match(graph_type):
-        raise InvalidInput(f"graph type {graph_type!r} must match [a-zA-Z0-9_-]+", key="graphs")
+        raise InvalidInput(f"graph type {graph_type!r} must match [a-zA-Z0-9_-]+", key="type")
+    for name in ("nodes", "tasks"):
+        if name in item and item[name] is None:
+            raise InvalidInput(
+                f"'{name}' of a graph must be a list (leave it out for all {name})", key=name
+            )
     nodes = item.get("nodes")
     if nodes is not None:
         if not isinstance(nodes, list) or not all(_is_node_id(n) for n in nodes):

@@ -229,6 +229,22 @@ def set_values(master: Mapping, environment: Mapping, values: Mapping[str, Any])
 
 
 # -- reading a plan ----------------------------------------------------------------------------
+#: What an exported environment holds for a parameter that has no value yet.
+UNSET = ""
+
+
+def with_every_parameter(master: Mapping, environment: Mapping) -> dict:
+    """`environment` whose `parameters` list every parameter of the master template (every
+    role's), in its order: the value set, else empty, so an operator sees what to fill in (as
+    Tuskar's plan environment did). A hidden value stays as the environment shows it (masked
+    unless revealed)."""
+    values = environment.get("parameters") or {}
+    declared = master.get("parameters") or {}
+    parameters = {name: values.get(name, UNSET) for name in declared}
+    parameters.update((name, value) for name, value in values.items() if name not in declared)
+    return {**environment, "parameters": parameters}
+
+
 def hidden_names(master: Mapping) -> list[str]:
     """The master parameters marked `hidden: true`."""
     return [

@@ -189,6 +189,7 @@ class Plans:
         needs, hidden values masked unless `reveal`."""
         plan = self.deployments.retrieve(uuid, at=version)
         master, environment, paths = self._shown(plan, reveal, who, "export")
+        environment = heat.with_every_parameter(plan.master_template.document, environment)
         files = {MASTER: _text(master), ENVIRONMENT: _text(environment)}
         for ref in plan.roles:
             files[heat.provider_file(ref.namespace)] = self._role_of(plan, ref.uuid).content

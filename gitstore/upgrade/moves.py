@@ -106,19 +106,21 @@ def check_movable(node: dict) -> None:
 
 
 def moved_roles(nodes: list[dict], given: list[str] | None) -> list[str]:
-    """The roles the moved nodes get: those given, else their own, which must be the same."""
-    if given:
-        return list(given)
+    """The roles the moved nodes get: those given, else their own.
+
+    Nodes moved together share one role set either way (as the reference implementation
+    requires): a `roles` override must not silently turn a controller and a compute alike.
+    """
     first = tagging.node_roles(nodes[0])
-    for node in nodes[1:]:
-        if set(tagging.node_roles(node)) != set(first):
-            raise InvalidInput(
-                f"nodes {nodes[0]['id']} and {node['id']} have different roles "
-                f"({first} and {tagging.node_roles(node)}); move them "
-                "separately or give 'roles'",
-                key="roles",
-            )
-    return first
+    differ = [n for n in nodes[1:] if set(tagging.node_roles(n)) != set(first)]
+    if differ:
+        others = ", ".join(f"{n['id']} {tagging.node_roles(n)}" for n in differ)
+        raise InvalidInput(
+            f"nodes moved together must share one role set: node {nodes[0]['id']} has "
+            f"different roles ({first}) from node(s) {others}; move them separately",
+            key="nodes_ids",
+        )
+    return list(given) if given else first
 
 
 def check_seed_roles(roles: list[str], seed: Cluster) -> None:
@@ -170,7 +172,7 @@ class Moves:
         with self._journal.exclusive():
             original = self._relations.original_of(seed_id)
             nodes = self._check_nodes(seed_id, original, request["nodes_ids"])
-            moved_roles(nodes, request["roles"])  # without roles given, theirs must agree
+            moved_roles(nodes, request["roles"])  # their roles must agree, given or not
             intent = Intent(
                 uuid.uuid4().hex,
                 original,

@@ -62,7 +62,8 @@ class Versions:
         start = _snapshot(repo, version, "version")
         view = EnvironmentView(start)
         pairs = parse_scope(path)
-        pairs = view.check_levels(pairs) if pairs is not None else None
+        head = self._config.head_view(env_id)
+        pairs = view.check_levels(pairs, head=head) if pairs is not None else None
         name = self._config.resource_name(view, resource) if resource else None
         stop = _snapshot(repo, since, "since").commit_id if since else None
         walk = Walk(start.commit_id, stop, _limit(limit))
@@ -101,7 +102,7 @@ class Versions:
         repo = self._repo(env_id)
         before = EnvironmentView(_snapshot(repo, source, "from"))
         after = EnvironmentView(_snapshot(repo, target, "to"))
-        scopes = [after.check_levels(parse_scope(text)) for text in levels] or None
+        scopes = [after.check_levels(parse_scope(text), any_node=True) for text in levels] or None
         name = self._config.resource_name(after, resource) if resource else None
         rules_of = self._secrets.rules_of(after)
         shown, masked = secret_masks.mask_scopes(
@@ -131,7 +132,7 @@ class Versions:
             raise Conflict("explain needs effective (add ?effective)")
         repo = self._repo(env_id)
         view = EnvironmentView(repo.snapshot(version))
-        pairs = view.check_levels(pairs)
+        pairs = view.check_levels(pairs, head=self._config.head_view(env_id))
         name = self._config.resource_name(view, resource)
         data = explain(repo, view, pairs, name, key)  # cached: never edit
         commits = sorted({item["commit"] for item in data["keys"] if item["commit"]})

@@ -51,13 +51,15 @@ def test_values_and_overrides_are_separate_documents(fuel_store, client):
 
 
 def test_level_without_document_is_empty_mapping(client):
+    client.put(f"{ENV}/nodes/1/resources/globals/values", json={"x": 1})  # node 1 is known
     for url in (
         f"{ASTUTE}/values",
         f"{ENV}/resources/astute/overrides",
-        f"{ENV}/nodes/77/resources/globals/values?effective",
+        f"{ASTUTE}/values?effective",
     ):
         response = client.get(url)
         assert response.status_code == 200 and response.get_json() == {}
+    assert_error(client.get(f"{ENV}/nodes/77/resources/globals/values?effective"), 404, "77")
 
 
 def test_resource_names_with_slash_and_ids(fuel_store, client):
@@ -153,7 +155,7 @@ def test_node_addressed_by_fqdn(fuel_store, client, inventory):
     assert by_fqdn.get_json() == {"f": 1}
     assert client.get(f"{ENV}/hierarchy_levels/nodes").get_json()["values"] == ["2"]
     unknown = client.get(f"{ENV}/nodes/node-9.domain.tld/resources/astute/values")
-    assert unknown.status_code == 200 and unknown.get_json() == {}
+    assert_error(unknown, 404, "node-9.domain.tld")  # issue 22: never the global values
 
 
 def test_effective_merges_global_then_levels(layered):
@@ -172,7 +174,7 @@ def test_effective_at_global_and_for_a_sibling(layered):
     expected_global = {"a": 2, "b": {"x": 1, "y": 2}, "c": [1], "g": "global"}
     assert layered.get(f"{ENV}/resources/astute/values?effective").get_json() == expected_global
     sibling = layered.get(f"{ENV}/nodes/2/resources/astute/values?effective")
-    assert sibling.get_json() == expected_global
+    assert_error(sibling, 404, "'2'")  # a node without data nor inventory record is unknown
 
 
 def test_effective_works_on_the_overrides_url_too(layered):
@@ -225,7 +227,7 @@ def test_missing_key_or_index_is_409_naming_the_path(layered):
     assert_error(layered.get(f"{ASTUTE}/values?effective&key=a..b"), 400, "key")
 
 
-@pytest.mark.parametrize("raw", ["", "1", "true", "yes", "TRUE", "Yes"])
+@pytest.mark.parametrize("raw", ["1", "true", "yes", "TRUE", "Yes"])
 def test_flag_values_that_mean_on(layered, raw):
     response = layered.get(f"{ASTUTE}/values?effective={raw}")
     assert response.get_json()["g"] == "global"
@@ -251,3 +253,11 @@ def test_a_flag_given_twice_must_agree(layered):
 
 def test_a_deeper_value_beats_a_shallower_override(layered):
     assert layered.get(f"{ASTUTE}/values?effective&key=a").get_json() == 3
+
+
+def test_a_flag_with_an_empty_value_is_400_naming_it(client):
+    client.put(f"{ENV}/resources/astute/values", json={"a": 1})
+    for name in ("reveal", "effective"):
+        response = client.get(f"{ENV}/resources/astute/values?{name}=")
+        assert_error(response, 400, name)
+    assert client.get(f"{ENV}/resources/astute/values?effective").status_code == 200

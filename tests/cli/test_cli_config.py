@@ -8,6 +8,8 @@ import pytest
 import yaml
 from cli_helpers import assert_failure, assert_usage_error, hiera_source
 
+from gitstore import Query
+
 NODE1 = ["-e", "1", "-l", "nodes=1", "-r", "astute"]
 
 
@@ -211,7 +213,8 @@ def test_usage_errors_print_one_line_and_exit_2(gs_readonly, args, fragment):
         (["config", "get", "-e", "1", "-r", "nope"], "resource 'nope' is not defined"),
         (["config", "get", "-e", "1", "-l", "role=x", "-r", "astute"], "expected 'nodes'"),
         (["config", "get", "-e", "1", "-l", "nodes=1,role=x", "-r", "astute"], "hierarchy levels"),
-        (["config", "get", *NODE1, "-k", "missing"], "key 'missing' does not exist"),
+        (["config", "get", "-e", "1", "-r", "astute", "-k", "missing"], "key 'missing' does not"),
+        (["config", "get", *NODE1], "cannot find node '1'"),
         (["config", "get", *NODE1, "--version", "999"], "unknown version"),
         (["config", "delete", *NODE1, "-k", "missing"], "key 'missing' does not exist"),
     ],
@@ -254,3 +257,39 @@ def test_set_refuses_a_level_value_with_a_zero_width_character(gs):
         "1",
     )
     assert_usage_error(result, "U+200B ZERO WIDTH SPACE")
+
+
+# -- issue 22: optimistic writes and unknown nodes ----------------------------------------------
+def test_if_version_refuses_a_write_over_a_changed_document(gs, astute):
+    read = gs.store.config.read(1, [("nodes", "1")], "astute", "values")
+    gs.store.config.put(1, [], "globals", "values", {"other": 1})  # another document: no matter
+    key = ["--key", "fqdn", "--type", "str"]
+    gs.ok("config", "set", *NODE1, *key, "--value", "a.example.org", "--if-version", read.commit)
+    late = gs("config", "set", *NODE1, *key, "--value", "b", "--if-version", str(read.version))
+    assert_failure(late, "changed since version")
+    whole = gs("config", "override", *NODE1, "-f", "json", "--if-version", "1", input="{}")
+    assert whole.exit_code == 0, whole.stderr  # no overrides document at version 1 nor now
+    value = gs.store.config.read(1, [("nodes", "1")], "astute", "values", Query(key="fqdn"))
+    assert value.data == "a.example.org"
+
+
+def test_unknown_nodes_fail_naming_them(gs, astute):
+    assert_failure(gs("config", "get", "-e", "1", "-l", "nodes=9", "-r", "astute"), "'9'")
+    typo = gs(
+        "config",
+        "override",
+        "-e",
+        "1",
+        "-l",
+        "nodes=node-9.domain.tld",
+        "-r",
+        "astute",
+        "-k",
+        "a",
+        "-t",
+        "int",
+        "-v",
+        "1",
+    )
+    assert_failure(typo, "node-9.domain.tld")
+    assert not gs.store.environment_repo(1).snapshot().exists("nodes/node-9.domain.tld")

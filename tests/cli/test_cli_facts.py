@@ -169,9 +169,8 @@ def test_download_writes_the_effective_values_in_the_same_layout(gs, hiera, tmp_
 
 def test_download_at_an_older_version_and_of_an_unknown_environment(gs, hiera, tmp_path):
     gs.ok("facts", "upload", "-e", "1", "-n", "1", "--dir", str(hiera("1")))
-    gs.ok(
-        "facts", "download", "-e", "1", "-n", "1", "--dir", str(tmp_path / "v1"), "--version", "1"
-    )
+    older = ["--dir", str(tmp_path / "v1"), "--version", "1"]
+    gs.ok("facts", "download", "-e", "1", "-n", "1", *older)  # node 1 is known now: no data then
     assert not (tmp_path / "v1").exists() or not list((tmp_path / "v1").iterdir())
     assert_failure(
         gs("facts", "download", "-e", "8", "-n", "1", "--dir", str(tmp_path)),
@@ -190,3 +189,31 @@ def test_upload_refuses_a_yaml_alias_bomb_naming_the_file(gs, hiera):
     assert "aliases expand it by more than 10000 nodes" in result.stderr
     names = [d["name"] for d in gs.store.definitions.list().data]
     assert "bomb" not in names
+
+
+# -- issue 22 ------------------------------------------------------------------------------------
+def test_download_warns_how_many_values_are_masked_unless_reveal(gs, tmp_path):
+    document = {"fqdn": "n1", "db_password": "s3cret", "keystone": {"admin_password": "k3y"}}
+    gs.store.config.put(1, [("nodes", "1")], "astute", "values", document)
+    masked = gs.ok("facts", "download", "-e", "1", "-n", "1", "--dir", str(tmp_path / "m"))
+    assert "2 secret values were written masked" in masked.stderr
+    written = yaml.safe_load((tmp_path / "m" / "astute.yaml").read_text())
+    assert written["db_password"] == "******" and written["fqdn"] == "n1"
+    revealed = gs.ok(
+        "facts", "download", "-e", "1", "-n", "1", "--dir", str(tmp_path / "r"), "--reveal"
+    )
+    assert "masked" not in revealed.stderr
+    assert yaml.safe_load((tmp_path / "r" / "astute.yaml").read_text()) == document
+
+
+def test_upload_says_it_created_the_environment(gs_empty, hiera):
+    folder = str(hiera("3"))
+    result = gs_empty.ok("facts", "upload", "-e", "5", "-n", "3", "--dir", folder)
+    assert "created environment 5" in result.stderr
+    again = gs_empty.ok("facts", "upload", "-e", "5", "-n", "3", "--dir", folder)
+    assert "created" not in again.stderr
+
+
+def test_download_of_an_unknown_node_fails_naming_it(gs, tmp_path):
+    result = gs("facts", "download", "-e", "1", "-n", "42", "--dir", str(tmp_path))
+    assert_failure(result, "cannot find node '42'")

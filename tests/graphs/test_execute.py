@@ -205,6 +205,10 @@ def test_request_nodes_tasks_and_node_filter(cluster):
         ({"cluster": 1, "graphs": [{"type": "default"}], "dry_run": "yes"}, ["dry_run"]),
         ({"cluster": 1, "graphs": [{"type": "default"}], "executor": "ssh"}, ["ssh", "local"]),
         ({"cluster": 1, "graphs": [{"type": "default"}], "colour": 1}, ["colour"]),
+        # issue 22: a graph's type is required, and null is no list
+        ({"cluster": 1, "graphs": [{"nodes": [1]}]}, ["'type'"]),
+        ({"cluster": 1, "graphs": [{"type": "default", "tasks": None}]}, ["'tasks'"]),
+        ({"cluster": 1, "graphs": [{"type": "default", "nodes": None}]}, ["'nodes'"]),
     ],
 )
 def test_bad_requests_are_400(cluster, body, words):

@@ -97,3 +97,17 @@ def test_the_masked_export_still_parses_but_hides_secrets(client, exported):
         response.headers["X-Gitstore-Masked"].split(",")
     )
     assert template_format.parse(masked["plan.yaml"])["parameters"]
+
+
+def test_the_environment_lists_every_parameter_of_every_role(client, exported):
+    files, _ = exported
+    master = yaml.safe_load(files["plan.yaml"])
+    environment = yaml.safe_load(files["environment.yaml"])["parameters"]
+    assert list(environment) == list(master["parameters"])  # each one, in the template's order
+    assert environment["compute-1::Flavor"] == ""  # no value, no default: to fill in
+    assert environment["compute-1::Image"] == "overcloud-full"
+    plan = client.get("/api/v1/plans").json[0]
+    masked = client.get(f"/api/v1/plans/{plan['uuid']}/templates").json
+    shown = yaml.safe_load(masked["environment.yaml"])["parameters"]
+    assert set(shown) == set(master["parameters"])
+    assert shown["controller-1::AdminPassword"] == "******"

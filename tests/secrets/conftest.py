@@ -18,4 +18,6 @@ def with_password(client):
     """Global astute values holding one password (and two plain keys), set through REST."""
     document = {"nova": {"db_password": PASSWORD, "user": "nova"}, "region": "one"}
     assert client.put(VALUES, json=document).status_code == 204
+    node = "/api/v1/config/environments/1/nodes/1/resources/globals/values"
+    assert client.put(node, json={"node": 1}).status_code == 204  # node 1 exists (issue 22)
     return client

@@ -65,6 +65,10 @@ def test_assignment_errors(api, add_node):
     assert_error(api.post(f"{CLUSTER}/nodes/1/tags", json={"tags": []}), 400, "tags")
     assert_error(api.delete(f"{CLUSTER}/nodes/1/tags", json={"tags": ["nope"]}), 404, "nope")
     assert_error(api.post(f"{CLUSTER}/nodes/9/tags", json={"tags": ["mongo"]}), 404, "'9'")
+    # issue 22: the body's tags are a list of strings, never a string taken as one tag
+    assert_error(api.post(f"{CLUSTER}/nodes/1/tags", json={"tags": "mongo"}), 400, "'tags'")
+    assert_error(api.delete(f"{CLUSTER}/nodes/1/tags", json={"tags": "mongo"}), 400, "list")
+    assert_error(api.post(f"{CLUSTER}/nodes/1/tags", json={"tag": ["mongo"]}), 400, "'tag'")
 
 
 def test_instance_tags_group_nodes(api, add_node, tag_store):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import yaml
+from fuel_data import RELEASE
+
 from gitstore.backend.changes import ChangeSet
 
 from .conftest import API, assert_error
@@ -104,3 +107,41 @@ def test_release_role_changes_reelect_in_clusters(api, add_node):
     node = api.get(f"{API}/clusters/1/nodes/1").get_json()
     assert node["tags"] == ["compute", "mongo", "primary-mongo"]
     assert node["primary_tags"] == ["mongo"]
+
+
+# -- issue 22: bodies in Nailgun's shape -------------------------------------------------------
+def test_a_release_with_nailgun_settings_is_refused_naming_the_field(api, newton):
+    fixture = yaml.safe_load(RELEASE.read_text())  # Nailgun's fixture, settings included
+    body = {**newton, "name": "n2", "attributes_metadata": fixture["attributes_metadata"]}
+    assert_error(api.post(f"{API}/releases", json=body), 400, "attributes_metadata", "/settings")
+    assert [r["name"] for r in api.get(f"{API}/releases").get_json()] == ["Newton on Ubuntu 16.04"]
+    patch = {"attributes_metadata": {"editable": {}}}
+    assert_error(api.patch(f"{API}/releases/1", json=patch), 400, "attributes_metadata")
+
+
+def test_wrongly_typed_role_fields_are_400_naming_them(api):
+    roles = {"roles_metadata": {"mine": {"name": "Mine", "has_primary": {}}}}
+    assert_error(api.put(f"{API}/clusters/1/roles", json=roles), 400, "has_primary", "mine")
+    roles = {"roles_metadata": {"mine": {"name": "Mine", "weight": "heavy"}}}
+    assert_error(api.put(f"{API}/clusters/1/roles", json=roles), 400, "weight")
+    good = {"roles_metadata": {"mine": {"name": "Mine", "has_primary": True, "weight": 3}}}
+    assert api.put(f"{API}/clusters/1/roles", json=good).status_code == 200
+
+
+def test_a_plugin_role_without_tags_is_tagged_with_its_name(api):
+    roles = {
+        "contrail-db": {"name": "Contrail DB", "has_primary": True},
+        "contrail-ui": {"name": "Contrail UI"},
+        "tagged": {"name": "Tagged", "tags": ["contrail-db"]},
+    }
+    created = api.post(
+        f"{API}/plugins", json={"name": "contrail", "version": "5.0.0", "roles_metadata": roles}
+    )
+    assert created.status_code == 201, created.get_json()
+    plugin = api.get(f"{API}/plugins/1").get_json()
+    assert plugin["roles_metadata"]["contrail-db"]["tags"] == ["contrail-db"]
+    assert plugin["roles_metadata"]["tagged"]["tags"] == ["contrail-db"]
+    assert plugin["tags_metadata"] == {
+        "contrail-db": {"has_primary": True},
+        "contrail-ui": {"has_primary": False},
+    }

@@ -88,7 +88,8 @@ def test_cluster_list_merges_release_cluster_and_plugins(api):
     assert_error(api.get(f"{CLUSTER}/tags/controller"), 404, "cluster 1")
     assert api.get(f"{CLUSTER}/tags/mysql").get_json()["meta"] == {"has_primary": True}
     plugin_tags = api.get(f"{API}/plugins/1/tags").get_json()
-    assert [t["name"] for t in plugin_tags] == ["neutron"]
+    # issue 22: the role without tags got its own name as a tag of the plugin, as in Nailgun
+    assert [t["name"] for t in plugin_tags] == ["neutron", "contrail-db"]
 
 
 def test_deleting_a_release_tag_strips_roles_and_primaries(api, add_node, tag_store):

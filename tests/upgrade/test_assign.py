@@ -133,6 +133,11 @@ def test_nodes_with_different_role_sets_are_400(shared_api):
     assert_error(shared_api.post(ASSIGN, json={"nodes_ids": [1, 3]}), 400, "different roles")
 
 
+def test_a_roles_override_still_needs_one_shared_role_set(shared_api):
+    body = {"nodes_ids": [1, 3], "roles": ["compute"]}  # a controller and a compute
+    assert_error(shared_api.post(ASSIGN, json=body), 400, "different roles", "node 1", "3")
+
+
 def test_assigning_to_an_environment_that_is_not_a_seed_is_400(shared_api):
     assert_error(
         shared_api.post(f"{API}/clusters/{ORIGINAL}/upgrade/assign", json={"nodes_ids": [3]}),

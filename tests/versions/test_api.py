@@ -32,4 +32,6 @@ def test_history_query_errors(fuel_store, client):
     assert_error(client.get(f"{ENV}/history?since=nope"), 404, "since", "nope")
     assert_error(client.get(f"{ENV}/history?key=a..b"), 400, "a..b")
     assert_error(client.get(f"{ENV}/history?resource=nope"), 404, "nope")
+    assert_error(client.get(f"{ENV}/history?path=nodes/1&key=a"), 404, "cannot find node '1'")
+    client.put(f"{ENV}/nodes/1/resources/globals/values", json={"a": 1})
     assert_error(client.get(f"{ENV}/history?path=nodes/1&key=a"), 400, "resource")

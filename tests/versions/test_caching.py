@@ -30,6 +30,7 @@ def test_etag_survives_an_unrelated_commit_and_changes_with_a_relevant_one(fuel_
 
 
 def test_if_none_match_and_cache_control(fuel_store, client):
+    put(fuel_store, "nodes/1", {"known": True}, resource="globals")  # node 1 exists
     commit = put(fuel_store, "", {"a": 1}).commit
     response = client.get(f"{NODE1}?effective")
     assert response.headers["Cache-Control"] == "public, max-age=5"
@@ -38,13 +39,14 @@ def test_if_none_match_and_cache_control(fuel_store, client):
     assert cached.headers["X-Gitstore-Commit"] == commit
     pinned = client.get(f"{NODE1}?effective&version={commit}")
     assert pinned.headers["Cache-Control"] == "public, max-age=31536000, immutable"
-    assert pinned.headers["X-Gitstore-Version"] == "2"
+    assert pinned.headers["X-Gitstore-Version"] == "3"
     prefix = short_id(commit)
     short = client.get(f"{NODE1}?effective&version={prefix}")
     assert short.headers["Cache-Control"] == "public, max-age=5"
 
 
 def test_credentials_make_answers_private_and_reveals_are_never_stored(fuel_store, client):
+    put(fuel_store, "nodes/1", {"known": True}, resource="globals")  # node 1 exists
     commit = put(fuel_store, "", {"a": 1}).commit
     token = {"Authorization": "Bearer some-token"}  # an open store ignores it, caches must not
     assert client.get(NODE1, headers=token).headers["Cache-Control"] == "private, max-age=5"

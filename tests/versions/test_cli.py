@@ -8,6 +8,8 @@ import pytest
 import yaml
 from live_server import cli_runner, threaded_app_server
 
+from gitstore.errors import NotFound
+
 from .helpers import BOB, effective, put
 
 NODE1 = ["-e", "1", "-l", "nodes=1", "-r", "astute"]
@@ -72,7 +74,8 @@ def test_revert_and_its_usage_errors(gs, edited):
     assert again.stdout.startswith("nothing to revert")
     undo = gs("config", "revert", "-e", "1", "--commit", "3", "-m", "drop the node override")
     assert "version 7" in undo.stdout
-    assert effective(store, "nodes/1") == {"mtu": 1500, "ntp": ["a"]}
+    with pytest.raises(NotFound, match="cannot find node '1'"):  # its only document is gone
+        effective(store, "nodes/1")
     assert "exactly one" in gs("config", "revert", "-e", "1", code=2).stderr
     both = gs("config", "revert", "-e", "1", "--commit", "2", "-p", "x", code=2)
     assert "--path" in both.stderr

@@ -56,6 +56,7 @@ def test_last_change_follows_the_winning_value_not_the_file(fuel_store, client):
 
 
 def test_key_limits_the_explanation(fuel_store, client):
+    put(fuel_store, "nodes/1", {"known": True}, resource="globals")  # node 1 exists
     put(fuel_store, "", {"net": {"mtu": 1500, "vlan": 10}, "ntp": ["a"]})
     keys = _by_path(client.get(f"{NODE}?effective&explain&key=net"))
     assert list(keys) == ["net.mtu", "net.vlan"]
@@ -66,6 +67,7 @@ def test_key_limits_the_explanation(fuel_store, client):
 
 
 def test_explain_etag_survives_unrelated_commits(fuel_store, client):
+    put(fuel_store, "nodes/1", {"known": True}, resource="globals")  # node 1 exists
     put(fuel_store, "", {"a": 1})
     first = client.get(f"{NODE}?effective&explain")
     put(fuel_store, "nodes/2", {"a": 2})
