@@ -33,7 +33,7 @@ from werkzeug.exceptions import ClientDisconnected
 from gitstore import limits
 from gitstore.api.errors import error_response
 from gitstore.api.http import app_store
-from gitstore.errors import NotFound
+from gitstore.errors import InvalidInput, NotFound
 
 log = logging.getLogger("gitstore.api.git")
 
@@ -42,6 +42,7 @@ bp = Blueprint("git_http", __name__)
 _PATH = re.compile(r"^(catalog\.git|environments/[1-9][0-9]{0,17}\.git)(/[A-Za-z0-9._/-]+)$")
 _CHUNK = 64 * 1024
 RECEIVE_PACK = "git-receive-pack"
+SERVICES = ("git-upload-pack", RECEIVE_PACK)
 #: Request headers git http-backend reads (as HTTP_* CGI variables).
 _PASSED_HEADERS = ("Content-Encoding", "Git-Protocol")
 #: CGI response headers that must not be copied into the WSGI response.
@@ -68,6 +69,18 @@ def split_path(subpath: str) -> tuple[str, str]:
     return match.group(1), "" if rest == "/" else rest
 
 
+def _check_services(services: list[str]) -> None:
+    """Only git's two smart services may be asked for: anything else would reach git, which
+    answers in its own plain-text shape, not ours."""
+    for service in services:
+        if service not in SERVICES:
+            raise InvalidInput(
+                f"query parameter 'service' must be one of {', '.join(SERVICES)}, "
+                f"not {service[:40]!r}",
+                key="service",
+            )
+
+
 def is_push(rest: str, services: list[str]) -> bool:
     """Whether a request (normalised `rest`, its `service` parameters) is part of a push."""
     return RECEIVE_PACK in rest.split("/") or RECEIVE_PACK in services
@@ -76,6 +89,7 @@ def is_push(rest: str, services: list[str]) -> bool:
 @bp.route("/git/<path:subpath>", methods=["GET", "POST"])
 def git(subpath: str):
     name, rest = split_path(subpath)
+    _check_services(request.args.getlist("service"))
     # A push body may be larger than a REST body; it has its own limit (docs/security.md).
     request.max_content_length = limits.current().push_bytes
     request.stream  # noqa: B018 - a declared length over the limit is a 413 before git starts

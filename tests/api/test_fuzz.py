@@ -237,6 +237,15 @@ def test_every_get_route_answers_awkward_versions_without_5xx(inventory_client):
             _check(inventory_client.get(url + "?" + urlencode({"version": value})), "GET")
 
 
+@pytest.mark.parametrize("service", ["\u00b2", "x", "git-upload-archive", ""])
+def test_git_is_asked_only_for_its_smart_services(inventory_client, service):
+    """Found by the property below: git http-backend answered `service=²` in plain text."""
+    response = inventory_client.get("/git/environments/1.git/info/refs?service=" + service)
+    assert response.status_code == 400
+    _check(response, "GET")
+    assert "'service'" in response.get_json()["message"]
+
+
 @FUZZ
 @given(data=st.data())
 def test_every_get_route_answers_any_query_without_5xx(inventory_client, data):
