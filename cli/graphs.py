@@ -52,9 +52,13 @@ def _document_format(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _owner(command: Callable[..., Any]) -> Callable[..., Any]:
-    for flag, kind in (("--plugin", "plugin"), ("--release", "release"), ("--env", "cluster")):
+    for flags, kind in (
+        (("--plugin",), "plugin"),
+        (("--release",), "release"),
+        (("--env", "-e"), "cluster"),
+    ):
         command = click.option(
-            flag, kind, type=click.IntRange(min=1), help=f"Graphs of this {kind} (id)."
+            *flags, kind, type=click.IntRange(min=1), help=f"Graphs of this {kind} (id)."
         )(command)
     return command
 
@@ -79,6 +83,7 @@ def _type(command: Callable[..., Any]) -> Callable[..., Any]:
 def _env(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--env",
+        "-e",
         "env_id",
         type=click.IntRange(min=1),
         required=True,
