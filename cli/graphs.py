@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from cli import output, values
+from cli import output, transactions, values
 from cli.client import Client
 from cli.connection import pass_client
 from gitstore import yamlio
@@ -341,23 +341,6 @@ def graph_execute(
     if fmt != "table":
         output.emit(transaction, fmt)
     else:
-        _summary(transaction)
+        transactions.summary(transaction)
     if transaction.get("status") == "error":
         click.get_current_context().exit(1)
-
-
-def _summary(transaction: dict) -> None:
-    click.echo(
-        f"transaction {transaction['id']} of environment {transaction['cluster']}: "
-        f"{transaction['status']}"
-    )
-    for item in transaction.get("graphs") or []:
-        history = item.get("history") or []
-        ran = [h for h in history if h["status"] != "skipped"]
-        click.echo(
-            f"  graph {item['type']}: {item['status']} ({len(ran)} of {len(history)} "
-            "task runs not skipped)"
-        )
-        for failed in (h for h in history if h["status"] == "error"):
-            where = failed["node_id"] if failed["node_id"] is not None else "sync"
-            click.echo(f"    {failed['task_name']} on {where}: {failed.get('message', '')}")

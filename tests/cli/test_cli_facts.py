@@ -190,3 +190,13 @@ def test_upload_refuses_a_yaml_alias_bomb_naming_the_file(gs, hiera):
     assert "aliases expand it by more than 10000 nodes" in result.stderr
     names = [d["name"] for d in gs.store.definitions.list().data]
     assert "bomb" not in names
+
+
+def test_a_file_that_does_not_parse_is_named_once(gs, tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "astute.yaml").write_text("a: [1\n")
+    result = gs("facts", "upload", "-e", "1", "-n", "1", "--dir", str(folder))
+    assert result.exit_code == 1
+    assert result.stderr.count("astute.yaml") == 1, result.stderr
+    assert "line 2 YAML does not parse" in result.stderr

@@ -304,3 +304,16 @@ def test_user_without_password_is_asked_for_it_on_a_terminal(gs, http_server, tm
         os.close(terminal)
     sent = base64.b64decode(http_server.dispatcher.authorization.split()[1]).decode()
     assert sent == "alice:s3cret"
+
+
+def test_labels_name_versions_and_list_them(gs):
+    gs.ok("config", "set", "-e", "1", "-r", "astute", "-k", "a", "--type", "int", "--value", "1")
+    created = json.loads(
+        gs.ok("label", "create", "before-upgrade", "-e", "1", "-m", "kept", "-f", "json").stdout
+    )
+    assert created["name"] == "before-upgrade" and created["message"] == "kept"
+    table = gs.ok("label", "list", "-e", "1").stdout.splitlines()
+    assert table[0].split()[:2] == ["name", "version"]
+    assert table[2].split()[:2] == ["before-upgrade", str(created["version"])]
+    assert_failure(gs("label", "create", "before-upgrade", "-e", "1"), "already exists")
+    assert_failure(gs("label", "create", "123", "-e", "1"), "must not be a number")
