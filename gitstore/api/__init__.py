@@ -27,6 +27,7 @@ from gitstore.api import (
     http,
     metrics,
     observe,
+    openapi,
     status,
     values,
     versions,
@@ -58,6 +59,7 @@ BLUEPRINTS = [
     secret_routes.bp,
     health.bp,
     metrics.bp,
+    openapi.bp,
 ]
 
 
