@@ -1,40 +1,57 @@
 # The two set-up commands of the README, and a few helpers.
-#   make demo   install into .venv, build ./demo-store from sample_repo/, serve it on :8000
+#   make demo   install into .venv (runtime dependencies only), build ./demo-store from
+#               sample_repo/, serve it on :8000
 #   make test   install into .venv (with the test extra), run the test suite
 # Variables: PYTHON (>= 3.11), VENV, DEMO_STORE, HOST, PORT, WORKERS, PYTEST_ARGS.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# Two stamps: the demo needs the runtime dependencies only, tests and lint the test extra too.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+TEST_STAMP := $(VENV)/.installed-test
 DEMO_STORE ?= ./demo-store
 HOST ?= 127.0.0.1
 PORT ?= 8000
 WORKERS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: install demo demo-store test lint clean-demo
+.PHONY: install install-runtime demo demo-port demo-store test lint clean-demo
 
-install: $(STAMP)
+install: $(TEST_STAMP)
+
+install-runtime: $(RUNTIME_STAMP)
 
 # Re-installs when pyproject.toml changes; the package is editable, so code changes need nothing.
-$(STAMP): pyproject.toml
+$(RUNTIME_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[test]'
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e .
 	touch $@
 
+# The test extra includes the runtime dependencies: a test install also serves the demo.
+$(TEST_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[test]'
+	touch $@ $(RUNTIME_STAMP)
+
+# Before installing anything: a busy port fails the demo at once, saying how to pick another.
+demo-port:
+	@$(PYTHON) -c 'import socket, sys; busy = socket.socket().connect_ex(("$(HOST)", $(PORT))) == 0; \
+	sys.exit(busy and "make demo: port $(PORT) on $(HOST) is already in use; choose another " \
+	f"with PORT=, e.g. make demo PORT={$(PORT) + 1}")'
+
 # Safe to re-run: init keeps an existing store and only adds what is missing.
-demo-store: $(STAMP)
+demo-store: $(RUNTIME_STAMP)
 	$(BIN)/gitstore init --root $(DEMO_STORE) --sample
 
-demo: demo-store
+demo: demo-port demo-store
 	$(BIN)/gitstore serve --root $(DEMO_STORE) --host $(HOST) --port $(PORT) --workers $(WORKERS)
 
 # pytest exits non-zero on any failure, and with 5 when it collects no tests: both fail make.
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 

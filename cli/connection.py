@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -72,8 +73,13 @@ class Connection:
             )
         if self.token and self.user:
             raise click.UsageError("give --token or --user/--password, not both", ctx=ctx)
+        if self.user and not self.password and _on_a_terminal():
+            self.password = click.prompt(f"Password for {self.user}", hide_input=True)
         if bool(self.user) != bool(self.password):
-            raise click.UsageError("--user and --password go together", ctx=ctx)
+            raise click.UsageError(
+                "--user and --password go together (the password is asked for on a terminal)",
+                ctx=ctx,
+            )
 
     def _local_author(self) -> Author | None:
         """Who a local write is by: --user, else git's author variables, else the default."""
@@ -83,6 +89,11 @@ class Connection:
         if name:
             return Author(name, os.environ.get("GIT_AUTHOR_EMAIL") or f"{name}@gitstore")
         return None
+
+
+def _on_a_terminal() -> bool:
+    """Whether a prompt can be answered: a script's stdin is no terminal, and it fails instead."""
+    return sys.stdin is not None and sys.stdin.isatty()
 
 
 def current_client() -> Client:

@@ -149,7 +149,8 @@ def read_documents(directory: Path, files: list[Path]) -> Upload:
                 name = check_resource_name(relative.with_suffix("").as_posix())
                 document = yamlio.load_mapping(path.read_bytes(), path=str(path))
             except InvalidInput as exc:
-                report.skipped.append((str(path), exc.message))
+                # the parser's message starts with the path too: name the file once
+                report.skipped.append((str(path), exc.message.removeprefix(f"{path}: ")))
                 continue
             except OSError as exc:
                 report.skipped.append((str(path), exc.strerror or str(exc)))

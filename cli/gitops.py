@@ -122,6 +122,7 @@ def _print_problems(results: dict[str, list[dict]], fmt: str) -> None:
 )
 @click.option(
     "--env",
+    "-e",
     "env_id",
     type=click.IntRange(min=1),
     help="Review environment ID of the store at --root instead of --repo.",
@@ -175,7 +176,7 @@ def mirror() -> None:
 
 @mirror.command("add")
 @click.argument("url")
-@click.option("--env", "env_id", type=click.IntRange(min=1), help="Environment to mirror.")
+@click.option("--env", "-e", "env_id", type=click.IntRange(min=1), help="Environment to mirror.")
 @click.option("--catalog", is_flag=True, help="Mirror the catalog instead.")
 @click.option("--branch", default="main", show_default=True, help="Remote branch to serve.")
 @click.option(
@@ -235,7 +236,7 @@ def mirror_list(fmt: str, root_opt: str | None) -> None:
 
 
 @mirror.command("remove")
-@click.option("--env", "env_id", type=click.IntRange(min=1))
+@click.option("--env", "-e", "env_id", type=click.IntRange(min=1))
 @click.option("--catalog", is_flag=True)
 @_root_option
 def mirror_remove(env_id: int | None, catalog: bool, root_opt: str | None) -> None:
@@ -246,7 +247,7 @@ def mirror_remove(env_id: int | None, catalog: bool, root_opt: str | None) -> No
 
 
 @mirror.command("sync")
-@click.option("--env", "env_id", type=click.IntRange(min=1))
+@click.option("--env", "-e", "env_id", type=click.IntRange(min=1))
 @click.option("--catalog", is_flag=True)
 @_root_option
 @click.pass_context

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from cli import output, values
+from cli import output, transactions, values
 from cli.client import Client
 from cli.connection import pass_client
 from gitstore import yamlio
@@ -52,9 +52,13 @@ def _document_format(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _owner(command: Callable[..., Any]) -> Callable[..., Any]:
-    for flag, kind in (("--plugin", "plugin"), ("--release", "release"), ("--env", "cluster")):
+    for flags, kind in (
+        (("--plugin",), "plugin"),
+        (("--release",), "release"),
+        (("--env", "-e"), "cluster"),
+    ):
         command = click.option(
-            flag, kind, type=click.IntRange(min=1), help=f"Graphs of this {kind} (id)."
+            *flags, kind, type=click.IntRange(min=1), help=f"Graphs of this {kind} (id)."
         )(command)
     return command
 
@@ -79,6 +83,7 @@ def _type(command: Callable[..., Any]) -> Callable[..., Any]:
 def _env(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--env",
+        "-e",
         "env_id",
         type=click.IntRange(min=1),
         required=True,
@@ -336,23 +341,6 @@ def graph_execute(
     if fmt != "table":
         output.emit(transaction, fmt)
     else:
-        _summary(transaction)
+        transactions.summary(transaction)
     if transaction.get("status") == "error":
         click.get_current_context().exit(1)
-
-
-def _summary(transaction: dict) -> None:
-    click.echo(
-        f"transaction {transaction['id']} of environment {transaction['cluster']}: "
-        f"{transaction['status']}"
-    )
-    for item in transaction.get("graphs") or []:
-        history = item.get("history") or []
-        ran = [h for h in history if h["status"] != "skipped"]
-        click.echo(
-            f"  graph {item['type']}: {item['status']} ({len(ran)} of {len(history)} "
-            "task runs not skipped)"
-        )
-        for failed in (h for h in history if h["status"] == "error"):
-            where = failed["node_id"] if failed["node_id"] is not None else "sync"
-            click.echo(f"    {failed['task_name']} on {where}: {failed.get('message', '')}")

@@ -296,6 +296,12 @@ class HttpClient:
             **{"from": source},
         )
 
+    def labels(self, env_id):
+        return self._get(f"/environments/{int(env_id)}/labels")
+
+    def create_label(self, env_id, body):
+        return self.request("POST", f"/environments/{int(env_id)}/labels", body=body)[0]
+
     def revert(self, env_id, body):
         return self.request("POST", f"/environments/{int(env_id)}/revert", body=body)[0]
 
@@ -412,6 +418,10 @@ class HttpClient:
 
     def get_transaction(self, transaction_id):
         return self._v1("GET", f"/transactions/{int(transaction_id)}")
+
+    def list_transactions(self, env_id=None):
+        params = {} if env_id is None else {"cluster_id": int(env_id)}
+        return self.request("GET", "/transactions", params=params, root=V1_ROOT)[0]
 
     # -- Heat roles and deployment plans ---------------------------------------------------
     def list_roles(self, only_latest=False):

@@ -158,6 +158,12 @@ class LocalClient:
             env_id, source, target, levels=levels, resource=resource
         ).data
 
+    def labels(self, env_id):
+        return self.store.versions.labels(env_id).data
+
+    def create_label(self, env_id, body):
+        return self.store.versions.create_label(env_id, body, self.author).data
+
     def revert(self, env_id, body):
         return self.store.versions.revert(env_id, body, self.author).data
 
@@ -242,6 +248,9 @@ class LocalClient:
 
     def get_transaction(self, transaction_id):
         return self.store.transactions.get(transaction_id).data
+
+    def list_transactions(self, env_id=None):
+        return self.store.transactions.list(env_id).data
 
     # -- Heat roles and deployment plans ---------------------------------------------------
     def list_roles(self, only_latest=False):

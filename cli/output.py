@@ -7,10 +7,14 @@ are sorted by id so the output of two runs can be compared line by line.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import click
+import tabulate
 
 from gitstore import yamlio
 
@@ -50,16 +54,82 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+#: Two spaces between columns; a column is never squeezed below this many characters.
+GAP = 2
+MIN_COLUMN = 8
+SHORT = 24
+#: A wrapped cell takes at most this many lines; the rest is cut (see `_shorten`).
+MAX_LINES = 4
+# tabulate pads headers by two spaces by default; ours are as wide as their widest cell.
+tabulate.MIN_PADDING = 0
+
+
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
-    """Columns padded to their widest cell, a rule under the header."""
+    """Left-aligned columns, a rule under the header, fitted to the terminal's width.
+
+    When the natural table is wider than `terminal_width()`, the widest columns are capped
+    and their cells wrapped onto a few lines (tabulate does the wrapping) or, when longer, cut,
+    so every row stays readable in a terminal; `--format json|yaml` is the complete answer.
+    """
     cells = [[cell(value) for value in row] for row in rows]
-    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(header)]
+    natural = [
+        max([len(name)] + [_width(row[i]) for row in cells]) for i, name in enumerate(header)
+    ]
+    caps = _caps(natural, terminal_width())
+    cells = [[_shorten(text, cap) for text, cap in zip(row, caps, strict=True)] for row in cells]
+    text = tabulate.tabulate(
+        cells,
+        headers=list(header),
+        tablefmt="simple",
+        stralign="left",
+        numalign="left",
+        disable_numparse=True,
+        maxcolwidths=caps if any(caps) else None,
+        maxheadercolwidths=caps if any(caps) else None,
+    )
+    return "\n".join(line.rstrip() for line in text.splitlines())
 
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
 
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(header), rule] + [line(row) for row in cells])
+def terminal_width() -> int | None:
+    """The width tables must fit: $COLUMNS, else the terminal's; None when not a terminal."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def _width(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def _shorten(text: str, cap: int | None) -> str:
+    """At most MAX_LINES wrapped lines of a capped column: a 1,000-character cell is cut
+    (ending in "...") rather than made a row of a hundred lines."""
+    if cap is None or len(text) <= cap * MAX_LINES:
+        return text
+    return text[: cap * MAX_LINES - 3].rstrip() + "..."
+
+
+def _caps(natural: list[int], limit: int | None) -> list[int | None]:
+    """Per column, the width to wrap at (None: as wide as it is) so the table fits `limit`.
+
+    The widest columns give way first, down to one cap C shared by all of them; columns of at
+    most SHORT characters (ids, dates, names) keep their width while the others can shrink to
+    MIN_COLUMN, so that it is the long messages and change lists that wrap.
+    """
+    room = (limit or 0) - GAP * (len(natural) - 1)
+    if limit is None or sum(natural) <= room:
+        return [None] * len(natural)
+    for keep in (SHORT, 0):
+        kept = sum(w for w in natural if w <= keep)
+        cap = max(natural)
+        while cap > MIN_COLUMN and kept + sum(min(w, cap) for w in natural if w > keep) > room:
+            cap -= 1
+        if kept + sum(min(w, cap) for w in natural if w > keep) <= room or keep == 0:
+            return [cap if w > cap and w > keep else None for w in natural]
+    raise AssertionError("unreachable: the last pass always returns")
 
 
 def emit_list(

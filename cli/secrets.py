@@ -82,14 +82,19 @@ def _local() -> LocalClient:
 
 @secrets.command("keys")
 def keys() -> None:
-    """List the keyring's keys and how many values each seals."""
-    for key in _local().store.secrets.key_report():
-        mark = "*" if key["active"] else " "
-        note = "  (NOT IN THE KEYRING)" if key.get("missing") else ""
-        click.echo(
-            f"{mark} {key['id']:<8} {key['values']:>6} values  "
-            f"created {key['created'] or '?'}{note}"
-        )
+    """List the keyring's keys (active: the one new values are sealed with) and how many
+    values each seals."""
+    rows = [
+        [
+            key["id"],
+            "*" if key["active"] else "",
+            key["values"],
+            key["created"] or "?",
+            "NOT IN THE KEYRING" if key.get("missing") else "",
+        ]
+        for key in _local().store.secrets.key_report()
+    ]
+    click.echo(output.table(rows, ["id", "active", "values", "created", "note"]))
 
 
 @secrets.command("rotate")

@@ -263,7 +263,7 @@ def serve(
     options = {
         "bind": bind,
         "workers": workers or _default_workers(),
-        "worker_class": worker_class,
+        "worker_class": _worker_class(worker_class),
         "threads": threads,
         "keepalive": KEEPALIVE_SECONDS,
         "max_requests": max_requests,
@@ -282,6 +282,12 @@ def serve(
         _start_poller_process(root, poll)
         log.info(f"polling mirrors every {poll:g}s")
     run_server(root, options, config)
+
+
+def _worker_class(name: str) -> type:
+    from cli.workers import BY_NAME  # imports gunicorn: only when serving
+
+    return BY_NAME[name]
 
 
 def _size(text: str, param: click.Parameter) -> int:

@@ -47,9 +47,13 @@ def _format(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _owner(command: Callable[..., Any]) -> Callable[..., Any]:
-    for flag, kind in (("--plugin", "plugin"), ("--env", "cluster"), ("--release", "release")):
+    for flags, kind in (
+        (("--plugin",), "plugin"),
+        (("--env", "-e"), "cluster"),
+        (("--release",), "release"),
+    ):
         command = click.option(
-            flag, kind, type=click.IntRange(min=1), help=f"Tags of this {kind} (id)."
+            *flags, kind, type=click.IntRange(min=1), help=f"Tags of this {kind} (id)."
         )(command)
     return command
 
@@ -128,7 +132,7 @@ def tag_create(
 ) -> None:
     """Create tag NAME for one owner."""
     kind, owner_id = _one_owner(release, cluster, plugin)
-    body = {"name": name, "meta": _meta(has_primary, meta)}
+    body = {"name": name, "meta": {"has_primary": False, **_meta(has_primary, meta)}}
     output.emit_entity(client.create_tag(kind, owner_id, body), fmt)
 
 
@@ -148,10 +152,20 @@ def tag_update(
     meta: str | None,
     fmt: str,
 ) -> None:
-    """Replace the metadata of tag NAME."""
+    """Replace the metadata of tag NAME; has_primary stays as it is unless given."""
     kind, owner_id = _one_owner(release, cluster, plugin)
-    body = {"name": name, "meta": _meta(has_primary, meta)}
+    given = _meta(has_primary, meta)
+    if "has_primary" not in given:
+        given["has_primary"] = _current_has_primary(client, kind, owner_id, name)
+    body = {"name": name, "meta": given}
     output.emit_entity(client.update_tag(kind, owner_id, name, body), fmt)
+
+
+def _current_has_primary(client: Client, kind: str, owner_id: int, name: str) -> bool:
+    for current in client.list_tags(kind, owner_id):
+        if current["name"] == name and current.get("owner_type") == kind:
+            return bool(current.get("meta", {}).get("has_primary"))
+    return False  # not this owner's: the update names the missing tag
 
 
 @tag.command("delete")
@@ -171,7 +185,7 @@ def _node_tag_options(command: Callable[..., Any]) -> Callable[..., Any]:
     command = click.argument("tags", nargs=-1, required=True)(command)
     command = click.option("--node", required=True, help="Node id or fqdn.")(command)
     return click.option(
-        "--env", "env_id", type=int, required=True, help="Environment (cluster) id."
+        "--env", "-e", "env_id", type=int, required=True, help="Environment (cluster) id."
     )(command)
 
 
@@ -194,7 +208,7 @@ def tag_unassign(client: Client, env_id: int, node: str, tags: tuple[str, ...]) 
 
 
 @tag.command("check")
-@click.option("--env", "env_id", type=int, required=True, help="Environment (cluster) id.")
+@click.option("--env", "-e", "env_id", type=int, required=True, help="Environment (cluster) id.")
 @_format
 @pass_client
 def tag_check(client: Client, env_id: int, fmt: str) -> None:
@@ -217,7 +231,7 @@ def node() -> None:
 
 def _env(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--env", "env_id", type=int, required=True, help="Environment (cluster) id."
+        "--env", "-e", "env_id", type=int, required=True, help="Environment (cluster) id."
     )(command)
 
 

@@ -31,7 +31,7 @@ def register(group: click.Group) -> None:
 
 def _env(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
-        "--env", "env_id", type=click.IntRange(min=1), required=True, help=help_text
+        "--env", "-e", "env_id", type=click.IntRange(min=1), required=True, help=help_text
     )
 
 

@@ -28,6 +28,7 @@ from gitstore.api import (
     http,
     metrics,
     observe,
+    openapi,
     status,
     values,
     versions,
@@ -60,6 +61,7 @@ BLUEPRINTS = [
     health.bp,
     metrics.bp,
     events.bp,
+    openapi.bp,
 ]
 
 

@@ -48,6 +48,7 @@ from gitstore.names import parse_flag
 
 log = logging.getLogger("gitstore.api.auth")
 
+OPENAPI_PATH = ["api", "v1", "openapi.json"]
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Route families stored in catalog.git, shared by every environment.
 _CATALOG = frozenset(
@@ -84,8 +85,8 @@ def register(app: Flask) -> None:
 def needed(method: str, path: str, args: Any) -> Need | None:
     """The roles and scope a request needs; None for routes that check a signature instead."""
     parts = [part for part in path.split("/") if part]
-    if parts[:1] == ["webhooks"] or parts in (["healthz"], ["readyz"]):
-        return None  # signed webhooks; probes, which carry no credentials
+    if parts[:1] == ["webhooks"] or parts in (["healthz"], ["readyz"], OPENAPI_PATH):
+        return None  # signed webhooks; probes, which carry no credentials; the API's own map
     if parts == ["metrics"]:
         role = current_app.config.get(METRICS_ROLE)
         return Need((role,)) if role else None  # scrapers carry none unless asked to

@@ -217,3 +217,13 @@ def test_upload_says_it_created_the_environment(gs_empty, hiera):
 def test_download_of_an_unknown_node_fails_naming_it(gs, tmp_path):
     result = gs("facts", "download", "-e", "1", "-n", "42", "--dir", str(tmp_path))
     assert_failure(result, "cannot find node '42'")
+
+
+def test_a_file_that_does_not_parse_is_named_once(gs, tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "astute.yaml").write_text("a: [1\n")
+    result = gs("facts", "upload", "-e", "1", "-n", "1", "--dir", str(folder))
+    assert result.exit_code == 1
+    assert result.stderr.count("astute.yaml") == 1, result.stderr
+    assert "line 2 YAML does not parse" in result.stderr

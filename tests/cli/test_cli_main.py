@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import pty
+import select
 import socket
 import ssl
 import subprocess
 import threading
+import time
 
+import click
 import pytest
 from cli_helpers import assert_failure, assert_usage_error
 from click.testing import CliRunner
+from live_server import GITSTORE, isolated_env
 from werkzeug.serving import make_server
 
 from cli.main import COMMAND_MODULES, cli
@@ -225,3 +232,88 @@ def test_https_is_verified_against_cacert(fuel_store, certificate):
         server.shutdown()
         thread.join()
         server.server_close()
+
+
+def _commands(group: click.Group = cli, path: str = "gitstore"):
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from _commands(command, f"{path} {name}")
+        else:
+            yield f"{path} {name}", command
+
+
+def test_every_environment_option_has_the_short_form():
+    without = [
+        path
+        for path, command in _commands()
+        for param in command.params
+        if "--env" in getattr(param, "opts", ()) and "-e" not in param.opts
+    ]
+    assert without == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["tag", "list", "-e", "1", "-f", "json"],
+        ["graph", "list", "-e", "1", "-f", "json"],
+        ["upgrade", "status", "-e", "1", "-f", "json"],
+    ],
+)
+def test_the_short_environment_option_works_beyond_config(gs, args):
+    result = gs(*args)
+    assert "No such option" not in result.stderr
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+
+
+def _read_until(fd: int, text: bytes, seconds: float = 30) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + seconds
+    while text not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:  # the other end closed
+                break
+    return seen
+
+
+def test_user_without_password_is_asked_for_it_on_a_terminal(gs, http_server, tmp_path):
+    if gs.mode != "http":
+        pytest.skip("the password is sent over HTTP")
+    terminal, child_end = pty.openpty()
+    process = subprocess.Popen(
+        [str(GITSTORE), "--url", http_server.url, "--user", "alice", "env", "list"],
+        stdin=child_end,
+        stdout=child_end,
+        stderr=child_end,
+        env=isolated_env(tmp_path),
+        start_new_session=True,
+    )
+    os.close(child_end)
+    try:
+        assert b"Password for alice" in _read_until(terminal, b"Password for alice")
+        os.write(terminal, b"s3cret\n")
+        _read_until(terminal, b"\x00", seconds=5)  # the rest of its output, until it exits
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(terminal)
+    sent = base64.b64decode(http_server.dispatcher.authorization.split()[1]).decode()
+    assert sent == "alice:s3cret"
+
+
+def test_labels_name_versions_and_list_them(gs):
+    gs.ok("config", "set", "-e", "1", "-r", "astute", "-k", "a", "--type", "int", "--value", "1")
+    created = json.loads(
+        gs.ok("label", "create", "before-upgrade", "-e", "1", "-m", "kept", "-f", "json").stdout
+    )
+    assert created["name"] == "before-upgrade" and created["message"] == "kept"
+    table = gs.ok("label", "list", "-e", "1").stdout.splitlines()
+    assert table[0].split()[:2] == ["name", "version"]
+    assert table[2].split()[:2] == ["before-upgrade", str(created["version"])]
+    assert_failure(gs("label", "create", "before-upgrade", "-e", "1"), "already exists")
+    assert_failure(gs("label", "create", "123", "-e", "1"), "must not be a number")

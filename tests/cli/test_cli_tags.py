@@ -136,3 +136,13 @@ def test_tag_assign_unassign_and_check(fuel):
         fuel("tag", "assign", "--env", "1", "--node", "1", "nope"),
         "Tag 'nope' is not found for the cluster 1",
     )
+
+
+def test_tag_create_without_flags_and_update_of_other_meta_as_the_docs_show(fuel):
+    created = as_json(fuel.ok("tag", "create", "swift", "-e", "1", "-f", "json"))
+    assert created["meta"] == {"has_primary": False}
+    fuel.ok("tag", "create", "ceph", "-e", "1", "--has-primary")
+    updated = as_json(
+        fuel.ok("tag", "update", "ceph", "-e", "1", "--meta", '{"label": "Ceph"}', "-f", "json")
+    )
+    assert updated["meta"] == {"has_primary": True, "label": "Ceph"}  # kept what was not given

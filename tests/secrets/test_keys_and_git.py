@@ -66,10 +66,9 @@ def test_rotate_reseals_everything_and_a_running_server_notices(fuel_store, with
     with_password.patch(VALUES + "/keys/set", json=[["api_token", "new-T0ken"]])
     assert set(SEALED.findall(stored(fuel_store).decode())) == {"k2"}
     code, out, _ = gitstore("--root", str(fuel_store.root), "secrets", "keys")
-    assert [line.split()[:3] for line in out.splitlines()] == [
-        ["k1", "0", "values"],
-        ["*", "k2", "3"],
-    ]
+    header, _, *rows = [line.split() for line in out.splitlines()]
+    assert header == ["id", "active", "values", "created", "note"]
+    assert [row[:3] for row in rows] == [["k1", "0", rows[0][2]], ["k2", "*", "3"]]
     with pytest.raises(Conflict, match="active key"):
         fuel_store.secrets.remove_key("k2")
     assert gitstore("--root", str(fuel_store.root), "secrets", "remove-key", "k1")[0] == 0

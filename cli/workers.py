@@ -1,0 +1,58 @@
+"""The gunicorn worker classes of `gitstore serve`: gunicorn's own, stopped once, by the master.
+
+Ctrl-C in a terminal signals the whole foreground process group, so every worker got SIGINT
+from the terminal and SIGQUIT from the master, each a quit. A gevent worker runs each quit in
+a greenlet that ends in `sys.exit`; the second one, run by gevent's patched interpreter
+shutdown, left the worker waiting on a lock until the master's SIGKILL 30 s later ("Perhaps
+out of memory?"), about one stop in five when the signal came while workers were loading.
+So a worker ignores SIGINT (the master decides when workers stop) and acts on one quit only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+from gunicorn.workers.ggevent import GeventWorker as _GunicornGevent
+from gunicorn.workers.gthread import ThreadWorker as _GunicornThreads
+
+
+def _leave_at_once(sig: int, frame: Any) -> None:
+    os._exit(0)  # nothing is served yet: there is nothing to finish
+
+
+class _StopsOnce:
+    """Mixed into a gunicorn worker class, before it."""
+
+    _quitting = False
+
+    def init_process(self) -> None:
+        # Until gunicorn installs the worker's handlers, the master's inherited ones would
+        # queue a stop in the master's (copied) queue, where nobody reads it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGQUIT, _leave_at_once)
+        signal.signal(signal.SIGTERM, _leave_at_once)
+        super().init_process()
+
+    def init_signals(self) -> None:
+        super().init_signals()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def handle_quit(self, sig: int, frame: Any) -> None:
+        if self._quitting:
+            return
+        self._quitting = True
+        super().handle_quit(sig, frame)
+
+
+class GeventWorker(_StopsOnce, _GunicornGevent):
+    """gunicorn's gevent worker (`--worker-class gevent`)."""
+
+
+class ThreadWorker(_StopsOnce, _GunicornThreads):
+    """gunicorn's gthread worker (`--worker-class gthread`)."""
+
+
+#: `--worker-class` choice -> class.
+BY_NAME = {"gevent": GeventWorker, "gthread": ThreadWorker}
