@@ -279,9 +279,9 @@ def _read_until(fd: int, text: bytes, seconds: float = 30) -> bytes:
     return seen
 
 
-def test_user_without_password_is_asked_for_it_on_a_terminal(gs, http_server, tmp_path):
-    if gs.mode != "http":
-        pytest.skip("the password is sent over HTTP")
+def test_user_without_password_is_asked_for_it_on_a_terminal(fuel_store, http_server, tmp_path):
+    """Over HTTP only: that is where a password is sent."""
+    http_server.dispatcher.app = create_app({"TESTING": True}, store=fuel_store)
     terminal, child_end = pty.openpty()
     process = subprocess.Popen(
         [str(GITSTORE), "--url", http_server.url, "--user", "alice", "env", "list"],
