@@ -19,7 +19,7 @@ from gitstore import Store
 from gitstore.configdb.importer import SAMPLE_DIR
 
 NODE = "/api/v1/config/environments/1/nodes/{node}/resources/astute/{kind}"
-EFFECTIVE = {"effective": "", "key": "nova"}
+EFFECTIVE = {"effective": "1", "key": "nova"}
 INDEX = "X-Gitstore-Index"
 
 
