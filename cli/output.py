@@ -17,6 +17,7 @@ import click
 import tabulate
 
 from gitstore import yamlio
+from gitstore.names import is_number
 
 DOCUMENT_FORMATS = ("json", "yaml", "plain")
 ENTITY_FORMATS = ("table", "json", "yaml")
@@ -93,7 +94,7 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
 def terminal_width() -> int | None:
     """The width tables must fit: $COLUMNS, else the terminal's; None when not a terminal."""
     columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
+    if is_number(columns) and int(columns) > 0:
         return int(columns)
     if sys.stdout.isatty():
         return shutil.get_terminal_size().columns

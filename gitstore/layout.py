@@ -16,7 +16,7 @@ from gitstore.backend.cache import LRUCache
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import InvalidInput, NotFound
 from gitstore.merge.effective import DEEP, Layer
-from gitstore.names import check_level_value, check_segment
+from gitstore.names import check_level_value, check_segment, is_number
 
 # -- the store root ------------------------------------------------------------------------
 CATALOG = "catalog.git"
@@ -178,18 +178,17 @@ class EnvironmentView:
         if node_id in ids or self.snapshot.exists(f"{NODES_LEVEL}/{node_id}"):
             return node_id
         has_inventory = self.snapshot.object_id(INVENTORY_NODES) is not None
-        if write and not has_inventory and node_id.isdigit():
+        if write and not has_inventory and is_number(node_id):
             return node_id
         if has_inventory:
             why = "no inventory record has that id or fqdn and no level value holds its data"
-        elif node_id.isdigit():
+        elif is_number(node_id):
             why = "no level value holds its data (a write of values creates it)"
         else:
             why = "it is no node id, and without an inventory no fqdn is known"
         raise NotFound(
             f"cannot find node {ref!r} in environment {self.env_id}: {why}",
             key=NODES_LEVEL,
-            errors=[{"key": NODES_LEVEL, "value": ref}],
         )
 
     def resolve_value(self, level: str, value: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from gitstore.backend import remote
 from gitstore.backend.repository import Repository
 from gitstore.errors import GitstoreError
+from gitstore.names import is_number
 from gitstore.secrets.keyring import Keyring
 
 GIB = 1024**3
@@ -49,7 +50,7 @@ def repository_paths(root: Path) -> list[tuple[str, Path]]:
     if folder.is_dir():
         for child in folder.iterdir():
             stem = child.name.removesuffix(".git")
-            if child.name.endswith(".git") and stem.isdigit() and (child / "HEAD").exists():
+            if child.name.endswith(".git") and is_number(stem) and (child / "HEAD").exists():
                 ids.append(int(stem))
     found += [(f"{ENVIRONMENTS_DIR}/{i}.git", folder / f"{i}.git") for i in sorted(ids)]
     return found

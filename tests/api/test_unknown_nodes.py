@@ -6,6 +6,8 @@ id of an environment without an inventory creates a node (ConfigDB's upload path
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from .helpers import ENV, assert_error
@@ -69,3 +71,11 @@ def test_without_an_inventory_values_create_a_numeric_node(client):
     assert_error(client.put(f"{ENV}/nodes/node-9.domain.tld/{VALUES}", json={"a": 1}), 404)
     overrides = client.put(f"{ENV}/nodes/10/resources/astute/overrides", json={"a": 1})
     assert overrides.status_code == 204
+
+
+def test_a_superscript_digit_is_no_node_id_even_without_an_inventory(client):
+    """`str.isdigit` holds for `²`: a write there created a node `²` before."""
+    answer = client.put(f"{ENV}/nodes/%C2%B2/{VALUES}", json={"a": 1})
+    assert_error(answer, 404, "\u00b2")
+    levels = client.get(f"{ENV}/hierarchy_levels").get_json()
+    assert "\u00b2" not in json.dumps(levels, ensure_ascii=False)
