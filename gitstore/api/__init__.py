@@ -18,6 +18,7 @@ from gitstore.api import (
     batch,
     bench,
     catalog,
+    console,
     environments,
     errors,
     events,
@@ -62,6 +63,7 @@ BLUEPRINTS = [
     metrics.bp,
     events.bp,
     openapi.bp,
+    console.bp,
 ]
 
 

@@ -94,6 +94,8 @@ def needed(method: str, path: str, args: Any) -> Need | None:
         return _git_need("/".join(parts[1:]), args.getlist("service"))
     if parts[:2] == ["api", "v1"]:
         parts = parts[2:]
+    if parts[:1] == ["ui"]:
+        parts = parts[1:]  # the console's pages read what the REST reads of the same path do
     if parts[:1] == ["config"]:
         parts = parts[1:]
     if parts[:2] == ["access", "whoami"]:

@@ -1,0 +1,152 @@
+"""`/ui/`: the read-only web console, server-rendered HTML readable without JavaScript.
+
+Pages: the environments, one environment (levels, nodes, resources, labels, recent commits)
+and one node (every resource's effective values as a tree, each key with the level that won,
+its file and line, and the commit that set it). Every page takes `?version=` (a version
+number, commit or label) and carries it in its links: the whole console travels in time.
+Access is the REST reads' (`auth.needed` maps `/ui/environments/<id>` to that environment);
+an unknown environment or node is the usual JSON error (404); a blank `?version=`
+(the form left empty) is the head. No writes, no sign-in here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, g, render_template, request, url_for
+
+from gitstore.api.http import app_store
+
+bp = Blueprint(
+    "console",
+    __name__,
+    url_prefix="/ui",
+    template_folder="templates",
+    static_folder="static/console",
+    static_url_path="/static",
+)
+#: How many commits the environment page lists.
+RECENT = 10
+#: How many commits back the node page looks for the messages of the commits explain names.
+HISTORY = 500
+
+
+def _version() -> str | None:
+    """The `?version=` pin; blank is the head (the version form submits an empty field)."""
+    return (request.args.get("version") or "").strip() or None
+
+
+@bp.app_context_processor
+def _links() -> dict[str, Any]:
+    """`link(endpoint, **args)`: a console URL that keeps the version the page was read at."""
+
+    def link(endpoint: str, **args: Any) -> str:
+        version = _version()
+        if version is not None:
+            args.setdefault("version", version)
+        return url_for(endpoint, **args)
+
+    return {"link": link}
+
+
+@bp.get("/")
+def environments():
+    store = app_store()
+    rows = []
+    for entity in store.environments.list().data:
+        env_id = entity["id"]
+        last = store.versions.history(env_id, limit=1).data["entries"]
+        rows.append(
+            {
+                "entity": entity,
+                "nodes": len(_node_ids(env_id, None)),
+                "last": last[0] if last else None,
+            }
+        )
+    return render_template("console/environments.html", rows=rows, version=_version())
+
+
+@bp.get("/environments/<int:env_id>")
+def environment(env_id: int):
+    store, version = app_store(), _version()
+    entity = store.environments.get(env_id, version)
+    return render_template(
+        "console/environment.html",
+        env=entity.data,
+        commit=entity.commit,
+        levels=store.environments.levels(env_id, version).data,
+        nodes=_node_ids(env_id, version),
+        resources=_resources(env_id, version),
+        labels=store.versions.labels(env_id).data,
+        commits=store.versions.history(env_id, limit=RECENT, version=version).data["entries"],
+        version=version,
+    )
+
+
+@bp.get("/environments/<int:env_id>/nodes/<node>")
+def node(env_id: int, node: str):
+    store, version = app_store(), _version()
+    document = store.hiera.node_document(env_id, node, version, who=g.get("user")).data
+    pairs = [tuple(pair) for pair in document["levels"]]
+    messages = _messages(env_id, version)
+    resources = []
+    for name, values in document["resources"].items():
+        explained = store.versions.explain(
+            env_id, pairs, name, None, version, effective=True, who=g.get("user")
+        ).data
+        resources.append({"name": name, "tree": _tree(values, _by_path(explained), messages, ())})
+    return render_template(
+        "console/node.html",
+        env_id=env_id,
+        node=document,
+        resources=resources,
+        version=version,
+    )
+
+
+def _node_ids(env_id: int, version: str | None) -> list[str]:
+    """Nodes with an inventory record or a folder at the `nodes` level, in id order."""
+    store = app_store()
+    found = {str(n["id"]) for n in store.nodes.list(env_id, version).data if "id" in n}
+    for level in store.environments.levels(env_id, version).data:
+        if level["name"] == "nodes":
+            found.update(str(value) for value in level["values"])
+    return sorted(found, key=lambda text: (len(text), text))
+
+
+def _resources(env_id: int, version: str | None) -> list[str]:
+    """The resources of the attached components (none when the environment has no node)."""
+    store = app_store()
+    nodes = _node_ids(env_id, version)
+    if not nodes:
+        return []
+    return sorted(store.hiera.node_document(env_id, nodes[0], version).data["resources"])
+
+
+def _messages(env_id: int, version: str | None) -> dict[str, str]:
+    """Commit id to message, for the provenance of keys (explain names commits only)."""
+    history = app_store().versions.history(env_id, limit=HISTORY, version=version).data
+    return {entry["commit"]: entry["message"] for entry in history["entries"]}
+
+
+def _by_path(explained: Any) -> dict[str, dict]:
+    return {item["path"]: item for item in explained["keys"]}
+
+
+def _tree(value: Any, explained: dict, messages: dict, path: tuple) -> dict:
+    """A node of the values tree: a mapping has children, anything else is a leaf whose
+    provenance is the explain entry of its dotted path."""
+    dotted = ".".join(str(segment) for segment in path)
+    if isinstance(value, dict) and value and dotted not in explained:
+        children = [_tree(child, explained, messages, (*path, key)) for key, child in value.items()]
+        return {"key": path[-1] if path else "", "path": dotted, "children": children}
+    why = explained.get(dotted)  # None for an empty mapping: explain lists leaves only
+    winner = why["layers"][why["winner"]] if why and why["winner"] is not None else None
+    return {
+        "key": path[-1] if path else "",
+        "path": dotted,
+        "value": value,
+        "winner": winner,
+        "why": why,
+        "message": messages.get(why["commit"] or "", "") if why else "",
+    }
