@@ -28,17 +28,6 @@ def register(group: click.Group) -> None:
         group.add_command(command)
 
 
-def format_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--format",
-        "-f",
-        "fmt",
-        type=click.Choice(output.ENTITY_FORMATS),
-        default="table",
-        show_default=True,
-    )(command)
-
-
 def version_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--version",
@@ -94,7 +83,7 @@ def _env_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Hierarchy levels, least specific first, e.g. role,nodes.",
         ),
         click.option("--merge", type=click.Choice(["deep", "shallow"]), help="Merge mode."),
-        format_option,
+        output.entity_format,
     ]
     for option in reversed(options):
         command = option(command)
@@ -122,7 +111,7 @@ def env_create(
 
 
 @env.command("list")
-@format_option
+@output.entity_format
 @pass_client
 def env_list(client: Client, fmt: str) -> None:
     """List environments."""
@@ -132,7 +121,7 @@ def env_list(client: Client, fmt: str) -> None:
 @env.command("show")
 @click.argument("env_id", type=int)
 @version_option
-@format_option
+@output.entity_format
 @pass_client
 def env_show(client: Client, env_id: int, version: str | None, fmt: str) -> None:
     """Show one environment."""
@@ -186,7 +175,7 @@ def component() -> None:
     metavar="NAME,...",
     help="Resource definitions to create with it.",
 )
-@format_option
+@output.entity_format
 @pass_client
 def component_create(client: Client, name: str, resources: list | None, fmt: str) -> None:
     """Create a component (and its resource definitions) in one commit."""
@@ -196,7 +185,7 @@ def component_create(client: Client, name: str, resources: list | None, fmt: str
 
 @component.command("list")
 @version_option
-@format_option
+@output.entity_format
 @pass_client
 def component_list(client: Client, version: str | None, fmt: str) -> None:
     """List components."""
@@ -207,7 +196,7 @@ def component_list(client: Client, version: str | None, fmt: str) -> None:
 @component.command("show")
 @click.argument("ref")
 @version_option
-@format_option
+@output.entity_format
 @pass_client
 def component_show(client: Client, ref: str, version: str | None, fmt: str) -> None:
     """Show one component (REF: id or name)."""
@@ -218,7 +207,7 @@ def component_show(client: Client, ref: str, version: str | None, fmt: str) -> N
 @component.command("update")
 @click.argument("ref")
 @click.option("--name", required=True, help="New name.")
-@format_option
+@output.entity_format
 @pass_client
 def component_update(client: Client, ref: str, name: str, fmt: str) -> None:
     """Rename a component (REF: id or name)."""
@@ -266,7 +255,7 @@ def _content_options(command: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Choice(values.STREAM_FORMATS),
             help="Read content from stdin (or --file) in this format.",
         ),
-        format_option,
+        output.entity_format,
     ]
     for option in reversed(options):
         command = option(command)
@@ -325,7 +314,7 @@ def def_create(
     help="Only this component's definitions ('' for those of none).",
 )
 @version_option
-@format_option
+@output.entity_format
 @pass_client
 def def_list(client: Client, component_ref: str | None, version: str | None, fmt: str) -> None:
     """List resource definitions."""
@@ -339,7 +328,7 @@ def def_list(client: Client, component_ref: str | None, version: str | None, fmt
 @definition.command("show")
 @click.argument("ref")
 @version_option
-@format_option
+@output.entity_format
 @pass_client
 def def_show(client: Client, ref: str, version: str | None, fmt: str) -> None:
     """Show one resource definition (REF: id or name)."""
@@ -396,7 +385,7 @@ def level() -> None:
 @level.command("list")
 @click.option("--env", "-e", "env_id", type=int, required=True, help="Environment id.")
 @version_option
-@format_option
+@output.entity_format
 @pass_client
 def level_list(client: Client, env_id: int, version: str | None, fmt: str) -> None:
     """List the levels, least specific first, with the values that hold data."""
@@ -407,7 +396,7 @@ def level_list(client: Client, env_id: int, version: str | None, fmt: str) -> No
 @click.argument("name")
 @click.option("--env", "-e", "env_id", type=int, required=True, help="Environment id.")
 @version_option
-@format_option
+@output.entity_format
 @pass_client
 def level_show(client: Client, name: str, env_id: int, version: str | None, fmt: str) -> None:
     """Show one level and its values."""

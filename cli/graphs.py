@@ -29,17 +29,6 @@ def register(group: click.Group) -> None:
     group.add_command(graph)
 
 
-def _format(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--format",
-        "-f",
-        "fmt",
-        type=click.Choice(output.ENTITY_FORMATS),
-        default="table",
-        show_default=True,
-    )(command)
-
-
 def _document_format(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--format",
@@ -98,7 +87,7 @@ def graph() -> None:
 
 @graph.command("list")
 @_owner
-@_format
+@output.entity_format
 @pass_client
 def graph_list(
     client: Client, cluster: int | None, release: int | None, plugin: int | None, fmt: str
@@ -305,7 +294,7 @@ def graph_show(
     show_default=True,
     help="The executor (entry points 'gitstore.executors': dry-run, local, ...).",
 )
-@_format
+@output.entity_format
 @pass_client
 def graph_execute(
     client: Client,

@@ -22,14 +22,6 @@ def register(group: click.Group) -> None:
 _env = click.option(
     "--env", "-e", "env_id", type=click.IntRange(min=1), required=True, help="Environment id."
 )
-_format = click.option(
-    "--format",
-    "-f",
-    "fmt",
-    type=click.Choice(output.ENTITY_FORMATS),
-    default="table",
-    show_default=True,
-)
 
 
 @click.group()
@@ -39,7 +31,7 @@ def label() -> None:
 
 @label.command("list")
 @_env
-@_format
+@output.entity_format
 @pass_client
 def label_list(client: Client, env_id: int, fmt: str) -> None:
     """List the labels of an environment."""
@@ -53,7 +45,7 @@ def label_list(client: Client, env_id: int, fmt: str) -> None:
     "--version", "version", help="The version to name: N, a commit, a label (default: main)."
 )
 @click.option("--message", "-m", help="Why this version is named (default: 'label NAME').")
-@_format
+@output.entity_format
 @pass_client
 def label_create(
     client: Client, name: str, env_id: int, version: str | None, message: str | None, fmt: str

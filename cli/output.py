@@ -21,6 +21,15 @@ from gitstore.names import is_number
 
 DOCUMENT_FORMATS = ("json", "yaml", "plain")
 ENTITY_FORMATS = ("table", "json", "yaml")
+#: The `--format` option of every command that prints entities.
+entity_format = click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(ENTITY_FORMATS),
+    default="table",
+    show_default=True,
+)
 
 
 def render(data: Any, fmt: str) -> str:

@@ -31,17 +31,6 @@ def register(group: click.Group) -> None:
     group.add_command(role)
 
 
-def _format(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--format",
-        "-f",
-        "fmt",
-        type=click.Choice(output.ENTITY_FORMATS),
-        default="table",
-        show_default=True,
-    )(command)
-
-
 def _reveal(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--reveal", is_flag=True, help="Show hidden values (needs the secrets role)."
@@ -102,7 +91,7 @@ def plan() -> None:
 @plan.command("create")
 @click.argument("name")
 @click.option("--description", help="What the plan deploys.")
-@_format
+@output.entity_format
 @pass_client
 def plan_create(client: Client, name: str, description: str | None, fmt: str) -> None:
     """Create plan NAME (empty: add roles next)."""
@@ -111,7 +100,7 @@ def plan_create(client: Client, name: str, description: str | None, fmt: str) ->
 
 
 @plan.command("list")
-@_format
+@output.entity_format
 @pass_client
 def plan_list(client: Client, fmt: str) -> None:
     """List the plans."""
@@ -126,7 +115,7 @@ def plan_list(client: Client, fmt: str) -> None:
 @plan.command("show")
 @click.argument("plan_ref", metavar="PLAN")
 @_reveal
-@_format
+@output.entity_format
 @pass_client
 def plan_show(client: Client, plan_ref: str, reveal: bool, fmt: str) -> None:
     """Show PLAN with its roles and parameters."""
@@ -155,7 +144,7 @@ def _role_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @plan.command("add-role")
 @_role_options
-@_format
+@output.entity_format
 @pass_client
 def plan_add_role(
     client: Client, plan_ref: str, role_ref: str, version: int | None, fmt: str
@@ -167,7 +156,7 @@ def plan_add_role(
 
 @plan.command("remove-role")
 @_role_options
-@_format
+@output.entity_format
 @pass_client
 def plan_remove_role(
     client: Client, plan_ref: str, role_ref: str, version: int | None, fmt: str
@@ -202,7 +191,7 @@ def plan_remove_role(
     show_default=True,
     help="How to read every VALUE.",
 )
-@_format
+@output.entity_format
 @pass_client
 def plan_set(
     client: Client, plan_ref: str, assignments: tuple[str, ...], type_: str, fmt: str
@@ -252,7 +241,7 @@ def role() -> None:
 @click.argument("file", type=click.File("r", encoding="utf-8"))
 @click.option("--name", help="The role's name (default: FILE's name without extension).")
 @click.option("--description", help="What the role is.")
-@_format
+@output.entity_format
 @pass_client
 def role_upload(
     client: Client, file: Any, name: str | None, description: str | None, fmt: str
@@ -275,7 +264,7 @@ def role_upload(
 
 @role.command("list")
 @click.option("--latest", is_flag=True, help="Only the latest version of each role.")
-@_format
+@output.entity_format
 @pass_client
 def role_list(client: Client, latest: bool, fmt: str) -> None:
     """List roles, every version unless --latest."""

@@ -35,17 +35,6 @@ def register(group: click.Group) -> None:
     group.add_command(node)
 
 
-def _format(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--format",
-        "-f",
-        "fmt",
-        type=click.Choice(output.ENTITY_FORMATS),
-        default="table",
-        show_default=True,
-    )(command)
-
-
 def _owner(command: Callable[..., Any]) -> Callable[..., Any]:
     for flags, kind in (
         (("--plugin",), "plugin"),
@@ -94,7 +83,7 @@ def tag() -> None:
 
 @tag.command("list")
 @_owner
-@_format
+@output.entity_format
 @pass_client
 def tag_list(
     client: Client, release: int | None, cluster: int | None, plugin: int | None, fmt: str
@@ -118,7 +107,7 @@ def _meta_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("name")
 @_owner
 @_meta_options
-@_format
+@output.entity_format
 @pass_client
 def tag_create(
     client: Client,
@@ -140,7 +129,7 @@ def tag_create(
 @click.argument("name")
 @_owner
 @_meta_options
-@_format
+@output.entity_format
 @pass_client
 def tag_update(
     client: Client,
@@ -191,7 +180,7 @@ def _node_tag_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @tag.command("assign")
 @_node_tag_options
-@_format
+@output.entity_format
 @pass_client
 def tag_assign(client: Client, env_id: int, node: str, tags: tuple[str, ...], fmt: str) -> None:
     """Give a node TAGS (instance tags such as mysql:1 too)."""
@@ -209,7 +198,7 @@ def tag_unassign(client: Client, env_id: int, node: str, tags: tuple[str, ...]) 
 
 @tag.command("check")
 @click.option("--env", "-e", "env_id", type=int, required=True, help="Environment (cluster) id.")
-@_format
+@output.entity_format
 @pass_client
 def tag_check(client: Client, env_id: int, fmt: str) -> None:
     """Warn about mandatory tags nobody carries and tags without a primary (exit 0)."""
@@ -257,7 +246,7 @@ def _node_fields(command: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option("--pending-addition/--no-pending-addition", default=None),
         click.option("--pending-deletion/--no-pending-deletion", default=None),
-        _format,
+        output.entity_format,
     ]
     for option in reversed(options):
         command = option(command)
@@ -281,7 +270,7 @@ def _node_body(**fields: Any) -> dict:
 
 @node.command("list")
 @_env
-@_format
+@output.entity_format
 @pass_client
 def node_list(client: Client, env_id: int, fmt: str) -> None:
     """List the nodes of an environment with their computed tags."""
@@ -291,7 +280,7 @@ def node_list(client: Client, env_id: int, fmt: str) -> None:
 @node.command("show")
 @click.argument("node_ref", metavar="NODE")
 @_env
-@_format
+@output.entity_format
 @pass_client
 def node_show(client: Client, node_ref: str, env_id: int, fmt: str) -> None:
     """Show NODE (id or fqdn)."""

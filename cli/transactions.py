@@ -23,16 +23,6 @@ def register(group: click.Group) -> None:
     group.add_command(tx)
 
 
-_format = click.option(
-    "--format",
-    "-f",
-    "fmt",
-    type=click.Choice(output.ENTITY_FORMATS),
-    default="table",
-    show_default=True,
-)
-
-
 @click.group()
 def tx() -> None:
     """Graph executions (transactions): list them, show one, wait for one to end."""
@@ -40,7 +30,7 @@ def tx() -> None:
 
 @tx.command("list")
 @click.option("--env", "-e", "env_id", type=click.IntRange(min=1), help="Only this environment.")
-@_format
+@output.entity_format
 @pass_client
 def tx_list(client: Client, env_id: int | None, fmt: str) -> None:
     """List transactions, oldest first."""
@@ -51,7 +41,7 @@ def tx_list(client: Client, env_id: int | None, fmt: str) -> None:
 
 @tx.command("show")
 @click.argument("transaction_id", type=click.IntRange(min=1))
-@_format
+@output.entity_format
 @pass_client
 def tx_show(client: Client, transaction_id: int, fmt: str) -> None:
     """Show transaction ID: a summary of each graph, or the whole record with -f json|yaml."""
@@ -78,7 +68,7 @@ def tx_show(client: Client, transaction_id: int, fmt: str) -> None:
     show_default=True,
     help="Seconds between two looks.",
 )
-@_format
+@output.entity_format
 @pass_client
 def tx_wait(client: Client, transaction_id: int, timeout: float, interval: float, fmt: str) -> None:
     """Wait until transaction ID is ready or failed; exit 1 if it failed or time ran out."""

@@ -35,17 +35,6 @@ def _env(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     )
 
 
-def _format(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--format",
-        "-f",
-        "fmt",
-        type=click.Choice(output.ENTITY_FORMATS),
-        default="table",
-        show_default=True,
-    )(command)
-
-
 def _names(text: str | None, option: str, convert: Callable[[str], Any] = str) -> list:
     """`1,2, 3` as a list; a usage error names `option` for an empty item or a bad one."""
     if text is None:
@@ -76,7 +65,7 @@ def upgrade() -> None:
     required=True,
     help="Release of the seed (id): newer than the original's, same OS.",
 )
-@_format
+@output.entity_format
 @pass_client
 def clone(client: Client, env_id: int, name: str, release_id: int, fmt: str) -> None:
     """Create the upgrade seed of an environment: settings, networks, graphs and overrides
@@ -95,7 +84,7 @@ def clone(client: Client, env_id: int, name: str, release_id: int, fmt: str) -> 
     help="Reinstall the nodes: their roles become pending roles.",
 )
 @click.option("--roles", help="Roles of the moved nodes (default: the roles they have).")
-@_format
+@output.entity_format
 @pass_client
 def assign(
     client: Client, env_id: int, nodes: str, reprovision: bool, roles: str | None, fmt: str
@@ -110,7 +99,7 @@ def assign(
 
 @upgrade.command("vips")
 @_env("The seed environment (id).")
-@_format
+@output.entity_format
 @pass_client
 def vips(client: Client, env_id: int, fmt: str) -> None:
     """Copy the original's virtual IPs into the seed."""
