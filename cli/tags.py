@@ -15,19 +15,10 @@ import click
 from cli import output, values
 from cli.client import Client
 from cli.connection import pass_client
+from gitstore import NODE_STATUSES
 
 TAG_COLUMNS = ("name", "has_primary", "owner_type", "owner_id")
 NODE_COLUMNS = ("id", "fqdn", "roles", "pending_roles", "status", "tags")
-STATUSES = (
-    "discover",
-    "provisioning",
-    "provisioned",
-    "deploying",
-    "ready",
-    "error",
-    "removing",
-    "stopped",
-)
 
 
 def register(group: click.Group) -> None:
@@ -236,7 +227,7 @@ def _node_fields(command: Callable[..., Any]) -> Callable[..., Any]:
             metavar="ROLE,...",
             help="Roles to be deployed.",
         ),
-        click.option("--status", type=click.Choice(STATUSES)),
+        click.option("--status", type=click.Choice(NODE_STATUSES)),
         click.option(
             "--ip",
             "ips",

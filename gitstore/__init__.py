@@ -23,6 +23,7 @@ _EXPORTS = {
     "SAMPLE_DIR": "gitstore.configdb.importer",
     "Answer": "gitstore.deployment.graphs",
     "DEFAULT_GRAPH_TYPE": "gitstore.merge.graphs",
+    "NODE_STATUSES": "gitstore.deployment.inventory",
     "FORGES": "gitstore.gitops.mirrors",
     "validate_repository": "gitstore.gitops.service",
     "review_repository": "gitstore.gitops.service",
@@ -55,6 +56,7 @@ _EXPORTS = {
 #: Exported under another name than the one its module gives it.
 _RENAMED = {
     "DEFAULT_GRAPH_TYPE": "DEFAULT_TYPE",
+    "NODE_STATUSES": "STATUSES",
     "bind_reveal_rule": "bind",
     "unbind_reveal_rule": "unbind",
 }

@@ -134,3 +134,16 @@ def cli_runner(mode: str, store, server: tuple[Dispatch, str]) -> Callable[..., 
         return result
 
     return run
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """(cert.pem, key.pem) in `folder`: a self-signed certificate for 127.0.0.1 (openssl)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key

@@ -17,7 +17,7 @@ import click
 import pytest
 from cli_helpers import assert_failure, assert_usage_error
 from click.testing import CliRunner
-from live_server import GITSTORE, isolated_env
+from live_server import GITSTORE, isolated_env, self_signed_certificate
 from werkzeug.serving import make_server
 
 from cli.main import COMMAND_MODULES, cli
@@ -190,30 +190,7 @@ def test_a_server_bug_or_a_non_json_answer_is_reported(http_server):
 # -- TLS ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tls")
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(folder / "key.pem"),
-            "-out",
-            str(folder / "cert.pem"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return folder / "cert.pem", folder / "key.pem"
+    return self_signed_certificate(tmp_path_factory.mktemp("tls"))
 
 
 def test_https_is_verified_against_cacert(fuel_store, certificate):

@@ -20,7 +20,13 @@ from pathlib import Path
 import pytest
 import yaml
 from fuel_data import FUEL, newton_release
-from live_server import GUNICORN, free_port, stop_process, wait_until_answers
+from live_server import (
+    GUNICORN,
+    free_port,
+    self_signed_certificate,
+    stop_process,
+    wait_until_answers,
+)
 
 from gitstore import Store
 from gitstore.backend.changes import ChangeSet
@@ -328,29 +334,7 @@ def puppet(tmp_path_factory) -> PuppetSite:
 def tls_server(hiera_server, tmp_path_factory):
     """The same store served over HTTPS with a self-signed certificate for 127.0.0.1."""
     base = tmp_path_factory.mktemp("hiera-tls")
-    cert, key = base / "cert.pem", base / "key.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    cert, key = self_signed_certificate(base)
     server = start_gunicorn(
         hiera_server.root,
         base,
