@@ -172,10 +172,14 @@ def edit(env_id: int, node: str):
         return _edit_page(env_id, document, form), 422
     if request.form.get("action") == "save":
         return _save_edit(env_id, document, form)
-    report = app_store().previews.edit(
-        env_id, form["pairs"], form["resource"], form["op"], form["paths"], _author()
-    )
-    return _edit_page(env_id, document, form, report.data), 200 if report.data["valid"] else 422
+    report = _preview(env_id, form)
+    return _edit_page(env_id, document, form, report), 200 if report["valid"] else 422
+
+
+def _preview(env_id: int, form: dict) -> dict:
+    previews = app_store().previews
+    fields = (form["pairs"], form["resource"], form["op"], form["paths"])
+    return previews.edit(env_id, *fields, _author()).data
 
 
 def _save_edit(env_id: int, document: dict, form: dict):
@@ -186,13 +190,10 @@ def _save_edit(env_id: int, document: dict, form: dict):
             _author(), expected=base,
         )  # fmt: skip
     except PreconditionFailed as exc:
-        report = app_store().previews.edit(
-            env_id, form["pairs"], form["resource"], form["op"], form["paths"], _author()
-        )
-        return _edit_page(env_id, document, form, report.data, stale=exc.message), 409
-    except (InvalidInput, Conflict) as exc:
-        report = _refusal(exc)
-        return _edit_page(env_id, document, form, report), 422
+        report = _preview(env_id, form)  # against the new head: the page says what changed
+        return _edit_page(env_id, document, form, report, stale=exc.message), 409
+    except (InvalidInput, Conflict):  # refused by the gate: the preview shows its messages
+        return _edit_page(env_id, document, form, _preview(env_id, form)), 422
     target = url_for("console.node", env_id=env_id, node=document["node"], saved=saved.commit)
     return redirect(target, 303)
 
@@ -279,11 +280,6 @@ def _base_commit() -> str:
     return base
 
 
-def _refusal(exc: InvalidInput | Conflict) -> dict:
-    problems = exc.errors or [{"message": exc.message}]
-    return {"valid": False, "errors": problems, "nodes": [], "scopes": {}, "files": []}
-
-
 # -- revert a commit --------------------------------------------------------------------------
 @bp.route("/environments/<int:env_id>/commits/<commit>/revert", methods=["GET", "POST"])
 def revert(env_id: int, commit: str):
@@ -302,8 +298,9 @@ def revert(env_id: int, commit: str):
     except PreconditionFailed as exc:
         report = store.previews.revert(env_id, target["commit"], _author()).data
         return _revert_page(env_id, target, report, stale=exc.message), 409
-    except (InvalidInput, Conflict) as exc:
-        return _revert_page(env_id, target, _refusal(exc)), 422
+    except (InvalidInput, Conflict):  # a conflict: the preview names it
+        report = store.previews.revert(env_id, target["commit"], _author()).data
+        return _revert_page(env_id, target, report), 422
     done = url_for("console.environment", env_id=env_id, saved=saved.data["commit"])
     return redirect(done, 303)
 

@@ -4,12 +4,15 @@ cookie's identity on REST routes (docs/security.md, "Console sessions")."""
 from __future__ import annotations
 
 import stat
+import time
+from dataclasses import replace
 
 import pytest
 from access.helpers import basic, password_of
 
 from console.forms import COOKIE, csrf_of, form_token, guarded_client, sign_in
 from gitstore import AccessFile, parse_grants
+from gitstore.api import sessions
 
 VALUES = "/api/v1/config/environments/1/nodes/1/resources/astute/overrides"
 
@@ -193,3 +196,16 @@ def test_the_cookie_of_a_reader_cannot_write_over_rest(guarded):
     token = form_token(client, "/ui/")
     response = client.put(VALUES, json={"a": 1}, headers={"X-CSRF-Token": token})
     assert response.status_code == 403 and "writer" in response.get_json()["message"]
+
+
+def test_an_expired_cookie_is_refused(guarded):
+    """A cookie signed with the right key but past its expiry: as good as none."""
+    store, client = guarded
+    sign_in(client, "reader")
+    key = (store.root / "console-session.key").read_bytes()
+    session = sessions.decode(client.get_cookie(COOKIE).value, key)
+    assert session is not None and session.user == "reader"
+    client.set_cookie(COOKIE, sessions.encode(replace(session, expires=int(time.time()) - 1), key))
+    assert client.get("/ui/").status_code == 401
+    client.set_cookie(COOKIE, sessions.encode(session, key))
+    assert client.get("/ui/").status_code == 200
