@@ -123,6 +123,7 @@ def login():
         )
         return page, 401
     sessions.sign_in(identity)
+    log.info("console sign-in of user %r from %s", identity.name, request.remote_addr)
     return redirect(target, 303)
 
 

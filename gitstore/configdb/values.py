@@ -226,7 +226,8 @@ class Config:
         document is unchanged since version `expected`.
 
         `dry_run` builds that commit without serving it (`Repository.dry_run`): the answer
-        names the proposed commit, which a diff or the gate can then read.
+        names the proposed commit, which a diff or the gate can then read, and its data says
+        whether it `changed` anything (else the commit named is the head).
         """
         _check_kind(kind)
         if op not in keypaths.KEY_OPS:
@@ -274,7 +275,8 @@ class Config:
 
         write = repo.dry_run if dry_run else repo.update
         result = write(operation, author or self._repos.default_author)
-        return Served(None, result.commit, result.version)
+        data = {"changed": result.changed} if dry_run else None  # a write answers nothing
+        return Served(data, result.commit, result.version)
 
     def _validate(self, name: str, path: str, document: dict, view: EnvironmentView) -> None:
         """The push gate's rule for one resource file, applied to the one document written

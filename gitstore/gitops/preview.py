@@ -73,7 +73,7 @@ class Previews:
             )
         except (InvalidInput, Conflict) as exc:
             return self._refused(env_id, exc)
-        return self.report(env_id, proposed.commit)
+        return self.report(env_id, proposed.commit, changed=proposed.data["changed"])
 
     def revert(self, env_id: int, commit: str, author: Author | None = None) -> Served:
         """The report of undoing commit `commit` on the head."""
@@ -81,15 +81,14 @@ class Previews:
             proposed = self._versions.revert(env_id, {"commit": commit}, author, dry_run=True)
         except (InvalidInput, Conflict) as exc:
             return self._refused(env_id, exc)
-        return self.report(env_id, proposed.commit)
+        return self.report(env_id, proposed.commit, changed=proposed.data["changed"])
 
-    def report(self, env_id: int, proposed: str) -> Served:
-        """What commit `proposed` does to its first parent (itself when it is the head a
-        write left unchanged)."""
+    def report(self, env_id: int, proposed: str, *, changed: bool = True) -> Served:
+        """What commit `proposed` does to its first parent; with `changed` false, `proposed`
+        is the head that a write would leave as it is."""
         repo = self._repos.environment_repo(env_id)
         after = EnvironmentView(repo.snapshot(proposed))
-        head = repo.head()
-        base = proposed if proposed == head else repo.parent(proposed)
+        base = repo.parent(proposed) if changed else proposed
         before = EnvironmentView(repo.snapshot(base))
         catalog = CatalogView(self._repos.catalog().snapshot())
         problems = validate(after.snapshot, ENVIRONMENT, catalog=catalog, env_id=env_id)
@@ -100,11 +99,11 @@ class Previews:
 
         data = {
             "base": _version_of(before),
-            "proposed": _version_of(after) if base != proposed else None,
-            "changed": base != proposed,
+            "proposed": _version_of(after) if changed else None,
+            "changed": changed,
             "valid": not problems,
             "errors": problems,
-            "files": [c.path for c in repo.changed_files(proposed)] if base != proposed else [],
+            "files": [c.path for c in repo.changed_files(proposed)] if changed else [],
             "scopes": masked(diff_environment(before, after)),
             "nodes": _nodes_changed(before, after, masked),
         }
