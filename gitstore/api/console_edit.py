@@ -45,8 +45,11 @@ KIND = "overrides"
 # -- hooks ------------------------------------------------------------------------------------
 @bp.after_request
 def _session_cookie(response: Response) -> Response:
+    """Set the session cookie when it changed; keep pages of a user out of shared caches."""
     if "reveal" in request.args:
         response.headers["Cache-Control"] = "private, no-store"  # revealed secrets
+    elif g.get("identity") is not None or g.get("session_changed"):
+        response.headers.setdefault("Cache-Control", "private")
     return sessions.save(response)
 
 

@@ -35,8 +35,9 @@ def test_sign_in_sets_a_strict_http_only_cookie_and_shows_the_user(guarded):
     header = _cookie_header(response)
     assert "HttpOnly" in header and "SameSite=Strict" in header and "Path=/" in header
     assert "Max-Age=" in header and "Secure" not in header  # plain HTTP here
-    page = client.get("/ui/environments/1").get_data(as_text=True)
-    assert '<strong class="user">writer1</strong>' in page
+    response = client.get("/ui/environments/1")
+    assert '<strong class="user">writer1</strong>' in response.get_data(as_text=True)
+    assert response.headers["Cache-Control"] == "private"  # a user's page: no shared cache
 
 
 def test_over_tls_the_cookie_is_secure(guarded):
