@@ -29,6 +29,7 @@ from gitstore.deployment.journal import MoveJournal
 from gitstore.deployment.tags import Tags
 from gitstore.deployment.transactions import Transactions
 from gitstore.gitops.mirrors import MirrorSettings
+from gitstore.gitops.preview import Previews
 from gitstore.gitops.service import GitOps
 from gitstore.plans import Plans
 from gitstore.repositories import DEFAULT_AUTHOR, Repositories
@@ -96,6 +97,7 @@ class Store:
         )
         self.plans = Plans(repos, self.secrets)
         self.gitops = GitOps(repos, self.mirror_settings)
+        self.previews = Previews(repos, self.config, self.versions, self.secrets)
         self.watch = Watch(repos, Heads(repos))
 
     def _subscribe(self) -> None:

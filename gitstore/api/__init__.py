@@ -19,6 +19,7 @@ from gitstore.api import (
     bench,
     catalog,
     console,
+    console_edit,  # noqa: F401 (its routes join console.bp: sign-in, edit, revert)
     environments,
     errors,
     events,

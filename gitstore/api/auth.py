@@ -9,6 +9,8 @@ backend sent), checks them against the store's access file (`gitstore.access.pol
 
 - No access file: the store is open (`gitstore serve` then listens on loopback only).
 - Anonymous: 401 unless the app allows anonymous reads (`GITSTORE_ALLOW_ANONYMOUS_READ`).
+- The console's signed session cookie (`sessions.py`) identifies its user when no header
+  does; a request other than a read must then carry the session's CSRF token, else 403.
 - Bad credentials: 401 with `WWW-Authenticate`; counted per client address, and more than 20
   in a minute are answered 429 until the minute has passed (`gitstore.access.ratelimit`).
 - Valid credentials without the role: 403 naming the role needed.
@@ -41,7 +43,7 @@ from gitstore import (
     require,
     token_id_of,
 )
-from gitstore.api import git_http
+from gitstore.api import git_http, sessions
 from gitstore.api.http import app_store
 from gitstore.errors import NotFound, TooManyRequests, Unauthorized, Unavailable
 from gitstore.names import parse_flag
@@ -95,6 +97,8 @@ def needed(method: str, path: str, args: Any) -> Need | None:
     if parts[:2] == ["api", "v1"]:
         parts = parts[2:]
     if parts[:1] == ["ui"]:
+        if parts[1:2] == ["static"] or parts[1:] in (["login"], ["logout"]):
+            return None  # signing in and out check their own form; the style sheet is public
         parts = parts[1:]  # the console's pages read what the REST reads of the same path do
     if parts[:1] == ["config"]:
         parts = parts[1:]
@@ -182,6 +186,11 @@ def _identify(access: AccessFile, need: Need) -> Identity | None:
     failures: FailureLog = app_store().failures
     presented = _presented()
     if presented is None:
+        signed_in = sessions.identity()  # the console's session cookie (api/sessions.py)
+        if signed_in is not None:
+            if request.method not in _READS:
+                sessions.check_csrf()  # a cookie alone never writes: another site can send it
+            return signed_in
         if need.read_only and current_app.config[ANONYMOUS_READ]:
             return None
         raise _challenge(

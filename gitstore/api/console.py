@@ -6,7 +6,8 @@ its file and line, and the commit that set it). Every page takes `?version=` (a 
 number, commit or label) and carries it in its links: the whole console travels in time.
 Access is the REST reads' (`auth.needed` maps `/ui/environments/<id>` to that environment);
 an unknown environment or node is the usual JSON error (404); a blank `?version=`
-(the form left empty) is the head. No writes, no sign-in here.
+(the form left empty) is the head. `?reveal=1` on a node page opens secret values for a
+holder of the `secrets` role. The writes (sign-in, edit, revert) are in `console_edit.py`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from flask import Blueprint, g, render_template, request, url_for
 
-from gitstore.api.http import app_store
+from gitstore.api.http import app_store, flag
 
 bp = Blueprint(
     "console",
@@ -86,13 +87,15 @@ def environment(env_id: int):
 @bp.get("/environments/<int:env_id>/nodes/<node>")
 def node(env_id: int, node: str):
     store, version = app_store(), _version()
-    document = store.hiera.node_document(env_id, node, version, who=g.get("user")).data
+    reveal = flag("reveal")  # auth.py lets it through only with the secrets role
+    who = g.get("user")
+    document = store.hiera.node_document(env_id, node, version, reveal=reveal, who=who).data
     pairs = [tuple(pair) for pair in document["levels"]]
     messages = _messages(env_id, version)
     resources = []
     for name, values in document["resources"].items():
         explained = store.versions.explain(
-            env_id, pairs, name, None, version, effective=True, who=g.get("user")
+            env_id, pairs, name, None, version, effective=True, reveal=reveal, who=who
         ).data
         resources.append({"name": name, "tree": _tree(values, _by_path(explained), messages, ())})
     return render_template(
@@ -101,6 +104,8 @@ def node(env_id: int, node: str):
         node=document,
         resources=resources,
         version=version,
+        reveal=reveal,
+        at_head=version is None,  # edits (console_edit.py) start from the head only
     )
 
 

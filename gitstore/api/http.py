@@ -205,7 +205,8 @@ def _cache_control() -> str:
     version = request.args.get("version")
     pinned = version is not None and is_commit_id(version.strip())
     rule = IMMUTABLE if pinned else MOVING
-    if request.authorization is not None or request.headers.get("X-Auth-Token"):
+    signed_in = g.get("identity") is not None  # by any means, a console session cookie too
+    if request.authorization is not None or request.headers.get("X-Auth-Token") or signed_in:
         rule = rule.replace("public", "private")
     return rule
 

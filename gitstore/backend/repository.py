@@ -376,6 +376,37 @@ class Repository:
             time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
         raise Conflict(f"{self.name}: could not move main (pushes kept winning the race)")
 
+    def dry_run(self, operation: Operation, author: Author) -> WriteResult:
+        """The commit `operation` would make on the head, built but never served: `main`
+        does not move, and the commit is reachable only by its id (a preview of a write,
+        readable at `version=<id>` until `git gc` prunes it).
+
+        `changed` is false when the operation would change nothing (the head is returned).
+        A repository that refuses writes (mirror mode) refuses their previews too.
+        """
+        if self._write_guard is not None:
+            self._write_guard()
+        head = self.head()
+        if head is None:
+            raise NotFound(f"repository {self.name} has no commits")
+        changes = operation(self._snapshot_of(self.git[head]))
+        base_tree = self.git[head].tree
+        tree_id = build_tree(self.git, base_tree, changes.entries)
+        if tree_id == base_tree.id:
+            return WriteResult(head, self.depth(head), changed=False)
+        message = (changes.message or "gitstore: update").rstrip() + "\n"
+        commit_id = str(
+            self.git.create_commit(
+                None,
+                pygit2.Signature(author.name, author.email),
+                pygit2.Signature(*COMMITTER),
+                message,
+                tree_id,
+                [pygit2.Oid(hex=head)],
+            )
+        )
+        return WriteResult(commit_id, self.depth(commit_id), changed=True)
+
     def _attempt(
         self, operation: Operation, author: Author, guess: _Guess | None = None
     ) -> WriteResult | None:

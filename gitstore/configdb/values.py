@@ -220,9 +220,15 @@ class Config:
         author: Author | None = None,
         *,
         expected: str | None = None,
+        dry_run: bool = False,
     ) -> Served:
         """Set or delete a batch of key paths atomically (one commit, or nothing), if the
-        document is unchanged since version `expected`."""
+        document is unchanged since version `expected`.
+
+        `dry_run` builds that commit without serving it (`Repository.dry_run`): the answer
+        names the proposed commit, which a diff or the gate can then read, and its data says
+        whether it `changed` anything (else the commit named is the head).
+        """
         _check_kind(kind)
         if op not in keypaths.KEY_OPS:
             raise NotFound(f"unknown key operation {op!r}; use set or delete")
@@ -235,9 +241,11 @@ class Config:
             message = f"config: {op} {_where(pairs)} {name} {kind} keys {keys}{more}"
             return updated, message
 
-        return self._write(env_id, pairs, resource, kind, change, author, expected)
+        return self._write(env_id, pairs, resource, kind, change, author, expected, dry_run)
 
-    def _write(self, env_id, pairs, resource, kind, change, author, expected=None) -> Served:
+    def _write(
+        self, env_id, pairs, resource, kind, change, author, expected=None, dry_run=False
+    ) -> Served:
         repo = self._repos.environment_repo(env_id)
 
         def operation(snapshot: Snapshot) -> ChangeSet:
@@ -265,8 +273,10 @@ class Config:
             )
             return changes
 
-        result = repo.update(operation, author or self._repos.default_author)
-        return Served(None, result.commit, result.version)
+        write = repo.dry_run if dry_run else repo.update
+        result = write(operation, author or self._repos.default_author)
+        data = {"changed": result.changed} if dry_run else None  # a write answers nothing
+        return Served(data, result.commit, result.version)
 
     def _validate(self, name: str, path: str, document: dict, view: EnvironmentView) -> None:
         """The push gate's rule for one resource file, applied to the one document written

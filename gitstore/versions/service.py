@@ -15,7 +15,14 @@ from gitstore.backend.changes import ChangeSet, Graft
 from gitstore.backend.repository import Author, Repository
 from gitstore.backend.snapshot import Snapshot
 from gitstore.configdb.scopes import parse_scope
-from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotFound, UnknownRevision
+from gitstore.errors import (
+    Conflict,
+    GitstoreError,
+    InvalidInput,
+    NotFound,
+    PreconditionFailed,
+    UnknownRevision,
+)
 from gitstore.layout import EnvironmentView, LevelPairs, layer_file, scope_of
 from gitstore.names import check_segment, is_number
 from gitstore.secrets import mask as secret_masks
@@ -177,11 +184,22 @@ class Versions:
         return Served(label_entity(repo, tag), target.commit_id, target.version)
 
     # -- revert ----------------------------------------------------------------------------
-    def revert(self, env_id: int, body: Any, author: Author | None = None) -> Served:
+    def revert(
+        self,
+        env_id: int,
+        body: Any,
+        author: Author | None = None,
+        *,
+        expected: str | None = None,
+        dry_run: bool = False,
+    ) -> Served:
         """One new commit restoring files as at `to`, or undoing commit `commit`.
 
         The answer's data is `{commit, version, changed}`; `changed` is false when the state
-        already was the requested one (no commit was made).
+        already was the requested one (no commit was made). With `expected` (a version), the
+        files the revert may touch must be as they were at that version (PreconditionFailed
+        otherwise: the revert was reviewed against them). `dry_run` builds the commit without
+        serving it (`Repository.dry_run`).
         """
         to, commit, paths, message = _check_revert_body(body)
         repo = self._repo(env_id)
@@ -189,7 +207,10 @@ class Versions:
             operation = _restore(_snapshot(repo, to, "to"), paths, message)
         else:
             operation = _undo(repo, _snapshot(repo, commit, "commit"), message)
-        result = repo.update(operation, author or self._repos.default_author)
+        if expected is not None:
+            operation = _unless_changed(repo, expected, operation)
+        write = repo.dry_run if dry_run else repo.update
+        result = write(operation, author or self._repos.default_author)
         data = {"commit": result.commit, "version": result.version, "changed": result.changed}
         return Served(data, result.commit, result.version)
 
@@ -295,6 +316,31 @@ def _undo(repo: Repository, target: Snapshot, message: str | None):
         return changes
 
     return operation
+
+
+def _unless_changed(repo: Repository, expected: str, operation):
+    """`operation`, refused with PreconditionFailed when a file it changes differs between
+    version `expected` and the head it runs on (another writer got there first)."""
+    try:
+        then = repo.snapshot(expected)
+    except UnknownRevision as exc:
+        raise PreconditionFailed(
+            f"version {expected!r} names no version of {repo.name}", key="If-Match"
+        ) from exc
+
+    def checked(head: Snapshot) -> ChangeSet:
+        changes = operation(head)
+        moved = sorted(p for p in changes.entries if then.object_id(p) != head.object_id(p))
+        if moved:
+            raise PreconditionFailed(
+                f"{', '.join(moved[:5])} changed since version {then.version} (now version "
+                f"{head.version}, commit {head.commit_id[:12]}): review the revert again",
+                path=moved[0],
+                key="If-Match",
+            )
+        return changes
+
+    return checked
 
 
 def _check_mapping(repo: Repository, path: str, graft: Graft, commit_id: str) -> None:

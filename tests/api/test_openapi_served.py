@@ -48,6 +48,7 @@ def test_the_spec_is_served_as_json_without_credentials(tmp_path):
         "basic",
         "bearer",
         "X-Auth-Token",
+        "gitstore_session",
     }
 
 

@@ -142,6 +142,30 @@ def test_a_write_that_changes_nothing_makes_no_commit(repo):
     assert len(linear_history(repo.path)) == 3
 
 
+def test_a_dry_run_builds_the_commit_and_never_serves_it(repo):
+    before = repo.head()
+    result = repo.dry_run(_put("b.yaml", b"b: 1\n", "test: add b"), ALICE)
+    assert result.changed and result.commit != before and result.version == 4
+    assert repo.head() == before and len(linear_history(repo.path)) == 3
+    assert repo.parent(result.commit) == before
+    assert repo.snapshot(result.commit).read_yaml("b.yaml") == {"b": 1}  # readable by its id
+    assert repo.commit_info(result.commit).author == "Alice"
+    unchanged = repo.dry_run(_put("a.yaml", b"v: 3\n"), ALICE)
+    assert not unchanged.changed and unchanged.commit == before
+
+
+def test_a_dry_run_obeys_the_write_guard(tmp_path):
+    def refuse() -> None:
+        raise Conflict("mirror mode")
+
+    first = ChangeSet("test: v1")
+    first.put("a.yaml", b"v: 1\n")
+    Repository.create(tmp_path / "r.git", "r", first, ALICE)
+    guarded = Repository(tmp_path / "r.git", "r", write_guard=refuse)
+    with pytest.raises(Conflict, match="mirror mode"):
+        guarded.dry_run(_put("b.yaml", b"b: 1\n"), ALICE)
+
+
 def test_an_operation_that_fails_writes_nothing(repo):
     before = repo.head()
 

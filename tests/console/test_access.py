@@ -20,11 +20,18 @@ def guarded(tmp_path_factory):
     return create_app({"TESTING": True}, store=store).test_client(), tokens
 
 
-@pytest.mark.parametrize("url", ["/ui/", "/ui/environments/1", "/ui/static/console.css"])
+@pytest.mark.parametrize("url", ["/ui/", "/ui/environments/1"])
 def test_anonymous_is_refused(guarded, url):
     client, _ = guarded
     with client.get(url) as response:
         assert response.status_code == 401
+
+
+def test_the_style_sheet_is_public(guarded):
+    """The sign-in page needs it before anyone signs in; it holds no data."""
+    client, _ = guarded
+    with client.get("/ui/static/console.css") as response:
+        assert response.status_code == 200
 
 
 def test_a_reader_reads_every_page(guarded):
