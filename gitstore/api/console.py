@@ -15,6 +15,7 @@ from typing import Any
 
 from flask import Blueprint, g, render_template, request, url_for
 
+from gitstore.api.console_shared import attached_resources
 from gitstore.api.http import app_store
 
 bp = Blueprint(
@@ -115,12 +116,8 @@ def _node_ids(env_id: int, version: str | None) -> list[str]:
 
 
 def _resources(env_id: int, version: str | None) -> list[str]:
-    """The resources of the attached components (none when the environment has no node)."""
-    store = app_store()
-    nodes = _node_ids(env_id, version)
-    if not nodes:
-        return []
-    return sorted(store.hiera.node_document(env_id, nodes[0], version).data["resources"])
+    """The resources the components attached at `version` define."""
+    return [definition["name"] for definition in attached_resources(env_id, version)]
 
 
 def _messages(env_id: int, version: str | None) -> dict[str, str]:
