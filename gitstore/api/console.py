@@ -15,6 +15,7 @@ from typing import Any
 
 from flask import Blueprint, g, render_template, request, url_for
 
+from gitstore.api.console_render import provenance
 from gitstore.api.console_shared import attached_resources
 from gitstore.api.http import app_store
 
@@ -139,11 +140,13 @@ def _tree(value: Any, explained: dict, messages: dict, path: tuple) -> dict:
         return {"key": path[-1] if path else "", "path": dotted, "children": children}
     why = explained.get(dotted)  # None for an empty mapping: explain lists leaves only
     winner = why["layers"][why["winner"]] if why and why["winner"] is not None else None
+    message = messages.get(why["commit"] or "", "") if why else ""
     return {
         "key": path[-1] if path else "",
         "path": dotted,
         "value": value,
         "winner": winner,
         "why": why,
-        "message": messages.get(why["commit"] or "", "") if why else "",
+        "message": message,
+        "provenance": provenance(why, winner, message) if why else "",
     }
