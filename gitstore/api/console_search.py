@@ -7,7 +7,8 @@ leaf (a dotted key of a resource) matches when its key or its value (as JSON) do
 A substring is matched ignoring case. A regular expression is bounded, because one can
 backtrack for ever: at most `PATTERN_CHARS` characters, and all of its matching together at
 most `REGEX_SECONDS` (the `regex` package's timeout); past either, or when it does not compile,
-the answer is a 400 naming it. At most `MAX_HITS` results are listed.
+the answer is a 400 naming it. At most `MAX_HITS` results are listed and `MAX_KEYS` keys read;
+the page says when a search stopped early.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from gitstore.errors import InvalidInput
 PATTERN_CHARS = 200
 REGEX_SECONDS = 2.0
 MAX_HITS = 500
+#: Keys read at most (global and every node, each leaf once): a bound on a search's work.
+MAX_KEYS = 500_000
 MODES = ("substring", "regex")
 
 
@@ -49,27 +52,32 @@ def search(env_id: int):
     version, text, mode = pinned(), pinned("q"), pinned("mode") or "substring"
     if mode not in MODES:
         raise InvalidInput(f"search mode {mode!r} must be one of {', '.join(MODES)}", key="mode")
-    hits: list[Hit] | None = None
-    if text is not None:
-        matches = _matcher(text, mode)
-        hits = []
-        for hit in _leaves(env_id, version):
-            if matches(hit.key) or matches(json.dumps(hit.value, sort_keys=True)):
-                hits.append(hit)
-                if len(hits) > MAX_HITS:
-                    break
-    commit = app_store().environments.get(env_id, version).commit
+    hits, cut = (None, None) if text is None else _find(env_id, version, _matcher(text, mode))
     return render_template(
         "console/search.html",
         env_id=env_id,
         text=text,
         mode=mode,
-        hits=hits[:MAX_HITS] if hits is not None else None,
-        more=hits is not None and len(hits) > MAX_HITS,
-        limit=MAX_HITS,
-        commit=commit,
+        hits=hits,
+        cut=cut,
+        commit=app_store().environments.get(env_id, version).commit,
         version=version,
     )
+
+
+def _find(
+    env_id: int, version: str | None, matches: Callable[[str], bool]
+) -> tuple[list[Hit], str | None]:
+    """The hits, and why the search stopped early (None when it read every key)."""
+    hits: list[Hit] = []
+    for number, hit in enumerate(_leaves(env_id, version)):
+        if number >= MAX_KEYS:
+            return hits, f"the search stopped after {MAX_KEYS} keys"
+        if matches(hit.key) or matches(json.dumps(hit.value, sort_keys=True)):
+            if len(hits) == MAX_HITS:
+                return hits, f"only the first {MAX_HITS} matches are listed"
+            hits.append(hit)
+    return hits, None
 
 
 def _matcher(text: str, mode: str) -> Callable[[str], bool]:

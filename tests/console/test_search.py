@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from gitstore.api import console_search
 from gitstore.backend.repository import Author
 
 from .pages import rows
@@ -132,3 +133,16 @@ def test_secrets_never_match(client, data):
     assert _page_hits(client, q="hunter2") == set()
     page = client.get(SEARCH, query_string={"q": "db.pass"}).get_data(as_text=True)
     assert "db.pass" in page and "hunter2" not in page
+
+
+def test_a_search_stops_at_its_key_bound_and_says_so(client, data, monkeypatch):
+    monkeypatch.setattr(console_search, "MAX_KEYS", 3)
+    page = client.get(SEARCH, query_string={"q": "a"}).get_data(as_text=True)
+    assert "the search stopped after 3 keys" in page
+
+
+def test_at_most_max_hits_are_listed_and_the_page_says_so(client, data, monkeypatch):
+    monkeypatch.setattr(console_search, "MAX_HITS", 2)
+    assert len(_page_hits(client, q="mtu")) == 2
+    page = client.get(SEARCH, query_string={"q": "mtu"}).get_data(as_text=True)
+    assert "only the first 2 matches are listed" in page
