@@ -16,7 +16,7 @@ from typing import Any
 from flask import Blueprint, g, render_template, request, url_for
 
 from gitstore.api.console_render import provenance
-from gitstore.api.console_shared import attached_resources
+from gitstore.api.console_shared import attached_resources, known_nodes
 from gitstore.api.http import app_store
 
 bp = Blueprint(
@@ -61,7 +61,7 @@ def environments():
         rows.append(
             {
                 "entity": entity,
-                "nodes": len(_node_ids(env_id, None)),
+                "nodes": len(known_nodes(env_id, None)),
                 "last": last[0] if last else None,
             }
         )
@@ -77,7 +77,7 @@ def environment(env_id: int):
         env=entity.data,
         commit=entity.commit,
         levels=store.environments.levels(env_id, version).data,
-        nodes=_node_ids(env_id, version),
+        nodes=known_nodes(env_id, version),
         resources=_resources(env_id, version),
         labels=store.versions.labels(env_id).data,
         commits=store.versions.history(env_id, limit=RECENT, version=version).data["entries"],
@@ -104,16 +104,6 @@ def node(env_id: int, node: str):
         resources=resources,
         version=version,
     )
-
-
-def _node_ids(env_id: int, version: str | None) -> list[str]:
-    """Nodes with an inventory record or a folder at the `nodes` level, in id order."""
-    store = app_store()
-    found = {str(n["id"]) for n in store.nodes.list(env_id, version).data if "id" in n}
-    for level in store.environments.levels(env_id, version).data:
-        if level["name"] == "nodes":
-            found.update(str(value) for value in level["values"])
-    return sorted(found, key=lambda text: (len(text), text))
 
 
 def _resources(env_id: int, version: str | None) -> list[str]:

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 from flask import render_template
 
-from gitstore.api.console import _node_ids, bp
-from gitstore.api.console_shared import NodeChain, attached_resources, node_chain, pinned
+from gitstore.api.console import bp
+from gitstore.api.console_shared import (
+    NodeChain,
+    attached_resources,
+    known_nodes,
+    node_chain,
+    pinned,
+)
 from gitstore.api.http import app_store
 from gitstore.errors import InvalidInput, NotFound
 
 #: How many commits the history of one key lists at most.
 KEY_HISTORY = 200
-#: The page names what a diff reports; the template shows them in this order.
-SECTIONS = ("added", "removed", "changed")
 
 
 @bp.get("/environments/<int:env_id>/nodes/<node>/diff")
@@ -37,7 +41,6 @@ def node_diff(env_id: int, node: str):
         source=source,
         target=target,
         changes=changes,
-        sections=SECTIONS,
         version=pinned(),
     )
 
@@ -92,7 +95,6 @@ def commit(env_id: int, rev: str):
         env_id=env_id,
         entry=entry,
         radius=radius,
-        sections=SECTIONS,
         version=pinned(),
     )
 
@@ -110,7 +112,7 @@ def _blast_radius(env_id: int, commit: str) -> dict:
 
 
 def _nodes(env_id: int, commit: str, parent: str) -> list[str]:
-    both = set(_node_ids(env_id, commit)) | set(_node_ids(env_id, parent))
+    both = set(known_nodes(env_id, commit)) | set(known_nodes(env_id, parent))
     return sorted(both, key=lambda text: (len(text), text))
 
 

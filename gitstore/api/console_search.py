@@ -23,8 +23,8 @@ import regex
 from flask import g, render_template
 
 from gitstore import Query
-from gitstore.api.console import _node_ids, bp
-from gitstore.api.console_shared import attached_resources, leaves, pinned
+from gitstore.api.console import bp
+from gitstore.api.console_shared import attached_resources, known_nodes, leaves, pinned
 from gitstore.api.http import app_store
 from gitstore.errors import InvalidInput
 
@@ -120,7 +120,7 @@ def _leaves(env_id: int, version: str | None) -> Iterator[Hit]:
         document = config.read(env_id, [], name, "values", query).data
         for key, value in leaves(document):
             yield Hit(None, name, key, value)
-    for node in _node_ids(env_id, version):
+    for node in known_nodes(env_id, version):
         document = store.hiera.node_document(env_id, node, version, who=g.get("user")).data
         for name, values in document["resources"].items():
             for key, value in leaves(values):

@@ -71,3 +71,13 @@ def attached_resources(env_id: int, version: str | None) -> list[dict]:
         if d.get("component_id") in names
     ]
     return sorted(found, key=lambda definition: definition["name"])
+
+
+def known_nodes(env_id: int, version: str | None) -> list[str]:
+    """Nodes with an inventory record or a folder at the `nodes` level, in id order."""
+    store = app_store()
+    found = {str(n["id"]) for n in store.nodes.list(env_id, version).data if "id" in n}
+    for level in store.environments.levels(env_id, version).data:
+        if level["name"] == "nodes":
+            found.update(str(value) for value in level["values"])
+    return sorted(found, key=lambda text: (len(text), text))
