@@ -110,14 +110,14 @@ def draw(dot: str) -> str:
 def _draw(data: bytes) -> str:
     program = shutil.which(DOT)
     if program is None:
-        raise DrawingFailed("Graphviz `dot` is not installed on the server")
+        raise DrawingFailed("Graphviz (dot) is not installed on the server")
     try:
         done = subprocess.run(
             [program, "-Tsvg"], input=data, capture_output=True, timeout=DOT_SECONDS, check=False
         )
     except subprocess.TimeoutExpired as exc:
-        raise DrawingFailed(f"`dot` took longer than {DOT_SECONDS:g} s") from exc
+        raise DrawingFailed(f"Graphviz (dot) took longer than {DOT_SECONDS:g} s") from exc
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()[:300]
-        raise DrawingFailed(f"`dot` failed: {message}")
+        raise DrawingFailed(f"Graphviz (dot) failed: {message}")
     return _PROLOG.sub("", done.stdout.decode("utf-8"), count=1)
