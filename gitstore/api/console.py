@@ -16,6 +16,8 @@ from typing import Any
 
 from flask import Blueprint, g, render_template, request, url_for
 
+from gitstore.api.console_render import provenance
+from gitstore.api.console_shared import attached_resources, known_nodes
 from gitstore.api.http import app_store, flag
 
 bp = Blueprint(
@@ -60,7 +62,7 @@ def environments():
         rows.append(
             {
                 "entity": entity,
-                "nodes": len(_node_ids(env_id, None)),
+                "nodes": len(known_nodes(env_id, None)),
                 "last": last[0] if last else None,
             }
         )
@@ -76,7 +78,7 @@ def environment(env_id: int):
         env=entity.data,
         commit=entity.commit,
         levels=store.environments.levels(env_id, version).data,
-        nodes=_node_ids(env_id, version),
+        nodes=known_nodes(env_id, version),
         resources=_resources(env_id, version),
         labels=store.versions.labels(env_id).data,
         commits=store.versions.history(env_id, limit=RECENT, version=version).data["entries"],
@@ -109,23 +111,9 @@ def node(env_id: int, node: str):
     )
 
 
-def _node_ids(env_id: int, version: str | None) -> list[str]:
-    """Nodes with an inventory record or a folder at the `nodes` level, in id order."""
-    store = app_store()
-    found = {str(n["id"]) for n in store.nodes.list(env_id, version).data if "id" in n}
-    for level in store.environments.levels(env_id, version).data:
-        if level["name"] == "nodes":
-            found.update(str(value) for value in level["values"])
-    return sorted(found, key=lambda text: (len(text), text))
-
-
 def _resources(env_id: int, version: str | None) -> list[str]:
-    """The resources of the attached components (none when the environment has no node)."""
-    store = app_store()
-    nodes = _node_ids(env_id, version)
-    if not nodes:
-        return []
-    return sorted(store.hiera.node_document(env_id, nodes[0], version).data["resources"])
+    """The resources the components attached at `version` define."""
+    return [definition["name"] for definition in attached_resources(env_id, version)]
 
 
 def _messages(env_id: int, version: str | None) -> dict[str, str]:
@@ -147,11 +135,13 @@ def _tree(value: Any, explained: dict, messages: dict, path: tuple) -> dict:
         return {"key": path[-1] if path else "", "path": dotted, "children": children}
     why = explained.get(dotted)  # None for an empty mapping: explain lists leaves only
     winner = why["layers"][why["winner"]] if why and why["winner"] is not None else None
+    message = messages.get(why["commit"] or "", "") if why else ""
     return {
         "key": path[-1] if path else "",
         "path": dotted,
         "value": value,
         "winner": winner,
         "why": why,
-        "message": messages.get(why["commit"] or "", "") if why else "",
+        "message": message,
+        "provenance": provenance(why, winner, message) if why else "",
     }

@@ -414,6 +414,31 @@ class Graphs:
             tasks = (sources.release or {"tasks": []})["tasks"]
         return _tasks_answer(cluster_owner(cluster), tasks, start, end, include)
 
+    def sources(
+        self,
+        env_id: int,
+        graph_type: str = DEFAULT_TYPE,
+        *,
+        version: str | None = None,
+        catalog_version: str | None = None,
+    ) -> Answer:
+        """Where each task of the merged graph comes from: `{task id: {"kind", "name"}}`,
+        kind `release`, `plugin` or `cluster` (the owner whose task the merge kept)."""
+        cluster = self.cluster(env_id, version, catalog_version)
+        sources = Sources.of(cluster, check_graph_type(graph_type))
+        if not sources.exists:
+            merged_graph(cluster, graph_type)  # raises the NotFound
+        owners: list[tuple[str, str, dict | None]] = [
+            (RELEASE.name, (cluster.release or {}).get("name", ""), sources.release),
+            *((PLUGIN.name, name, doc) for name, doc in sources.plugins),
+            (CLUSTER, str(env_id), sources.own),
+        ]
+        found: dict[str, dict] = {}
+        for kind, name, doc in owners:  # least to most specific, as the merge replaces tasks
+            for task in (doc or {}).get("tasks") or []:
+                found[task["id"]] = {"kind": kind, "name": name}
+        return cluster_owner(cluster).answer(found)
+
     def release_tasks(
         self,
         release: int | str,

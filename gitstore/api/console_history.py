@@ -1,0 +1,123 @@
+"""`/ui/`: what changed. A node's effective values between two versions, the history of one key
+at one node, and a commit's page with its blast radius: which nodes' effective values it
+changed, and how.
+
+Every answer is the REST one rendered (`GET .../diff`, `GET .../history`): secrets come masked
+from there. Registered on the console's blueprint (imported where it is registered).
+"""
+
+from __future__ import annotations
+
+from flask import render_template
+
+from gitstore.api.console import bp
+from gitstore.api.console_shared import (
+    NodeChain,
+    attached_resources,
+    known_nodes,
+    node_chain,
+    pinned,
+)
+from gitstore.api.http import app_store
+from gitstore.errors import InvalidInput, NotFound
+
+#: How many commits the history of one key lists at most.
+KEY_HISTORY = 200
+
+
+@bp.get("/environments/<int:env_id>/nodes/<node>/diff")
+def node_diff(env_id: int, node: str):
+    """The node's effective values at `from` against `to` (default: the pinned version)."""
+    source, target = pinned("from"), pinned("to") or pinned()
+    chain = node_chain(env_id, node, target)
+    changes = None
+    if source is not None:
+        answer = app_store().versions.diff(env_id, source, target, levels=[chain.path]).data
+        changes = answer["scopes"].get(chain.scope, {})
+    return render_template(
+        "console/node_diff.html",
+        env_id=env_id,
+        chain=chain,
+        source=source,
+        target=target,
+        changes=changes,
+        version=pinned(),
+    )
+
+
+@bp.get("/environments/<int:env_id>/nodes/<node>/history")
+def key_history(env_id: int, node: str):
+    """Every commit that changed the effective value of `key` of `resource` at the node."""
+    version = pinned()
+    chain = node_chain(env_id, node, version)
+    resource, key = pinned("resource"), pinned("key")
+    return render_template(
+        "console/key_history.html",
+        env_id=env_id,
+        chain=chain,
+        resource=resource,
+        key=key,
+        entries=_key_entries(env_id, chain, resource, key, version),
+        resources=[d["name"] for d in attached_resources(env_id, version)],
+        version=version,
+    )
+
+
+def _key_entries(
+    env_id: int, chain: NodeChain, resource: str | None, key: str | None, version: str | None
+) -> list[dict] | None:
+    """The REST history of the key at the node's chain; None until the form names both."""
+    if not resource and not key:
+        return None
+    if not resource or not key:
+        missing = "key" if resource else "resource"
+        raise InvalidInput(
+            f"the history of a key needs resource= and key=; {missing}= is empty", key=missing
+        )
+    return (
+        app_store()
+        .versions.history(
+            env_id, path=chain.path, resource=resource, key=key, limit=KEY_HISTORY, version=version
+        )
+        .data["entries"]
+    )
+
+
+@bp.get("/environments/<int:env_id>/commits/<rev>")
+def commit(env_id: int, rev: str):
+    """One commit: who, when, why, the files it changed, and the nodes whose effective values
+    it changed (its blast radius); a writer gets its revert control (`console_edit.revert`)."""
+    versions = app_store().versions
+    entry = versions.history(env_id, limit=1, version=rev).data["entries"][0]
+    radius = _blast_radius(env_id, entry["commit"]) if entry["version"] > 1 else None
+    return render_template(
+        "console/commit.html",
+        env_id=env_id,
+        entry=entry,
+        radius=radius,
+        version=pinned(),
+    )
+
+
+def _blast_radius(env_id: int, commit: str) -> dict:
+    """`{"global": changes, "nodes": [(chain, changes)]}`: the effective values the commit
+    changed, globally and at each node known before or after it (a node's chain is read at
+    the commit, or before it for a node the commit removed)."""
+    parent = f"{commit}~1"
+    chains = [_chain_then(env_id, node, commit, parent) for node in _nodes(env_id, commit, parent)]
+    scopes = ["/", *(chain.path for chain in chains)]
+    changed = app_store().versions.diff(env_id, parent, commit, levels=scopes).data["scopes"]
+    nodes = [(chain, changed[chain.scope]) for chain in chains if chain.scope in changed]
+    return {"global": changed.get("/", {}), "nodes": nodes}
+
+
+def _nodes(env_id: int, commit: str, parent: str) -> list[str]:
+    both = set(known_nodes(env_id, commit)) | set(known_nodes(env_id, parent))
+    return sorted(both, key=lambda text: (len(text), text))
+
+
+def _chain_then(env_id: int, node: str, commit: str, parent: str) -> NodeChain:
+    try:
+        return node_chain(env_id, node, commit)
+    except NotFound:
+        return node_chain(env_id, node, parent)

@@ -1,0 +1,127 @@
+"""`/ui/environments/<id>/search`: keys and values of an environment at a version.
+
+What is searched is what REST serves: the effective values at global and at every node (the
+Hiera node document), secrets already masked, so a search never finds a secret's text. Each
+leaf (a dotted key of a resource) matches when its key or its value (as JSON) does.
+
+A substring is matched ignoring case. A regular expression is bounded, because one can
+backtrack for ever: at most `PATTERN_CHARS` characters, and all of its matching together at
+most `REGEX_SECONDS` (the `regex` package's timeout); past either, or when it does not compile,
+the answer is a 400 naming it. At most `MAX_HITS` results are listed and `MAX_KEYS` keys read;
+the page says when a search stopped early.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+from flask import g, render_template
+
+from gitstore import Query
+from gitstore.api.console import bp
+from gitstore.api.console_shared import attached_resources, known_nodes, leaves, pinned
+from gitstore.api.http import app_store
+from gitstore.errors import InvalidInput
+
+PATTERN_CHARS = 200
+REGEX_SECONDS = 2.0
+MAX_HITS = 500
+#: Keys read at most (global and every node, each leaf once): a bound on a search's work.
+MAX_KEYS = 500_000
+MODES = ("substring", "regex")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One leaf that matched: where (`node` None for global), which resource and key, and its
+    (masked) value."""
+
+    node: str | None
+    resource: str
+    key: str
+    value: Any
+
+
+@bp.get("/environments/<int:env_id>/search")
+def search(env_id: int):
+    version, text, mode = pinned(), pinned("q"), pinned("mode") or "substring"
+    if mode not in MODES:
+        raise InvalidInput(f"search mode {mode!r} must be one of {', '.join(MODES)}", key="mode")
+    hits, cut = (None, None) if text is None else _find(env_id, version, _matcher(text, mode))
+    return render_template(
+        "console/search.html",
+        env_id=env_id,
+        text=text,
+        mode=mode,
+        hits=hits,
+        cut=cut,
+        commit=app_store().environments.get(env_id, version).commit,
+        version=version,
+    )
+
+
+def _find(
+    env_id: int, version: str | None, matches: Callable[[str], bool]
+) -> tuple[list[Hit], str | None]:
+    """The hits, and why the search stopped early (None when it read every key)."""
+    hits: list[Hit] = []
+    for number, hit in enumerate(_leaves(env_id, version)):
+        if number >= MAX_KEYS:
+            return hits, f"the search stopped after {MAX_KEYS} keys"
+        if matches(hit.key) or matches(json.dumps(hit.value, sort_keys=True)):
+            if len(hits) == MAX_HITS:
+                return hits, f"only the first {MAX_HITS} matches are listed"
+            hits.append(hit)
+    return hits, None
+
+
+def _matcher(text: str, mode: str) -> Callable[[str], bool]:
+    """A predicate on strings; InvalidInput (400) for a pattern that is too long, does not
+    compile, or takes longer than the time limit."""
+    if mode == "substring":
+        needle = text.casefold()
+        return lambda haystack: needle in haystack.casefold()
+    if len(text) > PATTERN_CHARS:
+        raise InvalidInput(
+            f"regular expression is {len(text)} characters long; at most {PATTERN_CHARS}",
+            key="q",
+        )
+    try:
+        pattern = regex.compile(text)
+    except (regex.error, OverflowError, RecursionError) as exc:
+        raise InvalidInput(f"regular expression {text!r} is invalid: {exc}", key="q") from exc
+    deadline = time.monotonic() + REGEX_SECONDS
+
+    def matches(haystack: str) -> bool:
+        try:
+            return pattern.search(haystack, timeout=max(deadline - time.monotonic(), 0.001))
+        except TimeoutError as exc:
+            raise InvalidInput(
+                f"regular expression {text!r} took longer than {REGEX_SECONDS:g} s to match; "
+                "make it simpler (or search for a substring)",
+                key="q",
+            ) from exc
+
+    return lambda haystack: matches(haystack) is not None
+
+
+def _leaves(env_id: int, version: str | None) -> Iterator[Hit]:
+    """Every leaf of the effective values at global, then at each node (masked, as served)."""
+    store = app_store()
+    config = store.config
+    for definition in attached_resources(env_id, version):
+        name = definition["name"]
+        query = Query(effective=True, version=version)
+        document = config.read(env_id, [], name, "values", query).data
+        for key, value in leaves(document):
+            yield Hit(None, name, key, value)
+    for node in known_nodes(env_id, version):
+        document = store.hiera.node_document(env_id, node, version, who=g.get("user")).data
+        for name, values in document["resources"].items():
+            for key, value in leaves(values):
+                yield Hit(str(document["node"]), name, key, value)

@@ -1,0 +1,59 @@
+"""Reading console pages in tests: rows and fields by their data attributes and classes."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+#: Elements whose text the parser keeps, by class (cells of the console's tables and lists).
+FIELDS = {"old", "new", "author", "message", "value", "source", "roles", "tags", "primary"}
+
+
+class Rows(HTMLParser):
+    """Every element with a `data-*` attribute in `wanted`: its attributes and the text of
+    the fields (by class) inside it, plus every href of the page."""
+
+    def __init__(self, wanted: str) -> None:
+        super().__init__()
+        self.wanted = wanted
+        self.rows: list[dict[str, str]] = []
+        self.hrefs: list[str] = []
+        self._row: dict[str, str] | None = None
+        self._depth = 0
+        self._field: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "a" and "href" in attrs:
+            self.hrefs.append(attrs["href"])
+        if self._row is None and f"data-{self.wanted}" in attrs and tag in ("tr", "li"):
+            self._row = {k[5:]: v for k, v in attrs.items() if k.startswith("data-")}
+            self._row["class"] = attrs.get("class") or ""
+            self._depth = 0
+        elif self._row is not None:
+            self._depth += tag not in ("br", "input", "img")
+            classes = set((attrs.get("class") or "").split())
+            if classes & FIELDS:
+                self._field = sorted(classes & FIELDS)[0]
+
+    def handle_endtag(self, tag):
+        if self._row is None:
+            return
+        if self._depth == 0:
+            self.rows.append(self._row)
+            self._row = None
+            return
+        self._depth -= 1
+
+    def handle_data(self, data):
+        if self._row is not None and self._field and data.strip():
+            field = self._field
+            self._row[field] = (self._row.get(field, "") + " " + data.strip()).strip()
+            self._field = None
+
+
+def rows(client, url: str, wanted: str) -> Rows:
+    response = client.get(url)
+    assert response.status_code == 200, response.get_data(as_text=True)[:500]
+    parser = Rows(wanted)
+    parser.feed(response.get_data(as_text=True))
+    return parser
