@@ -4,7 +4,8 @@ page, and reverting a commit: each previewed first, then saved as one commit.
 Routes join the console's blueprint (`console.bp`). Every form carries the session's CSRF
 token (`sessions.py`) and every POST checks it, whatever credentials came with it. An edit or
 revert needs the `writer` role on the environment (`auth.py` refuses a POST without it; the
-GET forms check here). On an open store (no access file) nobody signs in and the commits'
+GET forms check here). A GET writes nothing: previews are POSTs, since their dry run builds an
+unreferenced commit. On an open store (no access file) nobody signs in and the commits'
 author is `console`. A save is conditional on the head the preview was computed at: when the
 files it touches changed since, the page shows a fresh preview and saves nothing.
 """
@@ -287,29 +288,42 @@ def _base_commit() -> str:
 # -- revert a commit --------------------------------------------------------------------------
 @bp.route("/environments/<int:env_id>/commits/<commit>/revert", methods=["GET", "POST"])
 def revert(env_id: int, commit: str):
+    """GET shows the commit and the form; the preview is a POST, because its dry run builds
+    a commit (reads never write, DESIGN.md section 7)."""
     _require_writer(env_id)
     store = app_store()
     target = store.versions.history(env_id, limit=1, version=commit).data["entries"][0]
     if request.method == "GET":
-        report = store.previews.revert(env_id, target["commit"], _author()).data
-        return _revert_page(env_id, target, report), 200 if report["valid"] else 422
+        return _revert_page(env_id, target)
     sessions.check_csrf()
+    if request.form.get("action") == "save":
+        return _save_revert(env_id, target)
+    report = _revert_preview(env_id, target)
+    return _revert_page(env_id, target, report), 200 if report["valid"] else 422
+
+
+def _revert_preview(env_id: int, target: dict) -> dict:
+    return app_store().previews.revert(env_id, target["commit"], _author()).data
+
+
+def _save_revert(env_id: int, target: dict):
     base = _base_commit()
     try:
-        saved = store.versions.revert(
+        saved = app_store().versions.revert(
             env_id, {"commit": target["commit"]}, _author(), expected=base
         )
     except PreconditionFailed as exc:
-        report = store.previews.revert(env_id, target["commit"], _author()).data
+        report = _revert_preview(env_id, target)  # against the new head
         return _revert_page(env_id, target, report, stale=exc.message), 409
     except (InvalidInput, Conflict):  # a conflict: the preview names it
-        report = store.previews.revert(env_id, target["commit"], _author()).data
-        return _revert_page(env_id, target, report), 422
+        return _revert_page(env_id, target, _revert_preview(env_id, target)), 422
     done = url_for("console.environment", env_id=env_id, saved=saved.data["commit"])
     return redirect(done, 303)
 
 
-def _revert_page(env_id: int, target: dict, report: dict, stale: str | None = None) -> str:
+def _revert_page(
+    env_id: int, target: dict, report: dict | None = None, stale: str | None = None
+) -> str:
     return render_template(
         "console/revert.html",
         env_id=env_id,

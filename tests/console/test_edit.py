@@ -38,6 +38,11 @@ def _commits(store) -> int:
     return store.environment_repo(1).snapshot().version
 
 
+def _objects(store) -> set[str]:
+    """Every loose object and pack file of the store's repositories."""
+    return {str(path) for path in store.root.glob("**/objects/**/*") if path.is_file()}
+
+
 def _affected(page: str) -> list[str]:
     return re.findall(r'<tr data-node="([^"]+)">', page)
 
@@ -174,6 +179,28 @@ def test_an_unrelated_commit_does_not_make_a_preview_stale(guarded):
     assert client.post(EDIT, data=_edit(client, "save", base=base)).status_code == 303
 
 
+def test_the_edit_and_revert_pages_write_no_object(guarded):
+    """DESIGN "Reads never write": only a preview (a POST by a writer) builds a commit."""
+    store, client = guarded
+    sign_in(client, "writer1")
+    edit = store.config.update_keys(
+        1, [], "astute", "overrides", "set", [["net", "mtu", 1000]], ALICE
+    )
+    before = _objects(store)
+    for url in (
+        EDIT + "?resource=astute&key=net.mtu",
+        f"/ui/environments/1/commits/{edit.commit}/revert",
+    ):
+        assert client.get(url).status_code == 200, url
+        assert _objects(store) == before, url
+
+
+def _preview_revert(client, url: str):
+    """GET the revert page (the commit and its form), then POST its preview button."""
+    page = client.get(url).get_data(as_text=True)
+    return client.post(url, data={"csrf_token": csrf_of(page), "action": "preview"})
+
+
 def test_revert_previews_then_makes_one_commit_restoring_the_values(guarded):
     store, client = guarded
     sign_in(client, "writer1")
@@ -183,13 +210,19 @@ def test_revert_previews_then_makes_one_commit_restoring_the_values(guarded):
     env_page = client.get("/ui/environments/1").get_data(as_text=True)
     url = f"/ui/environments/1/commits/{edit.commit}/revert"
     assert f'href="{url}"' in env_page
-    preview = client.get(url)
+    form = client.get(url)
+    assert form.status_code == 200
+    shown = form.get_data(as_text=True)
+    assert edit.commit[:12] in shown and "net.mtu" in shown  # the commit being reverted
+    assert 'name="action" value="preview"' in shown and 'name="base"' not in shown
+    preview = _preview_revert(client, url)
     assert preview.status_code == 200
     page = preview.get_data(as_text=True)
     assert _affected(page) == ["1", "2"]
     assert "<code>1000</code> → <code>1500</code>" in page
-    assert store.environment_repo(1).head() == edit.commit
-    done = client.post(url, data={"csrf_token": csrf_of(page), "base": csrf_base(page)})
+    assert store.environment_repo(1).head() == edit.commit  # a preview commits nothing
+    save = {"csrf_token": csrf_of(page), "action": "save", "base": csrf_base(page)}
+    done = client.post(url, data=save)
     assert done.status_code == 303
     repo = store.environment_repo(1)
     assert repo.parent(repo.head()) == edit.commit
@@ -206,12 +239,14 @@ def test_a_stale_revert_is_refused(guarded):
         1, [], "astute", "overrides", "set", [["net", "mtu", 1001]], ALICE
     )
     url = f"/ui/environments/1/commits/{edit.commit}/revert"
-    page = client.get(url).get_data(as_text=True)
+    page = _preview_revert(client, url).get_data(as_text=True)
     store.config.update_keys(1, [], "astute", "overrides", "set", [["a", 9]], ALICE)
     head = store.environment_repo(1).head()
-    refused = client.post(url, data={"csrf_token": csrf_of(page), "base": csrf_base(page)})
+    save = {"csrf_token": csrf_of(page), "action": "save", "base": csrf_base(page)}
+    refused = client.post(url, data=save)
     assert refused.status_code == 409 and "Not saved" in refused.get_data(as_text=True)
     assert store.environment_repo(1).head() == head
+    assert csrf_base(refused.get_data(as_text=True)) == head  # a fresh preview to save
 
 
 def test_a_revert_without_csrf_or_by_a_reader_is_403(guarded):
@@ -220,14 +255,19 @@ def test_a_revert_without_csrf_or_by_a_reader_is_403(guarded):
         1, [], "astute", "overrides", "set", [["net", "mtu", 1000]], ALICE
     )
     url = f"/ui/environments/1/commits/{edit.commit}/revert"
+    before = _objects(store)
     sign_in(client, "writer1")
-    assert client.post(url, data={"base": edit.commit}).status_code == 403
+    for action in ("preview", "save"):
+        assert client.post(url, data={"action": action, "base": edit.commit}).status_code == 403
     reader = client.application.test_client()
     sign_in(reader, "reader")
     assert reader.get(url).status_code == 403
     token = form_token(reader, "/ui/environments/1")
-    assert reader.post(url, data={"csrf_token": token, "base": edit.commit}).status_code == 403
+    for action in ("preview", "save"):
+        data = {"csrf_token": token, "action": action, "base": edit.commit}
+        assert reader.post(url, data=data).status_code == 403
     assert store.environment_repo(1).head() == edit.commit
+    assert _objects(store) == before  # not even a preview's dry run
 
 
 def test_reveal_is_offered_to_the_secrets_role_only(guarded):
