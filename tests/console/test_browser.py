@@ -52,6 +52,9 @@ PAGES = {
     "commit": "/ui/environments/1/commits/5",
     "search": "/ui/environments/1/search?q=mtu",
     "graph": "/ui/environments/1/graph",
+    "edit": "/ui/environments/1/nodes/1/edit?resource=astute&key=net.mtu",
+    "revert": "/ui/environments/1/commits/5/revert",
+    "login": "/ui/login",
 }
 #: What a control is, and which of them the Tab key must reach (visible ones; in a radio
 #: group the Tab key stops on the checked button only, arrows move within the group).
