@@ -17,13 +17,16 @@ from typing import Any
 
 import click
 
+from cli.keystone_serve import keystone_options
 from gitstore import (
     ACCESS_REQUIRED,
     ANONYMOUS_READ,
+    KEYSTONE,
     ROLES,
     SAMPLE_DIR,
     SERVED_HOSTS,
     AccessFile,
+    KeystoneSettings,
     LoadReport,
     Store,
     logs,
@@ -219,6 +222,7 @@ def _default_workers() -> int:
     help="Fetch every mirror (gitstore mirror add) every SECONDS, for forges that "
     "cannot reach this server with webhooks.",
 )
+@keystone_options
 def serve(
     root_opt: str | None,
     host: str,
@@ -239,6 +243,7 @@ def serve(
     min_free_disk: int,
     metrics_role: str | None,
     poll: float | None,
+    keystone: KeystoneSettings | None,
 ) -> None:
     """Serve the REST API of the store at --root under gunicorn.
 
@@ -257,6 +262,9 @@ def serve(
         GITSTORE_MIN_FREE_DISK=min_free_disk,
         GITSTORE_METRICS_ROLE=metrics_role,
     )
+    if keystone is not None:
+        config[KEYSTONE] = keystone
+        log.info(f"accepting Keystone tokens validated by {keystone.auth_url or 'the config file'}")
     config[SERVED_HOSTS] = [host, *allowed_hosts]
     tls = _tls_options(certfile, keyfile, ca_certs)
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from gitstore import files, yamlio
-from gitstore.access import credentials
+from gitstore.access import credentials, keystone
 from gitstore.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized, Unavailable
 from gitstore.names import check_identifier
 
@@ -152,9 +152,18 @@ class Policy:
 
     users: dict[str, dict[str, Any]]
     tokens: dict[str, dict[str, Any]]
+    #: The `keystone` section as written (kept by edits) and its parsed rules.
+    keystone_section: dict[str, Any] | None = None
+    keystone: tuple[keystone.KeystoneRule, ...] = ()
 
     def identity(self, name: str, via: str) -> Identity:
         return Identity(name, parse_grants(self.users[name].get("roles") or []), via)
+
+    def keystone_identity(self, who: keystone.KeystoneUser) -> Identity:
+        """The identity a Keystone user gets from the keystone rules; Forbidden if none."""
+        grants = parse_grants(list(keystone.grants_for(who, self.keystone)))
+        where = f"project {who.project}" if who.project else "unscoped"
+        return Identity(who.name, grants, f"keystone ({where})")
 
 
 class AccessFile:
@@ -321,6 +330,8 @@ class AccessFile:
             if self.path.exists():
                 current = _parse(self._read(), self.path)
                 data.update(users=current.users, tokens=current.tokens)
+                if current.keystone_section is not None:
+                    data["keystone"] = current.keystone_section
             result = change(data)
             files.write_private(self.path, _HEADER + yamlio.dump(data))
             return result
@@ -355,11 +366,17 @@ def _parse(raw: bytes, path: Path) -> Policy:
         for token_id, entry in tokens.items():
             if _mapping(entry, f"tokens.{token_id}").get("user") not in users:
                 raise InvalidInput(f"tokens.{token_id}: user {entry.get('user')!r} is not in users")
+        rules = keystone.parse_rules(data.get("keystone"), parse_grants)
     except InvalidInput as exc:
         raise Unavailable(
             f"access file {path} is invalid, so every request is refused: {exc.message}"
         ) from exc
-    return Policy({str(k): v for k, v in users.items()}, {str(k): v for k, v in tokens.items()})
+    return Policy(
+        {str(k): v for k, v in users.items()},
+        {str(k): v for k, v in tokens.items()},
+        data.get("keystone"),
+        rules,
+    )
 
 
 def _mapping(value: Any, where: str) -> dict:
