@@ -71,7 +71,12 @@ class Keystone:
 
     def validations(self) -> int:
         """How many token validations (`GET /v3/auth/tokens`) Keystone has answered so far."""
-        return self.log.read_text(errors="replace").count("GET /v3/auth/tokens\n")
+        return self.requests("GET /v3/auth/tokens ")
+
+    def requests(self, prefix: str) -> int:
+        """How many requests Keystone logged whose `METHOD PATH AGENT` line starts so."""
+        lines = self.log.read_text(errors="replace").splitlines()
+        return sum(line.startswith(prefix) for line in lines)
 
     # -- the identity API --------------------------------------------------------------------
     def admin_token(self) -> str:

@@ -2,8 +2,8 @@
 
 Keystone's WSGI application parses its options with oslo.config, which reads `sys.argv`: under
 gunicorn it rejects gunicorn's own arguments, so the tests serve it with werkzeug from this
-small process instead, with an empty argv. Every request is printed as `METHOD PATH` on stdout,
-so a test can count how often gitstore asked Keystone to validate a token.
+small process instead, with an empty argv. Every request is printed as `METHOD PATH AGENT` on
+stdout, so a test can count how often gitstore asked Keystone to validate a token.
 """
 
 import os
@@ -12,7 +12,8 @@ import sys
 
 def _counting(app):
     def counted(environ, start_response):
-        print(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), flush=True)
+        agent = environ.get("HTTP_USER_AGENT", "-").split(" ")[0]
+        print(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), agent, flush=True)
         return app(environ, start_response)
 
     return counted
