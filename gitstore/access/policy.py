@@ -12,6 +12,9 @@ hashes, see `gitstore.access.credentials`), API tokens (stored as digests) and g
     tokens:
       3f9c0a1b2c4d: {user: alice, name: ci, created: '2024-05-01T10:00:00Z', digest: sha256$...}
 
+An optional `keystone:` section maps Keystone identities to grants (`gitstore.access.keystone`);
+edits keep it as written.
+
 A grant is `ROLE[:SCOPE]`: role `reader`, `writer`, `admin` or `secrets`; scope `*` (the whole
 store, the default) or `env:ID`. A writer is also a reader; an admin has every role but
 `secrets`, which is only ever granted by name. A token acts with the roles of its user.
