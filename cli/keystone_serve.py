@@ -10,7 +10,7 @@ command line win over the file.
 from __future__ import annotations
 
 import functools
-import importlib.util
+import importlib
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
@@ -116,11 +116,13 @@ def settings(
         )
     if bool(keystone_username) != bool(keystone_password):
         raise click.UsageError("--keystone-username and --keystone-password go together")
-    if importlib.util.find_spec("keystonemiddleware") is None:
+    try:
+        importlib.import_module("keystonemiddleware.auth_token")
+    except ImportError as exc:
         raise click.UsageError(
-            "Keystone support needs keystonemiddleware, which is not installed: "
+            f"Keystone support needs keystonemiddleware, which cannot be imported ({exc}): "
             "pip install 'gitstore[keystone]'"
-        )
+        ) from None
     return KeystoneSettings(
         auth_url=keystone_url,
         username=keystone_username,

@@ -163,14 +163,20 @@ def _conf(folder: Path, port: int) -> Path:
     return conf
 
 
-def _manage(conf: Path, *args: str) -> None:
-    done = subprocess.run(
+def _manage(conf: Path, *args: str) -> subprocess.Popen:
+    """`keystone-manage ARGS`, started; `_finish` waits for it."""
+    return subprocess.Popen(
         [str(BIN / "keystone-manage"), "--config-file", str(conf), *args],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
     )
-    assert done.returncode == 0, f"keystone-manage {args[0]} failed:\n{done.stderr[-3000:]}"
+
+
+def _finish(*runs: subprocess.Popen) -> None:
+    for run in runs:
+        _, errors = run.communicate(timeout=300)
+        assert run.returncode == 0, f"{' '.join(run.args[3:5])} failed:\n{errors[-3000:]}"
 
 
 def start_keystone(folder: Path) -> Keystone:
@@ -180,14 +186,17 @@ def start_keystone(folder: Path) -> Keystone:
     conf = _conf(folder, port)
     owner = ["--keystone-user", getpass.getuser(), "--keystone-group"]
     owner.append(grp.getgrgid(os.getgid()).gr_name)
-    _manage(conf, "db_sync")
-    _manage(conf, "fernet_setup", *owner)
-    _manage(conf, "credential_setup", *owner)
+    # the key repositories do not need the database: made while it is created
+    _finish(
+        _manage(conf, "db_sync"),
+        _manage(conf, "fernet_setup", *owner),
+        _manage(conf, "credential_setup", *owner),
+    )
     urls = []
     for interface in ("admin", "public", "internal"):
         urls += [f"--bootstrap-{interface}-url", f"{base}/v3"]
-    _manage(conf, "bootstrap", "--bootstrap-password", ADMIN_PASSWORD, *urls,
-            "--bootstrap-region-id", REGION)  # fmt: skip
+    _finish(_manage(conf, "bootstrap", "--bootstrap-password", ADMIN_PASSWORD, *urls,
+                    "--bootstrap-region-id", REGION))  # fmt: skip
     return launch(folder, conf, port)
 
 
