@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from access.helpers import serve
 
 from gitstore import Store
 from gitstore.access.policy import AccessFile, parse_grants
@@ -86,6 +87,18 @@ def keystone_store(root: Path) -> tuple[Store, str]:
     with_rules["keystone"] = {"rules": RULES}
     access.path.write_text(yaml.safe_dump(with_rules))
     return store, token
+
+
+@pytest.fixture(scope="session")
+def server(cloud, tmp_path_factory):
+    """`gitstore serve --keystone-url` (2 workers, cache 300 s, timeout 2 s) on the store of
+    `keystone_store`; `server.local_token` is the gitstore user's token."""
+    base = tmp_path_factory.mktemp("ks-serve")
+    store, local_token = keystone_store(base / "store")
+    running = serve(store.root, base, *serve_args(cloud, "--keystone-timeout", "2"))
+    running.local_token = local_token
+    yield running
+    running.stop()
 
 
 def serve_args(cloud: Cloud, *extra: str) -> list[str]:

@@ -7,19 +7,14 @@ import subprocess
 
 import pytest
 import yaml
-from access.helpers import serve
 from live_server import GITSTORE, isolated_env
-
-from .conftest import keystone_store, serve_args
 
 
 @pytest.fixture(scope="module")
-def registered(cloud, tmp_path_factory):
-    """gitstore served against the session's Keystone, registered in its catalog with
-    `gitstore keystone register` (admin credentials from OS_* variables)."""
+def registered(cloud, server, tmp_path_factory):
+    """The session's server, registered in its Keystone's catalog with `gitstore keystone
+    register` (admin credentials from OS_* variables)."""
     base = tmp_path_factory.mktemp("ks-cli")
-    store, _ = keystone_store(base / "store")
-    server = serve(store.root, base, *serve_args(cloud))
     admin = _os_env(cloud, "admin", "admin")
     done = _gitstore(base, admin, "keystone", "register", "--public-url", server.url)
     assert done.returncode == 0, done.stderr
@@ -27,8 +22,7 @@ def registered(cloud, tmp_path_factory):
     again = _gitstore(base, admin, "keystone", "register", "--public-url", server.url)
     assert again.returncode == 0, again.stderr
     assert "updated" in again.stdout  # a second run changes nothing it should not
-    yield server, base
-    server.stop()
+    return server, base
 
 
 def _os_env(cloud, user: str, project: str) -> dict[str, str]:

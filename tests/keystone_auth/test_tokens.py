@@ -5,22 +5,11 @@ from __future__ import annotations
 import signal
 import time
 
-import pytest
 import requests
 from access.helpers import serve
 from live_server import free_port, stop_process
 
 from .conftest import LOCAL_USER, keystone_store, serve_args
-
-
-@pytest.fixture(scope="module")
-def server(cloud, tmp_path_factory):
-    base = tmp_path_factory.mktemp("ks-serve")
-    store, local_token = keystone_store(base / "store")
-    running = serve(store.root, base, *serve_args(cloud, "--keystone-timeout", "2"))
-    running.local_token = local_token
-    yield running
-    running.stop()
 
 
 def _get(server, path: str, token: str, header: str = "X-Auth-Token") -> requests.Response:
@@ -80,7 +69,7 @@ def test_a_forged_token_gets_401(server, cloud):
 
 def test_an_expired_token_gets_401(server, cloud):
     """A token of an application credential expires with it (Keystone caps it there)."""
-    lifetime = 12
+    lifetime = 8
     user_token = cloud.token("alice")
     credential = cloud.keystone.app_credential(cloud.user_ids["alice"], user_token, lifetime)
     began = time.monotonic()
