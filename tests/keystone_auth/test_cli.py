@@ -7,7 +7,10 @@ import subprocess
 
 import pytest
 import yaml
-from live_server import GITSTORE, isolated_env
+from live_server import GITSTORE, free_port, isolated_env
+
+#: The internal endpoint registered: a port where nothing listens.
+NOWHERE = f"http://127.0.0.1:{free_port()}"
 
 
 @pytest.fixture(scope="module")
@@ -19,9 +22,12 @@ def registered(cloud, server, tmp_path_factory):
     done = _gitstore(base, admin, "keystone", "register", "--public-url", server.url)
     assert done.returncode == 0, done.stderr
     assert "public endpoint: " + server.url in done.stdout
-    again = _gitstore(base, admin, "keystone", "register", "--public-url", server.url)
+    # run again, with an internal endpoint where nothing listens (the interface test below)
+    register = ["keystone", "register", "--public-url", server.url, "--internal-url", NOWHERE]
+    again = _gitstore(base, admin, *register)
     assert again.returncode == 0, again.stderr
-    assert "updated" in again.stdout  # a second run changes nothing it should not
+    assert f"public endpoint: {server.url} (updated" in again.stdout
+    assert f"internal endpoint: {NOWHERE} (created" in again.stdout
     return server, base
 
 
@@ -102,3 +108,11 @@ def test_wrong_keystone_password_is_one_line(registered, cloud):
     assert done.stderr.strip().splitlines() == [
         f"Error: Keystone at {cloud.keystone.auth_url} refused the credentials of 'alice'"
     ]
+
+
+def test_os_interface_internal_takes_the_internal_endpoint(registered, cloud):
+    _, base = registered
+    env = {**_os_env(cloud, "alice", "cloud-1"), "OS_INTERFACE": "internal"}
+    done = _gitstore(base, env, "config", "get", "-e", "1", "-r", "globals")
+    assert done.returncode == 1
+    assert NOWHERE in done.stderr  # the internal URL was used, and nothing answers there
