@@ -10,7 +10,7 @@ command line win over the file.
 from __future__ import annotations
 
 import functools
-import importlib
+import importlib.util
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
@@ -116,13 +116,11 @@ def settings(
         )
     if bool(keystone_username) != bool(keystone_password):
         raise click.UsageError("--keystone-username and --keystone-password go together")
-    try:
-        importlib.import_module("keystonemiddleware.auth_token")
-    except ImportError as exc:
+    if not _installed("keystonemiddleware"):
         raise click.UsageError(
-            f"Keystone support needs keystonemiddleware, which cannot be imported ({exc}): "
+            "Keystone support needs keystonemiddleware, which is not installed: "
             "pip install 'gitstore[keystone]'"
-        ) from None
+        )
     return KeystoneSettings(
         auth_url=keystone_url,
         username=keystone_username,
@@ -134,3 +132,13 @@ def settings(
         timeout=keystone_timeout,
         config_file=keystone_config,
     )
+
+
+def _installed(package: str) -> bool:
+    """Whether `package` can be found, without importing it: imported here, in gunicorn's
+    arbiter, it would import `ssl` before the gevent workers patch it (gevent warns that this
+    may break TLS)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ImportError:
+        return False

@@ -44,6 +44,8 @@ DEFAULT_CACHE_SECONDS = 300
 DEFAULT_TIMEOUT_SECONDS = 5.0
 _RULE_KEYS = frozenset({"user", "project", "role", "domain", "grants"})
 _MATCH_KEYS = ("user", "project", "role")
+#: auth_token's section of an OpenStack config file (`--keystone-config`).
+_GROUP = "keystone_authtoken"
 #: App config key: the `KeystoneSettings` of a server started with `--keystone-url`.
 KEYSTONE = "GITSTORE_KEYSTONE"
 
@@ -67,28 +69,32 @@ class KeystoneSettings:
     config_file: str | None = None
 
     def options(self) -> dict[str, Any]:
-        """auth_token's options (its paste-deploy form: these win over the config file)."""
+        """auth_token's own options (its paste-deploy form: these win over the config file)."""
         options: dict[str, Any] = {
             "token_cache_time": self.cache_seconds,
             "http_connect_timeout": self.timeout,
             "http_request_max_retries": 1,
             "delay_auth_decision": False,
             "include_service_catalog": False,
-            "log_name": "gitstore.keystone",
         }
         if self.auth_url:
             options["www_authenticate_uri"] = self.auth_url
         if self.username:
-            options.update(
-                auth_type="password",
-                auth_url=self.auth_url,
-                username=self.username,
-                password=self.password or "",
-                project_name=self.project_name or "",
-                user_domain_name=self.user_domain_name,
-                project_domain_name=self.project_domain_name,
-            )
+            options["auth_type"] = "password"
         return options
+
+    def login(self) -> dict[str, str]:
+        """The service user's login (options of keystoneauth1's password plugin)."""
+        if not self.username:
+            return {}
+        return {
+            "auth_url": self.auth_url or "",
+            "username": self.username,
+            "password": self.password or "",
+            "project_name": self.project_name or "",
+            "user_domain_name": self.user_domain_name,
+            "project_domain_name": self.project_domain_name,
+        }
 
 
 @dataclass(frozen=True)
@@ -234,6 +240,16 @@ def _build_middleware(settings: KeystoneSettings) -> Any:
     conf = cfg.ConfigOpts()
     files = [settings.config_file] if settings.config_file else []
     conf([], project="gitstore", default_config_files=files)
+    login = settings.login()
+    if login:
+        # the password plugin's options are registered (and then read) by auth_token only
+        # from its config object: given in its paste-deploy dict, each is warned about
+        from keystoneauth1 import loading  # noqa: PLC0415
+
+        plugin_options = loading.get_auth_plugin_conf_options("password")
+        conf.register_opts(plugin_options, group=_GROUP)
+        for name, value in login.items():
+            conf.set_override(name, value, group=_GROUP)
     return auth_token.AuthProtocol(_confirmed, {**settings.options(), "oslo_config_config": conf})
 
 

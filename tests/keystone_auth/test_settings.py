@@ -61,6 +61,11 @@ def test_keystone_settings_from_an_openstack_style_config_file(cloud, tmp_path):
         assert answer.json()["user"] == "alice"
     finally:
         server.stop()
+    log = server.log.read_text()
+    # keystonemiddleware is not imported before the gevent workers patch ssl
+    assert "MonkeyPatchWarning" not in log
+    # the service login reaches auth_token without a warning per option
+    assert "is not known to keystonemiddleware" not in log
 
 
 def test_keystone_without_an_access_file_is_refused_at_start(tmp_path):
