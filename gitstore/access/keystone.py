@@ -196,9 +196,10 @@ class KeystoneValidator:
         Keystone cannot be asked."""
         import webob  # noqa: PLC0415 - part of the optional keystone extra
 
+        middleware = self._auth_token()
         request = webob.Request.blank("/", headers={"X-Auth-Token": token})
         try:
-            response = request.get_response(self._auth_token())
+            response = request.get_response(middleware)
         except Exception as exc:  # raised past the middleware: a timeout of its service login
             raise self._unreachable(str(exc)) from exc
         if response.status_int == 401:

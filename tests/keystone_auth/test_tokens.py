@@ -150,3 +150,18 @@ def test_keystone_gone_is_503_and_gitstore_tokens_still_work(cloud, tmp_path):
         assert _get(down, VALUES.format(env=1), local_token).status_code == 200
     finally:
         stop_process(down.process)
+
+
+def test_a_refused_service_login_is_503_naming_it_in_the_log(cloud, tmp_path):
+    """gitstore's own service user with a wrong password: no Keystone token can be checked."""
+    store, local_token = keystone_store(tmp_path / "store")
+    args = serve_args(cloud)
+    args[args.index("--keystone-password") + 1] = "wrong"
+    refused = serve(store.root, tmp_path, *args)
+    try:
+        answer = _get(refused, VALUES.format(env=1), cloud.token("alice"))
+        assert answer.status_code == 503, answer.text
+        assert _get(refused, VALUES.format(env=1), local_token).status_code == 200
+    finally:
+        stop_process(refused.process)
+    assert "Identity server rejected authorization" in refused.log.read_text()
