@@ -116,3 +116,40 @@ def test_the_backend_reuses_its_token_and_refreshes_it_before_expiry(cloud, tmp_
     assert first == again
     assert later != first
     assert cloud.keystone.requests(HIERA_LOGIN) - logins == 2
+
+
+RETRY_SCRIPT = """
+require 'puppet'
+require 'json'
+require 'puppet_x/gitstore/node_document'
+url, keystone_url, password, revoked, node = ARGV
+options = { 'url' => url, 'environment' => '1', 'node' => node, 'keystone_url' => keystone_url,
+            'keystone_user' => 'puppet', 'keystone_password' => password,
+            'keystone_project' => 'service' }
+settings = PuppetX::Gitstore::Settings.new(options)
+# as if the token held since an earlier compile had been revoked in the meantime
+far = Time.now + 3600
+held = PuppetX::Gitstore::KeystoneLogin::Issued.new(revoked, far, far)
+PuppetX::Gitstore::KeystoneLogin.instance_variable_get(:@issued)[settings.login.key] = held
+document = PuppetX::Gitstore::Client.new(settings).fetch
+puts JSON.generate(document['resources']['globals'])
+"""
+
+
+def test_a_revoked_token_held_by_the_backend_is_replaced_once(fuel, cloud, tmp_path):
+    server, _ = fuel
+    revoked = cloud.token("puppet")
+    cloud.keystone.revoke(revoked)
+    logins = cloud.keystone.requests(HIERA_LOGIN)
+    script = ["ruby", "-I", str(Path(MODULE) / "lib"), "-e", RETRY_SCRIPT]
+    args = [server.url, cloud.keystone.auth_url, USERS["puppet"][0], revoked, COMPUTE]
+    done = subprocess.run(
+        [*script, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1])["management_vip"] == "10.109.1.2"
+    assert cloud.keystone.requests(HIERA_LOGIN) - logins == 1  # one new login, then served
