@@ -27,6 +27,7 @@ import click
 
 from cli.client import Client
 from cli.http_client import HttpClient
+from cli.keystone import KeystoneSession, OpenStackAuth
 from cli.local_client import LocalClient
 from gitstore import Author
 
@@ -41,6 +42,8 @@ class Connection:
     user: str | None = None
     password: str | None = None
     cacert: str | None = None
+    #: A Keystone identity (--os-*, OS_*, --os-cloud): the token, and the URL when not given.
+    openstack: OpenStackAuth | None = None
     _client: Client | None = field(default=None, repr=False)
 
     def client(self) -> Client:
@@ -50,6 +53,8 @@ class Connection:
         return self._client
 
     def _build(self) -> Client:
+        if self.openstack is not None and not self.root and not (self.token or self.user):
+            self._log_in_to_keystone()
         if bool(self.url) == bool(self.root):
             given = "both were" if self.url else "neither was"
             raise click.UsageError(
@@ -63,6 +68,13 @@ class Connection:
         return HttpClient(
             self.url, token=self.token, user=self.user, password=self.password, cacert=self.cacert
         )
+
+    def _log_in_to_keystone(self) -> None:
+        """A Keystone token for the requests; gitstore's URL from the catalog unless --url."""
+        session = KeystoneSession(self.openstack, self.cacert)
+        self.token = session.token()
+        if not self.url:
+            self.url = session.endpoint()
 
     def _check_http_options(self) -> None:
         ctx = click.get_current_context(silent=True)

@@ -13,6 +13,7 @@ import click
 
 from cli.connection import Connection
 from cli.errors import RootGroup
+from cli.keystone import OpenStackAuth, openstack_options
 
 #: Modules whose `register(group)` adds commands. Later issues append theirs.
 COMMAND_MODULES = [
@@ -32,6 +33,7 @@ COMMAND_MODULES = [
     "cli.secrets",
     "cli.ops",
     "cli.watch",
+    "cli.keystone",
 ]
 
 
@@ -66,6 +68,7 @@ COMMAND_MODULES = [
     type=click.Path(dir_okay=False, exists=True),
     help="CA bundle to verify TLS.",
 )
+@openstack_options
 @click.version_option(package_name="gitstore", prog_name="gitstore")
 @click.pass_context
 def cli(
@@ -76,13 +79,22 @@ def cli(
     user: str | None,
     password: str | None,
     cacert: str | None,
+    openstack: OpenStackAuth | None,
 ) -> None:
     """gitstore: a configuration store in which git is the database.
 
     Store commands talk to a server (--url) or work on a local store (--root): give exactly one.
+    With Keystone credentials (--os-*, OS_*, --os-cloud) the CLI sends a Keystone token and,
+    without --url, finds the server in the Keystone catalog.
     """
     ctx.obj = Connection(
-        url=url, root=root, token=token, user=user, password=password, cacert=cacert
+        url=url,
+        root=root,
+        token=token,
+        user=user,
+        password=password,
+        cacert=cacert,
+        openstack=openstack,
     )
 
 

@@ -17,13 +17,16 @@ from typing import Any
 
 import click
 
+from cli.keystone_serve import keystone_options
 from gitstore import (
     ACCESS_REQUIRED,
     ANONYMOUS_READ,
+    KEYSTONE,
     ROLES,
     SAMPLE_DIR,
     SERVED_HOSTS,
     AccessFile,
+    KeystoneSettings,
     LoadReport,
     Store,
     logs,
@@ -219,6 +222,7 @@ def _default_workers() -> int:
     help="Fetch every mirror (gitstore mirror add) every SECONDS, for forges that "
     "cannot reach this server with webhooks.",
 )
+@keystone_options
 def serve(
     root_opt: str | None,
     host: str,
@@ -239,6 +243,7 @@ def serve(
     min_free_disk: int,
     metrics_role: str | None,
     poll: float | None,
+    keystone: KeystoneSettings | None,
 ) -> None:
     """Serve the REST API of the store at --root under gunicorn.
 
@@ -257,6 +262,8 @@ def serve(
         GITSTORE_MIN_FREE_DISK=min_free_disk,
         GITSTORE_METRICS_ROLE=metrics_role,
     )
+    if keystone is not None:
+        config[KEYSTONE] = _keystone_checked(root, keystone)
     config[SERVED_HOSTS] = [host, *allowed_hosts]
     tls = _tls_options(certfile, keyfile, ca_certs)
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -378,6 +385,24 @@ def _access_config(root: Path, host: str, open_store: bool, anonymous_read: bool
     # bound beyond loopback with access control: a deleted access file must not open the store
     required = access_file.exists() and not loopback and not open_store
     return {ACCESS_REQUIRED: required, ANONYMOUS_READ: anonymous_read}
+
+
+def _keystone_checked(root: Path, keystone: KeystoneSettings) -> KeystoneSettings:
+    """Keystone tokens are mapped by the access file: without one the store would be open to
+    everyone, Keystone or not, which is never what --keystone-url asks for."""
+    access_file = AccessFile(root)
+    if not access_file.exists():
+        raise click.UsageError(
+            f"--keystone-url needs an access file ({access_file.path}) whose keystone rules map "
+            "Keystone identities to roles (docs/security.md); without one the store is open"
+        )
+    if not access_file.policy().keystone:
+        log.warning(
+            f"{access_file.path} has no keystone rules: every Keystone token will get 403 "
+            "(docs/security.md)"
+        )
+    log.info(f"accepting Keystone tokens validated by {keystone.auth_url or 'the config file'}")
+    return keystone
 
 
 def _tls_options(certfile: str | None, keyfile: str | None, ca_certs: str | None) -> dict:

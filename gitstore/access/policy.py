@@ -12,6 +12,9 @@ hashes, see `gitstore.access.credentials`), API tokens (stored as digests) and g
     tokens:
       3f9c0a1b2c4d: {user: alice, name: ci, created: '2024-05-01T10:00:00Z', digest: sha256$...}
 
+An optional `keystone:` section maps Keystone identities to grants (`gitstore.access.keystone`);
+edits keep it as written.
+
 A grant is `ROLE[:SCOPE]`: role `reader`, `writer`, `admin` or `secrets`; scope `*` (the whole
 store, the default) or `env:ID`. A writer is also a reader; an admin has every role but
 `secrets`, which is only ever granted by name. A token acts with the roles of its user.
@@ -35,7 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from gitstore import files, yamlio
-from gitstore.access import credentials
+from gitstore.access import credentials, keystone
 from gitstore.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized, Unavailable
 from gitstore.names import check_identifier
 
@@ -152,9 +155,18 @@ class Policy:
 
     users: dict[str, dict[str, Any]]
     tokens: dict[str, dict[str, Any]]
+    #: The `keystone` section as written (kept by edits) and its parsed rules.
+    keystone_section: dict[str, Any] | None = None
+    keystone: tuple[keystone.KeystoneRule, ...] = ()
 
     def identity(self, name: str, via: str) -> Identity:
         return Identity(name, parse_grants(self.users[name].get("roles") or []), via)
+
+    def keystone_identity(self, who: keystone.KeystoneUser) -> Identity:
+        """The identity a Keystone user gets from the keystone rules; Forbidden if none."""
+        grants = parse_grants(list(keystone.grants_for(who, self.keystone)))
+        where = f"project {who.project}" if who.project else "unscoped"
+        return Identity(who.name, grants, f"keystone ({where})")
 
 
 class AccessFile:
@@ -321,6 +333,8 @@ class AccessFile:
             if self.path.exists():
                 current = _parse(self._read(), self.path)
                 data.update(users=current.users, tokens=current.tokens)
+                if current.keystone_section is not None:
+                    data["keystone"] = current.keystone_section
             result = change(data)
             files.write_private(self.path, _HEADER + yamlio.dump(data))
             return result
@@ -355,11 +369,17 @@ def _parse(raw: bytes, path: Path) -> Policy:
         for token_id, entry in tokens.items():
             if _mapping(entry, f"tokens.{token_id}").get("user") not in users:
                 raise InvalidInput(f"tokens.{token_id}: user {entry.get('user')!r} is not in users")
+        rules = keystone.parse_rules(data.get("keystone"), parse_grants)
     except InvalidInput as exc:
         raise Unavailable(
             f"access file {path} is invalid, so every request is refused: {exc.message}"
         ) from exc
-    return Policy({str(k): v for k, v in users.items()}, {str(k): v for k, v in tokens.items()})
+    return Policy(
+        {str(k): v for k, v in users.items()},
+        {str(k): v for k, v in tokens.items()},
+        data.get("keystone"),
+        rules,
+    )
 
 
 def _mapping(value: Any, where: str) -> dict:

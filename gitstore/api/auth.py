@@ -14,6 +14,9 @@ backend sent), checks them against the store's access file (`gitstore.access.pol
 - Bad credentials: 401 with `WWW-Authenticate`; counted per client address, and more than 20
   in a minute are answered 429 until the minute has passed (`gitstore.access.ratelimit`).
 - Valid credentials without the role: 403 naming the role needed.
+- Keystone tokens (servers started with `--keystone-url`): validated by
+  `gitstore.access.keystone`, mapped by the access file's keystone rules; 503 when Keystone
+  cannot be reached (for those tokens only).
 - Webhook routes are not checked here: they authenticate by signature only.
 - Probes (`/healthz`, `/readyz`) are open; `/metrics` too unless the app's
   `GITSTORE_METRICS_ROLE` (`gitstore serve --metrics-role`) names the role it needs.
@@ -35,10 +38,12 @@ from gitstore import (
     ACCESS_REQUIRED,
     ANONYMOUS_READ,
     ANY,
+    KEYSTONE,
     AccessFile,
     Credentials,
     FailureLog,
     Identity,
+    KeystoneValidator,
     metrics,
     require,
     token_id_of,
@@ -61,6 +66,7 @@ _ENV_REPO_PREFIX = "environments/"
 #: The role `GET /metrics` needs (`gitstore serve --metrics-role`); none by default.
 METRICS_ROLE = "GITSTORE_METRICS_ROLE"
 _ID = re.compile(r"^[0-9]{1,18}$")
+_VALIDATOR = "gitstore.keystone"
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,9 @@ def register(app: Flask) -> None:
     for key in (ANONYMOUS_READ, ACCESS_REQUIRED):
         if key not in app.config:
             app.config[key] = parse_flag(os.environ.get(key, "0"), key)
+    settings = app.config.get(KEYSTONE)
+    if settings is not None:
+        app.extensions[_VALIDATOR] = KeystoneValidator(settings)
     app.before_request(_authorise)
 
 
@@ -206,12 +215,27 @@ def _identify(access: AccessFile, need: Need) -> Identity | None:
     try:
         if isinstance(presented, str):
             raise Unauthorized(presented)
-        return access.authenticate(presented)
+        return _authenticate(access, presented)
     except Unauthorized as exc:
         failures.record(address)
         metrics.auth_failed(_reason(presented))
         log.warning("authentication failed from %s: %s (%s)", address, exc.message, _who(presented))
         raise _challenge(exc.message) from None
+
+
+def _authenticate(access: AccessFile, presented: Credentials) -> Identity:
+    """A token that is not one of ours goes to Keystone when the server was started with
+    --keystone-url; everything else is checked against the access file alone, so gitstore's
+    own credentials never cost a call to Keystone and keep working while it is down."""
+    validator: KeystoneValidator | None = current_app.extensions.get(_VALIDATOR)
+    token = presented.token
+    if validator is None or token is None or token_id_of(token) is not None:
+        return access.authenticate(presented)
+    who = validator.validate(token)  # Unauthorized (401) or Unavailable (503)
+    policy = access.policy()
+    if policy is None:
+        raise Unavailable(f"no access file at {access.path}: nobody can authenticate")
+    return policy.keystone_identity(who)  # Forbidden (403) when no rule maps it
 
 
 def _presented() -> Credentials | str | None:

@@ -9,6 +9,7 @@ require 'json'
 require 'net/http'
 require 'openssl'
 require 'uri'
+require_relative 'keystone_login'
 
 module PuppetX
   module Gitstore
@@ -17,7 +18,8 @@ module PuppetX
 
     FAILURE_MODES = %w[error graceful].freeze
     OPTIONS = %w[url environment node version timeout token user password ssl_ca_file
-                 failure].freeze
+                 failure keystone_url keystone_user keystone_password keystone_project
+                 keystone_user_domain keystone_project_domain].freeze
     # Keys Hiera itself puts into the options of a hierarchy entry.
     HIERA_KEYS = %w[uri].freeze
     # Parts of the node document besides `resources` that a hierarchy entry's uri may name
@@ -28,7 +30,7 @@ module PuppetX
     # The options of a hierarchy entry, checked and normalised.
     class Settings
       attr_reader :base, :environment, :node, :version, :timeout, :token, :user, :password,
-                  :ssl_ca_file, :failure
+                  :ssl_ca_file, :failure, :login
 
       def initialize(options)
         unknown = options.keys - OPTIONS - HIERA_KEYS
@@ -44,6 +46,7 @@ module PuppetX
         @token, @user, @password, @ssl_ca_file = options.values_at('token', 'user', 'password',
                                                                     'ssl_ca_file')
         fail_option('token', 'and user/password exclude each other: give one') if @token && @user
+        @login = keystone_login(options)
         @failure = options.fetch('failure', 'error').to_s
         return if FAILURE_MODES.include?(@failure)
 
@@ -62,6 +65,22 @@ module PuppetX
       end
 
       private
+
+      # Keystone credentials the backend exchanges for a token (a token of Keystone's own can
+      # be given as `token` instead).
+      def keystone_login(options)
+        return nil unless options.key?('keystone_url')
+
+        if @token || @user
+          fail_option('keystone_url', 'excludes token, user and password: give one')
+        end
+        Login.new(auth_url: required(options, 'keystone_url'),
+                  user: required(options, 'keystone_user'),
+                  password: required(options, 'keystone_password'),
+                  project: options['keystone_project']&.to_s,
+                  user_domain: options.fetch('keystone_user_domain', 'Default').to_s,
+                  project_domain: options.fetch('keystone_project_domain', 'Default').to_s)
+      end
 
       def required(options, key)
         value = options[key].to_s.strip
@@ -125,11 +144,16 @@ module PuppetX
 
       def fetch
         response = request
+        if response.code.to_i == 401 && @settings.login
+          KeystoneLogin.forget(@settings.login) # revoked before its expiry: log in again
+          response = request
+        end
         case response.code.to_i
         when 200 then parse(response)
         when 404 then unknown(response)
         when 422 then failure("unknown version pin #{@settings.version.inspect}", response)
-        when 401, 403 then failure('authentication failed (check token, user, password)', response)
+        when 401, 403 then failure('authentication failed (check token, user, password or ' \
+                                   'the keystone_* options)', response)
         else failure("HTTP #{response.code}", response)
         end
       end
@@ -166,8 +190,13 @@ module PuppetX
         get['Accept'] = 'application/json'
         get['User-Agent'] = "gitstore-hiera (Puppet #{Puppet.version})"
         get['Authorization'] = "Bearer #{@settings.token}" if @settings.token
+        get['X-Auth-Token'] = keystone_token if @settings.login
         get.basic_auth(@settings.user, @settings.password.to_s) if @settings.user
         get
+      end
+
+      def keystone_token
+        KeystoneLogin.token(@settings.login, @settings.timeout, @settings.ssl_ca_file)
       end
 
       def parse(response)

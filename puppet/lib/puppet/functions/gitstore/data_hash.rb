@@ -10,7 +10,9 @@ require_relative '../../../puppet_x/gitstore/node_document'
 # the section's data. The node document is fetched once per compile and shared by every level,
 # so every key of a compile sees one commit.
 # Options (see docs/hiera.md): url, environment, node, version, timeout, token, user, password,
-# ssl_ca_file, failure (error|graceful, for an unknown node).
+# ssl_ca_file, failure (error|graceful, for an unknown node), and keystone_url, keystone_user,
+# keystone_password, keystone_project, keystone_user_domain, keystone_project_domain (Keystone
+# credentials exchanged for a token, refreshed before it expires).
 Puppet::Functions.create_function(:'gitstore::data_hash') do
   dispatch :data_hash do
     param 'Hash[String, Any]', :options

@@ -1,0 +1,118 @@
+"""The real `gitstore` command as an OpenStack client: OS_* variables, clouds.yaml, catalog."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+import yaml
+from live_server import GITSTORE, free_port, isolated_env
+
+#: The internal endpoint registered: a port where nothing listens.
+NOWHERE = f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture(scope="module")
+def registered(cloud, server, tmp_path_factory):
+    """The session's server, registered in its Keystone's catalog with `gitstore keystone
+    register` (admin credentials from OS_* variables)."""
+    base = tmp_path_factory.mktemp("ks-cli")
+    admin = _os_env(cloud, "admin", "admin")
+    done = _gitstore(base, admin, "keystone", "register", "--public-url", server.url)
+    assert done.returncode == 0, done.stderr
+    assert "public endpoint: " + server.url in done.stdout
+    # run again, with an internal endpoint where nothing listens (the interface test below)
+    register = ["keystone", "register", "--public-url", server.url, "--internal-url", NOWHERE]
+    again = _gitstore(base, admin, *register)
+    assert again.returncode == 0, again.stderr
+    assert f"public endpoint: {server.url} (updated" in again.stdout
+    assert f"internal endpoint: {NOWHERE} (created" in again.stdout
+    return server, base
+
+
+def _os_env(cloud, user: str, project: str) -> dict[str, str]:
+    return {
+        "OS_AUTH_URL": cloud.keystone.auth_url,
+        "OS_USERNAME": user,
+        "OS_PASSWORD": cloud.password(user),
+        "OS_PROJECT_NAME": project,
+        "OS_USER_DOMAIN_NAME": "Default",
+        "OS_PROJECT_DOMAIN_NAME": "Default",
+    }
+
+
+def _gitstore(home, env: dict[str, str], *args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(GITSTORE), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=isolated_env(home, **env),
+        cwd=cwd,
+    )
+
+
+def test_os_variables_find_the_server_in_the_catalog_and_write_as_mapped(registered, cloud):
+    server, base = registered
+    alice = _os_env(cloud, "alice", "cloud-1")
+    set_key = ["config", "set", "-e", "1", "-r", "globals", "-k", "debug", "-t", "bool"]
+    done = _gitstore(base, alice, *set_key, "-v", "true")
+    assert done.returncode == 0, done.stderr
+    got = _gitstore(base, alice, "config", "get", "-e", "1", "-r", "globals", "-f", "json")
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout) == {"debug": True}
+    refused = _gitstore(base, alice, "config", "get", "-e", "2", "-r", "globals")
+    assert refused.returncode == 1
+    assert "writer:env:1" in refused.stderr
+    assert server.url  # the URL came from the catalog: no --url, no GITSTORE_URL was given
+
+
+def test_clouds_yaml_with_os_cloud(registered, cloud, tmp_path):
+    _, base = registered
+    clouds = {
+        "clouds": {
+            "test-cloud": {
+                "auth": {
+                    "auth_url": cloud.keystone.auth_url,
+                    "username": "puppet",
+                    "password": cloud.password("puppet"),
+                    "project_name": "service",
+                    "user_domain_name": "Default",
+                    "project_domain_name": "Default",
+                },
+                "region_name": "RegionOne",
+                "interface": "public",
+            }
+        }
+    }
+    (tmp_path / "clouds.yaml").write_text(yaml.safe_dump(clouds))
+    read = ["config", "get", "-e", "2", "-r", "globals", "-f", "json"]
+    got = _gitstore(base, {"OS_CLOUD": "test-cloud"}, *read, cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout) == {}
+    write = ["config", "set", "-e", "2", "-r", "globals", "-k", "debug", "-t", "bool", "-v", "1"]
+    refused = _gitstore(base, {"OS_CLOUD": "test-cloud"}, *write, cwd=tmp_path)
+    assert refused.returncode == 1
+    assert "user 'puppet' needs role 'writer'" in refused.stderr  # puppet's identity was used
+    unknown = _gitstore(base, {}, "--os-cloud", "nope", *read, cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert "no such cloud" in unknown.stderr and "test-cloud" in unknown.stderr
+
+
+def test_wrong_keystone_password_is_one_line(registered, cloud):
+    _, base = registered
+    env = {**_os_env(cloud, "alice", "cloud-1"), "OS_PASSWORD": "wrong"}
+    done = _gitstore(base, env, "config", "get", "-e", "1", "-r", "globals")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"Error: Keystone at {cloud.keystone.auth_url} refused the credentials of 'alice'"
+    ]
+
+
+def test_os_interface_internal_takes_the_internal_endpoint(registered, cloud):
+    _, base = registered
+    env = {**_os_env(cloud, "alice", "cloud-1"), "OS_INTERFACE": "internal"}
+    done = _gitstore(base, env, "config", "get", "-e", "1", "-r", "globals")
+    assert done.returncode == 1
+    assert NOWHERE in done.stderr  # the internal URL was used, and nothing answers there
