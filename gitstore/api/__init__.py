@@ -19,7 +19,6 @@ from gitstore.api import (
     bench,
     catalog,
     console,
-    console_edit,  # noqa: F401 (its routes join console.bp: sign-in, edit, revert)
     environments,
     errors,
     events,
@@ -36,18 +35,12 @@ from gitstore.api import (
     versions,
 )
 from gitstore.api import clusters as cluster_routes
-from gitstore.api import console_graphs as console_graph_pages
-from gitstore.api import console_history as console_history_pages
-from gitstore.api import console_search as console_search_pages
 from gitstore.api import graphs as graph_routes
 from gitstore.api import plans as plan_routes
 from gitstore.api import secrets as secret_routes
 from gitstore.api import tags as tag_routes
 from gitstore.api import upgrade as upgrade_routes
 from gitstore.api.http import STORE
-
-#: Modules that add pages to `console.bp` when imported: imported before it is registered.
-CONSOLE_PAGES = [console_history_pages, console_search_pages, console_graph_pages]
 
 #: Blueprints in registration order. Later issues add theirs here.
 BLUEPRINTS = [

@@ -10,7 +10,7 @@ import shutil
 import pytest
 from fuel_data import newton_release
 
-from gitstore.api import console_graphs
+from gitstore.api.console import graphs as console_graphs
 
 from .pages import rows
 

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from gitstore.api import console_search
+from gitstore.api.console import search as console_search
 from gitstore.backend.repository import Author
 
 from .pages import rows

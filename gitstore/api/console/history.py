@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from flask import render_template
 
-from gitstore.api.console import bp
-from gitstore.api.console_shared import (
+from gitstore.api.console.blueprint import bp
+from gitstore.api.console.shared import (
     NodeChain,
     attached_resources,
     known_nodes,
@@ -86,7 +86,7 @@ def _key_entries(
 @bp.get("/environments/<int:env_id>/commits/<rev>")
 def commit(env_id: int, rev: str):
     """One commit: who, when, why, the files it changed, and the nodes whose effective values
-    it changed (its blast radius); a writer gets its revert control (`console_edit.revert`)."""
+    it changed (its blast radius); a writer gets its revert control (`edit.revert`)."""
     versions = app_store().versions
     entry = versions.history(env_id, limit=1, version=rev).data["entries"][0]
     radius = _blast_radius(env_id, entry["commit"]) if entry["version"] > 1 else None

@@ -7,49 +7,24 @@ number, commit or label) and carries it in its links: the whole console travels 
 Access is the REST reads' (`auth.needed` maps `/ui/environments/<id>` to that environment);
 an unknown environment or node is the usual JSON error (404); a blank `?version=`
 (the form left empty) is the head. `?reveal=1` on a node page opens secret values for a
-holder of the `secrets` role. The writes (sign-in, edit, revert) are in `console_edit.py`.
+holder of the `secrets` role. The writes (sign-in, edit, revert) are in `edit.py`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, g, render_template, request, url_for
+from flask import g, render_template
 
-from gitstore.api.console_render import provenance
-from gitstore.api.console_shared import attached_resources, known_nodes
+from gitstore.api.console.blueprint import bp, version_pin
+from gitstore.api.console.render import provenance
+from gitstore.api.console.shared import attached_resources, known_nodes
 from gitstore.api.http import app_store, flag
 
-bp = Blueprint(
-    "console",
-    __name__,
-    url_prefix="/ui",
-    template_folder="templates",
-    static_folder="static/console",
-    static_url_path="/static",
-)
 #: How many commits the environment page lists.
 RECENT = 10
 #: How many commits back the node page looks for the messages of the commits explain names.
 HISTORY = 500
-
-
-def _version() -> str | None:
-    """The `?version=` pin; blank is the head (the version form submits an empty field)."""
-    return (request.args.get("version") or "").strip() or None
-
-
-@bp.app_context_processor
-def _links() -> dict[str, Any]:
-    """`link(endpoint, **args)`: a console URL that keeps the version the page was read at."""
-
-    def link(endpoint: str, **args: Any) -> str:
-        version = _version()
-        if version is not None:
-            args.setdefault("version", version)
-        return url_for(endpoint, **args)
-
-    return {"link": link}
 
 
 @bp.get("/")
@@ -66,12 +41,12 @@ def environments():
                 "last": last[0] if last else None,
             }
         )
-    return render_template("console/environments.html", rows=rows, version=_version())
+    return render_template("console/environments.html", rows=rows, version=version_pin())
 
 
 @bp.get("/environments/<int:env_id>")
 def environment(env_id: int):
-    store, version = app_store(), _version()
+    store, version = app_store(), version_pin()
     entity = store.environments.get(env_id, version)
     return render_template(
         "console/environment.html",
@@ -88,7 +63,7 @@ def environment(env_id: int):
 
 @bp.get("/environments/<int:env_id>/nodes/<node>")
 def node(env_id: int, node: str):
-    store, version = app_store(), _version()
+    store, version = app_store(), version_pin()
     reveal = flag("reveal")  # auth.py lets it through only with the secrets role
     who = g.get("user")
     document = store.hiera.node_document(env_id, node, version, reveal=reveal, who=who).data
@@ -107,7 +82,7 @@ def node(env_id: int, node: str):
         resources=resources,
         version=version,
         reveal=reveal,
-        at_head=version is None,  # edits (console_edit.py) start from the head only
+        at_head=version is None,  # edits (edit.py) start from the head only
     )
 
 

@@ -17,8 +17,8 @@ import subprocess
 
 from flask import render_template, request
 
-from gitstore.api.console import bp
-from gitstore.api.console_shared import pinned
+from gitstore.api.console.blueprint import bp
+from gitstore.api.console.shared import pinned
 from gitstore.api.http import app_store
 
 DOT = "dot"

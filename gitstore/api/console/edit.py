@@ -21,7 +21,7 @@ from flask import Response, g, redirect, render_template, request, url_for
 
 from gitstore import Author, Credentials, metrics, require
 from gitstore.api import sessions
-from gitstore.api.console import bp
+from gitstore.api.console.blueprint import bp
 from gitstore.api.errors import CHALLENGE, error_response, status_of
 from gitstore.api.http import app_store, author, may_reveal
 from gitstore.errors import (

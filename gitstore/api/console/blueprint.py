@@ -1,0 +1,37 @@
+"""The console's blueprint (`/ui/`), its templates and style sheets, and what every page shares:
+the `?version=` pin and `link()`, a console URL that keeps it, so the whole console travels in
+time. The modules of this package add their views to `bp`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, request, url_for
+
+bp = Blueprint(
+    "console",
+    __name__,
+    url_prefix="/ui",
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static",
+)
+
+
+def version_pin() -> str | None:
+    """The `?version=` pin; blank is the head (the version form submits an empty field)."""
+    return (request.args.get("version") or "").strip() or None
+
+
+@bp.app_context_processor
+def _links() -> dict[str, Any]:
+    """`link(endpoint, **args)`: a console URL that keeps the version the page was read at."""
+
+    def link(endpoint: str, **args: Any) -> str:
+        version = version_pin()
+        if version is not None:
+            args.setdefault("version", version)
+        return url_for(endpoint, **args)
+
+    return {"link": link}
