@@ -245,8 +245,13 @@ def has_wrk() -> bool:
     return shutil.which("wrk") is not None
 
 
-def wrk(url: str, seconds: float, connections: int = 8, threads: int = 1) -> Load:
+def wrk(
+    url: str, seconds: float, connections: int = 8, threads: int = 1, headers: dict | None = None
+) -> Load:
     """`wrk` against one URL: rate and latency percentiles as it prints them."""
+    header_args = [
+        arg for name, value in (headers or {}).items() for arg in ("-H", f"{name}: {value}")
+    ]
     # A slow answer on a busy machine is latency, not an error: wrk's default timeout is 2 s.
     out = subprocess.run(
         [
@@ -257,6 +262,7 @@ def wrk(url: str, seconds: float, connections: int = 8, threads: int = 1) -> Loa
             "--timeout",
             "10s",
             "--latency",
+            *header_args,
             url,
         ],
         capture_output=True,
@@ -284,8 +290,9 @@ def _wrk_ms(out: str, percentile: str) -> float:
 class Gets:
     """Requests of a `pyload` run: GETs of `paths` in turn (request number n: path n)."""
 
-    def __init__(self, host: str, paths: list[str]) -> None:
-        self.requests = [f"GET {p} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode() for p in paths]
+    def __init__(self, host: str, paths: list[str], headers: dict | None = None) -> None:
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        self.requests = [f"GET {p} HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n".encode() for p in paths]
 
     def __call__(self, number: int) -> bytes:
         return self.requests[number % len(self.requests)]
@@ -298,12 +305,19 @@ def pyload(
     processes: int = 2,
     connections: int = 4,
     total: int | None = None,
+    headers: dict | None = None,
 ) -> Load:
     """`processes` x `connections` keep-alive clients cycling through `paths` for `seconds`
-    (or until `total` requests have been answered)."""
+    (or until `total` requests have been answered), sending `headers` too."""
     host, port = base_url.removeprefix("http://").split(":")
     return pyload_requests(
-        base_url, Gets(host, paths), seconds, processes, connections, total, spacing=len(paths)
+        base_url,
+        Gets(host, paths, headers),
+        seconds,
+        processes,
+        connections,
+        total,
+        spacing=len(paths),
     )
 
 

@@ -88,6 +88,11 @@ class Config:
         )
 
     # -- reading ---------------------------------------------------------------------------
+    def heads(self, env_id: int) -> tuple[str | None, str | None]:
+        """The heads of the environment and of the catalog: with the request, all that a
+        masked answer follows from (`read` caches by them; so does the API's fast path)."""
+        return self._repos.environment_repo(env_id).head(), self._repos.catalog().head()
+
     def read(
         self,
         env_id: int,
