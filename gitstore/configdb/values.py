@@ -240,9 +240,11 @@ class Config:
             message = f"config: {op} {_where(pairs)} {name} {kind} keys {keys}{more}"
             return updated, message
 
-        return self._write(env_id, pairs, resource, kind, change, author, expected)
+        return self._write(env_id, pairs, resource, kind, change, author, expected, edited=True)
 
-    def _write(self, env_id, pairs, resource, kind, change, author, expected=None) -> Served:
+    def _write(
+        self, env_id, pairs, resource, kind, change, author, expected=None, edited=False
+    ) -> Served:
         repo = self._repos.environment_repo(env_id)
 
         def operation(snapshot: Snapshot) -> ChangeSet:
@@ -266,6 +268,7 @@ class Config:
                     document,
                     old,
                     sealer=self._secrets.sealer(env_id, view),
+                    edited=edited,
                 ),
             )
             return changes
