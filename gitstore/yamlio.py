@@ -120,8 +120,11 @@ def _round_trip() -> YAML:
 
 def load(data: bytes | str, *, path: str = "<document>") -> Any:
     """Parse one YAML document; a syntax error becomes InvalidInput naming `path` and the line."""
+    # Without a `*` there is no alias to expand, so nothing for `check_aliases` to find: its
+    # walk of every node was a third of parsing a 27 KB astute.yaml.
+    loader = _Loader if (b"*" if isinstance(data, bytes) else "*") in data else _FastLoader
     try:
-        return yaml.load(data, Loader=_Loader)
+        return yaml.load(data, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
@@ -391,6 +394,8 @@ def _starts_entry(line: bytes) -> bool:
 
 def _same(a: Any, b: Any) -> bool:
     """Equal with equal types all the way down (`1 == True` and `1 == 1.0` must not count)."""
+    if a is b:
+        return True  # a subtree a key batch left alone is the old parse's own object
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
