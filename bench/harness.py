@@ -120,8 +120,10 @@ class Server:
         workers: int | None = None,
         threads: int | None = None,
         worker_class: str | None = None,
+        code: Path | None = None,
     ):
         self.root = root
+        self.code = code  # another checkout of gitstore to serve (bench/limit.py --before)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(tempfile.mkstemp(prefix="gitstore-bench-", suffix=".log")[1])
@@ -143,6 +145,8 @@ class Server:
 
     def __enter__(self) -> Server:
         env = {**os.environ, BASELINE_ENV: "1", "GITSTORE_ROOT": str(self.root)}
+        if self.code is not None:
+            env["PYTHONPATH"] = str(self.code)
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
                 self._args, env=env, stdout=log, stderr=log, start_new_session=True

@@ -112,7 +112,7 @@ def run(args, root: Path) -> bool:
     headers = {"Authorization": f"Bearer {add_reader_token(root)}"} if args.token else {}
     lookup = harness.LOOKUP.format(node=NODE) + (f"&key={args.key}" if args.key else "")
     targets: dict[str, str] = {}
-    with _servers(root, args.classes) as servers:
+    with _servers(root, args.classes, args.before) as servers:
         first = servers[f"gitstore-{args.classes[0]}"]
         size = _warm(first.url + lookup, headers, servers)
         with Bare("gthread", size, WORKERS) as bare_threads, Bare("sync", size, WORKERS) as sync:
@@ -158,13 +158,18 @@ def run(args, root: Path) -> bool:
 
 
 class _servers:
-    """One `gitstore serve` per worker class, all on `root`."""
+    """One `gitstore serve` per worker class, all on `root`; with `before`, also the code of
+    that checkout under the first class (the same measurement before a change)."""
 
-    def __init__(self, root: Path, classes: list[str]) -> None:
+    def __init__(self, root: Path, classes: list[str], before: Path | None = None) -> None:
         self.servers = {
             f"gitstore-{name}": harness.Server(root, workers=WORKERS, worker_class=name)
             for name in classes
         }
+        if before is not None:
+            self.servers["before-" + classes[0]] = harness.Server(
+                root, workers=WORKERS, worker_class=classes[0], code=before
+            )
 
     def __enter__(self) -> dict[str, harness.Server]:
         for server in self.servers.values():
@@ -193,6 +198,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--root", type=Path, help="an existing store (bench/make_store.py)")
     parser.add_argument("--token", action="store_true", help="access control, bearer token")
     parser.add_argument("--key", help="look up this key of the effective document only")
+    parser.add_argument(
+        "--before", type=Path, help="a checkout of gitstore to serve side by side (git archive)"
+    )
     parser.add_argument(
         "--classes",
         default="gevent,gthread",
