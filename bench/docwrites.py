@@ -131,6 +131,29 @@ def _version(server: harness.Server) -> int:
     return int(headers["X-Gitstore-Version"])
 
 
+def compare_before(root: Path, before: Path, writes: int, workers: int | None) -> None:
+    """Part 1 on this code and on `before`'s (two stores, two servers), in alternating blocks of
+    ten writes per document, so the same neighbours slow both."""
+    build(root / "now")
+    build(root / "before")
+    with (
+        harness.Server(root / "now", workers=workers) as now,
+        harness.Server(root / "before", workers=workers, code=before) as old,
+    ):
+        runs: dict[str, tuple[list, list]] = {"now": ([], []), "before": ([], [])}
+        for _ in range(max(writes // 10, 1)):
+            for name, server in (("now", now), ("before", old)):
+                large, small = latencies(server, 10)
+                runs[name][0].extend(large)
+                runs[name][1].extend(small)
+    for name, (large, small) in runs.items():
+        print(
+            f"{name}: one key into 1,600 keys {statistics.median(large) * 1000:.2f} ms, into 10 "
+            f"keys {statistics.median(small) * 1000:.2f} ms, ratio "
+            f"{statistics.median(large) / statistics.median(small):.3f}"
+        )
+
+
 def run(root: Path, writes: int, seconds: float, rounds: int, workers: int | None) -> bool:
     build(root)
     with harness.Server(root, workers=workers) as server:
@@ -168,8 +191,14 @@ def run(root: Path, writes: int, seconds: float, rounds: int, workers: int | Non
 def main(argv: list[str] | None = None) -> None:
     parser = harness.options(__doc__, timed=True)
     parser.add_argument("--writes", type=int, default=200, help="writes into each document")
+    parser.add_argument(
+        "--before", type=Path, help="compare part 1 with this checkout's code (git archive)"
+    )
     args = parser.parse_args(argv)
     with harness.scratch("gitstore-docwrites-", args.workdir) as temp:
+        if args.before is not None:
+            compare_before(temp, args.before, args.writes, args.workers)
+            return
         writes, seconds, rounds = (
             (5, 1.0, 1) if args.smoke else (args.writes, args.seconds, args.rounds)
         )

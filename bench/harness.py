@@ -168,7 +168,7 @@ class Server:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(self.url + baseline_path(1), timeout=5).close()
+                urllib.request.urlopen(self.url + "/healthz", timeout=5).close()  # open to all
                 if len(self.workers()) >= self.expected_workers():
                     return
             except (urllib.error.URLError, OSError):
