@@ -413,6 +413,8 @@ def _client(job) -> tuple[list[float], int, list[int]]:
             del state[sock]
             if now < deadline and (share is None or sent < share):
                 send(sock)
+            else:
+                selector.unregister(sock)  # done: a server closing it now is no answer
     for sock in socks:
         sock.close()
     return latencies, errors, answered
