@@ -120,8 +120,10 @@ class Server:
         workers: int | None = None,
         threads: int | None = None,
         worker_class: str | None = None,
+        code: Path | None = None,
     ):
         self.root = root
+        self.code = code  # another checkout of gitstore to serve (bench/limit.py --before)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(tempfile.mkstemp(prefix="gitstore-bench-", suffix=".log")[1])
@@ -143,6 +145,8 @@ class Server:
 
     def __enter__(self) -> Server:
         env = {**os.environ, BASELINE_ENV: "1", "GITSTORE_ROOT": str(self.root)}
+        if self.code is not None:
+            env["PYTHONPATH"] = str(self.code)
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
                 self._args, env=env, stdout=log, stderr=log, start_new_session=True
@@ -164,7 +168,7 @@ class Server:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(self.url + baseline_path(1), timeout=5).close()
+                urllib.request.urlopen(self.url + "/healthz", timeout=5).close()  # open to all
                 if len(self.workers()) >= self.expected_workers():
                     return
             except (urllib.error.URLError, OSError):
@@ -245,8 +249,13 @@ def has_wrk() -> bool:
     return shutil.which("wrk") is not None
 
 
-def wrk(url: str, seconds: float, connections: int = 8, threads: int = 1) -> Load:
+def wrk(
+    url: str, seconds: float, connections: int = 8, threads: int = 1, headers: dict | None = None
+) -> Load:
     """`wrk` against one URL: rate and latency percentiles as it prints them."""
+    header_args = [
+        arg for name, value in (headers or {}).items() for arg in ("-H", f"{name}: {value}")
+    ]
     # A slow answer on a busy machine is latency, not an error: wrk's default timeout is 2 s.
     out = subprocess.run(
         [
@@ -257,6 +266,7 @@ def wrk(url: str, seconds: float, connections: int = 8, threads: int = 1) -> Loa
             "--timeout",
             "10s",
             "--latency",
+            *header_args,
             url,
         ],
         capture_output=True,
@@ -284,8 +294,9 @@ def _wrk_ms(out: str, percentile: str) -> float:
 class Gets:
     """Requests of a `pyload` run: GETs of `paths` in turn (request number n: path n)."""
 
-    def __init__(self, host: str, paths: list[str]) -> None:
-        self.requests = [f"GET {p} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode() for p in paths]
+    def __init__(self, host: str, paths: list[str], headers: dict | None = None) -> None:
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        self.requests = [f"GET {p} HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n".encode() for p in paths]
 
     def __call__(self, number: int) -> bytes:
         return self.requests[number % len(self.requests)]
@@ -298,12 +309,19 @@ def pyload(
     processes: int = 2,
     connections: int = 4,
     total: int | None = None,
+    headers: dict | None = None,
 ) -> Load:
     """`processes` x `connections` keep-alive clients cycling through `paths` for `seconds`
-    (or until `total` requests have been answered)."""
+    (or until `total` requests have been answered), sending `headers` too."""
     host, port = base_url.removeprefix("http://").split(":")
     return pyload_requests(
-        base_url, Gets(host, paths), seconds, processes, connections, total, spacing=len(paths)
+        base_url,
+        Gets(host, paths, headers),
+        seconds,
+        processes,
+        connections,
+        total,
+        spacing=len(paths),
     )
 
 
@@ -395,6 +413,8 @@ def _client(job) -> tuple[list[float], int, list[int]]:
             del state[sock]
             if now < deadline and (share is None or sent < share):
                 send(sock)
+            else:
+                selector.unregister(sock)  # done: a server closing it now is no answer
     for sock in socks:
         sock.close()
     return latencies, errors, answered

@@ -279,6 +279,7 @@ def serve(
         "errorlog": "-",
         "proc_name": "gitstore",
         "logconfig_dict": logs.config(log_format, access_log=access_log),
+        "logger_class": _logger_class(),
         **_metrics_hooks(),
         **tls,
     }
@@ -295,6 +296,12 @@ def _worker_class(name: str) -> type:
     from cli.workers import BY_NAME  # imports gunicorn: only when serving
 
     return BY_NAME[name]
+
+
+def _logger_class() -> type:
+    from cli.workers import Logger  # imports gunicorn: only when serving
+
+    return Logger
 
 
 def _size(text: str, param: click.Parameter) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gitstore import limits, yamlio
-from gitstore.backend.snapshot import parsed_blob
+from gitstore.backend.snapshot import parsed_blob, remember_parsed
 from gitstore.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -28,31 +28,36 @@ def encode(
     old: bytes | None = None,
     *,
     sealer: Sealer | None = None,
+    edited: bool = False,
 ) -> bytes:
     """Bytes for `document` at `path` of `repository`, keeping comments and order of `old`.
 
     With `sealer`, secret leaves are sealed first; values unchanged against `old` keep their
-    ciphertext byte for byte.
+    ciphertext byte for byte. `edited`: `document` is plain data made from the parse of `old`
+    by a key batch (`keypaths.apply_batch`: kept keys keep their order, new ones come last),
+    so the written bytes parse back to it exactly and it is remembered as their parse.
     """
     if not isinstance(document, dict):
         raise InvalidInput(f"{path}: document must be a mapping", path=path)
     limits.check_document(path, document)  # before any dump: a huge document costs seconds
-    data = _encode(repository, path, document, old, sealer)
+    data, written = _encode(repository, path, document, old, sealer)
     limits.check_encoded(path, data)
+    if edited and written is not None:
+        remember_parsed(data, written)  # the next write or read of it does not parse it again
     return data
 
 
 def _encode(
     repository: str, path: str, document: dict, old: bytes | None, sealer: Sealer | None
-) -> bytes:
+) -> tuple[bytes, dict | None]:
+    """The bytes, and the document they read back as in its key order (None if unsure)."""
     parsed = _parse(repository, path, old)
     if sealer is not None:
         document = sealer.seal(path, document, parsed if isinstance(parsed, dict) else None)
-    if not old:
-        return yamlio.rewrite(old, document)
-    if parsed is _UNREADABLE:
-        return yamlio.dump(document)  # an unreadable old file is simply replaced
-    return yamlio.rewrite(old, document, parsed=parsed)
+    if old and parsed is _UNREADABLE:
+        return yamlio.dump(document), document  # an unreadable old file is simply replaced
+    data, ordered = yamlio.rewrite_reporting(old, document, parsed=parsed if old else None)
+    return data, document if ordered else None
 
 
 def _parse(repository: str, path: str, old: bytes | None) -> Any:

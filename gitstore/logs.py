@@ -55,8 +55,17 @@ _CREDENTIALS = (
 )
 
 
+#: A word every pattern above needs: most texts (a route, an id, a commit) have none, and one
+#: search is cheaper than four substitutions (the log line of every request is redacted).
+_SUSPECT = re.compile(
+    r"(?i)authorization|x-auth-token|basic|bearer|password|passwd|passphrase|token|secret|gst_"
+)
+
+
 def redact(text: str) -> str:
     """`text` with anything that looks like a credential replaced by `***`."""
+    if _SUSPECT.search(text) is None:
+        return text
     for pattern, replacement in _CREDENTIALS:
         text = pattern.sub(replacement, text)
     return text

@@ -49,6 +49,7 @@ class Repositories:
         # joins cost more than the rest of a warm lookup's own work (docs/performance.md).
         self._catalog_dir = os.path.join(self.root, CATALOG)
         self._by_id: dict[int, tuple[Repository, str]] = {}
+        self._catalog: Repository | None = None
         self._lock = threading.Lock()
 
     # -- reading ---------------------------------------------------------------------------
@@ -59,7 +60,9 @@ class Repositories:
 
     def catalog(self) -> Repository:
         self.check()
-        return self._repository(self.root / CATALOG, "catalog")
+        if self._catalog is None:  # a path join per request was a tenth of a warm lookup
+            self._catalog = self._repository(self.root / CATALOG, "catalog")
+        return self._catalog
 
     def environment_path(self, env_id: int) -> Path:
         """`environments/<id>.git`; an id no environment can have is NotFound, never an OSError."""

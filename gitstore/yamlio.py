@@ -120,8 +120,11 @@ def _round_trip() -> YAML:
 
 def load(data: bytes | str, *, path: str = "<document>") -> Any:
     """Parse one YAML document; a syntax error becomes InvalidInput naming `path` and the line."""
+    # Without a `*` there is no alias to expand, so nothing for `check_aliases` to find: its
+    # walk of every node was a third of parsing a 27 KB astute.yaml.
+    loader = _Loader if (b"*" if isinstance(data, bytes) else "*") in data else _FastLoader
     try:
-        return yaml.load(data, Loader=_Loader)
+        return yaml.load(data, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
@@ -287,28 +290,39 @@ def rewrite(old_bytes: bytes | None, new: dict, *, parsed: Any = _UNPARSED) -> b
     a dump of what changed, not a round trip of everything). A file with comments goes through
     ruamel.yaml round-trip, which keeps them.
     """
+    return rewrite_reporting(old_bytes, new, parsed=parsed)[0]
+
+
+def rewrite_reporting(
+    old_bytes: bytes | None, new: dict, *, parsed: Any = _UNPARSED
+) -> tuple[bytes, bool]:
+    """`rewrite`, and whether the bytes were written from `new` and the kept text of `parsed`
+    alone (a new file, a splice or a dump), so that they read back as `new` in `new`'s own key
+    order when `new` keeps the order of `parsed` (a key batch does). False for the round trip,
+    which orders keys its own way, and for an unchanged document (its bytes are `old_bytes`).
+    """
     if not old_bytes:
-        return dump(new)
+        return dump(new), True
     if parsed is _UNPARSED:
         try:
             parsed = load(old_bytes)
         except InvalidInput:
-            return dump(new)  # an unreadable old file is simply replaced
+            return dump(new), True  # an unreadable old file is simply replaced
     if _same(parsed, new):
-        return old_bytes  # byte for byte, and without the slow round-trip parse
+        return old_bytes, False  # byte for byte, and without the slow round-trip parse
     spliced = _splice(old_bytes, parsed, new)
     if spliced is not None:
-        return spliced
+        return spliced, True
     try:
         old = load_round_trip(old_bytes)
     except Exception:  # noqa: BLE001 - an unreadable old file is simply replaced
-        return dump(new)
+        return dump(new), True
     if not isinstance(old, CommentedMap):
-        return dump(new)
+        return dump(new), True
     kept = dump_round_trip(update_in_place(old, new))
     if not _reads_back_as(kept, new):
-        return dump(_ordered_like(parsed, new))  # lose the comments rather than change data
-    return kept
+        return dump(_ordered_like(parsed, new)), False  # lose the comments, not the data
+    return kept, False
 
 
 def _ordered_like(old: Any, new: Any) -> Any:
@@ -380,6 +394,8 @@ def _starts_entry(line: bytes) -> bool:
 
 def _same(a: Any, b: Any) -> bool:
     """Equal with equal types all the way down (`1 == True` and `1 == 1.0` must not count)."""
+    if a is b:
+        return True  # a subtree a key batch left alone is the old parse's own object
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):

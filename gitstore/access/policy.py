@@ -158,6 +158,10 @@ class Policy:
     #: The `keystone` section as written (kept by edits) and its parsed rules.
     keystone_section: dict[str, Any] | None = None
     keystone: tuple[keystone.KeystoneRule, ...] = ()
+    #: Tokens checked against this version of the file -> their identity: a token is hashed
+    #: once per worker and file version, not per request. A changed file is a new Policy with
+    #: an empty cache, so a revoked token or a withdrawn role stops at the next request.
+    verified_tokens: dict[str, Identity] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self, name: str, via: str) -> Identity:
         return Identity(name, parse_grants(self.users[name].get("roles") or []), via)
@@ -208,6 +212,15 @@ class AccessFile:
         return self._by_password(policy, presented.user or "", presented.password or "")
 
     def _by_token(self, policy: Policy, token: str) -> Identity:
+        known = policy.verified_tokens.get(token)
+        if known is not None:
+            return known
+        identity = self._check_token(policy, token)
+        if len(policy.verified_tokens) < _VERIFIED_CACHE:
+            policy.verified_tokens[token] = identity
+        return identity
+
+    def _check_token(self, policy: Policy, token: str) -> Identity:
         token_id = credentials.token_id_of(token)
         entry = policy.tokens.get(token_id or "")
         if entry is None or not credentials.token_matches(token, str(entry.get("digest"))):

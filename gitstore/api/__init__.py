@@ -22,6 +22,7 @@ from gitstore.api import (
     environments,
     errors,
     events,
+    fastpath,
     git_http,
     health,
     hiera,
@@ -103,4 +104,5 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
         app.register_blueprint(blueprint)
     if bench.enabled(app.config.get(bench.ENABLE, os.environ.get(bench.ENABLE))):
         app.register_blueprint(bench.bp)  # bench/lookup.py's baseline, never in production
+    app.wsgi_app = fastpath.FastPath(app, app.wsgi_app)  # repeated reads of values
     return app

@@ -36,7 +36,7 @@ def register(app: Flask) -> None:
 def _start() -> None:
     g.started = time.perf_counter()
     given = request.headers.get(REQUEST_ID, "")
-    g.request_id = given if _VALID_ID.match(given) else uuid.uuid4().hex
+    g.request_id = new_request_id(given)
     logs.request_id.set(g.request_id)
     metrics.commit_source.set("cli" if request.headers.get(CLIENT) == "cli" else "rest")
 
@@ -46,25 +46,51 @@ def _finish(response: Response) -> Response:
     response.headers[REQUEST_ID] = request_id
     seconds = time.perf_counter() - g.get("started", time.perf_counter())
     route = request.url_rule.rule if request.url_rule is not None else UNMATCHED
-    metrics.request_answered(route, request.method, response.status_code, seconds)
-    view_args = request.view_args or {}
+    env = (request.view_args or {}).get("env_id")
+    user = g.get("user")
+    commit = response.headers.get("X-Gitstore-Commit")
+    answered(request.method, route, response.status_code, seconds, request_id, env, commit, user)
+    request.environ[ANSWERED] = (route, env, user)  # what the fast path (fastpath.py) repeats
+    logs.request_id.set(None)
+    return response
+
+
+#: The WSGI environ key under which `_finish` leaves (route, env, user) of the line it logged.
+ANSWERED = "gitstore.answered"
+
+
+def new_request_id(given: str) -> str:
+    """The request's own id when it is a valid one (a proxy's or the client's), else a new one."""
+    return given if _VALID_ID.match(given) else uuid.uuid4().hex
+
+
+def answered(
+    method: str,
+    route: str,
+    status: int,
+    seconds: float,
+    request_id: str,
+    env: int | None,
+    commit: str | None,
+    user: str | None,
+) -> None:
+    """The metrics and the log line of one answered request (also of the fast path's)."""
+    metrics.request_answered(route, method, status, seconds)
     log.info(
         "%s %s %s",
-        request.method,
+        method,
         route,
-        response.status_code,
+        status,
         extra={
             "fields": {
                 "request_id": request_id,
-                "method": request.method,
+                "method": method,
                 "route": route,
-                "status": response.status_code,
+                "status": status,
                 "duration_ms": round(seconds * 1000, 3),
-                "env": view_args.get("env_id"),
-                "commit": response.headers.get("X-Gitstore-Commit"),
-                "user": g.get("user"),
+                "env": env,
+                "commit": commit,
+                "user": user,
             }
         },
     )
-    logs.request_id.set(None)
-    return response

@@ -16,7 +16,7 @@ from typing import Any
 import pygit2
 
 from gitstore import yamlio
-from gitstore.backend.cache import parsed
+from gitstore.backend.cache import PARSED_BLOBS, parsed
 from gitstore.backend.changes import Graft
 from gitstore.backend.damage import damaged
 from gitstore.errors import InvalidInput
@@ -208,6 +208,14 @@ def parsed_blob(data: bytes, label: str) -> Any:
     Never mutate the result. A parse error is InvalidInput naming `label`.
     """
     return parsed(str(pygit2.hash(data)), lambda: data, lambda raw: yamlio.load(raw, path=label))
+
+
+def remember_parsed(data: bytes, document: Any) -> None:
+    """Record `document` as the parse of file content `data` (the writer that just encoded it
+    knows it), so the next read or write of that blob does not parse it again: a 27 KB
+    astute.yaml took ~20 ms to parse, most of a one-key write into it. Never mutate it.
+    """
+    PARSED_BLOBS.put(str(pygit2.hash(data)), document, len(data))
 
 
 def commit_info(commit: pygit2.Commit) -> CommitInfo:

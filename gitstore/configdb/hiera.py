@@ -30,6 +30,7 @@ from gitstore.names import check_level_value
 from gitstore.served import Served
 
 if TYPE_CHECKING:
+    from gitstore.backend.snapshot import Snapshot
     from gitstore.deployment.tags import Tags
     from gitstore.repositories import Repositories
     from gitstore.secrets.service import Secrets
@@ -88,6 +89,9 @@ def instances_section(
 #: astute.yaml) costs milliseconds; a Puppet master asks for the same node again and again.
 #: Values are shared: never mutate them.
 _EFFECTIVE = LRUCache(max_entries=2048, name="hiera_documents")
+#: Whole node documents by (repository, commit, catalog commit, request, keyring epoch when
+#: revealed): ~40 KB each, most of it shared with `_EFFECTIVE` and the secrets caches.
+_DOCUMENTS = LRUCache(max_entries=256, name="hiera_answers")
 
 
 class Hiera:
@@ -132,6 +136,42 @@ class Hiera:
             snapshot = repo.snapshot(version)
         except UnknownRevision as exc:
             raise UnknownPin(exc.revision, repo.name) from exc
+        # The document follows from the two commits, the request and (revealed) the keys: kept
+        # whole, so a Puppet master asking for a node again costs neither the merge, nor the
+        # reveal, nor (the answer being shared) the JSON encoding. Every reveal is still audited.
+        key = (
+            repo.path,
+            snapshot.commit_id,
+            self._repos.catalog().head(),
+            node,
+            None if resources is None else tuple(resources),
+            self._secrets.keys_epoch() if reveal else None,
+        )
+        document, inputs, shown = _DOCUMENTS.get_or_compute(
+            key, lambda: self._document(env_id, snapshot, node, resources, reveal)
+        )
+        if reveal:
+            self._secrets.record_reveal(
+                who, env_id, f"hiera node {document['node']}", snapshot.commit_id, shown
+            )
+        return Served(
+            document,
+            snapshot.commit_id,
+            snapshot.version,
+            inputs=inputs,
+            masked=() if reveal else shown,
+            shared=True,
+        )
+
+    def _document(
+        self,
+        env_id: int,
+        snapshot: Snapshot,
+        node: str,
+        resources: Sequence[str] | None,
+        reveal: bool,
+    ) -> tuple[dict, list, tuple[str, ...]]:
+        """(the node document, the inputs its ETag follows, the paths masked or revealed)."""
         view = EnvironmentView(snapshot)
         found = find_node(view, node)
         names = self._resource_names(view, resources)
@@ -150,17 +190,7 @@ class Hiera:
         for section, build in self.sections.items():
             document[section], section_inputs = build(view, found)
             inputs.append((section, section_inputs))
-        if reveal:
-            self._secrets.record_reveal(
-                who, env_id, f"hiera node {found.id}", snapshot.commit_id, shown
-            )
-        return Served(
-            document,
-            snapshot.commit_id,
-            snapshot.version,
-            inputs=tuple(inputs),
-            masked=() if reveal else shown,
-        )
+        return document, inputs, shown
 
     def _show_secrets(
         self, env_id: int, view: EnvironmentView, node: Node, values: dict, reveal: bool

@@ -88,6 +88,11 @@ class Config:
         )
 
     # -- reading ---------------------------------------------------------------------------
+    def heads(self, env_id: int) -> tuple[str | None, str | None]:
+        """The heads of the environment and of the catalog: with the request, all that a
+        masked answer follows from (`read` caches by them; so does the API's fast path)."""
+        return self._repos.environment_repo(env_id).head(), self._repos.catalog().head()
+
     def read(
         self,
         env_id: int,
@@ -241,10 +246,21 @@ class Config:
             message = f"config: {op} {_where(pairs)} {name} {kind} keys {keys}{more}"
             return updated, message
 
-        return self._write(env_id, pairs, resource, kind, change, author, expected, dry_run)
+        return self._write(
+            env_id, pairs, resource, kind, change, author, expected, dry_run, edited=True
+        )
 
     def _write(
-        self, env_id, pairs, resource, kind, change, author, expected=None, dry_run=False
+        self,
+        env_id,
+        pairs,
+        resource,
+        kind,
+        change,
+        author,
+        expected=None,
+        dry_run=False,
+        edited=False,
     ) -> Served:
         repo = self._repos.environment_repo(env_id)
 
@@ -269,6 +285,7 @@ class Config:
                     document,
                     old,
                     sealer=self._secrets.sealer(env_id, view),
+                    edited=edited,
                 ),
             )
             return changes

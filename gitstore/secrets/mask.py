@@ -28,6 +28,9 @@ from gitstore.secrets.seal import MASK
 #: An entry keeps a whole effective document alive (~50 KB for a Fuel node): the bound is part
 #: of a worker's memory budget (docs/performance.md).
 _MASKED = LRUCache(max_entries=1024, name="masked_documents")
+#: Masked top-level entries by (identity of the value, key, rules): see `_mask_entries`. An
+#: entry holds its value, so the id cannot name another object while it lives. Never edit.
+_ENTRIES = LRUCache(max_entries=20_000, name="masked_entries")
 #: (file, parsed document) of the layers that may hold a value, most specific first.
 Sources = Sequence[tuple[str, Any]]
 NOTE = "secret changed"
@@ -51,6 +54,14 @@ def mask_paths(
     value: Any, rules: Rules, base: tuple[str, ...] = ()
 ) -> tuple[Any, list[tuple[str, ...]]]:
     """`mask`, with the masked key paths as tuples."""
+    if not base and isinstance(value, dict):
+        return _mask_entries(value, rules)
+    return _mask_walk(value, rules, base, _ancestors_secret(rules, base))
+
+
+def _mask_walk(
+    value: Any, rules: Rules, base: tuple[str, ...], inherited: bool
+) -> tuple[Any, list[tuple[str, ...]]]:
     masked: list[tuple[str, ...]] = []
 
     def leaf(item: Any, stored: Any, path: tuple[str, ...], secret: bool) -> Any:
@@ -59,8 +70,35 @@ def mask_paths(
             return MASK
         return item
 
-    result = rebuild(value, rules, leaf, MISSING, base, _ancestors_secret(rules, base))
-    return result, masked
+    return rebuild(value, rules, leaf, MISSING, base, inherited), masked
+
+
+def _mask_entries(document: dict, rules: Rules) -> tuple[dict, list[tuple[str, ...]]]:
+    """A document masked entry by entry, each mapping or list entry kept in `_ENTRIES`.
+
+    A cold lookup's effective document shares most of its entries with the layers it was
+    merged from, and so with every other node's: masking walked all ~1,000 leaves of each
+    (a third of a cold lookup, docs/performance.md); now only the node's own entries.
+    """
+    inherited = rules.starts_here(())  # what `rebuild` passes the root's children
+    result: dict = {}
+    masked: list[tuple[str, ...]] = []
+    changed = False
+    for key, child in document.items():
+        if isinstance(child, dict | list):
+            cache_key = (id(child), key, rules, inherited)
+            found = _ENTRIES.get(cache_key)
+            if found is None or found[0] is not child:
+                shown, paths = _mask_walk(child, rules, (str(key),), inherited)
+                found = (child, shown, tuple(paths))  # holds `child`: its id stays its own
+                _ENTRIES.put(cache_key, found)
+            _, shown, paths = found
+        else:
+            shown, paths = _mask_walk(child, rules, (str(key),), inherited)
+        result[key] = shown
+        masked.extend(paths)
+        changed = changed or shown is not child
+    return (result if changed else document), masked
 
 
 def mask_cached(key: Any, document: Any, rules: Rules) -> tuple[Any, tuple[tuple[str, ...], ...]]:

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 #: Resource definitions by (catalog commit, attached components): immutable inputs.
 _DEFINITIONS = LRUCache(max_entries=256, name="secret_definitions")
+#: Revealed documents by (environment, the masked cache key, rules, keyring epoch): plain-text
+#: secrets in the worker's memory, as in every answer that reveals them; bounded like
+#: `mask._MASKED`, whose documents they share most of their subtrees with.
+_REVEALED = LRUCache(max_entries=256, name="revealed_documents")
 _YAML = ".yaml"
 #: The repository part of the places of values sealed in the catalog (plan parameters).
 CATALOG = "catalog"
@@ -150,18 +154,22 @@ class Secrets:
         env_id: int,
         view: EnvironmentView,
         document: Any,
-        sources: str | list[tuple[str, Any]],
+        sources: str | list[tuple[str, Any]] | Callable[[], list[tuple[str, Any]]],
         *,
         cache_key: Any = None,
         reveal: bool = False,
         rules_file: str | None = None,
+        places: Any = None,
     ) -> tuple[Any, tuple[str, ...]]:
         """`document` masked (the default) or revealed, and the dotted paths masked/revealed.
 
         Args:
             sources: the file the document is stored in, or the layers an effective document
-                was merged from as (file, data), most specific first.
-            cache_key: immutable ids of the document's inputs; masked results are cached by it.
+                was merged from as (file, data), most specific first (or a function making
+                them: they are needed only when a reveal is not cached).
+            cache_key: immutable ids of the document's inputs; masked results are cached by
+                it, revealed ones by it and the files of the sources (`sources` when it is a
+                file, else `places`: what names them).
             rules_file: the file whose rules apply (default: `sources` when it is a file).
         """
         rules = self.rules_of(view)(rules_file or str(sources))
@@ -171,8 +179,28 @@ class Secrets:
             masked_data, paths = mask.mask_cached(cache_key, document, rules)
         if not reveal:
             return masked_data, tuple(mask.dotted(path) for path in paths)
-        data, revealed = self.opener(env_id).reveal_paths(document, paths, sources)
-        return data, tuple(revealed)
+        keys, problem = self._keys()
+
+        def reveal_now() -> tuple[Any, tuple[str, ...]]:
+            opener = mask.Opener(repository_of(env_id), keys, problem)
+            found = sources() if callable(sources) else sources
+            data, revealed = opener.reveal_paths(document, paths, found)
+            return data, tuple(revealed)
+
+        if cache_key is None or keys is None:
+            return reveal_now()
+        # Opening ~60 sealed leaves was most of a Puppet master's request (docs/performance.md).
+        # What they open to follows from the ciphertexts (the cache key's blob ids), their
+        # places (environment, files: a value sealed for one file must not open at another)
+        # and the keys: a keyring that gained or lost a key is a new epoch. Never edit it.
+        where = sources if isinstance(sources, str) else places
+        key = (env_id, cache_key, where, rules, _epoch(keys))
+        return _REVEALED.get_or_compute(key, reveal_now)
+
+    def keys_epoch(self) -> tuple | None:
+        """What revealed values follow from besides the ciphertexts: the keyring's key ids
+        (None without a usable keyring). A key added or removed makes a new epoch."""
+        return _epoch(self._keys()[0])
 
     def opener(self, env_id: int) -> mask.Opener:
         keys, problem = self._keys()
@@ -189,14 +217,14 @@ class Secrets:
         reveal: bool,
     ) -> tuple[Any, tuple[str, ...]]:
         """`show` for the effective document of `resource` at `pairs` of `view`."""
-        if reveal:
-            layers = [
+
+        def layers() -> list[tuple[str, Any]]:
+            return [
                 (layer.file, layer.data)
                 for layer in reversed(view.layers(pairs, resource))
                 if layer.data
             ]
-        else:
-            layers = []
+
         return self.show(
             env_id,
             view,
@@ -205,6 +233,7 @@ class Secrets:
             cache_key=("effective", view.merge, view.layer_inputs(pairs, resource)),
             reveal=reveal,
             rules_file=layer_file(None, "values", resource),
+            places=(tuple(map(tuple, pairs)), resource),  # the layers' files follow from these
         )
 
     def record_reveal(
@@ -349,3 +378,7 @@ def _check_file(path: Any) -> str:
     for segment in path.split("/"):
         check_segment(segment, f"path {path!r} segment")
     return path
+
+
+def _epoch(keys: Keys | None) -> tuple | None:
+    return None if keys is None else (keys.active, tuple(keys.keys))

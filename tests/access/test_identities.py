@@ -249,3 +249,25 @@ def test_a_failure_log_is_shared_through_its_file(tmp_path):
     for log in (one, two, one):
         log.record("192.0.2.1")
     assert two.blocked_for("192.0.2.1") > 0
+
+
+def test_a_token_is_hashed_once_per_version_of_the_access_file(small, monkeypatch):
+    store, tokens, _ = small
+    from gitstore.access import credentials
+    from gitstore.access.policy import Credentials
+    from gitstore.errors import Unauthorized
+
+    hashed = []
+    real = credentials.token_digest
+    monkeypatch.setattr(credentials, "token_digest", lambda token: hashed.append(1) or real(token))
+    access = AccessFile(store.root)
+    for _ in range(5):
+        assert access.authenticate(Credentials(token=tokens["alice"])).name == "alice"
+    assert len(hashed) == 1
+    access.set_roles("alice", parse_grants(["reader:env:2"]))  # a new version of the file
+    identity = access.authenticate(Credentials(token=tokens["alice"]))
+    assert not identity.has("reader", 1) and identity.has("reader", 2) and len(hashed) == 2
+    [entry] = access.tokens("alice")
+    access.revoke_token(entry["id"])
+    with pytest.raises(Unauthorized, match="invalid or revoked token"):
+        access.authenticate(Credentials(token=tokens["alice"]))

@@ -64,3 +64,23 @@ def test_the_config_routes_gunicorn_through_the_same_handler():
         assert logs.config("text", access_log=True)["loggers"]["gunicorn.access"]["level"] == "INFO"
     finally:
         logging.config.dictConfig({"version": 1, "disable_existing_loggers": False})
+
+
+def test_gunicorn_builds_access_lines_only_when_they_are_logged():
+    from gunicorn.config import Config
+
+    from cli.workers import Logger
+
+    try:
+        for access_log in (False, True):
+            cfg = Config()
+            cfg.set("logconfig_dict", logs.config("json", access_log=access_log))
+            assert Logger(cfg).access_log_enabled is access_log
+    finally:
+        logging.config.dictConfig({"version": 1, "disable_existing_loggers": False})
+
+
+def test_a_text_without_a_credential_word_is_returned_as_it_is():
+    text = "GET /api/v1/config/environments/<int:env_id>/<path:rest> 200"
+    assert logs.redact(text) is text
+    assert logs.redact("the Token: abc") == "the Token: ***"

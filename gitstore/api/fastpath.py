@@ -1,0 +1,202 @@
+"""A WSGI-level answer for a repeated read of values: a warm lookup costs what gunicorn costs.
+
+A warm effective-value GET went through Flask's request context, routing, four request hooks,
+the view, the answer cache and the response object: ~0.45 ms of a worker's CPU here, against
+~0.15 ms for the server stack to send the same bytes (docs/performance.md). Yet an answer of
+`.../resources/<r>/values|overrides` follows from the request and three ids only: the head of
+the environment, the head of the catalog and the parsed access file (whose grants decide 200
+or 401/403). So the first answer of a request is made by the app as always and kept whole
+(status, headers, body); the same request is answered from it while those three are the same
+objects, with what the app adds per request done here the same way: a fresh `X-Request-Id`,
+the request metrics and the request's log line (`observe.answered`).
+
+What is never answered here (the app answers it, so every rule holds as it is written there):
+anything but GET; a request with a conditional or range header (304, 412, 206); HTTP Basic
+credentials (a password is never kept, not even in memory); query parameters other than
+`effective`, `show_lookup`, `key` and `version` (a reveal is audited per request; a blocking
+query waits); an answer other than 200; an address that failed to authenticate too often
+(the 429 of `access.ratelimit`); a request with a cookie (the console's session is a caller
+the key would not tell from an anonymous one) or with a token that is not gitstore's (a
+Keystone token: only Keystone knows whether it expired or was revoked). Keys are the raw
+path, query string, Host and token header: a request spelt differently is another entry.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Flask
+
+from gitstore import LRUCache, token_id_of
+from gitstore.api import observe
+from gitstore.api.http import STORE
+from gitstore.errors import GitstoreError
+
+#: The route whose answers are kept: the values view's rule (the log line names it).
+ROUTE = "/api/v1/config/environments/<int:env_id>/<path:rest>"
+_PREFIX = "/api/v1/config/environments/"
+_QUERY_NAMES = frozenset({"effective", "show_lookup", "key", "version"})
+#: Headers whose presence makes the app's own rules decide (conditional and range requests).
+_APP_DECIDES = (
+    "HTTP_IF_NONE_MATCH",
+    "HTTP_IF_MATCH",
+    "HTTP_IF_MODIFIED_SINCE",
+    "HTTP_IF_UNMODIFIED_SINCE",
+    "HTTP_IF_RANGE",
+    "HTTP_RANGE",
+)
+#: Bound of the answers a worker keeps (part of its memory budget, docs/performance.md).
+MAX_ANSWERS = 1024
+MAX_BYTES = 16 * 1024 * 1024
+StartResponse = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A 200 the app gave, and the ids it followed from."""
+
+    heads: tuple[str | None, str | None]
+    policy: Any  # the parsed access file it was authorised under (compared by identity)
+    status: str
+    headers: list[tuple[str, str]]  # without X-Request-Id, which is made per request
+    body: bytes
+    env: int
+    commit: str | None
+    user: str | None
+
+
+class FastPath:
+    """WSGI middleware in front of the Flask app `app` (its `wsgi_app` is `inner`)."""
+
+    def __init__(self, app: Flask, inner: Callable) -> None:
+        self._inner = inner
+        self._store = app.extensions[STORE]
+        self._answers = LRUCache(MAX_ANSWERS, MAX_BYTES, name="fast_answers")
+
+    def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
+        started = time.perf_counter()
+        key = _key(environ)
+        if key is None:
+            return self._inner(environ, start_response)
+        try:
+            heads = self._store.config.heads(key[0])
+            policy = self._store.access.policy()
+        except GitstoreError:
+            return self._inner(environ, start_response)  # the app explains what is wrong
+        answer = self._answers.get(key)
+        if (
+            answer is not None
+            and answer.heads == heads
+            and answer.policy is policy
+            and not self._blocked(environ, policy)
+        ):
+            return _replay(answer, environ, start_response, started)
+        return self._fill(key, heads, policy, environ, start_response)
+
+    def _blocked(self, environ: dict, policy: Any) -> bool:
+        """Whether the caller's address is refused for failed authentications (429)."""
+        if policy is None:
+            return False
+        return bool(self._store.failures.blocked_for(environ.get("REMOTE_ADDR") or "unknown"))
+
+    def _fill(
+        self, key: tuple, heads: tuple, policy: Any, environ: dict, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        """The app's answer, kept when it is a 200 made while the ids stayed the same."""
+        captured: list = []
+
+        def capture(status: str, headers: list, exc_info: Any = None) -> Callable:
+            captured[:] = [status, headers, exc_info]
+            return lambda data: None  # the app never writes through it (Flask returns bodies)
+
+        result = self._inner(environ, capture)
+        try:
+            body = b"".join(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        status, headers, exc_info = captured
+        start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+        answered = environ.get(observe.ANSWERED)
+        if (
+            status.startswith("200 ")
+            and answered is not None
+            and answered[0] == ROUTE
+            and self._still(heads, policy, key)
+        ):
+            kept = [(name, value) for name, value in headers if name != observe.REQUEST_ID]
+            commit = next((v for n, v in headers if n == "X-Gitstore-Commit"), None)
+            _, env, user = answered
+            entry = _Answer(heads, policy, status, kept, body, env, commit, user)
+            self._answers.put(key, entry, len(body))
+        return [body]
+
+    def _still(self, heads: tuple, policy: Any, key: tuple) -> bool:
+        """Whether the ids read before the app answered are still the current ones: a commit
+        or an access-file change during the request must not be kept as the old state's."""
+        try:
+            return self._store.config.heads(key[0]) == heads and (
+                self._store.access.policy() is policy
+            )
+        except GitstoreError:
+            return False
+
+
+def _replay(
+    answer: _Answer, environ: dict, start_response: StartResponse, started: float
+) -> list[bytes]:
+    request_id = observe.new_request_id(environ.get("HTTP_X_REQUEST_ID", ""))
+    start_response(answer.status, [*answer.headers, (observe.REQUEST_ID, request_id)])
+    seconds = time.perf_counter() - started
+    observe.answered("GET", ROUTE, 200, seconds, request_id, answer.env, answer.commit, answer.user)
+    return [answer.body]
+
+
+def _key(environ: dict) -> tuple | None:
+    """(env id, path, query, host, token header) of a request the fast path may answer."""
+    if environ.get("REQUEST_METHOD") != "GET":
+        return None
+    path = environ.get("PATH_INFO", "")
+    if not path.startswith(_PREFIX) or environ.get("SCRIPT_NAME"):
+        return None
+    env_text, _, rest = path[len(_PREFIX) :].partition("/")
+    if not (env_text.isascii() and env_text.isdigit() and len(env_text) <= 9):
+        return None
+    if "resources/" not in rest:
+        return None
+    if any(name in environ for name in _APP_DECIDES):
+        return None
+    query = environ.get("QUERY_STRING", "")
+    if not _plain_query(query):
+        return None
+    if "HTTP_COOKIE" in environ:
+        return None  # the console's session: a caller no key below would tell from anonymous
+    authorization = environ.get("HTTP_AUTHORIZATION")
+    if authorization is not None and authorization[:7].lower() != "bearer ":
+        return None  # Basic (never kept) or a malformed header the app must refuse
+    token = authorization[7:].strip() if authorization else environ.get("HTTP_X_AUTH_TOKEN")
+    if token is not None and token_id_of(token) is None:
+        return None  # not gitstore's (Keystone's): only its validator knows it still holds
+    return (
+        int(env_text),
+        path,
+        query,
+        environ.get("HTTP_HOST"),
+        authorization,
+        environ.get("HTTP_X_AUTH_TOKEN"),
+    )
+
+
+def _plain_query(query: str) -> bool:
+    """Whether every parameter is one the fast path may key on, spelt without escapes."""
+    if not query:
+        return True
+    for part in query.split("&"):
+        name = part.partition("=")[0]
+        if name not in _QUERY_NAMES:
+            return False  # includes escaped names such as %72eveal, which the app decodes
+    return True

@@ -1,0 +1,196 @@
+"""The fast path of repeated reads (gitstore/api/fastpath.py): the app's answer, byte for byte.
+
+Each test reads through the real app; a `before_request` hook of the test counts the requests
+that reached Flask, so a test knows which answers the fast path gave.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+
+import pytest
+from werkzeug.test import EnvironBuilder, run_wsgi_app
+
+from gitstore import AccessFile, parse_grants
+from gitstore.api import create_app
+
+ASTUTE = "/api/v1/config/environments/1/resources/astute/values"
+NODE = "/api/v1/config/environments/1/nodes/1/resources/astute/values"
+CLIENT = {"REMOTE_ADDR": "127.0.0.1"}
+DOCUMENT = {"a": {"b": 1, "c": [1, 2]}, "name": "one", "db_password": "hunter2"}
+
+
+@pytest.fixture
+def app(fuel_store, inventory):
+    app = create_app({"TESTING": True}, store=fuel_store)
+    app.reached = []
+    app.before_request(lambda: app.reached.append(1))
+    client = app.test_client()
+    assert client.put(ASTUTE, json=DOCUMENT).status_code == 204
+    assert client.put(NODE.replace("values", "overrides"), json={"a": {"b": 2}}).status_code == 204
+    app.reached.clear()
+    return app
+
+
+def call(app, path: str, query: str = "", headers: dict | None = None, slow: bool = False):
+    """(status, headers without X-Request-Id, body) of a GET through the app's WSGI callable
+    (`slow`: straight to Flask, past the fast path)."""
+    environ = EnvironBuilder(
+        path=path, query_string=query, headers=headers or {}, environ_base=CLIENT
+    ).get_environ()
+    wsgi = app.wsgi_app._inner if slow else app.wsgi_app
+    body, status, answer_headers = run_wsgi_app(wsgi, environ, buffered=True)
+    kept = [(name, value) for name, value in answer_headers if name != "X-Request-Id"]
+    assert any(name == "X-Request-Id" for name, _ in answer_headers)
+    return status, kept, b"".join(body)
+
+
+@pytest.mark.parametrize(
+    "path, query",
+    [
+        (ASTUTE, ""),
+        (ASTUTE, "key=a.b"),
+        (ASTUTE, "key=a"),
+        (NODE, "effective"),
+        (NODE, "effective&key=a"),
+        (NODE, "effective&show_lookup"),
+        (NODE, "effective=1&version=2"),
+        (NODE.replace("values", "overrides"), ""),
+    ],
+)
+def test_a_repeated_read_gets_the_apps_status_headers_and_bytes(app, path, query):
+    first = call(app, path, query)
+    assert len(app.reached) == 1
+    repeated = call(app, path, query)
+    assert len(app.reached) == 1, "the repeated read reached Flask"
+    assert repeated == first == call(app, path, query, slow=True)
+    assert first[0].startswith("200")
+
+
+def test_a_commit_is_read_at_once(app):
+    call(app, ASTUTE)
+    call(app, ASTUTE)
+    client = app.test_client()
+    assert client.put(ASTUTE, json={**DOCUMENT, "name": "two"}).status_code == 204
+    status, headers, body = call(app, ASTUTE)
+    assert b'"two"' in body and (status, headers, body) == call(app, ASTUTE, slow=True)
+
+
+def test_a_conditional_read_is_answered_by_the_app(app):
+    status, headers, _ = call(app, ASTUTE)
+    etag = dict(headers)["ETag"]
+    reached = len(app.reached)
+    status, _, body = call(app, ASTUTE, headers={"If-None-Match": etag})
+    assert status.startswith("304") and body == b""
+    assert len(app.reached) == reached + 1
+
+
+def test_a_reveal_is_never_kept(app):
+    for _ in range(2):
+        status, _, body = call(app, ASTUTE, "reveal")
+        assert status.startswith("200") and b"hunter2" in body
+    assert len(app.reached) == 2  # each reveal is made and audited by the app
+
+
+def test_fast_answers_are_logged_and_counted_as_the_apps(app, caplog):
+    call(app, ASTUTE)
+    caplog.set_level(logging.INFO, logger="gitstore.requests")
+    environ = EnvironBuilder(path=ASTUTE, headers={"X-Request-Id": "abc-1"}).get_environ()
+    _, _, headers = run_wsgi_app(app.wsgi_app, environ, buffered=True)
+    assert dict(headers)["X-Request-Id"] == "abc-1"
+    [record] = [r for r in caplog.records if r.name == "gitstore.requests"]
+    assert record.fields["request_id"] == "abc-1"
+    assert record.fields["route"] == "/api/v1/config/environments/<int:env_id>/<path:rest>"
+    assert record.fields["env"] == 1 and record.fields["status"] == 200
+    assert record.fields["commit"] == dict(headers)["X-Gitstore-Commit"]
+    metrics = app.test_client().get("/metrics").get_data(as_text=True)
+    route = 'route="/api/v1/config/environments/<int:env_id>/<path:rest>"'
+    assert any(route in line and 'status="200"' in line for line in metrics.splitlines())
+
+
+# -- access control ------------------------------------------------------------------------------
+@pytest.fixture
+def guarded(app, fuel_store):
+    access = AccessFile(fuel_store.root)
+    access.add_user("reader", parse_grants(["reader"]), None)
+    access.add_user("other", parse_grants(["reader:env:2"]), None)
+    tokens = {name: access.create_token(name)[1] for name in ("reader", "other")}
+    return app, access, tokens
+
+
+@pytest.mark.parametrize("header", ["Authorization", "X-Auth-Token"])
+def test_a_token_read_is_kept_and_identical(guarded, header):
+    app, _, tokens = guarded
+    value = f"Bearer {tokens['reader']}" if header == "Authorization" else tokens["reader"]
+    first = call(app, ASTUTE, headers={header: value})
+    reached = len(app.reached)
+    assert call(app, ASTUTE, headers={header: value}) == first
+    assert len(app.reached) == reached
+    assert first[0].startswith("200") and dict(first[1])["Cache-Control"].startswith("private")
+
+
+def test_a_revoked_token_is_refused_at_once(guarded):
+    app, access, tokens = guarded
+    headers = {"Authorization": f"Bearer {tokens['reader']}"}
+    assert call(app, ASTUTE, headers=headers)[0].startswith("200")
+    assert call(app, ASTUTE, headers=headers)[0].startswith("200")
+    [entry] = access.tokens("reader")
+    access.revoke_token(entry["id"])
+    assert call(app, ASTUTE, headers=headers)[0].startswith("401")
+
+
+def test_a_withdrawn_role_is_refused_at_once(guarded):
+    app, access, tokens = guarded
+    headers = {"X-Auth-Token": tokens["reader"]}
+    call(app, ASTUTE, headers=headers)
+    call(app, ASTUTE, headers=headers)
+    access.set_roles("reader", parse_grants(["reader:env:2"]))
+    assert call(app, ASTUTE, headers=headers)[0].startswith("403")
+
+
+def test_another_callers_answer_is_not_theirs(guarded):
+    app, _, tokens = guarded
+    call(app, ASTUTE, headers={"X-Auth-Token": tokens["reader"]})
+    call(app, ASTUTE, headers={"X-Auth-Token": tokens["reader"]})
+    assert call(app, ASTUTE, headers={"X-Auth-Token": tokens["other"]})[0].startswith("403")
+    assert call(app, ASTUTE)[0].startswith("401")
+
+
+def test_an_address_blocked_for_failures_is_refused_even_for_a_kept_answer(guarded, fuel_store):
+    app, _, tokens = guarded
+    headers = {"X-Auth-Token": tokens["reader"]}
+    call(app, ASTUTE, headers=headers)
+    for _ in range(25):
+        fuel_store.failures.record("127.0.0.1")
+    assert call(app, ASTUTE, headers=headers)[0].startswith("429")
+
+
+def test_basic_credentials_are_never_kept(guarded):
+    app, access, _ = guarded
+    access.set_password("reader", "correct horse battery")
+    pair = base64.b64encode(b"reader:correct horse battery").decode()
+    for _ in range(2):
+        assert call(app, ASTUTE, headers={"Authorization": f"Basic {pair}"})[0].startswith("200")
+    assert len(app.reached) == 2
+
+
+def test_a_console_session_answer_is_never_an_anonymous_callers(guarded):
+    """A read made with the console's session cookie carries no credential header: kept under
+    the same key as an anonymous read, it would be served to anyone."""
+    app, access, _ = guarded
+    access.set_password("reader", "correct horse battery")
+    client = app.test_client()
+    form = client.get("/ui/login").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)
+    signed_in = client.post(
+        "/ui/login",
+        data={"user": "reader", "password": "correct horse battery", "csrf_token": csrf},
+    )
+    assert signed_in.status_code == 303
+    cookie = f"gitstore_session={client.get_cookie('gitstore_session').value}"
+    for _ in range(2):
+        assert call(app, ASTUTE, headers={"Cookie": cookie})[0].startswith("200")
+    assert call(app, ASTUTE)[0].startswith("401")
+
