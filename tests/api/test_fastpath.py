@@ -193,4 +193,3 @@ def test_a_console_session_answer_is_never_an_anonymous_callers(guarded):
     for _ in range(2):
         assert call(app, ASTUTE, headers={"Cookie": cookie})[0].startswith("200")
     assert call(app, ASTUTE)[0].startswith("401")
-
