@@ -73,7 +73,18 @@ def read_ref(repo: Repository, ref: str) -> str | None:
 
 
 def fast_forward(repo: Repository, expected: str | None, new: str) -> bool:
-    """Move `main` from `expected` to `new` by compare-and-swap; False if main moved meanwhile."""
+    """Move `main` from `expected` to `new` by compare-and-swap; False if main moved meanwhile.
+
+    In a cluster the repository's commit guard is asked first (it replicates `new` and records
+    it in etcd, or refuses); call this with the repository's write lock held.
+    """
+    if repo.commit_guard is not None and not repo.commit_guard(repo, expected, new):
+        return False
+    return refs.compare_and_swap(repo.path, MAIN, expected, new)
+
+
+def follow(repo: Repository, expected: str | None, new: str) -> bool:
+    """Move `main` to a commit the cluster already accepted (no guard: etcd holds it)."""
     return refs.compare_and_swap(repo.path, MAIN, expected, new)
 
 
@@ -226,6 +237,19 @@ def settled_head(repo: Repository, head: str, seconds: float, limit: int = 20_00
             break
         commit = repo.git[commit.parent_ids[0]]
     return str(commit.id)
+
+
+def set_ref(repo: Repository, ref: str, commit_id: str) -> None:
+    """Point `ref` (never main) at `commit_id`, whatever it held (a ref only its writer uses)."""
+    if ref == MAIN:
+        raise ValueError("main moves only by compare-and-swap")
+    repo.git.references.create(ref, pygit2.Oid(hex=commit_id), force=True)
+
+
+def init_bare(path: Path, name: str) -> Repository:
+    """An empty bare repository at `path` whose HEAD is main (to be filled by fetches)."""
+    pygit2.init_repository(str(path), bare=True, initial_head="main")
+    return Repository(path, name)
 
 
 def delete_ref(repo: Repository, ref: str) -> None:

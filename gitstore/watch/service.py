@@ -32,21 +32,31 @@ Answer = Callable[[str], Served]
 class Watch:
     """Hold reads until their answer changes; list the commits that landed after one."""
 
-    def __init__(self, repos: Repositories, heads: Heads) -> None:
+    def __init__(self, repos: Repositories, heads: Heads, catch_up: float = 0.0) -> None:
         self._repos = repos
         self.heads = heads
+        # A cluster's replica may not have the commit a client wrote on the primary yet: an
+        # index it does not know is waited for this long (0 on a single node: a 400 at once).
+        self.catch_up = catch_up
 
     def index_commit(self, env_id: int, index: str, field: str = "index") -> str:
         """The commit id `index` (a commit id or a version number) names on `main`."""
         repo = self._repos.environment_repo(env_id)
-        try:
-            return repo.snapshot(index).commit_id
-        except NotFound as exc:
-            if repo.head() is None:
-                raise
-            raise InvalidInput(
-                f"{field} {index!r} names no commit of environment {env_id}", key=field
-            ) from exc
+        deadline = time.monotonic() + self.catch_up
+        while True:
+            try:
+                return repo.snapshot(index).commit_id
+            except NotFound as exc:
+                head = repo.head()
+                remaining = deadline - time.monotonic()
+                if head is not None and remaining > 0:
+                    self.heads.wait(env_id, head, remaining)
+                    continue
+                if head is None:
+                    raise
+                raise InvalidInput(
+                    f"{field} {index!r} names no commit of environment {env_id}", key=field
+                ) from exc
 
     def hold(
         self, env_id: int, index: str | None, wait: float, answer: Answer

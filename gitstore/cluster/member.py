@@ -1,0 +1,218 @@
+"""This node as its gunicorn workers see it: where writes go, and the replication that every
+commit, creation and archiving of a repository goes through (`Repositories.replication`).
+
+On the primary a commit is acknowledged only after (docs/ha.md):
+1. its objects are on at least `min_replicas` peers: the commit is put on the candidate ref and
+   each peer is asked (`POST /cluster/v1/replicate`) to fetch it over git smart HTTP;
+2. one etcd transaction moved the repository's key from the old commit to the new one, on the
+   condition that the leader key is still the one this node created (its *term*): a node whose
+   lease expired cannot commit (fencing);
+and only then does the local main move (the caller's compare-and-swap, under the write lock).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import TimeoutError as FuturesTimeout
+from pathlib import Path
+from typing import Any
+
+from gitstore.backend import remote
+from gitstore.backend.repository import Repository
+from gitstore.cluster import state
+from gitstore.cluster.etcd import Compare, Etcd
+from gitstore.cluster.settings import ClusterSettings
+from gitstore.cluster.transfer import CANDIDATE, fetch_candidate, fetch_missing
+from gitstore.errors import Conflict, InvalidInput, NotFound, Unavailable
+
+#: The etcd value of an archived repository (its id may be used again).
+TOMBSTONE = "-"
+#: How long a commit waits for its replicas.
+REPLICATE_TIMEOUT_SECONDS = 10.0
+REPLICATE_PATH = "/cluster/v1/replicate"
+_REPOSITORY = re.compile(r"^(catalog\.git|environments/[1-9][0-9]{0,17}\.git)$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+log = logging.getLogger("gitstore.cluster")
+
+
+class Member:
+    """A cluster member's side of the commits of its gunicorn workers."""
+
+    def __init__(self, settings: ClusterSettings, root: Path, etcd: Etcd | None = None) -> None:
+        self.settings = settings
+        self.root = Path(root)
+        self._etcd = etcd or Etcd(settings.etcd_host, settings.etcd_port)
+        self._pool = ThreadPoolExecutor(max_workers=max(1, 2 * len(settings.others)))
+
+    # -- the coordinator's word ------------------------------------------------------------
+    def state(self) -> state.NodeState:
+        return state.read(self.root, self.settings.node, max_age=2.0 * self.settings.lease_ttl)
+
+    def is_primary(self) -> bool:
+        return self.state().role == state.PRIMARY
+
+    def primary_url(self) -> str | None:
+        """Where writes go: the primary's base URL (None while none is known)."""
+        current = self.state()
+        return current.primary_url if current.primary else None
+
+    def status(self) -> dict[str, Any]:
+        """This node's role, its primary, the repositories it lags behind etcd on."""
+        current = self.state()
+        return {
+            "node": self.settings.node,
+            "role": current.role,
+            "primary": current.primary,
+            "behind": current.behind,
+            "state_age_seconds": round(current.age(), 3) if current.updated else None,
+        }
+
+    # -- Replication (gitstore.repositories) ------------------------------------------------
+    def commit(self, name: str, repo: Repository, old: str | None, new: str) -> bool:
+        term = self._require_primary()
+        remote.set_ref(repo, CANDIDATE, new)
+        self._replicate(name, new)
+        expected = Compare(self._key(name), "VALUE", old) if old else self._absent(name)
+        if self._etcd.transaction([self._term(term), expected], {self._key(name): new}):
+            return True
+        self._catch_up(name, repo, term)
+        return False
+
+    def created(self, name: str, repo: Repository) -> None:
+        term = self._require_primary()
+        head = repo.head()
+        remote.set_ref(repo, CANDIDATE, head)
+        self._replicate(name, head)
+        if not self._etcd.transaction(
+            [self._term(term), self._absent(name)], {self._key(name): head}
+        ):
+            self._check_term(term)
+            raise Conflict(f"{name} already exists in the cluster")
+
+    def archiving(self, name: str, repo: Repository) -> None:
+        term = self._require_primary()
+        current = Compare(self._key(name), "VALUE", repo.head())
+        if not self._etcd.transaction([self._term(term), current], {self._key(name): TOMBSTONE}):
+            self._check_term(term)
+            raise Conflict(f"{name} moved in the cluster meanwhile; try again")
+
+    # -- a peer's side of `_replicate` -------------------------------------------------------
+    def receive(self, repository: str, commit: str, source: str) -> None:
+        """Fetch commit `commit` of `repository` from member `source` (its candidate ref)."""
+        if not _REPOSITORY.match(str(repository)):
+            raise InvalidInput(f"repository {str(repository)[:60]!r} is not one of the store's")
+        if not _COMMIT.match(str(commit)):
+            raise InvalidInput("commit must be a full commit id", key="commit")
+        base = self.settings.others.get(str(source))
+        if base is None:
+            raise InvalidInput(f"source {str(source)[:40]!r} is not a peer", key="source")
+        path = self.root / repository
+        if (path / "HEAD").exists():
+            repo = Repository(path, repository)
+        else:  # a repository being created: kept aside until etcd names it (follower.py)
+            repo = incoming_repository(self.root, repository)
+        fetch_candidate(repo, base, repository, commit)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _key(self, name: str) -> str:
+        return self.settings.key_of(name)
+
+    def _term(self, term: int) -> Compare:
+        return Compare(self.settings.leader_key, "CREATE", term)
+
+    def _absent(self, name: str) -> Compare:
+        """The key of `name` does not exist yet, or names an archived repository."""
+        _, entries = self._etcd.get(self._key(name))
+        entry = entries.get(self._key(name))
+        if entry is None:
+            return Compare(self._key(name), "VERSION", 0)
+        if entry.value == TOMBSTONE:
+            return Compare(self._key(name), "MOD", entry.mod_revision)
+        raise Conflict(f"{name} is recorded in the cluster already (at {entry.value[:12]})")
+
+    def _require_primary(self) -> int:
+        current = self.state()
+        if current.role != state.PRIMARY or not current.term:
+            where = f"; the primary is {current.primary}" if current.primary else ""
+            raise Unavailable(f"node {self.settings.node} is not the primary{where}")
+        return current.term
+
+    def _check_term(self, term: int) -> None:
+        _, entries = self._etcd.get(self.settings.leader_key)
+        leader = entries.get(self.settings.leader_key)
+        if leader is None or leader.create_revision != term:
+            raise Unavailable(
+                f"node {self.settings.node} lost the leader lease: the write is refused"
+            )
+
+    def _catch_up(self, name: str, repo: Repository, term: int) -> None:
+        """etcd refused: deposed (raise), or main is behind what etcd accepted (a commit whose
+        local move was lost): follow etcd so that the write is re-applied on its head."""
+        self._check_term(term)
+        _, entries = self._etcd.get(self._key(name))
+        entry = entries.get(self._key(name))
+        if entry is None:
+            raise Unavailable(f"{name} is not recorded in the cluster yet")
+        if entry.value == TOMBSTONE:
+            raise NotFound(f"{name} was archived")
+        head = repo.head()
+        if head == entry.value:
+            return
+        fetch_missing(repo, name, entry.value, self.settings.others.values())
+        remote.follow(repo, head, entry.value)
+
+    def _replicate(self, name: str, commit: str) -> None:
+        """Return once `min_replicas` peers hold `commit`; Unavailable otherwise."""
+        needed = self.settings.min_replicas
+        if needed == 0:
+            return
+        body = json.dumps({"repository": name, "commit": commit, "source": self.settings.node})
+        futures = [
+            self._pool.submit(_post, base + REPLICATE_PATH, body.encode())
+            for base in self.settings.others.values()
+        ]
+        done, errors = 0, []
+        try:
+            for future in as_completed(futures, timeout=REPLICATE_TIMEOUT_SECONDS):
+                error = future.result()
+                if error is None:
+                    done += 1
+                    if done >= needed:
+                        return
+                else:
+                    errors.append(error)
+        except FuturesTimeout:
+            errors.append(f"timed out after {REPLICATE_TIMEOUT_SECONDS:.0f}s")
+        raise Unavailable(
+            f"{name}: only {done} of the {needed} replicas needed hold {commit[:12]}; "
+            f"nothing was committed ({'; '.join(errors[:3])})"
+        )
+
+
+def incoming_repository(root: Path, repository: str) -> Repository:
+    """The repository a peer fills before etcd names it (created on first use)."""
+    path = state.folder(root) / "incoming" / repository
+    if (path / "HEAD").exists():
+        return Repository(path, repository)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return remote.init_bare(path, repository)
+
+
+def _post(url: str, body: bytes) -> str | None:
+    """POST a replicate request; None when the peer holds the commit, else why not."""
+    request = urllib.request.Request(
+        url, data=body, method="POST", headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=REPLICATE_TIMEOUT_SECONDS) as answer:
+            return None if answer.status == 204 else f"{url}: {answer.status}"
+    except urllib.error.HTTPError as exc:
+        return f"{url}: {exc.code} {exc.read()[:200].decode('utf-8', 'replace')}"
+    except (urllib.error.URLError, OSError) as exc:
+        return f"{url}: {exc}"
