@@ -6,8 +6,11 @@ only once etcd accepted it (`member.py` on the primary, `follower.py` on the oth
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import time
 from collections.abc import Iterable
+from pathlib import Path
 
 from gitstore.backend import remote
 from gitstore.backend.repository import Repository
@@ -17,6 +20,9 @@ from gitstore.errors import GitstoreError, Unavailable
 CANDIDATE = "refs/gitstore/cluster/candidate"
 #: Where a member keeps a peer's main it fetched.
 PEER_MAIN = "refs/gitstore/cluster/peer-main"
+#: A ref lock file this old was left by a killed fetch (git never breaks one; a live fetch
+#: here holds it for milliseconds).
+STALE_LOCK_SECONDS = 10.0
 
 log = logging.getLogger("gitstore.cluster")
 
@@ -27,7 +33,7 @@ def git_url(base: str, repository: str) -> str:
 
 def fetch_candidate(repo: Repository, base_url: str, repository: str, commit: str) -> None:
     """Fetch the candidate commit a peer offers; Unavailable unless we then hold `commit`."""
-    remote.fetch(repo, git_url(base_url, repository), [f"+{CANDIDATE}:{CANDIDATE}"])
+    _fetch(repo, git_url(base_url, repository), CANDIDATE, CANDIDATE)
     if not remote.has_commit(repo, commit):
         raise Unavailable(f"{base_url} no longer offers {commit[:12]} of {repository}")
 
@@ -41,7 +47,7 @@ def fetch_missing(repo: Repository, repository: str, commit: str, bases: Iterabl
     for base in bases:
         for ref, local in (("refs/heads/main", PEER_MAIN), (CANDIDATE, CANDIDATE)):
             try:
-                remote.fetch(repo, git_url(base, repository), [f"+{ref}:{local}"])
+                _fetch(repo, git_url(base, repository), ref, local)
             except GitstoreError as exc:
                 failures.append(exc.message)
                 continue
@@ -51,3 +57,16 @@ def fetch_missing(repo: Repository, repository: str, commit: str, bases: Iterabl
         f"no member offers commit {commit[:12]} of {repository}"
         + (f" ({failures[-1]})" if failures else "")
     )
+
+
+def _fetch(repo: Repository, url: str, ref: str, local: str) -> None:
+    _clear_stale_lock(repo.path / (local + ".lock"))
+    remote.fetch(repo, url, [f"+{ref}:{local}"])
+
+
+def _clear_stale_lock(lock: Path) -> None:
+    """A killed member leaves its fetch's ref lock; every later fetch would fail on it."""
+    with contextlib.suppress(OSError):
+        if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
+            lock.unlink()
+            log.warning("cluster: removed the stale lock %s", lock)

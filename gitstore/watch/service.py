@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from gitstore.backend import remote
 from gitstore.errors import InvalidInput, NotFound
 from gitstore.served import Served
 from gitstore.versions.history import Walk, change_log
@@ -44,19 +45,31 @@ class Watch:
         repo = self._repos.environment_repo(env_id)
         deadline = time.monotonic() + self.catch_up
         while True:
+            missing = None
             try:
-                return repo.snapshot(index).commit_id
+                commit = repo.snapshot(index).commit_id
             except NotFound as exc:
-                head = repo.head()
-                remaining = deadline - time.monotonic()
-                if head is not None and remaining > 0:
-                    self.heads.wait(env_id, head, remaining)
-                    continue
-                if head is None:
-                    raise
+                commit, missing = None, exc
+            if commit is not None and (not self.catch_up or self._on_main(repo, commit)):
+                return commit
+            head, remaining = repo.head(), deadline - time.monotonic()
+            if head is not None and remaining > 0:
+                self.heads.wait(env_id, head, remaining)
+            elif commit is not None:
+                return commit  # not (yet) on main: answered as any other commit is
+            elif head is None:
+                raise missing
+            else:
                 raise InvalidInput(
                     f"{field} {index!r} names no commit of environment {env_id}", key=field
-                ) from exc
+                ) from missing
+
+    @staticmethod
+    def _on_main(repo, commit: str) -> bool:
+        """Whether main holds `commit` (a cluster member may have its objects before etcd
+        accepted it, and a replica may not have moved main to it yet)."""
+        head = repo.head()
+        return head is not None and remote.is_ancestor(repo, commit, head)
 
     def hold(
         self, env_id: int, index: str | None, wait: float, answer: Answer

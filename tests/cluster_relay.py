@@ -1,5 +1,5 @@
-"""A TCP relay: `python relay.py LISTEN_PORT TARGET_PORT` (loopback). bench/cluster.py puts one
-between each node and etcd; SIGSTOP of it partitions that node from etcd."""
+"""A TCP relay: `python cluster_relay.py LISTEN_PORT TARGET_PORT` (loopback). One stands between
+each node of tests/cluster_harness.py and etcd; SIGSTOP of it partitions that node from etcd."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from pathlib import Path
 ETCD = "/usr/bin/etcd"
 HAPROXY = "/usr/sbin/haproxy"
 GITSTORE = str(Path(sys.executable).with_name("gitstore"))
-RELAY = Path(__file__).with_name("relay.py")
+RELAY = Path(__file__).with_name("cluster_relay.py")
 
 
 def free_port() -> int:
@@ -35,14 +35,15 @@ def free_port() -> int:
 
 
 def http(method: str, url: str, body: bytes | None = None, timeout: float = 30.0, **headers):
-    """(status, body, headers) of one request; redirects are not followed."""
+    """(status, body, headers) of one request (headers: case-insensitive); redirects are not
+    followed."""
     request = urllib.request.Request(url, data=body, method=method, headers=headers)
     opener = urllib.request.build_opener(_NoRedirect)
     try:
         with opener.open(request, timeout=timeout) as answer:
-            return answer.status, answer.read(), dict(answer.headers)
+            return answer.status, answer.read(), answer.headers
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read(), dict(exc.headers)
+        return exc.code, exc.read(), exc.headers
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -258,9 +259,20 @@ backend members
 """
 
 
+def clean_env(home: Path) -> dict[str, str]:
+    """The environment of every process started here: no git or gitstore settings of ours."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITSTORE_"))}
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1")
+    return env
+
+
 def _spawn(args: list[str], log: Path, append: bool = False) -> subprocess.Popen:
+    env = clean_env(log.parent / "home")
     with log.open("a" if append else "w") as out:
-        return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
+        )
 
 
 def _wait(ready, what: str, log: Path | None = None, timeout: float = 60.0) -> None:
