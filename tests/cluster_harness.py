@@ -10,6 +10,7 @@ SIGKILL of a node's process group (arbiter, workers, coordinator) is a crash.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -101,6 +102,9 @@ class Cluster:
         self.wait_for_primary()
 
     def stop(self) -> None:
+        for node in self.nodes.values():
+            if node.alive():
+                self.kill(node.name)
         procs = [n.process for n in self.nodes.values()] + [n.relay for n in self.nodes.values()]
         for proc in [*procs, self._haproxy, self._etcd]:
             if proc is not None and proc.poll() is None:
@@ -152,8 +156,9 @@ class Cluster:
         node = self.nodes[name]
         os.killpg(node.process.pid, signal.SIGKILL)
         node.process.wait()
-        for pid in _pids_of_root(node.root):  # the coordinator, should it have escaped
-            os.kill(pid, signal.SIGKILL)
+        for pid in _pids_of_root(node.root):  # git processes in sessions of their own
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def partition(self, name: str) -> None:
         """Cut the node off etcd (its relay stops moving bytes); peers still reach it."""
@@ -299,13 +304,22 @@ def _port_open(port: int) -> bool:
 
 
 def _pids_of_root(root: Path) -> list[int]:
-    """Processes whose command line names `root` (a node's leftovers after its group died)."""
+    """Processes that work on `root`: named on their command line, run inside it, or given it
+    as git's project root (a `git http-backend` of a killed worker runs in a session of its
+    own and outlives the node's process group)."""
     found = []
+    mark = str(root).encode()
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if str(root).encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd").encode()
+            if (
+                mark in (entry / "cmdline").read_bytes()
+                or cwd.startswith(mark)
+                or (b"GIT_PROJECT_ROOT=" + mark + b"\0" in (entry / "environ").read_bytes())
+            ):
+                found.append(int(entry.name))
+        except OSError:
+            pass
     return found

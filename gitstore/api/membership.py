@@ -63,6 +63,14 @@ def replicate():
     return "", 204
 
 
+@bp.post("/cluster/v1/objects")
+def objects():
+    args = request.args
+    body = request.get_data(cache=False)
+    _member().receive_objects(args.get("repository"), args.get("commit"), args.get("parent"), body)
+    return "", 204
+
+
 @bp.get("/cluster/v1/status")
 def status():
     return jsonify(_member().status())

@@ -12,10 +12,13 @@ and only then does the local main move (the caller's compare-and-swap, under the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
+import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FuturesTimeout
@@ -27,7 +30,13 @@ from gitstore.backend.repository import Repository
 from gitstore.cluster import state
 from gitstore.cluster.etcd import Compare, Etcd
 from gitstore.cluster.settings import ClusterSettings
-from gitstore.cluster.transfer import CANDIDATE, fetch_candidate, fetch_missing
+from gitstore.cluster.transfer import (
+    CANDIDATE,
+    decode_objects,
+    encode_objects,
+    fetch_candidate,
+    fetch_missing,
+)
 from gitstore.errors import Conflict, InvalidInput, NotFound, Unavailable
 
 #: The etcd value of an archived repository (its id may be used again).
@@ -35,6 +44,8 @@ TOMBSTONE = "-"
 #: How long a commit waits for its replicas.
 REPLICATE_TIMEOUT_SECONDS = 10.0
 REPLICATE_PATH = "/cluster/v1/replicate"
+OBJECTS_PATH = "/cluster/v1/objects"
+BINARY = "application/octet-stream"
 _REPOSITORY = re.compile(r"^(catalog\.git|environments/[1-9][0-9]{0,17}\.git)$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -49,6 +60,7 @@ class Member:
         self.root = Path(root)
         self._etcd = etcd or Etcd(settings.etcd_host, settings.etcd_port)
         self._pool = ThreadPoolExecutor(max_workers=max(1, 2 * len(settings.others)))
+        self._candidate_lock = threading.Lock()
 
     # -- the coordinator's word ------------------------------------------------------------
     def state(self) -> state.NodeState:
@@ -76,8 +88,7 @@ class Member:
     # -- Replication (gitstore.repositories) ------------------------------------------------
     def commit(self, name: str, repo: Repository, old: str | None, new: str) -> bool:
         term = self._require_primary()
-        remote.set_ref(repo, CANDIDATE, new)
-        self._replicate(name, new)
+        self._replicate(name, repo, new, _objects_of(repo, old, new))
         expected = Compare(self._key(name), "VALUE", old) if old else self._absent(name)
         if self._etcd.transaction([self._term(term), expected], {self._key(name): new}):
             return True
@@ -87,8 +98,7 @@ class Member:
     def created(self, name: str, repo: Repository) -> None:
         term = self._require_primary()
         head = repo.head()
-        remote.set_ref(repo, CANDIDATE, head)
-        self._replicate(name, head)
+        self._replicate(name, repo, head, None)
         if not self._etcd.transaction(
             [self._term(term), self._absent(name)], {self._key(name): head}
         ):
@@ -102,13 +112,50 @@ class Member:
             self._check_term(term)
             raise Conflict(f"{name} moved in the cluster meanwhile; try again")
 
+    def _hand_over(
+        self,
+        base: str,
+        name: str,
+        repo: Repository,
+        commit: str,
+        objects: tuple[str, bytes] | None,
+    ) -> str | None:
+        """Make peer `base` hold `commit`; None when it does, else why not."""
+        if objects is not None:
+            query = urllib.parse.urlencode(
+                {"repository": name, "commit": commit, "parent": objects[0]}
+            )
+            if _post(f"{base}{OBJECTS_PATH}?{query}", objects[1], BINARY) is None:
+                return None
+        try:
+            with self._candidate_lock:  # one ref writer at a time (the peers are asked at once)
+                remote.set_ref(repo, CANDIDATE, commit)  # what the peer fetches
+        except Unavailable as exc:
+            return exc.message
+        body = json.dumps({"repository": name, "commit": commit, "source": self.settings.node})
+        return _post(base + REPLICATE_PATH, body.encode(), "application/json")
+
     # -- a peer's side of `_replicate` -------------------------------------------------------
+    def receive_objects(self, repository: str, commit: str, parent: str, body: bytes) -> None:
+        """Write the objects commit `commit` adds to `parent`; Conflict when this node lacks
+        `parent` (the primary then has it fetch the commit instead)."""
+        _check_names(repository, commit)
+        _check_names(repository, parent)
+        path = self.root / repository
+        if not (path / "HEAD").exists():
+            raise Conflict(f"{repository} does not exist here yet")
+        repo = Repository(path, repository)
+        if not remote.has_commit(repo, parent):
+            raise Conflict(f"{repository}: this node lacks {parent[:12]}")
+        remote.add_objects(repo, decode_objects(body))
+        if not remote.has_commit(repo, commit):
+            raise InvalidInput(f"the objects sent hold no commit {commit[:12]}", key="commit")
+        with contextlib.suppress(Unavailable):  # only a hint for members that fetch from us
+            remote.set_ref(repo, CANDIDATE, commit)
+
     def receive(self, repository: str, commit: str, source: str) -> None:
         """Fetch commit `commit` of `repository` from member `source` (its candidate ref)."""
-        if not _REPOSITORY.match(str(repository)):
-            raise InvalidInput(f"repository {str(repository)[:60]!r} is not one of the store's")
-        if not _COMMIT.match(str(commit)):
-            raise InvalidInput("commit must be a full commit id", key="commit")
+        _check_names(repository, commit)
         base = self.settings.others.get(str(source))
         if base is None:
             raise InvalidInput(f"source {str(source)[:40]!r} is not a peer", key="source")
@@ -167,14 +214,19 @@ class Member:
         fetch_missing(repo, name, entry.value, self.settings.others.values())
         remote.follow(repo, head, entry.value)
 
-    def _replicate(self, name: str, commit: str) -> None:
-        """Return once `min_replicas` peers hold `commit`; Unavailable otherwise."""
+    def _replicate(
+        self, name: str, repo: Repository, commit: str, objects: tuple[str, bytes] | None
+    ) -> None:
+        """Return once `min_replicas` peers hold `commit`; Unavailable otherwise.
+
+        `objects`: (parent, the objects the commit adds to it), sent in the request when the
+        peer holds the parent (one round trip); otherwise, or if that fails, the peer fetches
+        the candidate ref over git smart HTTP."""
         needed = self.settings.min_replicas
         if needed == 0:
             return
-        body = json.dumps({"repository": name, "commit": commit, "source": self.settings.node})
         futures = [
-            self._pool.submit(_post, base + REPLICATE_PATH, body.encode())
+            self._pool.submit(self._hand_over, base, name, repo, commit, objects)
             for base in self.settings.others.values()
         ]
         done, errors = 0, []
@@ -195,6 +247,20 @@ class Member:
         )
 
 
+def _check_names(repository: str, commit: str) -> None:
+    if not _REPOSITORY.match(str(repository)):
+        raise InvalidInput(f"repository {str(repository)[:60]!r} is not one of the store's")
+    if not _COMMIT.match(str(commit)):
+        raise InvalidInput("commit must be a full commit id", key="commit")
+
+
+def _objects_of(repo: Repository, old: str | None, new: str) -> tuple[str, bytes] | None:
+    """(old, the objects `new` adds to it) for a commit whose only parent is `old`."""
+    if old is None or repo.parent(new) != old or len(repo.git[new].parent_ids) != 1:
+        return None
+    return old, encode_objects(remote.new_objects(repo, old, new))
+
+
 def incoming_repository(root: Path, repository: str) -> Repository:
     """The repository a peer fills before etcd names it (created on first use)."""
     path = state.folder(root) / "incoming" / repository
@@ -204,10 +270,10 @@ def incoming_repository(root: Path, repository: str) -> Repository:
     return remote.init_bare(path, repository)
 
 
-def _post(url: str, body: bytes) -> str | None:
-    """POST a replicate request; None when the peer holds the commit, else why not."""
+def _post(url: str, body: bytes, content_type: str) -> str | None:
+    """POST to a peer; None when it answers 204, else why not."""
     request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": "application/json"}
+        url, data=body, method="POST", headers={"Content-Type": content_type}
     )
     try:
         with urllib.request.urlopen(request, timeout=REPLICATE_TIMEOUT_SECONDS) as answer:

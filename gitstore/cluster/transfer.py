@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gitstore.backend import remote
 from gitstore.backend.repository import Repository
-from gitstore.errors import GitstoreError, Unavailable
+from gitstore.errors import GitstoreError, InvalidInput, Unavailable
 
 #: Where the primary puts a commit its peers must fetch before etcd is asked to accept it.
 CANDIDATE = "refs/gitstore/cluster/candidate"
@@ -70,3 +70,24 @@ def _clear_stale_lock(lock: Path) -> None:
         if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
             lock.unlink()
             log.warning("cluster: removed the stale lock %s", lock)
+
+
+def encode_objects(objects: list[tuple[int, bytes]]) -> bytes:
+    """Raw objects as one body: `<type> <size>\\n<data>` each."""
+    return b"".join(b"%d %d\n" % (kind, len(data)) + data for kind, data in objects)
+
+
+def decode_objects(body: bytes) -> list[tuple[int, bytes]]:
+    """The objects of `encode_objects`; InvalidInput when the body is not that."""
+    objects, pos = [], 0
+    while pos < len(body):
+        end = body.find(b"\n", pos, pos + 32)
+        try:
+            kind, size = (int(part) for part in body[pos:end].split(b" "))
+        except ValueError:
+            kind, size = 0, -1
+        if end < 0 or kind not in (1, 2, 3, 4) or not 0 <= size <= len(body) - end - 1:
+            raise InvalidInput(f"the object stream is malformed at byte {pos}")
+        objects.append((kind, body[end + 1 : end + 1 + size]))
+        pos = end + 1 + size
+    return objects

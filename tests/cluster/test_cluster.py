@@ -184,6 +184,7 @@ class Writers:
         self.keys: dict[str, int] = {}
         self.pushed: list[str] = []
         self.errors = 0
+        self.codes: dict = {}
         self._lock = threading.Lock()
         self.threads = [threading.Thread(target=self._rest, args=(i,)) for i in range(rest)]
         self.threads += [threading.Thread(target=self._push, args=(i,)) for i in range(pushers)]
@@ -212,6 +213,7 @@ class Writers:
                     self.keys[key] = n
                 else:
                     self.errors += 1
+                    self.codes[code] = self.codes.get(code, 0) + 1
             if code != 204:
                 time.sleep(0.1)
 
@@ -221,17 +223,16 @@ class Writers:
         git = ["git", "-C", str(clone), "-c", "user.name=p", "-c", "user.email=p@example.com"]
         url = self.cluster.url + "/git/environments/1.git"
         while not self.stop.is_set() and not (clone / ".git").exists():
-            subprocess.run(["git", "clone", "-q", url, str(clone)], env=env, check=False)
+            _quiet(["git", "clone", "-q", url, str(clone)], env)
         n = 0
         while not self.stop.is_set():
             n += 1
-            subprocess.run([*git, "pull", "-q", "--rebase"], env=env, check=False)
+            _quiet([*git, "pull", "-q", "--rebase"], env)
             folder = clone / f"nodes/{100 + pusher}/values"
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "astute.yaml").write_text(f"pushed: {n}\n")
-            subprocess.run([*git, "commit", "-qam", f"push {n}"], env=env, check=False)
-            subprocess.run([*git, "add", "-A"], env=env, check=False)
-            subprocess.run([*git, "commit", "-qm", f"push {n}"], env=env, check=False)
+            _quiet([*git, "add", "-A"], env)
+            _quiet([*git, "commit", "-qm", f"push {n}"], env)
             sha = subprocess.run(
                 [*git, "rev-parse", "HEAD"], env=env, capture_output=True, text=True
             ).stdout.strip()
@@ -244,10 +245,16 @@ class Writers:
                 time.sleep(0.3)
 
 
+def _quiet(command: list[str], env: dict[str, str]) -> None:
+    subprocess.run(command, env=env, capture_output=True, check=False, timeout=60)
+
+
 def test_chaos_no_acknowledged_write_is_lost(cluster, tmp_path):
     kills = 5
+    started = time.monotonic()
     with Writers(cluster, tmp_path) as writers:
         for round_ in range(kills):
+            print("round", round_, time.monotonic() - started, len(writers.keys), writers.codes)
             time.sleep(1.5)
             primary = cluster.wait_for_primary()
             cluster.kill(primary)
@@ -260,6 +267,8 @@ def test_chaos_no_acknowledged_write_is_lost(cluster, tmp_path):
                 time.sleep(1.0)
                 cluster.heal(cut)
         time.sleep(1.5)
+    print(f"chaos: {len(writers.keys)} writes, {len(writers.pushed)} pushes acknowledged, "
+          f"{writers.errors} refused or failed {writers.codes}")  # fmt: skip
     assert len(writers.keys) > 20 and writers.pushed, "the writers made no progress"
     _settled(cluster)
     etcd = cluster.etcd_heads()
