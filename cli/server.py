@@ -275,6 +275,7 @@ def serve(
     listens on loopback addresses only, unless --open is given.
     """
     root = store_root(root_opt)
+    membership = _cluster_settings(cluster, node_name, peers, min_replicas)
     log_format = log_format or logs.default_format()
     logs.configure(log_format)
     logs.export_to_children(log_format)
@@ -309,7 +310,6 @@ def serve(
     if poll:
         _start_poller_process(root, poll)
         log.info(f"polling mirrors every {poll:g}s")
-    membership = _cluster_settings(cluster, node_name, peers, min_replicas)
     if membership is not None:
         config[CLUSTER] = membership
         _start_coordinator_process(root, membership)
