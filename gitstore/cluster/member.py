@@ -12,7 +12,6 @@ and only then does the local main move (the caller's compare-and-swap, under the
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import re
@@ -61,6 +60,7 @@ class Member:
         self._etcd = etcd or Etcd(settings.etcd_host, settings.etcd_port)
         self._pool = ThreadPoolExecutor(max_workers=max(1, 2 * len(settings.others)))
         self._candidate_lock = threading.Lock()
+        self._handles: dict[str, Repository] = {}
 
     # -- the coordinator's word ------------------------------------------------------------
     def state(self) -> state.NodeState:
@@ -141,17 +141,14 @@ class Member:
         `parent` (the primary then has it fetch the commit instead)."""
         _check_names(repository, commit)
         _check_names(repository, parent)
-        path = self.root / repository
-        if not (path / "HEAD").exists():
+        repo = self._peer_repository(repository)
+        if repo is None:
             raise Conflict(f"{repository} does not exist here yet")
-        repo = Repository(path, repository)
         if not remote.has_commit(repo, parent):
             raise Conflict(f"{repository}: this node lacks {parent[:12]}")
         remote.add_objects(repo, decode_objects(body))
         if not remote.has_commit(repo, commit):
             raise InvalidInput(f"the objects sent hold no commit {commit[:12]}", key="commit")
-        with contextlib.suppress(Unavailable):  # only a hint for members that fetch from us
-            remote.set_ref(repo, CANDIDATE, commit)
 
     def receive(self, repository: str, commit: str, source: str) -> None:
         """Fetch commit `commit` of `repository` from member `source` (its candidate ref)."""
@@ -165,6 +162,18 @@ class Member:
         else:  # a repository being created: kept aside until etcd names it (follower.py)
             repo = incoming_repository(self.root, repository)
         fetch_candidate(repo, base, repository, commit)
+
+    def _peer_repository(self, repository: str) -> Repository | None:
+        """A handle on one of this node's repositories (kept: opening one costs a millisecond
+        per replicated commit); None when it does not exist (any more)."""
+        path = self.root / repository
+        if not (path / "HEAD").exists():
+            self._handles.pop(repository, None)
+            return None
+        known = self._handles.get(repository)
+        if known is None:
+            known = self._handles[repository] = Repository(path, repository)
+        return known
 
     # -- helpers ---------------------------------------------------------------------------
     def _key(self, name: str) -> str:
