@@ -30,7 +30,6 @@ from gitstore import (
     logs,
     metrics,
     parse_size,
-    run_coordinator,
 )
 from gitstore.errors import GitstoreError
 from gitstore.layout import CATALOG
@@ -348,6 +347,8 @@ def _start_coordinator_process(root: Path, membership: dict) -> None:
 
 
 def _coordinate(root: str, membership: dict, parent: int) -> None:
+    from gitstore import run_coordinator  # etcd's client: only in the coordinator process
+
     logs.configure(logs.default_format())
     run_coordinator(membership, Path(root), parent)
 

@@ -5,6 +5,9 @@ Built on `etcd3gw` (OpenStack's gateway client: leases, transactions, watches; n
 every commit's transaction must name them to be fenced (docs/ha.md). Every failure of etcd
 (unreachable, timed out, refused) becomes `Unavailable`, so no etcd3gw or requests exception
 leaves this module.
+
+etcd3gw is imported when a client is made, not with this module: it brings `requests` and
+`ssl` (0.3 s), which a single node, the CLI and gunicorn's arbiter never need.
 """
 
 from __future__ import annotations
@@ -13,10 +16,6 @@ import base64
 import functools
 from dataclasses import dataclass
 from typing import Any
-
-import etcd3gw
-import requests
-from etcd3gw import exceptions as etcd_errors
 
 from gitstore.errors import Unavailable
 
@@ -62,8 +61,13 @@ def _translated(method):
     def wrapper(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
-        except (etcd_errors.Etcd3Exception, requests.RequestException, OSError) as exc:
-            raise Unavailable(f"etcd at {self.address} did not answer ({exc})") from exc
+        except Exception as exc:
+            import requests
+            from etcd3gw import exceptions
+
+            if isinstance(exc, exceptions.Etcd3Exception | requests.RequestException | OSError):
+                raise Unavailable(f"etcd at {self.address} did not answer ({exc})") from exc
+            raise
 
     return wrapper
 
@@ -72,7 +76,10 @@ class Etcd:
     """A client of one etcd endpoint, each call bounded by `timeout` seconds."""
 
     def __init__(self, host: str, port: int, timeout: float = 2.0) -> None:
+        import etcd3gw
+
         self.address = f"{host}:{port}"
+        self._etcd3gw = etcd3gw
         self._client = etcd3gw.Etcd3Client(host=host, port=port, timeout=timeout, api_path=API_PATH)
 
     @_translated
@@ -106,11 +113,11 @@ class Etcd:
     @_translated
     def keep_alive(self, lease: int) -> bool:
         """Renew `lease`; False when it has expired already."""
-        return etcd3gw.Lease(lease, client=self._client).refresh() > 0
+        return self._etcd3gw.Lease(lease, client=self._client).refresh() > 0
 
     @_translated
     def revoke(self, lease: int) -> None:
-        etcd3gw.Lease(lease, client=self._client).revoke()
+        self._etcd3gw.Lease(lease, client=self._client).revoke()
 
     @_translated
     def wait_for_change(self, prefix: str, after_revision: int, timeout: float) -> None:
@@ -120,7 +127,7 @@ class Etcd:
             self._client.watch_prefix_once(
                 prefix, timeout=timeout, start_revision=after_revision + 1
             )
-        except etcd_errors.WatchTimedOut:
+        except self._etcd3gw.exceptions.WatchTimedOut:
             return
 
 
