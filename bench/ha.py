@@ -134,6 +134,8 @@ def kills(cluster: Cluster, count: int, writers: int, readers: int) -> tuple[lis
             killed = time.monotonic()
             cluster.kill(primary)
             while not any(t > killed for t in load.ack_times[-writers * 4 :]):
+                if time.monotonic() - killed > 120:
+                    raise SystemExit("no write was acknowledged for 120 s after a kill")
                 time.sleep(0.02)
             recoveries.append(min(t for t in load.ack_times if t > killed) - killed)
             cluster.start_node(primary)

@@ -62,6 +62,21 @@ def write_through_proxy(cluster: Cluster, key: str, value) -> str:
     raise AssertionError(f"no write of {key} was acknowledged in 30s")
 
 
+def roles(cluster: Cluster) -> tuple[str, str]:
+    """(the primary, a replica that knows it), once there are both."""
+    primary = cluster.wait_for_primary()
+    found = []
+
+    def known() -> bool:
+        found[:] = [
+            n for n in cluster.nodes if (cluster.status(n) or {}).get("primary") == primary != n
+        ]
+        return bool(found)
+
+    wait_until(known, what="a replica that knows the primary")
+    return primary, found[0]
+
+
 def coordinator_pid(cluster: Cluster, node: str) -> int:
     master = cluster.nodes[node].process.pid
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
@@ -83,8 +98,7 @@ def test_writes_through_haproxy_reach_every_replica(cluster):
 
 
 def test_an_index_read_on_a_lagging_replica_waits_for_the_write(cluster):
-    primary = cluster.primary()
-    replica = next(n for n in cluster.nodes if n != primary)
+    _, replica = roles(cluster)
     cluster.partition(replica)  # it hears nothing from etcd: its main stays behind
     try:
         commit = write_through_proxy(cluster, "own-write", "seen")
@@ -101,8 +115,7 @@ def test_an_index_read_on_a_lagging_replica_waits_for_the_write(cluster):
 
 
 def test_a_write_that_reaches_a_replica_is_redirected_to_the_primary(cluster):
-    primary = cluster.wait_for_primary()
-    replica = next(n for n in cluster.nodes if n != primary)
+    primary, replica = roles(cluster)
     before = cluster.etcd_heads()[ENV_REPO]
     code, _, headers = set_key(cluster.nodes[replica].url, "redirected", 1)
     assert code == 307
@@ -115,8 +128,7 @@ def test_a_write_that_reaches_a_replica_is_redirected_to_the_primary(cluster):
 
 
 def test_readiness_names_the_role(cluster):
-    primary = cluster.wait_for_primary()
-    replica = next(n for n in cluster.nodes if n != primary)
+    primary, replica = roles(cluster)
     ready = {
         (node, role): http("GET", cluster.nodes[node].url + f"/readyz?role={role}")[0]
         for node in (primary, replica)
