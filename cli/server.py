@@ -275,6 +275,8 @@ def serve(
     """
     root = store_root(root_opt)
     membership = _cluster_settings(cluster, node_name, peers, min_replicas)
+    if membership and poll:
+        raise click.UsageError("--poll is not available with --cluster yet (docs/ha.md)")
     log_format = log_format or logs.default_format()
     logs.configure(log_format)
     logs.export_to_children(log_format)
