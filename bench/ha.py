@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from http.client import HTTPException
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -48,7 +50,7 @@ def set_key(base: str, key: str, value) -> tuple[int | None, str | None]:
         code, _, headers = http(
             "PUT", base + VALUES + "/keys/set", json.dumps([[key, value]]).encode(), 15, **JSON
         )
-    except OSError:
+    except (OSError, HTTPException):
         return None, None
     return code, headers.get("X-Gitstore-Commit") if code == 204 else None
 
@@ -92,7 +94,7 @@ class Load:
         while not self.stop.is_set():
             try:
                 code = http("GET", self.url + VALUES, timeout=15)[0]
-            except OSError:
+            except (OSError, HTTPException):  # refused, reset, or cut mid-body
                 code = None
             with self._lock:
                 self.reads += 1
@@ -170,6 +172,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so the cluster's processes are stopped, never orphaned
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.smoke:
         args.kills, args.seconds = 2, 3.0
     workdir = Path(tempfile.mkdtemp(prefix="gitstore-ha-", dir=args.workdir))

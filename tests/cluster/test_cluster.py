@@ -187,6 +187,24 @@ def test_a_deposed_primary_cannot_commit(cluster):
     assert cluster.primary() == new
 
 
+def test_a_write_no_replica_can_take_is_refused_and_not_committed(cluster):
+    primary, _ = roles(cluster)
+    others = [n for n in cluster.nodes if n != primary]
+    before, local = cluster.etcd_heads()[ENV_REPO], head_of(cluster, primary)
+    for name in others:
+        cluster.kill(name)
+    try:
+        code, body, _ = set_key(cluster.nodes[primary].url, "unreplicated", 1)
+        assert code == 503, body
+        assert "replicas needed" in json.loads(body)["message"]
+        assert cluster.etcd_heads()[ENV_REPO] == before
+        assert head_of(cluster, primary) == local
+    finally:
+        for name in others:
+            cluster.start_node(name)
+    roles(cluster)
+
+
 # -- chaos -------------------------------------------------------------------------------------
 class Writers:
     """REST writers (a key each) and git pushers (a file each) through HAProxy; they remember
