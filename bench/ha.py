@@ -122,6 +122,9 @@ def replica_lags(cluster: Cluster, samples: int) -> list[float]:
             if name != primary and node.alive():
                 http("GET", node.url + VALUES + f"?index={commit}&wait=0s", timeout=15)
                 slowest = max(slowest, time.monotonic() - acked)
+                if slowest > 1.0:
+                    print(f"slow replica {name}: {slowest:.2f} s, primary {primary}, "
+                          f"{cluster.status(name)}", flush=True)  # fmt: skip
         lags.append(slowest)
         time.sleep(0.05)
     return lags
