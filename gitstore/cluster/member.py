@@ -2,8 +2,10 @@
 commit, creation and archiving of a repository goes through (`Repositories.replication`).
 
 On the primary a commit is acknowledged only after (docs/ha.md):
-1. its objects are on at least `min_replicas` peers: the commit is put on the candidate ref and
-   each peer is asked (`POST /cluster/v1/replicate`) to fetch it over git smart HTTP;
+1. its objects are on at least `min_replicas` peers: each peer is sent the objects the commit
+   adds to its parent (`POST /cluster/v1/objects`); one that lacks the parent, or a commit
+   with other parents (a merged push, a new repository), is put on the candidate ref and the
+   peer asked (`POST /cluster/v1/replicate`) to fetch it over git smart HTTP;
 2. one etcd transaction moved the repository's key from the old commit to the new one, on the
    condition that the leader key is still the one this node created (its *term*): a node whose
    lease expired cannot commit (fencing);
@@ -65,14 +67,6 @@ class Member:
     # -- the coordinator's word ------------------------------------------------------------
     def state(self) -> state.NodeState:
         return state.read(self.root, self.settings.node, max_age=2.0 * self.settings.lease_ttl)
-
-    def is_primary(self) -> bool:
-        return self.state().role == state.PRIMARY
-
-    def primary_url(self) -> str | None:
-        """Where writes go: the primary's base URL (None while none is known)."""
-        current = self.state()
-        return current.primary_url if current.primary else None
 
     def status(self) -> dict[str, Any]:
         """This node's role, its primary, the repositories it lags behind etcd on."""
