@@ -29,11 +29,16 @@ from gitstore import (
     KeystoneSettings,
     LoadReport,
     Store,
+    cluster_settings,
     logs,
     metrics,
     parse_size,
 )
+from gitstore.errors import GitstoreError
 from gitstore.layout import CATALOG
+
+#: The app's config key of a cluster member's settings (gitstore.api's CLUSTER).
+CLUSTER = "GITSTORE_CLUSTER"
 
 log = logging.getLogger("gitstore.serve")
 
@@ -223,6 +228,24 @@ def _default_workers() -> int:
     "cannot reach this server with webhooks.",
 )
 @keystone_options
+@click.option(
+    "--cluster",
+    metavar="etcd://HOST:PORT",
+    help="Join a cluster coordinated by the etcd at this address (docs/ha.md): a primary "
+    "takes writes, replicas follow it. Needs --node-name and --peers.",
+)
+@click.option("--node-name", help="This member's name in --peers (with --cluster).")
+@click.option(
+    "--peers",
+    metavar="NAME=URL,...",
+    help="Every member's name and base URL, this node's included (with --cluster).",
+)
+@click.option(
+    "--min-replicas",
+    type=click.IntRange(min=0),
+    help="Members besides the primary that must hold a commit before it is acknowledged "
+    "(with --cluster; default 1, or 0 for a cluster of one).",
+)
 def serve(
     root_opt: str | None,
     host: str,
@@ -244,6 +267,10 @@ def serve(
     metrics_role: str | None,
     poll: float | None,
     keystone: KeystoneSettings | None,
+    cluster: str | None = None,
+    node_name: str | None = None,
+    peers: str | None = None,
+    min_replicas: int | None = None,
 ) -> None:
     """Serve the REST API of the store at --root under gunicorn.
 
@@ -252,6 +279,9 @@ def serve(
     listens on loopback addresses only, unless --open is given.
     """
     root = store_root(root_opt)
+    membership = _cluster_settings(cluster, node_name, peers, min_replicas)
+    if membership and poll:
+        raise click.UsageError("--poll is not available with --cluster yet (docs/ha.md)")
     log_format = log_format or logs.default_format()
     logs.configure(log_format)
     logs.export_to_children(log_format)
@@ -289,7 +319,48 @@ def serve(
     if poll:
         _start_poller_process(root, poll)
         log.info(f"polling mirrors every {poll:g}s")
+    if membership is not None:
+        config[CLUSTER] = membership
+        _start_coordinator_process(root, membership)
+        log.info(f"cluster member {node_name} of {cluster}")
     run_server(root, options, config)
+
+
+def _cluster_settings(
+    cluster: str | None, node: str | None, peers: str | None, min_replicas: int | None
+) -> dict | None:
+    """The cluster settings of `--cluster` and its companions (None: a single node)."""
+    if cluster is None:
+        if node or peers or min_replicas is not None:
+            raise click.UsageError("--node-name, --peers and --min-replicas need --cluster")
+        return None
+    if not node or not peers:
+        raise click.UsageError("--cluster needs --node-name and --peers")
+    try:
+        return cluster_settings(cluster, node, peers, min_replicas).as_dict()
+    except GitstoreError as exc:
+        raise click.UsageError(exc.message) from None
+
+
+def _start_coordinator_process(root: Path, membership: dict) -> None:
+    """The node's coordinator (it holds the leader lease and follows etcd) in its own process,
+    spawned like the poller; it exits when this process (gunicorn's arbiter) is gone."""
+    import multiprocessing
+
+    process = multiprocessing.get_context("spawn").Process(
+        target=_coordinate,
+        args=(str(root), membership, os.getpid()),
+        name="gitstore-coordinator",
+        daemon=True,
+    )
+    process.start()
+
+
+def _coordinate(root: str, membership: dict, parent: int) -> None:
+    from gitstore import run_coordinator  # etcd's client: only in the coordinator process
+
+    logs.configure(logs.default_format())
+    run_coordinator(membership, Path(root), parent)
 
 
 def _worker_class(name: str) -> type:

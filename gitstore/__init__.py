@@ -55,6 +55,8 @@ _EXPORTS = {
     "Readiness": "gitstore.ops.health",
     "DEFAULT_MIN_FREE_DISK": "gitstore.ops.health",
     "parse_size": "gitstore.ops.health",
+    "cluster_settings": "gitstore.cluster.settings",
+    "run_coordinator": "gitstore.cluster.coordinator",
 }
 #: Exported under another name than the one its module gives it.
 _RENAMED = {
@@ -62,6 +64,8 @@ _RENAMED = {
     "NODE_STATUSES": "STATUSES",
     "bind_reveal_rule": "bind",
     "unbind_reveal_rule": "unbind",
+    "cluster_settings": "settings",
+    "run_coordinator": "run",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -3,7 +3,9 @@
 Every service reaches git through this object: it hands out one `Repository` per folder (their
 caches live as long as the store), lists, creates, clones and archives environment
 repositories. It knows nothing of the domain; the write guard it is given (the gitops mirror
-check) decides which repositories refuse writes through the facade.
+check) decides which repositories refuse writes through the facade, and the replication it is
+given (a cluster member's, `gitstore.cluster`; None on a single node) sees every commit,
+creation and archiving before it is done or acknowledged.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.hooks import install_hooks
@@ -31,6 +34,23 @@ ARCHIVE = "archive"
 WriteGuard = Callable[[str], None]
 
 
+class Replication(Protocol):
+    """What a cluster member must do around the changes of its repositories (docs/ha.md).
+
+    `name` is the repository as served (`catalog.git`, `environments/<id>.git`). Each method
+    raises to refuse: nothing is then acknowledged.
+    """
+
+    def commit(self, name: str, repo: Repository, old: str | None, new: str) -> bool:
+        """Before main moves from `old` to `new` (write lock held); False: main moved."""
+
+    def created(self, name: str, repo: Repository) -> None:
+        """After a repository was made (it is undone if this raises)."""
+
+    def archiving(self, name: str, repo: Repository) -> None:
+        """Before a repository is moved to the archive."""
+
+
 class Repositories:
     """The repository handles of a store root."""
 
@@ -40,10 +60,12 @@ class Repositories:
         *,
         author: Author = DEFAULT_AUTHOR,
         write_guard: WriteGuard | None = None,
+        replication: Replication | None = None,
     ) -> None:
         self.root = Path(root)
         self.default_author = author
         self._write_guard = write_guard
+        self.replication = replication
         self._repos: dict[Path, Repository] = {}
         # Every request finds its repositories here: plain strings and ids, because pathlib
         # joins cost more than the rest of a warm lookup's own work (docs/performance.md).
@@ -106,12 +128,20 @@ class Repositories:
         with self._lock:
             repo = self._repos.get(path)
             if repo is None:
-                guard = None
+                served_as = self.served_as(path)
+                guard = commit_guard = None
                 if self._write_guard is not None:
-                    served_as = os.path.relpath(path, self.root).replace(os.sep, "/")
                     guard = _bound(self._write_guard, served_as)
-                repo = self._repos[path] = Repository(path, name, write_guard=guard)
+                if self.replication is not None:
+                    commit_guard = _commit_guard(self.replication, served_as)
+                repo = self._repos[path] = Repository(
+                    path, name, write_guard=guard, commit_guard=commit_guard
+                )
             return repo
+
+    def served_as(self, path: Path) -> str:
+        """`catalog.git` or `environments/<id>.git`: a repository's name below the root."""
+        return os.path.relpath(path, self.root).replace(os.sep, "/")
 
     # -- creating and archiving ------------------------------------------------------------
     def install_hooks(self) -> None:
@@ -135,6 +165,7 @@ class Repositories:
             raise Conflict(f"environment {env_id} already exists")
         name = f"environment {env_id}"
         _create_atomically(path, name, lambda tmp: Repository.create(tmp, name, first, author))
+        self._replicate_creation(env_id)
 
     def clone_environment_repo(
         self, source_id: int, env_id: int, operation: Operation, author: Author
@@ -149,12 +180,29 @@ class Repositories:
         _create_atomically(
             path, name, lambda tmp: Repository.create_clone(tmp, name, source, operation, author)
         )
+        self._replicate_creation(env_id)
+
+    def _replicate_creation(self, env_id: int) -> None:
+        """A cluster member's new repository counts once replicated; else it is undone."""
+        if self.replication is None:
+            return
+        path = self.environment_path(env_id)
+        try:
+            self.replication.created(self.served_as(path), self.environment_repo(env_id))
+        except BaseException:
+            self._move_to_archive(env_id, path)
+            raise
 
     def archive_environment(self, env_id: int) -> Path:
         """Move an environment's repository aside (never destroyed); its id then answers 404."""
         source = self.environment_path(env_id)
         if not (source / "HEAD").exists():
             raise NotFound(f"environment {env_id} does not exist")
+        if self.replication is not None:
+            self.replication.archiving(self.served_as(source), self.environment_repo(env_id))
+        return self._move_to_archive(env_id, source)
+
+    def _move_to_archive(self, env_id: int, source: Path) -> Path:
         target_dir = self.root / ARCHIVE / ENVIRONMENTS
         target_dir.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
@@ -171,6 +219,10 @@ class Repositories:
 
 def _bound(guard: WriteGuard, name: str) -> Callable[[], None]:
     return lambda: guard(name)
+
+
+def _commit_guard(replication: Replication, name: str):
+    return lambda repo, old, new: replication.commit(name, repo, old, new)
 
 
 def _create_atomically(path: Path, name: str, build: Callable[[Path], Repository]) -> None:

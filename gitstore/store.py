@@ -11,6 +11,7 @@ service holds a reference back up (gitstore/README.md draws the arrows).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from gitstore.access.policy import AccessFile
@@ -19,6 +20,8 @@ from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, Repository
 from gitstore.catalog.components import Components, ResourceDefinitions
 from gitstore.catalog.releases import Plugins, Releases
+from gitstore.cluster.member import Member
+from gitstore.cluster.settings import ClusterSettings
 from gitstore.configdb.environments import Environments
 from gitstore.configdb.hiera import Hiera
 from gitstore.configdb.importer import Importer
@@ -43,6 +46,9 @@ from gitstore.versions.service import Versions
 from gitstore.watch.heads import Heads
 from gitstore.watch.service import Watch
 
+#: How long a cluster member waits for a commit named by `?index=` that it has not yet.
+CLUSTER_INDEX_WAIT_SECONDS = 10.0
+
 
 class Store:
     """A gitstore root and its services."""
@@ -53,12 +59,20 @@ class Store:
         *,
         author: Author = DEFAULT_AUTHOR,
         local_executor: bool = False,
+        cluster: Mapping | None = None,
     ) -> None:
         self.root = Path(root)
         self.default_author = author
         self.mirror_settings = MirrorSettings(self.root)
+        # A cluster member (docs/ha.md) when `cluster` holds its settings; None: a single node.
+        self.cluster = (
+            Member(ClusterSettings.from_dict(dict(cluster)), self.root) if cluster else None
+        )
         self.repos = Repositories(
-            self.root, author=author, write_guard=self.mirror_settings.check_writable
+            self.root,
+            author=author,
+            write_guard=self.mirror_settings.check_writable,
+            replication=self.cluster,
         )
         self._build_services(self.repos, local_executor)
         self._subscribe()
@@ -98,7 +112,8 @@ class Store:
         self.plans = Plans(repos, self.secrets)
         self.gitops = GitOps(repos, self.mirror_settings)
         self.previews = Previews(repos, self.config, self.versions, self.secrets)
-        self.watch = Watch(repos, Heads(repos))
+        catch_up = CLUSTER_INDEX_WAIT_SECONDS if self.cluster else 0.0
+        self.watch = Watch(repos, Heads(repos), catch_up)
 
     def _subscribe(self) -> None:
         """The notifications that cut what would otherwise be loops between services."""

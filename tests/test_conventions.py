@@ -170,7 +170,7 @@ LAYERS = [
     ("gitstore.deployment", "gitstore.plans", "gitstore.configdb"),
     ("gitstore.versions", "gitstore.upgrade"),
     ("gitstore.gitops", "gitstore.watch"),
-    ("gitstore.ops",),
+    ("gitstore.ops", "gitstore.cluster"),
     ("gitstore.store", "gitstore"),
     ("gitstore.api", "cli", "webhooks"),
 ]

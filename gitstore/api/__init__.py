@@ -28,6 +28,7 @@ from gitstore.api import (
     hiera,
     hosts,
     http,
+    membership,
     metrics,
     observe,
     openapi,
@@ -42,6 +43,9 @@ from gitstore.api import secrets as secret_routes
 from gitstore.api import tags as tag_routes
 from gitstore.api import upgrade as upgrade_routes
 from gitstore.api.http import STORE
+
+#: App config key: a cluster member's settings (`gitstore serve --cluster`); absent: one node.
+CLUSTER = "GITSTORE_CLUSTER"
 
 #: Blueprints in registration order. Later issues add theirs here.
 BLUEPRINTS = [
@@ -65,6 +69,7 @@ BLUEPRINTS = [
     events.bp,
     openapi.bp,
     console.bp,
+    membership.bp,
 ]
 
 
@@ -88,7 +93,11 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
         root = app.config.get("GITSTORE_ROOT")
         if not root:
             raise RuntimeError("create_app needs a store or GITSTORE_ROOT")
-        store = Store(root, local_executor=bool(app.config.get("GITSTORE_LOCAL_EXECUTOR")))
+        store = Store(
+            root,
+            local_executor=bool(app.config.get("GITSTORE_LOCAL_EXECUTOR")),
+            cluster=app.config.get(CLUSTER),
+        )
     store.check()
     app.extensions[STORE] = store
     bounds = limits.configure(store.root, app.config.get("GITSTORE_LIMITS"))
@@ -97,6 +106,7 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     app.url_map.strict_slashes = False
     errors.register(app)
     observe.register(app)  # first: a refused request too gets an id, a log line, a count
+    membership.register(app)  # a replica sends writes to the primary, whoever asks
     auth.register(app)  # one access check before every request of every blueprint
     hosts.register(app)  # an open store answers only the names it is served as
     http.bind_reveal_rule_of(app)  # sealers compare secrets only for callers who may reveal

@@ -98,6 +98,8 @@ def needed(method: str, path: str, args: Any) -> Need | None:
     parts = [part for part in path.split("/") if part]
     if parts[:1] == ["webhooks"] or parts in (["healthz"], ["readyz"], OPENAPI_PATH):
         return None  # signed webhooks; probes, which carry no credentials; the API's own map
+    if parts[:1] == ["cluster"]:
+        return None  # members' calls (docs/ha.md: keep /cluster/ off the load balancer)
     if parts == ["metrics"]:
         role = current_app.config.get(METRICS_ROLE)
         return Need((role,)) if role else None  # scrapers carry none unless asked to

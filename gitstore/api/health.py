@@ -6,14 +6,16 @@ neither may be cached. The checks themselves are `gitstore.ops.health`.
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify
+from flask import Blueprint, current_app, jsonify, request
 
 from gitstore import DEFAULT_MIN_FREE_DISK, Readiness
 from gitstore.api.http import app_store
+from gitstore.errors import InvalidInput
 
 bp = Blueprint("health", __name__)
 MIN_FREE_DISK = "GITSTORE_MIN_FREE_DISK"
 _CHECKER = "gitstore.readiness"
+ROLES = ("primary", "replica")
 
 
 @bp.get("/healthz")
@@ -29,7 +31,24 @@ def readyz():
         minimum = int(current_app.config.get(MIN_FREE_DISK) or DEFAULT_MIN_FREE_DISK)
         checker = current_app.extensions[_CHECKER] = Readiness(root, minimum)
     report = checker.report()
+    role = request.args.get("role")
+    if role is not None:
+        report = _with_role(report, role)
     return _no_store(jsonify(report), 200 if report["ready"] else 503)
+
+
+def _with_role(report: dict, role: str) -> dict:
+    """`?role=primary|replica` (a load balancer's check): ready only in that role. A single
+    node is its own primary; a cluster member's role and lag come from its coordinator."""
+    if role not in ROLES:
+        raise InvalidInput(f"query parameter 'role' must be one of {', '.join(ROLES)}", key="role")
+    member = app_store().cluster
+    found = member.status() if member else {"role": "primary"}
+    check = {"name": "role", "ok": found["role"] == role}
+    if not check["ok"]:
+        check["message"] = f"this node is {found['role']}, not {role}"
+    ready = report["ready"] and check["ok"]
+    return {**report, "ready": ready, "checks": [*report["checks"], check], "cluster": found}
 
 
 def _no_store(response, status: int):

@@ -73,7 +73,18 @@ def read_ref(repo: Repository, ref: str) -> str | None:
 
 
 def fast_forward(repo: Repository, expected: str | None, new: str) -> bool:
-    """Move `main` from `expected` to `new` by compare-and-swap; False if main moved meanwhile."""
+    """Move `main` from `expected` to `new` by compare-and-swap; False if main moved meanwhile.
+
+    In a cluster the repository's commit guard is asked first (it replicates `new` and records
+    it in etcd, or refuses); call this with the repository's write lock held.
+    """
+    if repo.commit_guard is not None and not repo.commit_guard(repo, expected, new):
+        return False
+    return refs.compare_and_swap(repo.path, MAIN, expected, new)
+
+
+def follow(repo: Repository, expected: str | None, new: str) -> bool:
+    """Move `main` to a commit the cluster already accepted (no guard: etcd holds it)."""
     return refs.compare_and_swap(repo.path, MAIN, expected, new)
 
 
@@ -228,7 +239,71 @@ def settled_head(repo: Repository, head: str, seconds: float, limit: int = 20_00
     return str(commit.id)
 
 
+def set_ref(repo: Repository, ref: str, commit_id: str) -> None:
+    """Point `ref` (never main) at `commit_id`, whatever it held (a ref only its writer uses)."""
+    if ref == MAIN:
+        raise ValueError("main moves only by compare-and-swap")
+    try:
+        repo.git.references.create(ref, pygit2.Oid(hex=commit_id), force=True)
+    except pygit2.GitError as exc:
+        raise Unavailable(f"{repo.name}: {ref} could not be set ({exc})") from exc
+
+
+def init_bare(path: Path, name: str) -> Repository:
+    """An empty bare repository at `path` whose HEAD is main (to be filled by fetches)."""
+    pygit2.init_repository(str(path), bare=True, initial_head="main")
+    return Repository(path, name)
+
+
 def delete_ref(repo: Repository, ref: str) -> None:
     """Remove `ref` if it exists (a ref only its writer uses, such as a staging ref)."""
     with contextlib.suppress(KeyError):
         repo.git.references.delete(ref)
+
+
+def new_objects(repo: Repository, old: str, new: str) -> list[tuple[int, bytes]]:
+    """(type, raw data) of every object `new` adds to its only parent `old`: the commit, the
+    trees and blobs that differ. A peer that holds `old` holds `new` once it writes these (a
+    cluster's fast path; a commit with other parents goes by `git fetch`)."""
+    git = repo.git
+    commit = git[new]
+    if [str(p) for p in commit.parent_ids] != [old]:
+        raise ValueError(f"{new[:12]} is not a child of {old[:12]} alone")
+    found = [_raw(git, commit.id)]
+    _tree_changes(git, git[old].tree, commit.tree, found)
+    return found
+
+
+def _tree_changes(git, old, new, found: list[tuple[int, bytes]]) -> None:
+    if old is not None and old.id == new.id:
+        return
+    found.append(_raw(git, new.id))
+    before = {entry.name: entry for entry in old} if old is not None else {}
+    for entry in new:
+        previous = before.get(entry.name)
+        if previous is not None and previous.id == entry.id:
+            continue
+        if entry.type_str == "tree":
+            earlier = (
+                git[previous.id] if previous is not None and previous.type_str == "tree" else None
+            )
+            _tree_changes(git, earlier, git[entry.id], found)
+        elif entry.type_str == "blob":
+            found.append(_raw(git, entry.id))
+
+
+def _raw(git, oid) -> tuple[int, bytes]:
+    kind, data = git.odb.read(oid)
+    return int(kind), data
+
+
+def add_objects(repo: Repository, objects: list[tuple[int, bytes]]) -> None:
+    """Write raw objects (`new_objects` of another member) into `repo`'s object store, the
+    last first: a commit lands after its trees, a tree after its entries, so a member killed
+    half-way never holds a commit whose history is incomplete."""
+    odb = repo.git.odb
+    try:
+        for kind, data in reversed(objects):
+            odb.write(kind, data)
+    except (pygit2.GitError, ValueError) as exc:
+        raise Unavailable(f"{repo.name}: objects could not be written ({exc})") from exc

@@ -46,6 +46,11 @@ COMMITTER = ("gitstore", "gitstore@localhost")
 #: The flock every commit to main is made under; pushes over HTTP queue on it too.
 WRITE_LOCK = "gitstore-write.lock"
 
+#: Asked under the write lock, before main moves from `old` (None: first commit) to `new`,
+#: whether it may (a cluster's commit guard: `gitstore.cluster`). False: main moved elsewhere
+#: meanwhile, the write is re-applied on the new head; it raises to refuse the write.
+CommitGuard = Callable[["Repository", "str | None", str], bool]
+
 #: First-parent depth (the integer version) by commit id: immutable, so shared by the process.
 _DEPTHS = LRUCache(max_entries=200_000, name="depths")
 #: First-parent chain of main by repository path: (head, commit ids root first). Weighed by
@@ -88,7 +93,11 @@ class Repository:
     """A bare repository whose branch `main` is the served state."""
 
     def __init__(
-        self, path: Path, name: str, write_guard: Callable[[], None] | None = None
+        self,
+        path: Path,
+        name: str,
+        write_guard: Callable[[], None] | None = None,
+        commit_guard: CommitGuard | None = None,
     ) -> None:
         self.path = Path(path)
         self.name = name
@@ -100,6 +109,9 @@ class Repository:
         # Called before every `update`; it raises to refuse the write (the facade refuses
         # writes to a repository in mirror mode, whose source of truth is elsewhere).
         self._write_guard = write_guard
+        # None in single-node mode; in a cluster, main moves only once the commit is replicated
+        # and etcd accepted it (docs/ha.md).
+        self.commit_guard = commit_guard
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -439,6 +451,8 @@ class Repository:
         parents = [pygit2.Oid(hex=head)] if head else []
         message = (changes.message or "gitstore: update").rstrip() + "\n"
         commit_id = str(git.create_commit(None, signature, committer, message, tree_id, parents))
+        if self.commit_guard is not None and not self.commit_guard(self, head, commit_id):
+            return None
         if not refs.compare_and_swap(self.path, MAIN, head, commit_id, durable=self._durable()):
             return None
         metrics.commit_made(self.name, commit_id, message, changes.entries)

@@ -25,7 +25,10 @@ HTTP:
 4. **Landing.** git accepts the objects into the staging ref; the view moves main to the landed
    commit by compare-and-swap and answers `ok refs/heads/main` (or `ng refs/heads/main`).
 
-A push whose old value is main (a quiet store) goes through git untouched, only queued.
+A push whose old value is main (a quiet store) goes through git untouched, only queued; except
+in a cluster (the repository has a commit guard): there every push to main is re-aimed, so that
+main moves only through `remote.fast_forward`, once the commit is replicated and etcd accepted
+it (docs/ha.md).
 """
 
 from __future__ import annotations
@@ -127,7 +130,8 @@ class PushAdmission:
         if len(main) != 1 or head is None or any(c.ref == STAGING for c in commands):
             return body, {}
         command = main[0]
-        if command.old in (head, ZERO) or command.new == ZERO:
+        quiet = command.old == head and self.repo.commit_guard is None
+        if quiet or command.old == ZERO or command.new == ZERO:
             return body, {}
         if not remote.has_commit(self.repo, command.old):
             return body, {}

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from gitstore.backend import remote
 from gitstore.errors import InvalidInput, NotFound
 from gitstore.served import Served
 from gitstore.versions.history import Walk, change_log
@@ -32,21 +33,43 @@ Answer = Callable[[str], Served]
 class Watch:
     """Hold reads until their answer changes; list the commits that landed after one."""
 
-    def __init__(self, repos: Repositories, heads: Heads) -> None:
+    def __init__(self, repos: Repositories, heads: Heads, catch_up: float = 0.0) -> None:
         self._repos = repos
         self.heads = heads
+        # A cluster's replica may not have the commit a client wrote on the primary yet: an
+        # index it does not know is waited for this long (0 on a single node: a 400 at once).
+        self.catch_up = catch_up
 
     def index_commit(self, env_id: int, index: str, field: str = "index") -> str:
         """The commit id `index` (a commit id or a version number) names on `main`."""
         repo = self._repos.environment_repo(env_id)
-        try:
-            return repo.snapshot(index).commit_id
-        except NotFound as exc:
-            if repo.head() is None:
-                raise
-            raise InvalidInput(
-                f"{field} {index!r} names no commit of environment {env_id}", key=field
-            ) from exc
+        deadline = time.monotonic() + self.catch_up
+        while True:
+            missing = None
+            try:
+                commit = repo.snapshot(index).commit_id
+            except NotFound as exc:
+                commit, missing = None, exc
+            if commit is not None and (not self.catch_up or self._on_main(repo, commit)):
+                return commit
+            head, remaining = repo.head(), deadline - time.monotonic()
+            if head is not None and remaining > 0:
+                self.heads.wait(env_id, head, remaining)
+            elif commit is not None:
+                return commit  # not (yet) on main: answered as any other commit is
+            elif head is None:
+                raise missing
+            else:
+                raise InvalidInput(
+                    f"{field} {index!r} names no commit of environment {env_id}", key=field
+                ) from missing
+
+    @staticmethod
+    def _on_main(repo, commit: str) -> bool:
+        """Whether main holds `commit` (a cluster member may have its objects before etcd
+        accepted it, and a replica may not have moved main to it yet)."""
+        head = repo.head()
+        return head is not None and remote.is_ancestor(repo, commit, head)
 
     def hold(
         self, env_id: int, index: str | None, wait: float, answer: Answer

@@ -1,0 +1,1 @@
+"""A cluster member: a primary and replicas coordinated by etcd (docs/ha.md)."""

@@ -1,0 +1,81 @@
+"""A member's repositories follow what etcd accepted: main moves to etcd's commit (fetched from
+the primary or any peer first), a repository etcd names is created, an archived one archived.
+
+Main only ever moves to a commit etcd holds, so no member serves a commit etcd never accepted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from gitstore.backend import remote
+from gitstore.backend.hooks import install_hooks
+from gitstore.backend.repository import WRITE_LOCK, Repository
+from gitstore.cluster.member import TOMBSTONE, incoming_repository
+from gitstore.cluster.transfer import fetch_missing
+from gitstore.errors import GitstoreError
+from gitstore.files import exclusive_lock
+from gitstore.repositories import Repositories
+
+log = logging.getLogger("gitstore.cluster")
+
+
+class Follower:
+    """Brings the repositories of one store root to the commits etcd names."""
+
+    def __init__(self, repos: Repositories) -> None:
+        self._repos = repos
+        self.root = repos.root
+
+    def local_heads(self) -> dict[str, str | None]:
+        """{repository: head} of every repository of the root."""
+        paths = [self.root / "catalog.git"]
+        paths += [self._repos.environment_path(i) for i in self._repos.environment_ids()]
+        return {self._repos.served_as(p): Repository(p, p.name).head() for p in paths}
+
+    def sync(self, wanted: Mapping[str, str], sources: Iterable[str]) -> list[str]:
+        """Bring each repository to its commit in `wanted`; the names still behind."""
+        sources = list(sources)
+        behind = []
+        for name, commit in sorted(wanted.items()):
+            try:
+                self.sync_one(name, commit, sources)
+            except (GitstoreError, OSError) as exc:
+                log.warning("cluster: %s stays behind etcd (%s)", name, exc)
+                behind.append(name)
+        return behind
+
+    def sync_one(self, name: str, commit: str, sources: list[str]) -> None:
+        path = self.root / name
+        exists = (path / "HEAD").exists()
+        if commit == TOMBSTONE:
+            if exists:
+                self._archive(name)
+            return
+        if not exists:
+            self._create(name, path, commit, sources)
+            return
+        repo = Repository(path, name)
+        if repo.head() == commit:
+            return
+        fetch_missing(repo, name, commit, sources)
+        with exclusive_lock(path / WRITE_LOCK, 0o644):
+            remote.follow(repo, repo.head(), commit)
+        log.info("cluster: %s follows etcd to %s", name, commit[:12])
+
+    def _create(self, name: str, path: Path, commit: str, sources: list[str]) -> None:
+        incoming = incoming_repository(self.root, name)
+        fetch_missing(incoming, name, commit, sources)
+        remote.follow(incoming, incoming.head(), commit)
+        install_hooks(incoming.path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(incoming.path, path)
+        log.info("cluster: %s created at %s", name, commit[:12])
+
+    def _archive(self, name: str) -> None:
+        env_id = int(name.removeprefix("environments/").removesuffix(".git"))
+        self._repos.archive_environment(env_id)
+        log.info("cluster: %s archived", name)

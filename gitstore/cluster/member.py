@@ -1,0 +1,287 @@
+"""This node as its gunicorn workers see it: where writes go, and the replication that every
+commit, creation and archiving of a repository goes through (`Repositories.replication`).
+
+On the primary a commit is acknowledged only after (docs/ha.md):
+1. its objects are on at least `min_replicas` peers: each peer is sent the objects the commit
+   adds to its parent (`POST /cluster/v1/objects`); one that lacks the parent, or a commit
+   with other parents (a merged push, a new repository), is put on the candidate ref and the
+   peer asked (`POST /cluster/v1/replicate`) to fetch it over git smart HTTP;
+2. one etcd transaction moved the repository's key from the old commit to the new one, on the
+   condition that the leader key is still the one this node created (its *term*): a node whose
+   lease expired cannot commit (fencing);
+and only then does the local main move (the caller's compare-and-swap, under the write lock).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import TimeoutError as FuturesTimeout
+from pathlib import Path
+from typing import Any
+
+from gitstore.backend import remote
+from gitstore.backend.repository import Repository
+from gitstore.cluster import state
+from gitstore.cluster.etcd import Compare, Etcd
+from gitstore.cluster.settings import ClusterSettings
+from gitstore.cluster.transfer import (
+    CANDIDATE,
+    decode_objects,
+    encode_objects,
+    fetch_candidate,
+    fetch_missing,
+)
+from gitstore.errors import Conflict, InvalidInput, NotFound, Unavailable
+
+#: The etcd value of an archived repository (its id may be used again).
+TOMBSTONE = "-"
+#: How long a commit waits for its replicas.
+REPLICATE_TIMEOUT_SECONDS = 10.0
+REPLICATE_PATH = "/cluster/v1/replicate"
+OBJECTS_PATH = "/cluster/v1/objects"
+BINARY = "application/octet-stream"
+_REPOSITORY = re.compile(r"^(catalog\.git|environments/[1-9][0-9]{0,17}\.git)$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+log = logging.getLogger("gitstore.cluster")
+
+
+class Member:
+    """A cluster member's side of the commits of its gunicorn workers."""
+
+    def __init__(self, settings: ClusterSettings, root: Path, etcd: Etcd | None = None) -> None:
+        self.settings = settings
+        self.root = Path(root)
+        self._etcd = etcd or Etcd(settings.etcd_host, settings.etcd_port)
+        self._pool = ThreadPoolExecutor(max_workers=max(1, 2 * len(settings.others)))
+        self._candidate_lock = threading.Lock()
+        self._handles: dict[str, Repository] = {}
+
+    # -- the coordinator's word ------------------------------------------------------------
+    def state(self) -> state.NodeState:
+        return state.read(self.root, self.settings.node, max_age=2.0 * self.settings.lease_ttl)
+
+    def status(self) -> dict[str, Any]:
+        """This node's role, its primary, the repositories it lags behind etcd on."""
+        current = self.state()
+        return {
+            "node": self.settings.node,
+            "role": current.role,
+            "primary": current.primary,
+            "behind": current.behind,
+            "state_age_seconds": round(current.age(), 3) if current.updated else None,
+        }
+
+    # -- Replication (gitstore.repositories) ------------------------------------------------
+    def commit(self, name: str, repo: Repository, old: str | None, new: str) -> bool:
+        term = self._require_primary()
+        self._replicate(name, repo, new, _objects_of(repo, old, new))
+        expected = Compare(self._key(name), "VALUE", old) if old else self._absent(name)
+        if self._etcd.transaction([self._term(term), expected], {self._key(name): new}):
+            return True
+        self._catch_up(name, repo, term)
+        return False
+
+    def created(self, name: str, repo: Repository) -> None:
+        term = self._require_primary()
+        head = repo.head()
+        self._replicate(name, repo, head, None)
+        if not self._etcd.transaction(
+            [self._term(term), self._absent(name)], {self._key(name): head}
+        ):
+            self._check_term(term)
+            raise Conflict(f"{name} already exists in the cluster")
+
+    def archiving(self, name: str, repo: Repository) -> None:
+        term = self._require_primary()
+        current = Compare(self._key(name), "VALUE", repo.head())
+        if not self._etcd.transaction([self._term(term), current], {self._key(name): TOMBSTONE}):
+            self._check_term(term)
+            raise Conflict(f"{name} moved in the cluster meanwhile; try again")
+
+    def _hand_over(
+        self,
+        base: str,
+        name: str,
+        repo: Repository,
+        commit: str,
+        objects: tuple[str, bytes] | None,
+    ) -> str | None:
+        """Make peer `base` hold `commit`; None when it does, else why not."""
+        if objects is not None:
+            query = urllib.parse.urlencode(
+                {"repository": name, "commit": commit, "parent": objects[0]}
+            )
+            if _post(f"{base}{OBJECTS_PATH}?{query}", objects[1], BINARY) is None:
+                return None
+        try:
+            with self._candidate_lock:  # one ref writer at a time (the peers are asked at once)
+                remote.set_ref(repo, CANDIDATE, commit)  # what the peer fetches
+        except Unavailable as exc:
+            return exc.message
+        body = json.dumps({"repository": name, "commit": commit, "source": self.settings.node})
+        return _post(base + REPLICATE_PATH, body.encode(), "application/json")
+
+    # -- a peer's side of `_replicate` -------------------------------------------------------
+    def receive_objects(self, repository: str, commit: str, parent: str, body: bytes) -> None:
+        """Write the objects commit `commit` adds to `parent`; Conflict when this node lacks
+        `parent` (the primary then has it fetch the commit instead)."""
+        _check_names(repository, commit)
+        _check_names(repository, parent)
+        repo = self._peer_repository(repository)
+        if repo is None:
+            raise Conflict(f"{repository} does not exist here yet")
+        if not remote.has_commit(repo, parent):
+            raise Conflict(f"{repository}: this node lacks {parent[:12]}")
+        remote.add_objects(repo, decode_objects(body))
+        if not remote.has_commit(repo, commit):
+            raise InvalidInput(f"the objects sent hold no commit {commit[:12]}", key="commit")
+
+    def receive(self, repository: str, commit: str, source: str) -> None:
+        """Fetch commit `commit` of `repository` from member `source` (its candidate ref)."""
+        _check_names(repository, commit)
+        base = self.settings.others.get(str(source))
+        if base is None:
+            raise InvalidInput(f"source {str(source)[:40]!r} is not a peer", key="source")
+        path = self.root / repository
+        if (path / "HEAD").exists():
+            repo = Repository(path, repository)
+        else:  # a repository being created: kept aside until etcd names it (follower.py)
+            repo = incoming_repository(self.root, repository)
+        fetch_candidate(repo, base, repository, commit)
+
+    def _peer_repository(self, repository: str) -> Repository | None:
+        """A handle on one of this node's repositories (kept: opening one costs a millisecond
+        per replicated commit); None when it does not exist (any more)."""
+        path = self.root / repository
+        if not (path / "HEAD").exists():
+            self._handles.pop(repository, None)
+            return None
+        known = self._handles.get(repository)
+        if known is None:
+            known = self._handles[repository] = Repository(path, repository)
+        return known
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _key(self, name: str) -> str:
+        return self.settings.key_of(name)
+
+    def _term(self, term: int) -> Compare:
+        return Compare(self.settings.leader_key, "CREATE", term)
+
+    def _absent(self, name: str) -> Compare:
+        """The key of `name` does not exist yet, or names an archived repository."""
+        _, entries = self._etcd.get(self._key(name))
+        entry = entries.get(self._key(name))
+        if entry is None:
+            return Compare(self._key(name), "VERSION", 0)
+        if entry.value == TOMBSTONE:
+            return Compare(self._key(name), "MOD", entry.mod_revision)
+        raise Conflict(f"{name} is recorded in the cluster already (at {entry.value[:12]})")
+
+    def _require_primary(self) -> int:
+        current = self.state()
+        if current.role != state.PRIMARY or not current.term:
+            where = f"; the primary is {current.primary}" if current.primary else ""
+            raise Unavailable(f"node {self.settings.node} is not the primary{where}")
+        return current.term
+
+    def _check_term(self, term: int) -> None:
+        _, entries = self._etcd.get(self.settings.leader_key)
+        leader = entries.get(self.settings.leader_key)
+        if leader is None or leader.create_revision != term:
+            raise Unavailable(
+                f"node {self.settings.node} lost the leader lease: the write is refused"
+            )
+
+    def _catch_up(self, name: str, repo: Repository, term: int) -> None:
+        """etcd refused: deposed (raise), or main is behind what etcd accepted (a commit whose
+        local move was lost): follow etcd so that the write is re-applied on its head."""
+        self._check_term(term)
+        _, entries = self._etcd.get(self._key(name))
+        entry = entries.get(self._key(name))
+        if entry is None:
+            raise Unavailable(f"{name} is not recorded in the cluster yet")
+        if entry.value == TOMBSTONE:
+            raise NotFound(f"{name} was archived")
+        head = repo.head()
+        if head == entry.value:
+            return
+        fetch_missing(repo, name, entry.value, self.settings.others.values())
+        remote.follow(repo, head, entry.value)
+
+    def _replicate(
+        self, name: str, repo: Repository, commit: str, objects: tuple[str, bytes] | None
+    ) -> None:
+        """Return once `min_replicas` peers hold `commit`; Unavailable otherwise.
+
+        `objects`: (parent, the objects the commit adds to it), sent in the request when the
+        peer holds the parent (one round trip); otherwise, or if that fails, the peer fetches
+        the candidate ref over git smart HTTP."""
+        needed = self.settings.min_replicas
+        if needed == 0:
+            return
+        futures = [
+            self._pool.submit(self._hand_over, base, name, repo, commit, objects)
+            for base in self.settings.others.values()
+        ]
+        done, errors = 0, []
+        try:
+            for future in as_completed(futures, timeout=REPLICATE_TIMEOUT_SECONDS):
+                error = future.result()
+                if error is None:
+                    done += 1
+                    if done >= needed:
+                        return
+                else:
+                    errors.append(error)
+        except FuturesTimeout:
+            errors.append(f"timed out after {REPLICATE_TIMEOUT_SECONDS:.0f}s")
+        raise Unavailable(
+            f"{name}: only {done} of the {needed} replicas needed hold {commit[:12]}; "
+            f"nothing was committed ({'; '.join(errors[:3])})"
+        )
+
+
+def _check_names(repository: str, commit: str) -> None:
+    if not _REPOSITORY.match(str(repository)):
+        raise InvalidInput(f"repository {str(repository)[:60]!r} is not one of the store's")
+    if not _COMMIT.match(str(commit)):
+        raise InvalidInput("commit must be a full commit id", key="commit")
+
+
+def _objects_of(repo: Repository, old: str | None, new: str) -> tuple[str, bytes] | None:
+    """(old, the objects `new` adds to it) for a commit whose only parent is `old`."""
+    if old is None or repo.parent(new) != old or len(repo.git[new].parent_ids) != 1:
+        return None
+    return old, encode_objects(remote.new_objects(repo, old, new))
+
+
+def incoming_repository(root: Path, repository: str) -> Repository:
+    """The repository a peer fills before etcd names it (created on first use)."""
+    path = state.folder(root) / "incoming" / repository
+    if (path / "HEAD").exists():
+        return Repository(path, repository)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return remote.init_bare(path, repository)
+
+
+def _post(url: str, body: bytes, content_type: str) -> str | None:
+    """POST to a peer; None when it answers 204, else why not."""
+    request = urllib.request.Request(
+        url, data=body, method="POST", headers={"Content-Type": content_type}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=REPLICATE_TIMEOUT_SECONDS) as answer:
+            return None if answer.status == 204 else f"{url}: {answer.status}"
+    except urllib.error.HTTPError as exc:
+        return f"{url}: {exc.code} {exc.read()[:200].decode('utf-8', 'replace')}"
+    except (urllib.error.URLError, OSError) as exc:
+        return f"{url}: {exc}"

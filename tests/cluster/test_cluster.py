@@ -1,0 +1,353 @@
+"""A real three-node cluster behind HAProxy (conftest.py): replication, reads of one's own
+writes on replicas, redirects, readiness roles, environments created and archived everywhere,
+fencing of a deposed primary, and a short chaos round (bench/ha.py runs the long one).
+
+The tests share one cluster and run in file order; the chaos round is last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from cluster_harness import Cluster, clean_env, http
+
+VALUES = "/api/v1/config/environments/1/resources/astute/values"
+ENV_REPO = "environments/1.git"
+JSON = {"Content-Type": "application/json"}
+
+
+def set_key(base: str, key: str, value, timeout: float = 30.0):
+    body = json.dumps([[key, value]]).encode()
+    return http("PUT", base + VALUES + "/keys/set", body, timeout=timeout, **JSON)
+
+
+def head_of(cluster: Cluster, node: str, repo: str = ENV_REPO) -> str | None:
+    """The node's main of `repo`; "-" (etcd's word for it) when the repository is archived."""
+    if not (cluster.nodes[node].root / repo).exists():
+        return "-"
+    done = subprocess.run(
+        ["git", "--git-dir", str(cluster.nodes[node].root / repo), "rev-parse", "-q", "--verify",
+         "refs/heads/main"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return done.stdout.strip() or None
+
+
+def wait_until(condition, timeout: float = 20.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{what} did not happen within {timeout:.0f}s")
+
+
+def write_through_proxy(cluster: Cluster, key: str, value) -> str:
+    """Set a key through HAProxy, retrying while the cluster elects; the acknowledged commit."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            code, _, headers = set_key(cluster.url, key, value, timeout=10)
+        except OSError:
+            code, headers = None, {}
+        if code == 204:
+            return headers["X-Gitstore-Commit"]
+        time.sleep(0.2)
+    raise AssertionError(f"no write of {key} was acknowledged in 30s")
+
+
+def roles(cluster: Cluster) -> tuple[str, str]:
+    """(the primary, a replica that knows it), once there are both."""
+    primary = cluster.wait_for_primary()
+    found = []
+
+    def known() -> bool:
+        found[:] = [
+            n for n in cluster.nodes if (cluster.status(n) or {}).get("primary") == primary != n
+        ]
+        return bool(found)
+
+    wait_until(known, what="a replica that knows the primary")
+    return primary, found[0]
+
+
+def coordinator_pid(cluster: Cluster, node: str) -> int:
+    master = cluster.nodes[node].process.pid
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    for pid in children:
+        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return int(pid)
+    raise AssertionError(f"node {node} has no coordinator process")
+
+
+# -- replication and reads -------------------------------------------------------------------
+def test_writes_through_haproxy_reach_every_replica(cluster):
+    commits = [write_through_proxy(cluster, f"basic{i}", i) for i in range(5)]
+    for node in cluster.nodes:
+        wait_until(lambda n=node: head_of(cluster, n) == commits[-1], what=f"{node} following")
+        code, body, headers = http("GET", cluster.nodes[node].url + VALUES)
+        assert code == 200 and headers["X-Gitstore-Commit"] == commits[-1]
+        assert {f"basic{i}": i for i in range(5)}.items() <= json.loads(body).items()
+    assert cluster.etcd_heads()[ENV_REPO] == commits[-1]
+
+
+def test_an_index_read_on_a_lagging_replica_waits_for_the_write(cluster):
+    _, replica = roles(cluster)
+    cluster.partition(replica)  # it hears nothing from etcd: its main stays behind
+    try:
+        commit = write_through_proxy(cluster, "own-write", "seen")
+        time.sleep(0.5)
+        assert head_of(cluster, replica) != commit
+        threading.Timer(1.0, cluster.heal, (replica,)).start()
+        url = cluster.nodes[replica].url + VALUES + f"?index={commit}&wait=1s"
+        code, body, headers = http("GET", url)
+    finally:
+        cluster.heal(replica)
+    assert code == 200, body
+    assert headers["X-Gitstore-Commit"] == commit
+    assert json.loads(body)["own-write"] == "seen"
+
+
+def test_a_write_that_reaches_a_replica_is_redirected_to_the_primary(cluster):
+    primary, replica = roles(cluster)
+    before = cluster.etcd_heads()[ENV_REPO]
+    code, _, headers = set_key(cluster.nodes[replica].url, "redirected", 1)
+    assert code == 307
+    assert headers["Location"] == cluster.nodes[primary].url + VALUES + "/keys/set"
+    assert cluster.etcd_heads()[ENV_REPO] == before
+    push_ad = "/git/environments/1.git/info/refs?service=git-receive-pack"
+    assert http("GET", cluster.nodes[replica].url + push_ad)[0] == 307
+    fetch_ad = "/git/environments/1.git/info/refs?service=git-upload-pack"
+    assert http("GET", cluster.nodes[replica].url + fetch_ad)[0] == 200
+
+
+def test_readiness_names_the_role(cluster):
+    primary, replica = roles(cluster)
+    ready = {
+        (node, role): http("GET", cluster.nodes[node].url + f"/readyz?role={role}")[0]
+        for node in (primary, replica)
+        for role in ("primary", "replica")
+    }
+    assert ready == {
+        (primary, "primary"): 200,
+        (primary, "replica"): 503,
+        (replica, "primary"): 503,
+        (replica, "replica"): 200,
+    }
+    code, body, _ = http("GET", cluster.nodes[replica].url + "/readyz?role=leader")
+    assert code == 400 and "role" in json.loads(body)["message"]
+    code, body, _ = http("GET", cluster.nodes[replica].url + "/readyz?role=replica")
+    assert json.loads(body)["cluster"]["primary"] == primary
+
+
+def test_environments_created_and_deleted_on_the_primary_are_on_every_node(cluster):
+    body = json.dumps({"id": 2, "components": ["fuel"], "hierarchy_levels": ["nodes"]})
+    url = cluster.url + "/api/v1/config/environments"
+    code, answer, _ = http("POST", url, body.encode(), **JSON)
+    assert code == 201, answer
+    commit = cluster.etcd_heads()["environments/2.git"]
+    for node in cluster.nodes:
+        wait_until(lambda n=node: head_of(cluster, n, "environments/2.git") == commit)
+    assert http("DELETE", cluster.url + "/api/v1/config/environments/2")[0] == 204
+    for node in cluster.nodes:
+        path = cluster.nodes[node].root / "environments/2.git"
+        wait_until(lambda p=path: not p.exists(), what=f"archive on {node}")
+        assert list((cluster.nodes[node].root / "archive/environments").glob("2-*.git"))
+
+
+# -- fencing -----------------------------------------------------------------------------------
+def test_a_deposed_primary_cannot_commit(cluster):
+    """The old primary still believes it leads (its coordinator is frozen and its word says
+    primary), yet etcd refuses its transaction: the write is refused and nothing moves."""
+    old = cluster.wait_for_primary()
+    node = cluster.nodes[old]
+    state_file = node.root / ".cluster/state.json"
+    word = json.loads(state_file.read_text())
+    coordinator = coordinator_pid(cluster, old)
+    os.kill(coordinator, signal.SIGSTOP)  # no keep-alive: its lease expires
+    try:
+        new = cluster.wait_for_primary(other_than=old)
+        before = cluster.etcd_heads()[ENV_REPO]
+        local = head_of(cluster, old)
+        state_file.write_text(json.dumps({**word, "updated": time.time()}))
+        code, body, _ = set_key(node.url, "deposed", 1)
+        assert code == 503, body
+        assert "lost the leader lease" in json.loads(body)["message"]
+        assert cluster.etcd_heads()[ENV_REPO] == before
+        assert head_of(cluster, old) == local
+    finally:
+        os.kill(coordinator, signal.SIGCONT)
+    wait_until(lambda: (cluster.status(old) or {}).get("role") == "replica")
+    assert cluster.primary() == new
+
+
+def test_a_write_no_replica_can_take_is_refused_and_not_committed(cluster):
+    primary, _ = roles(cluster)
+    others = [n for n in cluster.nodes if n != primary]
+    before, local = cluster.etcd_heads()[ENV_REPO], head_of(cluster, primary)
+    for name in others:
+        cluster.kill(name)
+    try:
+        code, body, _ = set_key(cluster.nodes[primary].url, "unreplicated", 1)
+        assert code == 503, body
+        assert "replicas needed" in json.loads(body)["message"]
+        assert cluster.etcd_heads()[ENV_REPO] == before
+        assert head_of(cluster, primary) == local
+    finally:
+        for name in others:
+            cluster.start_node(name)
+    roles(cluster)
+
+
+# -- chaos -------------------------------------------------------------------------------------
+class Writers:
+    """REST writers (a key each) and git pushers (a file each) through HAProxy; they remember
+    what was acknowledged."""
+
+    def __init__(self, cluster: Cluster, workdir: Path, rest: int = 6, pushers: int = 2) -> None:
+        self.cluster = cluster
+        self.workdir = workdir
+        self.stop = threading.Event()
+        self.keys: dict[str, int] = {}
+        self.pushed: list[str] = []
+        self.errors = 0
+        self.codes: dict = {}
+        self._lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._rest, args=(i,)) for i in range(rest)]
+        self.threads += [threading.Thread(target=self._push, args=(i,)) for i in range(pushers)]
+
+    def __enter__(self) -> Writers:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=60)
+
+    def _rest(self, writer: int) -> None:
+        n = 0
+        while not self.stop.is_set():
+            n += 1
+            key = f"chaos-{writer}-{n}"
+            try:
+                code, _, _ = set_key(self.cluster.url, key, n, timeout=15)
+            except OSError:
+                code = None
+            with self._lock:
+                if code == 204:
+                    self.keys[key] = n
+                else:
+                    self.errors += 1
+                    self.codes[code] = self.codes.get(code, 0) + 1
+            if code != 204:
+                time.sleep(0.1)
+
+    def _push(self, pusher: int) -> None:
+        clone = self.workdir / f"pusher-{pusher}"
+        env = clean_env(self.workdir / "home")
+        git = ["git", "-C", str(clone), "-c", "user.name=p", "-c", "user.email=p@example.com"]
+        url = self.cluster.url + "/git/environments/1.git"
+        while not self.stop.is_set() and not (clone / ".git").exists():
+            _quiet(["git", "clone", "-q", url, str(clone)], env)
+        n = 0
+        while not self.stop.is_set():
+            n += 1
+            _quiet([*git, "pull", "-q", "--rebase"], env)
+            folder = clone / f"nodes/{100 + pusher}/values"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "astute.yaml").write_text(f"pushed: {n}\n")
+            _quiet([*git, "add", "-A"], env)
+            _quiet([*git, "commit", "-qm", f"push {n}"], env)
+            sha = subprocess.run(
+                [*git, "rev-parse", "HEAD"], env=env, capture_output=True, text=True
+            ).stdout.strip()
+            done = subprocess.run([*git, "push", "-q", "origin", "HEAD:main"], env=env,
+                                  capture_output=True, check=False, timeout=60)  # fmt: skip
+            if done.returncode == 0:
+                with self._lock:
+                    self.pushed.append(sha)
+            else:
+                time.sleep(0.3)
+
+
+def _quiet(command: list[str], env: dict[str, str]) -> None:
+    subprocess.run(command, env=env, capture_output=True, check=False, timeout=60)
+
+
+def test_chaos_no_acknowledged_write_is_lost(cluster, tmp_path):
+    kills = 5
+    started = time.monotonic()
+    with Writers(cluster, tmp_path) as writers:
+        for round_ in range(kills):
+            print("round", round_, time.monotonic() - started, len(writers.keys), writers.codes)
+            time.sleep(1.5)
+            primary = cluster.wait_for_primary()
+            cluster.kill(primary)
+            cluster.wait_for_primary(other_than=primary)
+            cluster.start_node(primary)
+            if round_ == 2:
+                cut = cluster.wait_for_primary()
+                cluster.partition(cut)
+                cluster.wait_for_primary(other_than=cut)
+                time.sleep(1.0)
+                cluster.heal(cut)
+        time.sleep(1.5)
+    print(f"chaos: {len(writers.keys)} writes, {len(writers.pushed)} pushes acknowledged, "
+          f"{writers.errors} refused or failed {writers.codes}")  # fmt: skip
+    assert len(writers.keys) > 20 and writers.pushed, "the writers made no progress"
+    _settled(cluster)
+    etcd = cluster.etcd_heads()
+    assert etcd["environments/2.git"] == "-"  # archived by an earlier test: archived everywhere
+    for name in cluster.nodes:
+        for repo, commit in etcd.items():
+            assert head_of(cluster, name, repo) == commit, f"{name}: {repo} is not etcd's"
+        code, body, headers = http("GET", cluster.nodes[name].url + VALUES)
+        assert code == 200 and headers["X-Gitstore-Commit"] == etcd[ENV_REPO]
+        document = json.loads(body)
+        lost = {k: v for k, v in writers.keys.items() if document.get(k) != v}
+        assert lost == {}, f"{name} lost acknowledged writes"
+        git_dir = str(cluster.nodes[name].root / ENV_REPO)
+        for sha in writers.pushed:
+            ancestor = ["git", "--git-dir", git_dir, "merge-base", "--is-ancestor", sha, "main"]
+            assert subprocess.run(ancestor, check=False).returncode == 0, f"{name} lost {sha}"
+        for repo in (r for r, commit in etcd.items() if commit != "-"):
+            fsck = ["git", "--git-dir", str(cluster.nodes[name].root / repo), "fsck", "--strict"]
+            done = subprocess.run(fsck, capture_output=True, text=True, check=False)
+            assert done.returncode == 0, f"{name} {repo}: {done.stdout}{done.stderr}"
+
+
+def _settled(cluster: Cluster) -> None:
+    """Every node alive and following etcd's heads."""
+    cluster.wait_for_primary()
+
+    def following() -> bool:
+        etcd = cluster.etcd_heads()
+        return all(
+            head_of(cluster, n, repo) == commit
+            for n in cluster.nodes
+            for repo, commit in etcd.items()
+        )
+
+    try:
+        wait_until(following, timeout=30, what="every node following etcd")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{_diagnosis(cluster)}") from None
+
+
+def _diagnosis(cluster: Cluster) -> str:
+    """What each node says and logged of note: for a failure that is gone with its folder."""
+    lines = [f"etcd: {cluster.etcd_heads()}"]
+    for name, node in cluster.nodes.items():
+        heads = {repo: head_of(cluster, name, repo) for repo in cluster.etcd_heads()}
+        lines.append(f"{name}: alive={node.alive()} status={cluster.status(name)} heads={heads}")
+        logged = node.log.read_text(errors="replace").splitlines()
+        lines += [line[:300] for line in logged if '"level": "info"' not in line][-15:]
+    return "\n".join(lines)

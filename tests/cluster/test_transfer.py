@@ -1,0 +1,53 @@
+"""The objects a commit adds to its parent, carried to another copy of the repository (the
+primary's fast path of replication): the copy then holds the commit whole, `git fsck` clean;
+a malformed stream is a 400-class error naming where it broke. Single node, real repositories."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from gitstore import Store
+from gitstore.api import create_app
+from gitstore.backend import remote
+from gitstore.backend.repository import Repository
+from gitstore.cluster.transfer import decode_objects, encode_objects
+from gitstore.errors import InvalidInput
+
+from .conftest import seed_store
+
+
+@pytest.fixture
+def two_copies(tmp_path):
+    seed = seed_store(tmp_path / "a")
+    shutil.copytree(seed, tmp_path / "b")
+    return tmp_path / "a", tmp_path / "b"
+
+
+def test_a_commit_sent_as_its_new_objects_is_whole_on_the_other_copy(two_copies):
+    a, b = two_copies
+    store = Store(a)
+    repo = store.environment_repo(1)
+    old = repo.head()
+    client = create_app({"TESTING": True}, store=store).test_client()
+    path = "/api/v1/config/environments/1/nodes/7/resources/astute/values/keys/set"
+    assert client.put(path, json=[["deep", {"a": [1, 2]}]]).status_code == 204
+    new = repo.head()
+    sent = decode_objects(encode_objects(remote.new_objects(repo, old, new)))
+    copy = Repository(b / "environments/1.git", "copy")
+    assert not remote.has_commit(copy, new)
+    remote.add_objects(copy, sent)
+    assert remote.has_commit(copy, new)
+    assert remote.follow(copy, old, new)
+    fsck = subprocess.run(
+        ["git", "--git-dir", str(copy.path), "fsck", "--strict"], capture_output=True, text=True
+    )
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+@pytest.mark.parametrize("body", [b"3 10\nshort", b"9 1\nx", b"nonsense", b"3 -1\n"])
+def test_a_malformed_object_stream_is_refused(body):
+    with pytest.raises(InvalidInput, match="malformed at byte 0"):
+        decode_objects(body)
