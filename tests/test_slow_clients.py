@@ -140,10 +140,12 @@ def _kill(client: subprocess.Popen) -> None:
 
 
 def _no_backend_after(root: Path, bound: float) -> list[int]:
+    """The backends still there after `bound`; [] as soon as one look finds none (a second
+    look could catch a short-lived backend of the dying client's partial request)."""
     deadline = time.monotonic() + bound
-    while _backends(root) and time.monotonic() < deadline:
+    while (left := _backends(root)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    return _backends(root)
+    return left
 
 
 def test_a_fetch_client_killed_mid_transfer_leaves_no_http_backend(guarded_server):
