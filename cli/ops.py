@@ -1,4 +1,5 @@
-"""`gitstore backup`, `gitstore restore` and `gitstore fsck`: operations on a store root.
+"""`gitstore backup`, `gitstore restore`, `gitstore fsck` and `gitstore cluster key`: operations
+on a store root.
 
 They work on folders, never through a server; `backup` and `fsck` may run while the store is
 served. The work is `gitstore.ops` (docs/operations.md).
@@ -13,6 +14,8 @@ from pathlib import Path
 import click
 
 from cli.server import store_root
+from gitstore import CLUSTER_KEY_FILE, create_cluster_secret
+from gitstore.errors import GitstoreError
 
 PASSPHRASE_ENV = "GITSTORE_BACKUP_PASSPHRASE"
 
@@ -21,6 +24,7 @@ def register(group: click.Group) -> None:
     group.add_command(backup)
     group.add_command(restore)
     group.add_command(fsck)
+    group.add_command(cluster)
 
 
 def _passphrase(path: str | None, needed: bool) -> bytes | None:
@@ -126,3 +130,24 @@ def fsck(ctx: click.Context, root_opt: str | None, fmt: str) -> None:
             click.echo(str(problem))
         click.echo(f"{len(problems)} problem(s)" if problems else f"{root}: no problems found")
     ctx.exit(1 if problems else 0)
+
+
+@click.group()
+def cluster() -> None:
+    """What a store root needs to be a cluster member (docs/ha.md)."""
+
+
+@cluster.command("key")
+@_root_option
+def cluster_key(root_opt: str | None) -> None:
+    """Make the cluster secret members sign their calls with: <root>/cluster.key, mode 0600.
+
+    Run it once, then install the same file on every member (like keyring.yaml). Refuses to
+    replace an existing secret.
+    """
+    root = store_root(root_opt)
+    try:
+        path = create_cluster_secret(root / CLUSTER_KEY_FILE)
+    except (GitstoreError, OSError) as exc:
+        raise click.ClickException(getattr(exc, "message", None) or str(exc)) from None
+    click.echo(f"wrote {path}: copy it to every member of the cluster (mode 0600)")

@@ -21,11 +21,13 @@ from cli.keystone_serve import keystone_options
 from gitstore import (
     ACCESS_REQUIRED,
     ANONYMOUS_READ,
+    CLUSTER_KEY_FILE,
     KEYSTONE,
     ROLES,
     SAMPLE_DIR,
     SERVED_HOSTS,
     AccessFile,
+    ClusterSecret,
     KeystoneSettings,
     LoadReport,
     Store,
@@ -246,6 +248,12 @@ def _default_workers() -> int:
     help="Members besides the primary that must hold a commit before it is acknowledged "
     "(with --cluster; default 1, or 0 for a cluster of one).",
 )
+@click.option(
+    "--cluster-secret-file",
+    type=click.Path(dir_okay=False),
+    help="The cluster secret members sign their calls with (with --cluster; default "
+    "<root>/cluster.key, made by `gitstore cluster key`; the same file on every member).",
+)
 def serve(
     root_opt: str | None,
     host: str,
@@ -271,6 +279,7 @@ def serve(
     node_name: str | None = None,
     peers: str | None = None,
     min_replicas: int | None = None,
+    cluster_secret_file: str | None = None,
 ) -> None:
     """Serve the REST API of the store at --root under gunicorn.
 
@@ -279,7 +288,8 @@ def serve(
     listens on loopback addresses only, unless --open is given.
     """
     root = store_root(root_opt)
-    membership = _cluster_settings(cluster, node_name, peers, min_replicas)
+    secret_file = cluster_secret_file or (str(root / CLUSTER_KEY_FILE) if cluster else None)
+    membership = _cluster_settings(cluster, node_name, peers, min_replicas, secret_file)
     if membership and poll:
         raise click.UsageError("--poll is not available with --cluster yet (docs/ha.md)")
     log_format = log_format or logs.default_format()
@@ -327,17 +337,26 @@ def serve(
 
 
 def _cluster_settings(
-    cluster: str | None, node: str | None, peers: str | None, min_replicas: int | None
+    cluster: str | None,
+    node: str | None,
+    peers: str | None,
+    min_replicas: int | None,
+    secret_file: str | None,
 ) -> dict | None:
     """The cluster settings of `--cluster` and its companions (None: a single node)."""
     if cluster is None:
-        if node or peers or min_replicas is not None:
-            raise click.UsageError("--node-name, --peers and --min-replicas need --cluster")
+        if node or peers or min_replicas is not None or secret_file:
+            raise click.UsageError(
+                "--node-name, --peers, --min-replicas and --cluster-secret-file need --cluster"
+            )
         return None
     if not node or not peers:
         raise click.UsageError("--cluster needs --node-name and --peers")
     try:
-        return cluster_settings(cluster, node, peers, min_replicas).as_dict()
+        secret_file = str(Path(secret_file).resolve())
+        membership = cluster_settings(cluster, node, peers, min_replicas, secret_file)
+        ClusterSecret.load(secret_file)  # fail here with one line, not in every worker
+        return membership.as_dict()
     except GitstoreError as exc:
         raise click.UsageError(exc.message) from None
 

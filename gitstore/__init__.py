@@ -57,6 +57,9 @@ _EXPORTS = {
     "parse_size": "gitstore.ops.health",
     "cluster_settings": "gitstore.cluster.settings",
     "run_coordinator": "gitstore.cluster.coordinator",
+    "ClusterSecret": "gitstore.cluster.secret",
+    "CLUSTER_KEY_FILE": "gitstore.cluster.secret",
+    "create_cluster_secret": "gitstore.cluster.secret",
 }
 #: Exported under another name than the one its module gives it.
 _RENAMED = {
@@ -66,6 +69,8 @@ _RENAMED = {
     "unbind_reveal_rule": "unbind",
     "cluster_settings": "settings",
     "run_coordinator": "run",
+    "CLUSTER_KEY_FILE": "KEY_FILE",
+    "create_cluster_secret": "create",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -6,6 +6,9 @@ Each node reaches etcd through a TCP relay of its own (`relay.py`): SIGSTOP of a
 is a partition of that node from etcd (its connections stall, new ones are never answered)
 while HAProxy and the peers still reach it, which is the failure fencing must survive.
 SIGKILL of a node's process group (arbiter, workers, coordinator) is a crash.
+
+Every node gets the same cluster secret (`<root>/cluster.key`, made in the seed when it has
+none); `member_headers()` signs a call as a member would.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from gitstore import CLUSTER_KEY_FILE, ClusterSecret, create_cluster_secret
 
 ETCD = "/usr/bin/etcd"
 HAPROXY = "/usr/sbin/haproxy"
@@ -83,6 +88,7 @@ class Cluster:
         self.nodes = {n: Node(n, self.workdir / n, self.workdir / f"{n}.log") for n in names}
         self._etcd: subprocess.Popen | None = None
         self._haproxy: subprocess.Popen | None = None
+        self.secret: ClusterSecret | None = None  # made or read by start()
 
     def __enter__(self) -> Cluster:
         self.start()
@@ -93,6 +99,10 @@ class Cluster:
 
     # -- start and stop --------------------------------------------------------------------
     def start(self) -> None:
+        key = self.seed / CLUSTER_KEY_FILE
+        if not key.exists():
+            create_cluster_secret(key)
+        self.secret = ClusterSecret.load(key)
         self._start_etcd()
         for node in self.nodes.values():
             shutil.copytree(self.seed, node.root, symlinks=True)
@@ -170,10 +180,15 @@ class Cluster:
     # -- looking -------------------------------------------------------------------------
     def status(self, name: str) -> dict | None:
         try:
-            code, body, _ = http("GET", self.nodes[name].url + "/cluster/v1/status", timeout=2)
+            url = self.nodes[name].url + "/cluster/v1/status"
+            code, body, _ = http("GET", url, timeout=2, **self.member_headers())
         except OSError:
             return None
         return json.loads(body) if code == 200 else None
+
+    def member_headers(self) -> dict[str, str]:
+        """What a member's call carries: a signature made with the cluster secret."""
+        return self.secret.headers()
 
     def primary(self) -> str | None:
         """The node that says it is primary and that HAProxy-style checks accept."""

@@ -6,6 +6,7 @@ thread while it sends half a header block, and not a `git http-backend` once it 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from access.helpers import add_users, basic, password_of, serve
+from access.helpers import add_users, basic, isolated_env, password_of, serve
 
 from gitstore import Store
 from gitstore.configdb.importer import SAMPLE_DIR
@@ -139,10 +140,12 @@ def _kill(client: subprocess.Popen) -> None:
 
 
 def _no_backend_after(root: Path, bound: float) -> list[int]:
+    """The backends still there after `bound`; [] as soon as one look finds none (a second
+    look could catch a short-lived backend of the dying client's partial request)."""
     deadline = time.monotonic() + bound
-    while _backends(root) and time.monotonic() < deadline:
+    while (left := _backends(root)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    return _backends(root)
+    return left
 
 
 def test_a_fetch_client_killed_mid_transfer_leaves_no_http_backend(guarded_server):
@@ -181,3 +184,109 @@ def _main_of(git_dir: Path) -> str:
         text=True,
         check=True,
     ).stdout.strip()
+
+
+#: How long a SIGKILLed worker's git processes may outlive it.
+ORPHAN_BOUND = 10
+#: A pre-receive hook that says it started, then takes its time (and refuses in the end).
+_SLOW_HOOK = """#!/bin/sh
+touch {marker}
+sleep 120
+exit 1
+"""
+
+
+def test_a_worker_killed_mid_push_takes_its_git_processes_with_it(guarded_server, tmp_path):
+    """git http-backend runs in a session of its own (so a client that vanishes can have its
+    whole group killed). A worker SIGKILLed while git works (the OOM killer, a node crash)
+    must not leave git running on: it was seen spinning at 40 % CPU, and a push whose hook
+    is still running would go on to move main for a client nobody answers."""
+    store, server = guarded_server
+    repo = store.root / "environments" / "1.git"
+    old = _main_of(repo)
+    hook, marker = repo / "hooks" / "pre-receive", tmp_path / "hook-started"
+    gate = hook.read_text()
+    hook.write_text(_SLOW_HOOK.format(marker=marker))
+    push = None
+    try:
+        push = _start_push(server, tmp_path)
+        deadline = time.monotonic() + ANSWER_BOUND
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the push never reached its pre-receive hook"
+        gits = _git_processes(store.root)
+        [worker] = {_parent_of(pid) for pid in gits} - set(gits)
+        assert worker != server.process.pid  # a worker, not the master
+        _stop(push)  # first: git would resend the push to another worker
+        os.kill(worker, signal.SIGKILL)
+        assert _still_running_after(gits, ORPHAN_BOUND) == []
+    finally:
+        hook.write_text(gate)
+        _stop(push)
+        for pid in _git_processes(store.root):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert _main_of(repo) == old
+    got = requests.get(  # the master replaced the worker: the server still serves
+        server.url + "/api/v1/access/whoami",
+        headers=basic("writer", password_of("writer")),
+        timeout=ANSWER_BOUND,
+    )
+    assert got.status_code == 200
+
+
+def _start_push(server, workdir: Path) -> subprocess.Popen:
+    """A real `git push` of one new commit to environment 1, left running."""
+    url = f"http://writer:{password_of('writer')}@127.0.0.1:{server.port}/git/environments/1.git"
+    work, env = workdir / "work", isolated_env(workdir)
+    subprocess.run(["git", "clone", "-q", url, str(work)], env=env, check=True)
+    (work / "global" / "values" / "pushed.yaml").write_text("slow: true\n")
+    for command in (["add", "-A"], ["commit", "-qm", "slow push"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *command],
+            cwd=work, env=env, check=True,
+        )  # fmt: skip
+    return subprocess.Popen(
+        ["git", "push", "-q", "origin", "HEAD:main"],
+        cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _git_processes(root: Path) -> list[int]:
+    """Pids of every process git http-backend started for `root` (its children and hooks
+    inherit GIT_PROJECT_ROOT)."""
+    marker = f"GIT_PROJECT_ROOT={root.resolve()}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except (OSError, ValueError):
+            continue  # not a process, or one that has just ended
+    return found
+
+
+def _still_running_after(pids: list[int], bound: float) -> list[int]:
+    deadline = time.monotonic() + bound
+    while (running := [pid for pid in pids if _running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return running
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie nobody reaps here has stopped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _stop(process: subprocess.Popen | None) -> None:
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def _parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])

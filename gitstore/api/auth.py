@@ -18,6 +18,10 @@ backend sent), checks them against the store's access file (`gitstore.access.pol
   `gitstore.access.keystone`, mapped by the access file's keystone rules; 503 when Keystone
   cannot be reached (for those tokens only).
 - Webhook routes are not checked here: they authenticate by signature only.
+- Cluster members (docs/ha.md) sign their calls to each other with the cluster secret
+  (`X-Gitstore-Member`, `gitstore.cluster.secret`): `/cluster/...` needs that header and nothing
+  else is accepted there (401 without it); a `/git/` fetch carrying it reads any repository.
+  A bad member header is 401 wherever it is sent.
 - Probes (`/healthz`, `/readyz`) are open; `/metrics` too unless the app's
   `GITSTORE_METRICS_ROLE` (`gitstore serve --metrics-role`) names the role it needs.
 """
@@ -67,6 +71,10 @@ _ENV_REPO_PREFIX = "environments/"
 METRICS_ROLE = "GITSTORE_METRICS_ROLE"
 _ID = re.compile(r"^[0-9]{1,18}$")
 _VALIDATOR = "gitstore.keystone"
+#: The header a cluster member signs its calls with (gitstore.cluster.secret.HEADER).
+MEMBER_HEADER = "X-Gitstore-Member"
+#: Who a member's call is in logs (it makes no commits: members only read through /git/).
+MEMBER_USER = "cluster-member"
 
 
 @dataclass(frozen=True)
@@ -99,7 +107,7 @@ def needed(method: str, path: str, args: Any) -> Need | None:
     if parts[:1] == ["webhooks"] or parts in (["healthz"], ["readyz"], OPENAPI_PATH):
         return None  # signed webhooks; probes, which carry no credentials; the API's own map
     if parts[:1] == ["cluster"]:
-        return None  # members' calls (docs/ha.md: keep /cluster/ off the load balancer)
+        return None  # members' calls: `_member_call` checks their signature instead
     if parts == ["metrics"]:
         role = current_app.config.get(METRICS_ROLE)
         return Need((role,)) if role else None  # scrapers carry none unless asked to
@@ -173,6 +181,8 @@ def _authorise() -> None:
     g.user = None
     g.identity = None
     need = needed(request.method, request.path, request.args)
+    if _member_call(need):
+        return
     if need is None:
         return
     access: AccessFile = app_store().access
@@ -190,6 +200,33 @@ def _authorise() -> None:
         require(identity, role, need.scope)
     g.user = identity.name
     g.identity = identity
+
+
+def _member_call(need: Need | None) -> bool:
+    """Whether this is a peer's call the cluster secret lets through: every `/cluster/` call
+    (401 unless signed) and a signed `/git/` fetch. Members read, never write, through `/git/`.
+    """
+    member = app_store().cluster
+    parts = [part for part in request.path.split("/") if part]
+    if member is None or parts[:1] not in (["cluster"], ["git"]):
+        return False
+    presented = request.headers.get(MEMBER_HEADER)
+    if presented is None and parts[0] == "git":
+        return False  # a user's fetch or push: the access file decides
+    if not member.secret.verify(presented):
+        address = request.remote_addr or "unknown"
+        metrics.auth_failed("bad_member_signature" if presented else "no_member_signature")
+        log.warning("member call %s from %s refused: bad signature", request.path[:200], address)
+        raise Unauthorized(
+            f"no {MEMBER_HEADER} header: only cluster members may call this"
+            if presented is None
+            else f"the {MEMBER_HEADER} header is not signed with this cluster's secret, "
+            "or its time is more than 5 minutes off this node's clock"
+        )
+    if parts[0] == "git" and not (need is not None and need.roles == ("reader",)):
+        raise Unauthorized(f"a {MEMBER_HEADER} header only lets a member fetch, not push")
+    g.user = MEMBER_USER
+    return True
 
 
 def _identify(access: AccessFile, need: Need) -> Identity | None:

@@ -1,6 +1,7 @@
 """A cluster member's routes (docs/ha.md): writes that reach a replica are redirected to the
 primary, never applied; `POST /cluster/v1/replicate` lets the primary hand a commit to this
-node before etcd accepts it; `GET /cluster/v1/status` says what this node is.
+node before etcd accepts it; `GET /cluster/v1/status` says what this node is. Only members
+reach these routes: `auth.py` refuses a call without the cluster secret's signature (401).
 
 On a single node (`store.cluster` is None) nothing here changes a request and the routes
 answer 404.

@@ -88,10 +88,14 @@ def follow(repo: Repository, expected: str | None, new: str) -> bool:
     return refs.compare_and_swap(repo.path, MAIN, expected, new)
 
 
-def fetch(repo: Repository, url: str, refspecs: Sequence[str]) -> None:
+def fetch(
+    repo: Repository, url: str, refspecs: Sequence[str], extra_env: dict[str, str] | None = None
+) -> None:
     """Run the real `git fetch` of `refspecs` from `url` into `repo` (never touching `main`).
 
     Raises Unavailable naming the remote when git fails (unreachable, unknown branch, auth).
+    `extra_env` adds to git's environment (a cluster member's credentials, kept off the
+    command line).
     """
     for spec in refspecs:
         if spec.lstrip("+").split(":")[-1] == MAIN:
@@ -109,7 +113,7 @@ def fetch(repo: Repository, url: str, refspecs: Sequence[str]) -> None:
         *refspecs,
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="true")
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="true", **(extra_env or {}))
     try:
         done = subprocess.run(
             command,

@@ -30,6 +30,7 @@ from pathlib import Path
 from gitstore.cluster import state
 from gitstore.cluster.etcd import Compare, Entry, Etcd
 from gitstore.cluster.follower import Follower
+from gitstore.cluster.secret import ClusterSecret
 from gitstore.cluster.settings import ClusterSettings
 from gitstore.errors import GitstoreError
 from gitstore.repositories import Repositories
@@ -45,7 +46,8 @@ class Coordinator:
         self.root = Path(root)
         ttl = settings.lease_ttl
         self.etcd = Etcd(settings.etcd_host, settings.etcd_port, timeout=max(0.5, ttl / 3))
-        self.follower = Follower(Repositories(root))
+        secret = ClusterSecret.load(settings.secret_file)
+        self.follower = Follower(Repositories(root), secret)
         self.lease = 0
         self.renewed = 0.0
         self.leaderless_since: float | None = None

@@ -15,6 +15,7 @@ from gitstore.backend import remote
 from gitstore.backend.hooks import install_hooks
 from gitstore.backend.repository import WRITE_LOCK, Repository
 from gitstore.cluster.member import TOMBSTONE, incoming_repository
+from gitstore.cluster.secret import ClusterSecret
 from gitstore.cluster.transfer import fetch_missing
 from gitstore.errors import GitstoreError
 from gitstore.files import exclusive_lock
@@ -26,8 +27,9 @@ log = logging.getLogger("gitstore.cluster")
 class Follower:
     """Brings the repositories of one store root to the commits etcd names."""
 
-    def __init__(self, repos: Repositories) -> None:
+    def __init__(self, repos: Repositories, secret: ClusterSecret) -> None:
         self._repos = repos
+        self._secret = secret  # the fetches from peers are a member's calls
         self.root = repos.root
 
     def local_heads(self) -> dict[str, str | None]:
@@ -61,14 +63,14 @@ class Follower:
         repo = Repository(path, name)
         if repo.head() == commit:
             return
-        fetch_missing(repo, name, commit, sources)
+        fetch_missing(repo, name, commit, sources, self._secret)
         with exclusive_lock(path / WRITE_LOCK, 0o644):
             remote.follow(repo, repo.head(), commit)
         log.info("cluster: %s follows etcd to %s", name, commit[:12])
 
     def _create(self, name: str, path: Path, commit: str, sources: list[str]) -> None:
         incoming = incoming_repository(self.root, name)
-        fetch_missing(incoming, name, commit, sources)
+        fetch_missing(incoming, name, commit, sources, self._secret)
         remote.follow(incoming, incoming.head(), commit)
         install_hooks(incoming.path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ from gitstore.backend import remote
 from gitstore.backend.repository import Repository
 from gitstore.cluster import state
 from gitstore.cluster.etcd import Compare, Etcd
+from gitstore.cluster.secret import ClusterSecret
 from gitstore.cluster.settings import ClusterSettings
 from gitstore.cluster.transfer import (
     CANDIDATE,
@@ -59,6 +60,8 @@ class Member:
     def __init__(self, settings: ClusterSettings, root: Path, etcd: Etcd | None = None) -> None:
         self.settings = settings
         self.root = Path(root)
+        #: Signs this node's calls to its peers and checks theirs (api/auth.py).
+        self.secret = ClusterSecret.load(settings.secret_file)
         self._etcd = etcd or Etcd(settings.etcd_host, settings.etcd_port)
         self._pool = ThreadPoolExecutor(max_workers=max(1, 2 * len(settings.others)))
         self._candidate_lock = threading.Lock()
@@ -119,7 +122,7 @@ class Member:
             query = urllib.parse.urlencode(
                 {"repository": name, "commit": commit, "parent": objects[0]}
             )
-            if _post(f"{base}{OBJECTS_PATH}?{query}", objects[1], BINARY) is None:
+            if _post(f"{base}{OBJECTS_PATH}?{query}", objects[1], BINARY, self.secret) is None:
                 return None
         try:
             with self._candidate_lock:  # one ref writer at a time (the peers are asked at once)
@@ -127,7 +130,7 @@ class Member:
         except Unavailable as exc:
             return exc.message
         body = json.dumps({"repository": name, "commit": commit, "source": self.settings.node})
-        return _post(base + REPLICATE_PATH, body.encode(), "application/json")
+        return _post(base + REPLICATE_PATH, body.encode(), "application/json", self.secret)
 
     # -- a peer's side of `_replicate` -------------------------------------------------------
     def receive_objects(self, repository: str, commit: str, parent: str, body: bytes) -> None:
@@ -155,7 +158,7 @@ class Member:
             repo = Repository(path, repository)
         else:  # a repository being created: kept aside until etcd names it (follower.py)
             repo = incoming_repository(self.root, repository)
-        fetch_candidate(repo, base, repository, commit)
+        fetch_candidate(repo, base, repository, commit, self.secret)
 
     def _peer_repository(self, repository: str) -> Repository | None:
         """A handle on one of this node's repositories (kept: opening one costs a millisecond
@@ -214,7 +217,7 @@ class Member:
         head = repo.head()
         if head == entry.value:
             return
-        fetch_missing(repo, name, entry.value, self.settings.others.values())
+        fetch_missing(repo, name, entry.value, self.settings.others.values(), self.secret)
         remote.follow(repo, head, entry.value)
 
     def _replicate(
@@ -273,10 +276,10 @@ def incoming_repository(root: Path, repository: str) -> Repository:
     return remote.init_bare(path, repository)
 
 
-def _post(url: str, body: bytes, content_type: str) -> str | None:
+def _post(url: str, body: bytes, content_type: str, secret: ClusterSecret) -> str | None:
     """POST to a peer; None when it answers 204, else why not."""
     request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": content_type}
+        url, data=body, method="POST", headers={"Content-Type": content_type, **secret.headers()}
     )
     try:
         with urllib.request.urlopen(request, timeout=REPLICATE_TIMEOUT_SECONDS) as answer:

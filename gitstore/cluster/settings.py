@@ -27,6 +27,8 @@ class ClusterSettings:
     min_replicas: int = 1
     prefix: str = DEFAULT_PREFIX
     lease_ttl: int = LEASE_TTL_SECONDS
+    #: The file of the cluster secret (secret.py), as an absolute path.
+    secret_file: str = ""
 
     @property
     def url(self) -> str:
@@ -57,6 +59,7 @@ class ClusterSettings:
             "min_replicas": self.min_replicas,
             "prefix": self.prefix,
             "lease_ttl": self.lease_ttl,
+            "secret_file": self.secret_file,
         }
 
     @classmethod
@@ -70,6 +73,7 @@ class ClusterSettings:
             int(data["min_replicas"]),
             data.get("prefix", DEFAULT_PREFIX),
             int(data.get("lease_ttl", LEASE_TTL_SECONDS)),
+            data.get("secret_file", ""),
         )
 
 
@@ -101,7 +105,11 @@ def parse_peers(text: str) -> dict[str, str]:
 
 
 def settings(
-    cluster: str, node: str, peers: str, min_replicas: int | None = None
+    cluster: str,
+    node: str,
+    peers: str,
+    min_replicas: int | None = None,
+    secret_file: str = "",
 ) -> ClusterSettings:
     """The settings the flags of `gitstore serve` name, checked together."""
     host, port = parse_etcd_url(cluster)
@@ -118,4 +126,4 @@ def settings(
         raise InvalidInput(
             f"--min-replicas {wanted} is more than the {others} other members", key="min-replicas"
         )
-    return ClusterSettings(host, port, node, members, wanted)
+    return ClusterSettings(host, port, node, members, wanted, secret_file=secret_file)

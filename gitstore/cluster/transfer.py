@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gitstore.backend import remote
 from gitstore.backend.repository import Repository
+from gitstore.cluster.secret import ClusterSecret
 from gitstore.errors import GitstoreError, InvalidInput, Unavailable
 
 #: Where the primary puts a commit its peers must fetch before etcd is asked to accept it.
@@ -31,14 +32,22 @@ def git_url(base: str, repository: str) -> str:
     return f"{base}/git/{repository}"
 
 
-def fetch_candidate(repo: Repository, base_url: str, repository: str, commit: str) -> None:
+def fetch_candidate(
+    repo: Repository, base_url: str, repository: str, commit: str, secret: ClusterSecret
+) -> None:
     """Fetch the candidate commit a peer offers; Unavailable unless we then hold `commit`."""
-    _fetch(repo, git_url(base_url, repository), CANDIDATE, CANDIDATE)
+    _fetch(repo, git_url(base_url, repository), CANDIDATE, CANDIDATE, secret)
     if not remote.has_commit(repo, commit):
         raise Unavailable(f"{base_url} no longer offers {commit[:12]} of {repository}")
 
 
-def fetch_missing(repo: Repository, repository: str, commit: str, bases: Iterable[str]) -> None:
+def fetch_missing(
+    repo: Repository,
+    repository: str,
+    commit: str,
+    bases: Iterable[str],
+    secret: ClusterSecret,
+) -> None:
     """Make `commit` (with its history) present in `repo`, from the first peer that has it
     as its main or its candidate; Unavailable when none does."""
     if remote.has_commit(repo, commit):
@@ -47,7 +56,7 @@ def fetch_missing(repo: Repository, repository: str, commit: str, bases: Iterabl
     for base in bases:
         for ref, local in (("refs/heads/main", PEER_MAIN), (CANDIDATE, CANDIDATE)):
             try:
-                _fetch(repo, git_url(base, repository), ref, local)
+                _fetch(repo, git_url(base, repository), ref, local, secret)
             except GitstoreError as exc:
                 failures.append(exc.message)
                 continue
@@ -59,9 +68,9 @@ def fetch_missing(repo: Repository, repository: str, commit: str, bases: Iterabl
     )
 
 
-def _fetch(repo: Repository, url: str, ref: str, local: str) -> None:
+def _fetch(repo: Repository, url: str, ref: str, local: str, secret: ClusterSecret) -> None:
     _clear_stale_lock(repo.path / (local + ".lock"))
-    remote.fetch(repo, url, [f"+{ref}:{local}"])
+    remote.fetch(repo, url, [f"+{ref}:{local}"], extra_env=secret.git_env())
 
 
 def _clear_stale_lock(lock: Path) -> None:

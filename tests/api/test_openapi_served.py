@@ -49,6 +49,7 @@ def test_the_spec_is_served_as_json_without_credentials(tmp_path):
         "bearer",
         "X-Auth-Token",
         "gitstore_session",
+        "X-Gitstore-Member",  # cluster members' signature (docs/ha.md)
     }
 
 

@@ -7,8 +7,10 @@ The tests share one cluster and run in file order; the chaos round is last.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -16,6 +18,10 @@ import time
 from pathlib import Path
 
 from cluster_harness import Cluster, clean_env, http
+
+from gitstore.access.policy import AccessFile, parse_grants
+from gitstore.cluster.secret import HEADER, ClusterSecret
+from gitstore.cluster.transfer import encode_objects
 
 VALUES = "/api/v1/config/environments/1/resources/astute/values"
 ENV_REPO = "environments/1.git"
@@ -125,6 +131,75 @@ def test_a_write_that_reaches_a_replica_is_redirected_to_the_primary(cluster):
     assert http("GET", cluster.nodes[replica].url + push_ad)[0] == 307
     fetch_ad = "/git/environments/1.git/info/refs?service=git-upload-pack"
     assert http("GET", cluster.nodes[replica].url + fetch_ad)[0] == 200
+
+
+# -- member authentication -------------------------------------------------------------------
+def has_object(repo: Path, oid: str) -> bool:
+    done = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "-e", oid], check=False)
+    return done.returncode == 0
+
+
+def test_member_calls_without_the_cluster_secret_are_refused_and_write_nothing(cluster):
+    primary, replica = roles(cluster)
+    node = cluster.nodes[replica]
+    head = head_of(cluster, replica)
+    blob = b"planted by a stranger\n"
+    blob_id = hashlib.sha1(b"blob %d\0" % len(blob) + blob).hexdigest()
+    objects = f"/cluster/v1/objects?repository={ENV_REPO}&commit={'1' * 40}&parent={head}"
+    offer = json.dumps({"repository": ENV_REPO, "commit": head, "source": primary}).encode()
+    strangers = [
+        {},
+        {HEADER: ClusterSecret(b"s" * 64).header_value()},  # another cluster's secret
+        {HEADER: cluster.secret.header_value(time.time() - 3600)},  # a replayed old header
+        {HEADER: "not-a-signature"},
+    ]
+    for headers in strangers:
+        body = encode_objects([(3, blob)])
+        code, answer, _ = http("POST", node.url + objects, body, **headers)
+        assert code == 401, answer
+        assert json.loads(answer)["status"] == 401 and HEADER in json.loads(answer)["message"]
+        code, answer, _ = http("POST", node.url + "/cluster/v1/replicate", offer, **JSON, **headers)
+        assert code == 401, answer
+        assert http("GET", node.url + "/cluster/v1/status", **headers)[0] == 401
+    assert not has_object(node.root / ENV_REPO, blob_id)
+    assert head_of(cluster, replica) == head
+    code, answer, _ = http("GET", node.url + "/cluster/v1/status", **cluster.member_headers())
+    assert code == 200 and json.loads(answer)["node"] == replica
+
+
+def test_a_cluster_with_an_access_file_and_no_anonymous_reads_replicates(cluster, tmp_path):
+    """Members fetch commits from each other over /git/, which the access file guards: their
+    signature lets them read, and new environments and key sets reach every node."""
+    access = AccessFile(tmp_path)
+    access.add_user("operator", parse_grants(["admin"]), "operator-pw")
+    auth = {"Authorization": f"Bearer {access.create_token('operator', 'tests')[1]}"}
+    for node in cluster.nodes.values():
+        shutil.copy2(tmp_path / "access.yaml", node.root / "access.yaml")
+    try:
+        assert http("GET", cluster.url + VALUES)[0] == 401  # no anonymous reads
+        body = json.dumps({"id": 3, "components": ["fuel"], "hierarchy_levels": ["nodes"]})
+        url = cluster.url + "/api/v1/config/environments"
+        code, answer, _ = http("POST", url, body.encode(), **JSON, **auth)
+        assert code == 201, answer
+        created = cluster.etcd_heads()["environments/3.git"]
+        code, _, headers = http(
+            "PUT", cluster.url + VALUES + "/keys/set", b'[["guarded", 1]]', **JSON, **auth
+        )
+        assert code == 204
+        for name, node in cluster.nodes.items():
+            wait_until(lambda n=name: head_of(cluster, n, "environments/3.git") == created)
+            wait_until(lambda n=name: head_of(cluster, n) == headers["X-Gitstore-Commit"])
+            fetch_ad = node.url + "/git/environments/1.git/info/refs?service=git-upload-pack"
+            assert http("GET", fetch_ad)[0] == 401  # a stranger's fetch
+            assert http("GET", fetch_ad, **cluster.member_headers())[0] == 200
+        push_ad = "/git/environments/1.git/info/refs?service=git-receive-pack"
+        primary = cluster.nodes[cluster.wait_for_primary()]
+        assert http("GET", primary.url + push_ad, **cluster.member_headers())[0] == 401
+        code, _, _ = http("DELETE", cluster.url + "/api/v1/config/environments/3", **auth)
+        assert code == 204
+    finally:
+        for node in cluster.nodes.values():
+            (node.root / "access.yaml").unlink()
 
 
 def test_readiness_names_the_role(cluster):
