@@ -112,6 +112,10 @@ def _push(admission, env: dict[str, str]) -> Response:
     """A push: the whole request first, then git under the repository's write queue, then
     the answer (see `gitstore.gitops.pushes`: the queue is held until git has answered)."""
     body = request.get_data(cache=False)
+    expected = request.content_length
+    if expected is not None and len(body) != expected:
+        # The client went away mid-body: what came is not a push, and git must not see it.
+        raise InvalidInput(f"the push's body ended after {len(body)} of {expected} bytes")
     compressed = request.headers.get("Content-Encoding", "identity") != "identity"
     with admission.turn():
         # a compressed request is queued but not re-aimed (git's client never sends one)
