@@ -89,6 +89,19 @@ class _Guess:
         return head == self.head or self.snapshot.unchanged_at(tree)
 
 
+@dataclass
+class _Ticket:
+    """A writer waiting for a round of a cluster's commits (`Repository._in_round`): what it
+    asked for, then its outcome (a result; None: re-apply on the new head; or an error)."""
+
+    operation: Operation
+    author: Author
+    guess: _Guess | None
+    done: bool = False
+    result: WriteResult | None = None
+    error: Exception | None = None
+
+
 class Repository:
     """A bare repository whose branch `main` is the served state."""
 
@@ -112,6 +125,9 @@ class Repository:
         # None in single-node mode; in a cluster, main moves only once the commit is replicated
         # and etcd accepted it (docs/ha.md).
         self.commit_guard = commit_guard
+        # The writers of this process waiting for the next round (with a commit guard only).
+        self._queue: list[_Ticket] = []
+        self._queue_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -381,8 +397,11 @@ class Repository:
             self._write_guard()
         for attempt in range(MAX_ATTEMPTS):
             guess = self._speculate(operation)
-            with self._writers, self._write_lock():
-                result = self._attempt(operation, author, guess)
+            if self.commit_guard is not None:
+                result = self._in_round(_Ticket(operation, author, guess))
+            else:
+                with self._writers, self._write_lock():
+                    result = self._attempt(operation, author, guess)
             if result is not None:
                 return result
             time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
@@ -441,22 +460,92 @@ class Repository:
         return _Guess(head, snapshot, changes)
 
     def _commit_on(self, head: str | None, changes: ChangeSet, author: Author):
-        git = self.git
-        base_tree = git[head].tree if head else None
-        tree_id = build_tree(git, base_tree, changes.entries)
-        if base_tree is not None and tree_id == base_tree.id:
+        built = self._build(head, changes, author)
+        if built is None:
             return WriteResult(head, self.depth(head), changed=False)
-        signature = pygit2.Signature(author.name, author.email)
-        committer = pygit2.Signature(*COMMITTER)
-        parents = [pygit2.Oid(hex=head)] if head else []
-        message = (changes.message or "gitstore: update").rstrip() + "\n"
-        commit_id = str(git.create_commit(None, signature, committer, message, tree_id, parents))
+        commit_id, message = built
         if self.commit_guard is not None and not self.commit_guard(self, head, commit_id):
             return None
         if not refs.compare_and_swap(self.path, MAIN, head, commit_id, durable=self._durable()):
             return None
         metrics.commit_made(self.name, commit_id, message, changes.entries)
         return WriteResult(commit_id, self.depth(commit_id), changed=True)
+
+    def _build(
+        self, head: str | None, changes: ChangeSet, author: Author
+    ) -> tuple[str, str] | None:
+        """(commit id, message) of `changes` made on `head`, nothing moved; None: no change."""
+        git = self.git
+        base_tree = git[head].tree if head else None
+        tree_id = build_tree(git, base_tree, changes.entries)
+        if base_tree is not None and tree_id == base_tree.id:
+            return None
+        signature = pygit2.Signature(author.name, author.email)
+        committer = pygit2.Signature(*COMMITTER)
+        parents = [pygit2.Oid(hex=head)] if head else []
+        message = (changes.message or "gitstore: update").rstrip() + "\n"
+        commit_id = str(git.create_commit(None, signature, committer, message, tree_id, parents))
+        return commit_id, message
+
+    # -- group commit (a cluster member: one replication and etcd round for many writers) ----
+    def _in_round(self, ticket: _Ticket) -> WriteResult | None:
+        """Commit `ticket` in a round: the writer of this process that takes the locks commits
+        every writer queued meanwhile at once (`_commit_round`); the others find their outcome
+        made when the locks come to them. The guard's round trip (replicas, etcd) is then paid
+        once per round instead of once per writer, while each writer still gets its own commit
+        and is acknowledged only once main holds it."""
+        with self._queue_lock:
+            self._queue.append(ticket)
+        with self._writers:
+            if not ticket.done:
+                with self._queue_lock:
+                    batch, self._queue = self._queue, []
+                with self._write_lock():
+                    self._commit_round(batch)
+        if ticket.error is not None:
+            raise ticket.error
+        return ticket.result
+
+    def _commit_round(self, batch: list[_Ticket]) -> None:
+        """Build the tickets' commits as a chain on main, each on the one before; have the
+        guard replicate and accept the chain's tip once, then move main to it. Main (what
+        readers see) moves only after the guard accepted, and all at once; if the guard
+        refuses, every ticket of the chain is refused with it (or re-applied, if main moved)."""
+        head = tip = self.head()
+        built: list[tuple[_Ticket, str, str | None, ChangeSet]] = []
+        try:
+            for ticket in batch:
+                try:
+                    changes = self._changes_on(tip, ticket)
+                    made = self._build(tip, changes, ticket.author)
+                except Exception as exc:  # this writer's operation refused: it alone fails
+                    ticket.error = exc
+                    continue
+                tip = made[0] if made else tip
+                built.append((ticket, tip, made[1] if made else None, changes))
+            if tip != head and not self._accept_chain(head, tip):
+                return  # main moved: every writer re-applies its operation on the new head
+            for ticket, commit_id, message, changes in built:
+                if message is not None:
+                    metrics.commit_made(self.name, commit_id, message, changes.entries)
+                ticket.result = WriteResult(commit_id, self.depth(commit_id), message is not None)
+        except Exception as exc:
+            for ticket, *_ in built:
+                ticket.error = exc
+        finally:
+            for ticket in batch:
+                ticket.done = True
+
+    def _changes_on(self, tip: str | None, ticket: _Ticket) -> ChangeSet:
+        guess = ticket.guess
+        if guess is not None and tip is not None and guess.holds_at(tip, self.git[tip].tree):
+            return guess.changes
+        return ticket.operation(self._snapshot_of(self.git[tip]) if tip else None)
+
+    def _accept_chain(self, head: str | None, tip: str) -> bool:
+        if not self.commit_guard(self, head, tip):
+            return False
+        return refs.compare_and_swap(self.path, MAIN, head, tip, durable=self._durable())
 
     def _durable(self) -> bool:
         """Whether writes must survive a power loss (git's `core.fsyncObjectFiles`).

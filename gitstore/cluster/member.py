@@ -42,6 +42,8 @@ from gitstore.errors import Conflict, InvalidInput, NotFound, Unavailable
 
 #: The etcd value of an archived repository (its id may be used again).
 TOMBSTONE = "-"
+#: The longest chain of commits (one round of writers) sent as objects; longer ones are fetched.
+MAX_CHAIN = 64
 #: How long a commit waits for its replicas.
 REPLICATE_TIMEOUT_SECONDS = 10.0
 REPLICATE_PATH = "/cluster/v1/replicate"
@@ -258,10 +260,20 @@ def _check_names(repository: str, commit: str) -> None:
 
 
 def _objects_of(repo: Repository, old: str | None, new: str) -> tuple[str, bytes] | None:
-    """(old, the objects `new` adds to it) for a commit whose only parent is `old`."""
-    if old is None or repo.parent(new) != old or len(repo.git[new].parent_ids) != 1:
+    """(old, the objects the commits from `old` to `new` add to it) when each of them has one
+    parent, the one before (a commit, or a round's chain of at most `MAX_CHAIN`); None
+    otherwise. Newest commit first: the peer writes the objects last first, so each commit
+    lands after its trees and its parent."""
+    if old is None:
         return None
-    return old, encode_objects(remote.new_objects(repo, old, new))
+    steps, commit = [], new
+    while commit != old:
+        if len(steps) == MAX_CHAIN or len(repo.git[commit].parent_ids) != 1:
+            return None
+        steps.append((repo.parent(commit), commit))
+        commit = steps[-1][0]
+    objects = [obj for parent, child in steps for obj in remote.new_objects(repo, parent, child)]
+    return old, encode_objects(objects)
 
 
 def incoming_repository(root: Path, repository: str) -> Repository:
