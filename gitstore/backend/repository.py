@@ -498,9 +498,9 @@ class Repository:
             self._queue.append(ticket)
         with self._writers:
             if not ticket.done:
-                with self._queue_lock:
-                    batch, self._queue = self._queue, []
-                with self._write_lock():
+                with self._write_lock():  # taken first: whoever queues while we wait joins
+                    with self._queue_lock:
+                        batch, self._queue = self._queue, []
                     self._commit_round(batch)
         if ticket.error is not None:
             raise ticket.error
