@@ -84,7 +84,7 @@ class Member:
     # -- Replication (gitstore.repositories) ------------------------------------------------
     def commit(self, name: str, repo: Repository, old: str | None, new: str) -> bool:
         term = self._require_primary()
-        self._replicate(name, repo, new, _objects_of(repo, old, new))
+        self._replicate(name, repo, new, objects_of(repo, old, new))
         expected = Compare(self._key(name), "VALUE", old) if old else self._absent(name)
         if self._etcd.transaction([self._term(term), expected], {self._key(name): new}):
             return True
@@ -259,7 +259,7 @@ def _check_names(repository: str, commit: str) -> None:
         raise InvalidInput("commit must be a full commit id", key="commit")
 
 
-def _objects_of(repo: Repository, old: str | None, new: str) -> tuple[str, bytes] | None:
+def objects_of(repo: Repository, old: str | None, new: str) -> tuple[str, bytes] | None:
     """(old, the objects the commits from `old` to `new` add to it) when each of them has one
     parent, the one before (a commit, or a round's chain of at most `MAX_CHAIN`); None
     otherwise. Newest commit first: the peer writes the objects last first, so each commit
