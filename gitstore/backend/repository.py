@@ -102,6 +102,17 @@ class _Ticket:
     error: Exception | None = None
 
 
+@dataclass(frozen=True)
+class _Link:
+    """A ticket's place in a round's chain: its commit (or the tip it changed nothing on,
+    or refused on) and, when it made one, the commit's message and changes."""
+
+    ticket: _Ticket
+    commit: str | None
+    message: str | None
+    changes: ChangeSet | None
+
+
 class Repository:
     """A bare repository whose branch `main` is the served state."""
 
@@ -507,34 +518,51 @@ class Repository:
         return ticket.result
 
     def _commit_round(self, batch: list[_Ticket]) -> None:
-        """Build the tickets' commits as a chain on main, each on the one before; have the
-        guard replicate and accept the chain's tip once, then move main to it. Main (what
-        readers see) moves only after the guard accepted, and all at once; if the guard
-        refuses, every ticket of the chain is refused with it (or re-applied, if main moved)."""
-        head = tip = self.head()
-        built: list[tuple[_Ticket, str, str | None, ChangeSet]] = []
+        """Build the tickets' commits as a chain on main (`_chain`); have the guard replicate
+        and accept the chain's tip once, then move main to it. Main (what readers see) moves
+        only after the guard accepted, and all at once; if the guard refuses, every writer
+        whose outcome rests on the chain is refused with it (or re-applied, if main moved)."""
+        head = self.head()
+        links: list[_Link] = []
         try:
-            for ticket in batch:
-                try:
-                    changes = self._changes_on(tip, ticket)
-                    made = self._build(tip, changes, ticket.author)
-                except Exception as exc:  # this writer's operation refused: it alone fails
-                    ticket.error = exc
-                    continue
-                tip = made[0] if made else tip
-                built.append((ticket, tip, made[1] if made else None, changes))
+            tip = self._chain(head, batch, links)
             if tip != head and not self._accept_chain(head, tip):
-                return  # main moved: every writer re-applies its operation on the new head
-            for ticket, commit_id, message, changes in built:
-                if message is not None:
-                    metrics.commit_made(self.name, commit_id, message, changes.entries)
-                ticket.result = WriteResult(commit_id, self.depth(commit_id), message is not None)
+                for link in links:  # main moved: each re-applies its operation on the new head
+                    link.ticket.error = None
+                return
+            for link in links:
+                if link.ticket.error is None:
+                    link.ticket.result = self._accepted(link)
         except Exception as exc:
-            for ticket, *_ in built:
-                ticket.error = exc
+            for link in links:
+                link.ticket.error = exc
         finally:
             for ticket in batch:
                 ticket.done = True
+
+    def _chain(self, head: str | None, batch: list[_Ticket], links: list[_Link]) -> str | None:
+        """Build each ticket's commit on the one before (main first); the chain's tip. Whose
+        operation refused on main itself is refused now; every other outcome (a commit, no
+        change, a refusal on top of commits of this round) rests on the round (`links`)."""
+        tip = head
+        for ticket in batch:
+            try:
+                changes = self._changes_on(tip, ticket)
+                made = self._build(tip, changes, ticket.author)
+            except Exception as exc:
+                ticket.error = exc
+                if tip != head:
+                    links.append(_Link(ticket, tip, None, None))
+                continue
+            tip = made[0] if made else tip
+            links.append(_Link(ticket, tip, made[1] if made else None, changes))
+        return tip
+
+    def _accepted(self, link: _Link) -> WriteResult:
+        if link.message is None:
+            return WriteResult(link.commit, self.depth(link.commit), changed=False)
+        metrics.commit_made(self.name, link.commit, link.message, link.changes.entries)
+        return WriteResult(link.commit, self.depth(link.commit), changed=True)
 
     def _changes_on(self, tip: str | None, ticket: _Ticket) -> ChangeSet:
         guess = ticket.guess
