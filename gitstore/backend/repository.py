@@ -11,6 +11,10 @@ change read has moved since, and otherwise the operation runs again under the lo
 writers on one file never compute work that keeps losing the race). The kernel drops the flock
 of a killed process, so a crash never blocks the store. The compare-and-swap still guards
 against `git push`, which moves the ref without our lock.
+
+In a cluster (a commit guard is set) each commit waits under the lock for a peer round trip
+and an etcd transaction, so the writers queued on the lock are committed in rounds: a chain of
+their commits, guarded once, main moved to its tip only then (`_in_round`, docs/ha.md).
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ WRITE_LOCK = "gitstore-write.lock"
 
 #: Asked under the write lock, before main moves from `old` (None: first commit) to `new`,
 #: whether it may (a cluster's commit guard: `gitstore.cluster`). False: main moved elsewhere
-#: meanwhile, the write is re-applied on the new head; it raises to refuse the write.
+#: meanwhile, the write is re-applied on the new head; it raises to refuse the write. `new` may
+#: be the tip of a round's chain of commits on `old` (`Repository._in_round`).
 CommitGuard = Callable[["Repository", "str | None", str], bool]
 
 #: First-parent depth (the integer version) by commit id: immutable, so shared by the process.

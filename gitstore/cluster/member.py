@@ -10,6 +10,9 @@ On the primary a commit is acknowledged only after (docs/ha.md):
    condition that the leader key is still the one this node created (its *term*): a node whose
    lease expired cannot commit (fencing);
 and only then does the local main move (the caller's compare-and-swap, under the write lock).
+
+The backend hands over a round of writers at once (group commit): `new` is then the tip of a
+chain of commits on `old`, one per writer, and both steps are done once for all of them.
 """
 
 from __future__ import annotations
