@@ -523,14 +523,14 @@ class Repository:
         return ticket.result
 
     def _commit_round(self, batch: list[_Ticket]) -> None:
-        """Build the tickets' commits as a chain on main (`_chain`); have the guard replicate
+        """Build the tickets' commits as a chain on main (`_build_round`); have the guard replicate
         and accept the chain's tip once, then move main to it. Main (what readers see) moves
         only after the guard accepted, and all at once; if the guard refuses, every writer
         whose outcome rests on the chain is refused with it (or re-applied, if main moved)."""
         head = self.head()
         links: list[_Link] = []
         try:
-            tip = self._chain(head, batch, links)
+            tip = self._build_round(head, batch, links)
             if tip != head and not self._accept_chain(head, tip):
                 for link in links:  # main moved: each re-applies its operation on the new head
                     link.ticket.error = None
@@ -545,7 +545,9 @@ class Repository:
             for ticket in batch:
                 ticket.done = True
 
-    def _chain(self, head: str | None, batch: list[_Ticket], links: list[_Link]) -> str | None:
+    def _build_round(
+        self, head: str | None, batch: list[_Ticket], links: list[_Link]
+    ) -> str | None:
         """Build each ticket's commit on the one before (main first); the chain's tip. Whose
         operation refused on main itself is refused now; every other outcome (a commit, no
         change, a refusal on top of commits of this round) rests on the round (`links`)."""
