@@ -12,6 +12,7 @@ Prints, each measured in this one run:
     .venv/bin/python bench/ha.py                 # 100 kills (~20 min)
     .venv/bin/python bench/ha.py --kills 20      # fewer
     .venv/bin/python bench/ha.py --smoke         # 2 kills, short rounds
+    .venv/bin/python bench/ha.py --rate-only     # only the write rates and their ratio
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=15.0, help="length of a rate round")
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--rate-only", action="store_true", help="no lag probes, no kills")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args()
     # SIGTERM unwinds like Ctrl-C, so the cluster's processes are stopped, never orphaned
@@ -187,11 +189,15 @@ def main() -> None:
         single_rate = write_rate(single.url, args.writers, args.seconds, "s")
     with Cluster(workdir / "cluster", seeded) as cluster:
         cluster_rate = write_rate(cluster.url, args.writers, args.seconds, "c")
-        lags = replica_lags(cluster, 20 if args.smoke else 200)
-        recoveries, load = kills(cluster, args.kills, args.writers, args.readers)
-        cluster.wait_for_primary(timeout=60)
-        lost = lost_writes(cluster, load.acked)
-    report(args, single_rate, cluster_rate, lags, recoveries, load, lost)
+        if not args.rate_only:
+            lags = replica_lags(cluster, 20 if args.smoke else 200)
+            recoveries, load = kills(cluster, args.kills, args.writers, args.readers)
+            cluster.wait_for_primary(timeout=60)
+            lost = lost_writes(cluster, load.acked)
+    if args.rate_only:
+        print(ratio_line(args, single_rate, cluster_rate))
+    else:
+        report(args, single_rate, cluster_rate, lags, recoveries, load, lost)
     __import__("shutil").rmtree(workdir, ignore_errors=True)
 
 
@@ -207,13 +213,17 @@ def report(args, single_rate, cluster_rate, lags, recoveries, load, lost) -> Non
         f"replica lag p50 {statistics.median(lags) * 1000:.0f} ms, "
         f"p99 {percentile(lags, 0.99) * 1000:.0f} ms (target 1 s)",
     ]
+    lines.append(ratio_line(args, single_rate, cluster_rate))
+    print("\n".join(lines))
+
+
+def ratio_line(args, single_rate: float, cluster_rate: float) -> str:
     ratio = cluster_rate / single_rate if single_rate else float("nan")
     met = "met" if ratio >= 0.5 else "MISSED"
-    lines.append(
+    return (
         f"RATIO ha_write_rate {ratio:.2f} (target >= 0.5: {met}) cluster {cluster_rate:.1f}/s "
         f"vs one node {single_rate:.1f}/s, {args.writers} writers"
     )
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

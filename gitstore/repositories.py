@@ -42,7 +42,8 @@ class Replication(Protocol):
     """
 
     def commit(self, name: str, repo: Repository, old: str | None, new: str) -> bool:
-        """Before main moves from `old` to `new` (write lock held); False: main moved."""
+        """Before main moves from `old` to `new` (write lock held; `new` may be the tip of a
+        chain of commits on `old`, one per writer of a round); False: main moved."""
 
     def created(self, name: str, repo: Repository) -> None:
         """After a repository was made (it is undone if this raises)."""

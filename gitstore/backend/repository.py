@@ -11,6 +11,10 @@ change read has moved since, and otherwise the operation runs again under the lo
 writers on one file never compute work that keeps losing the race). The kernel drops the flock
 of a killed process, so a crash never blocks the store. The compare-and-swap still guards
 against `git push`, which moves the ref without our lock.
+
+In a cluster (a commit guard is set) each commit waits under the lock for a peer round trip
+and an etcd transaction, so the writers queued on the lock are committed in rounds: a chain of
+their commits, guarded once, main moved to its tip only then (`_in_round`, docs/ha.md).
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ WRITE_LOCK = "gitstore-write.lock"
 
 #: Asked under the write lock, before main moves from `old` (None: first commit) to `new`,
 #: whether it may (a cluster's commit guard: `gitstore.cluster`). False: main moved elsewhere
-#: meanwhile, the write is re-applied on the new head; it raises to refuse the write.
+#: meanwhile, the write is re-applied on the new head; it raises to refuse the write. `new` may
+#: be the tip of a round's chain of commits on `old` (`Repository._in_round`).
 CommitGuard = Callable[["Repository", "str | None", str], bool]
 
 #: First-parent depth (the integer version) by commit id: immutable, so shared by the process.
@@ -89,6 +94,30 @@ class _Guess:
         return head == self.head or self.snapshot.unchanged_at(tree)
 
 
+@dataclass
+class _Ticket:
+    """A writer waiting for a round of a cluster's commits (`Repository._in_round`): what it
+    asked for, then its outcome (a result; None: re-apply on the new head; or an error)."""
+
+    operation: Operation
+    author: Author
+    guess: _Guess | None
+    done: bool = False
+    result: WriteResult | None = None
+    error: Exception | None = None
+
+
+@dataclass(frozen=True)
+class _Link:
+    """A ticket's place in a round's chain: its commit (or the tip it changed nothing on,
+    or refused on) and, when it made one, the commit's message and changes."""
+
+    ticket: _Ticket
+    commit: str | None
+    message: str | None
+    changes: ChangeSet | None
+
+
 class Repository:
     """A bare repository whose branch `main` is the served state."""
 
@@ -112,6 +141,9 @@ class Repository:
         # None in single-node mode; in a cluster, main moves only once the commit is replicated
         # and etcd accepted it (docs/ha.md).
         self.commit_guard = commit_guard
+        # The writers of this process waiting for the next round (with a commit guard only).
+        self._queue: list[_Ticket] = []
+        self._queue_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -381,8 +413,11 @@ class Repository:
             self._write_guard()
         for attempt in range(MAX_ATTEMPTS):
             guess = self._speculate(operation)
-            with self._writers, self._write_lock():
-                result = self._attempt(operation, author, guess)
+            if self.commit_guard is not None:
+                result = self._in_round(_Ticket(operation, author, guess))
+            else:
+                with self._writers, self._write_lock():
+                    result = self._attempt(operation, author, guess)
             if result is not None:
                 return result
             time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
@@ -441,22 +476,111 @@ class Repository:
         return _Guess(head, snapshot, changes)
 
     def _commit_on(self, head: str | None, changes: ChangeSet, author: Author):
-        git = self.git
-        base_tree = git[head].tree if head else None
-        tree_id = build_tree(git, base_tree, changes.entries)
-        if base_tree is not None and tree_id == base_tree.id:
+        built = self._build(head, changes, author)
+        if built is None:
             return WriteResult(head, self.depth(head), changed=False)
-        signature = pygit2.Signature(author.name, author.email)
-        committer = pygit2.Signature(*COMMITTER)
-        parents = [pygit2.Oid(hex=head)] if head else []
-        message = (changes.message or "gitstore: update").rstrip() + "\n"
-        commit_id = str(git.create_commit(None, signature, committer, message, tree_id, parents))
+        commit_id, message = built
         if self.commit_guard is not None and not self.commit_guard(self, head, commit_id):
             return None
         if not refs.compare_and_swap(self.path, MAIN, head, commit_id, durable=self._durable()):
             return None
         metrics.commit_made(self.name, commit_id, message, changes.entries)
         return WriteResult(commit_id, self.depth(commit_id), changed=True)
+
+    def _build(
+        self, head: str | None, changes: ChangeSet, author: Author
+    ) -> tuple[str, str] | None:
+        """(commit id, message) of `changes` made on `head`, nothing moved; None: no change."""
+        git = self.git
+        base_tree = git[head].tree if head else None
+        tree_id = build_tree(git, base_tree, changes.entries)
+        if base_tree is not None and tree_id == base_tree.id:
+            return None
+        signature = pygit2.Signature(author.name, author.email)
+        committer = pygit2.Signature(*COMMITTER)
+        parents = [pygit2.Oid(hex=head)] if head else []
+        message = (changes.message or "gitstore: update").rstrip() + "\n"
+        commit_id = str(git.create_commit(None, signature, committer, message, tree_id, parents))
+        return commit_id, message
+
+    # -- group commit (a cluster member: one replication and etcd round for many writers) ----
+    def _in_round(self, ticket: _Ticket) -> WriteResult | None:
+        """Commit `ticket` in a round: the writer of this process that takes the locks commits
+        every writer queued meanwhile at once (`_commit_round`); the others find their outcome
+        made when the locks come to them. The guard's round trip (replicas, etcd) is then paid
+        once per round instead of once per writer, while each writer still gets its own commit
+        and is acknowledged only once main holds it."""
+        with self._queue_lock:
+            self._queue.append(ticket)
+        with self._writers:
+            if not ticket.done:
+                with self._write_lock():  # taken first: whoever queues while we wait joins
+                    with self._queue_lock:
+                        batch, self._queue = self._queue, []
+                    self._commit_round(batch)
+        if ticket.error is not None:
+            raise ticket.error
+        return ticket.result
+
+    def _commit_round(self, batch: list[_Ticket]) -> None:
+        """Build the tickets' commits as a chain on main (`_build_round`); have the guard replicate
+        and accept the chain's tip once, then move main to it. Main (what readers see) moves
+        only after the guard accepted, and all at once; if the guard refuses, every writer
+        whose outcome rests on the chain is refused with it (or re-applied, if main moved)."""
+        head = self.head()
+        links: list[_Link] = []
+        try:
+            tip = self._build_round(head, batch, links)
+            if tip != head and not self._accept_chain(head, tip):
+                for link in links:  # main moved: each re-applies its operation on the new head
+                    link.ticket.error = None
+                return
+            for link in links:
+                if link.ticket.error is None:
+                    link.ticket.result = self._accepted(link)
+        except Exception as exc:
+            for link in links:
+                link.ticket.error = exc
+        finally:
+            for ticket in batch:
+                ticket.done = True
+
+    def _build_round(
+        self, head: str | None, batch: list[_Ticket], links: list[_Link]
+    ) -> str | None:
+        """Build each ticket's commit on the one before (main first); the chain's tip. Whose
+        operation refused on main itself is refused now; every other outcome (a commit, no
+        change, a refusal on top of commits of this round) rests on the round (`links`)."""
+        tip = head
+        for ticket in batch:
+            try:
+                changes = self._changes_on(tip, ticket)
+                made = self._build(tip, changes, ticket.author)
+            except Exception as exc:
+                ticket.error = exc
+                if tip != head:
+                    links.append(_Link(ticket, tip, None, None))
+                continue
+            tip = made[0] if made else tip
+            links.append(_Link(ticket, tip, made[1] if made else None, changes))
+        return tip
+
+    def _accepted(self, link: _Link) -> WriteResult:
+        if link.message is None:
+            return WriteResult(link.commit, self.depth(link.commit), changed=False)
+        metrics.commit_made(self.name, link.commit, link.message, link.changes.entries)
+        return WriteResult(link.commit, self.depth(link.commit), changed=True)
+
+    def _changes_on(self, tip: str | None, ticket: _Ticket) -> ChangeSet:
+        guess = ticket.guess
+        if guess is not None and tip is not None and guess.holds_at(tip, self.git[tip].tree):
+            return guess.changes
+        return ticket.operation(self._snapshot_of(self.git[tip]) if tip else None)
+
+    def _accept_chain(self, head: str | None, tip: str) -> bool:
+        if not self.commit_guard(self, head, tip):
+            return False
+        return refs.compare_and_swap(self.path, MAIN, head, tip, durable=self._durable())
 
     def _durable(self) -> bool:
         """Whether writes must survive a power loss (git's `core.fsyncObjectFiles`).

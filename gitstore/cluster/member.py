@@ -10,6 +10,9 @@ On the primary a commit is acknowledged only after (docs/ha.md):
    condition that the leader key is still the one this node created (its *term*): a node whose
    lease expired cannot commit (fencing);
 and only then does the local main move (the caller's compare-and-swap, under the write lock).
+
+The backend hands over a round of writers at once (group commit): `new` is then the tip of a
+chain of commits on `old`, one per writer, and both steps are done once for all of them.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from gitstore.errors import Conflict, InvalidInput, NotFound, Unavailable
 
 #: The etcd value of an archived repository (its id may be used again).
 TOMBSTONE = "-"
+#: The longest chain of commits (one round of writers) sent as objects; longer ones are fetched.
+MAX_CHAIN = 64
 #: How long a commit waits for its replicas.
 REPLICATE_TIMEOUT_SECONDS = 10.0
 REPLICATE_PATH = "/cluster/v1/replicate"
@@ -85,7 +90,7 @@ class Member:
     # -- Replication (gitstore.repositories) ------------------------------------------------
     def commit(self, name: str, repo: Repository, old: str | None, new: str) -> bool:
         term = self._require_primary()
-        self._replicate(name, repo, new, _objects_of(repo, old, new))
+        self._replicate(name, repo, new, objects_of(repo, old, new))
         expected = Compare(self._key(name), "VALUE", old) if old else self._absent(name)
         if self._etcd.transaction([self._term(term), expected], {self._key(name): new}):
             return True
@@ -260,11 +265,21 @@ def _check_names(repository: str, commit: str) -> None:
         raise InvalidInput("commit must be a full commit id", key="commit")
 
 
-def _objects_of(repo: Repository, old: str | None, new: str) -> tuple[str, bytes] | None:
-    """(old, the objects `new` adds to it) for a commit whose only parent is `old`."""
-    if old is None or repo.parent(new) != old or len(repo.git[new].parent_ids) != 1:
+def objects_of(repo: Repository, old: str | None, new: str) -> tuple[str, bytes] | None:
+    """(old, the objects the commits from `old` to `new` add to it) when each of them has one
+    parent, the one before (a commit, or a round's chain of at most `MAX_CHAIN`); None
+    otherwise. Newest commit first: the peer writes the objects last first, so each commit
+    lands after its trees and its parent."""
+    if old is None:
         return None
-    return old, encode_objects(remote.new_objects(repo, old, new))
+    steps, commit = [], new
+    while commit != old:
+        if len(steps) == MAX_CHAIN or len(repo.git[commit].parent_ids) != 1:
+            return None
+        steps.append((repo.parent(commit), commit))
+        commit = steps[-1][0]
+    objects = [obj for parent, child in steps for obj in remote.new_objects(repo, parent, child)]
+    return old, encode_objects(objects)
 
 
 def incoming_repository(root: Path, repository: str) -> Repository:

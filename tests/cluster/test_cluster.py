@@ -7,6 +7,7 @@ The tests share one cluster and run in file order; the chaos round is last.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -101,6 +102,50 @@ def test_writes_through_haproxy_reach_every_replica(cluster):
         assert code == 200 and headers["X-Gitstore-Commit"] == commits[-1]
         assert {f"basic{i}": i for i in range(5)}.items() <= json.loads(body).items()
     assert cluster.etcd_heads()[ENV_REPO] == commits[-1]
+
+
+def etcd_version(cluster: Cluster, repo: str = ENV_REPO) -> int:
+    """How many times etcd's key of `repo` was put since it was made."""
+    key = base64.b64encode(f"/gitstore/repositories/{repo}".encode()).decode()
+    url = f"http://127.0.0.1:{cluster.etcd_port}/v3/kv/range"
+    _, body, _ = http("POST", url, json.dumps({"key": key}).encode())
+    return int(json.loads(body)["kvs"][0]["version"])
+
+
+def is_ancestor(cluster: Cluster, node: str, commit: str, of: str) -> bool:
+    git_dir = str(cluster.nodes[node].root / ENV_REPO)
+    command = ["git", "--git-dir", git_dir, "merge-base", "--is-ancestor", commit, of]
+    return subprocess.run(command, capture_output=True, check=False).returncode == 0
+
+
+def test_concurrent_writers_share_rounds_and_every_write_reaches_every_node(cluster):
+    """Writers queued on the primary's write lock are committed in rounds (one replication
+    and one etcd transaction for all of them): each is acknowledged with its own commit, and
+    every node then serves every write; etcd's key moved fewer times than there were writes."""
+    primary = cluster.wait_for_primary()
+    puts_before = etcd_version(cluster)
+    acked: dict[str, str] = {}
+
+    def write(writer: int) -> None:
+        for n in range(8):
+            key = f"round{writer}-{n}"
+            code, body, headers = set_key(cluster.nodes[primary].url, key, n)
+            assert code == 204, body
+            acked[key] = headers["X-Gitstore-Commit"]
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(acked) == 64
+    assert etcd_version(cluster) - puts_before < len(acked)
+    final = cluster.etcd_heads()[ENV_REPO]
+    for node in cluster.nodes:
+        wait_until(lambda n=node: head_of(cluster, n) == final, what=f"{node} following")
+        served = json.loads(http("GET", cluster.nodes[node].url + VALUES)[1])
+        assert all(served[key] == int(key.split("-")[1]) for key in acked)
+        assert all(is_ancestor(cluster, node, commit, final) for commit in acked.values())
 
 
 def test_an_index_read_on_a_lagging_replica_waits_for_the_write(cluster):
@@ -239,7 +284,8 @@ def test_environments_created_and_deleted_on_the_primary_are_on_every_node(clust
 # -- fencing -----------------------------------------------------------------------------------
 def test_a_deposed_primary_cannot_commit(cluster):
     """The old primary still believes it leads (its coordinator is frozen and its word says
-    primary), yet etcd refuses its transaction: the write is refused and nothing moves."""
+    primary), yet etcd refuses its transaction: every write is refused (writers sent at once,
+    so that rounds of several are refused whole) and nothing moves."""
     old = cluster.wait_for_primary()
     node = cluster.nodes[old]
     state_file = node.root / ".cluster/state.json"
@@ -251,9 +297,21 @@ def test_a_deposed_primary_cannot_commit(cluster):
         before = cluster.etcd_heads()[ENV_REPO]
         local = head_of(cluster, old)
         state_file.write_text(json.dumps({**word, "updated": time.time()}))
-        code, body, _ = set_key(node.url, "deposed", 1)
-        assert code == 503, body
-        assert "lost the leader lease" in json.loads(body)["message"]
+        answers: list[tuple[int, bytes]] = []
+
+        def write(i: int) -> None:
+            answers.append(set_key(node.url, f"deposed{i}", i)[:2])
+
+        # at once: queued writers go in rounds, and a refused round refuses every writer in it
+        writers = [threading.Thread(target=write, args=(i,)) for i in range(6)]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join()
+        assert len(answers) == 6
+        for code, body in answers:
+            assert code == 503, body
+            assert "lost the leader lease" in json.loads(body)["message"]
         assert cluster.etcd_heads()[ENV_REPO] == before
         assert head_of(cluster, old) == local
     finally:

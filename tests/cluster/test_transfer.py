@@ -4,6 +4,7 @@ a malformed stream is a 400-class error naming where it broke. Single node, real
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 
@@ -13,6 +14,7 @@ from gitstore import Store
 from gitstore.api import create_app
 from gitstore.backend import remote
 from gitstore.backend.repository import Repository
+from gitstore.cluster.member import objects_of
 from gitstore.cluster.transfer import decode_objects, encode_objects
 from gitstore.errors import InvalidInput
 
@@ -51,3 +53,43 @@ def test_a_commit_sent_as_its_new_objects_is_whole_on_the_other_copy(two_copies)
 def test_a_malformed_object_stream_is_refused(body):
     with pytest.raises(InvalidInput, match="malformed at byte 0"):
         decode_objects(body)
+
+
+def test_a_round_of_chained_commits_is_sent_as_objects_oldest_commit_written_first(two_copies):
+    """A round's chain (several commits, each on the one before) goes by the objects fast
+    path too: the copy holds the tip whole, and the objects are written so that each commit
+    lands after its tree and its parent (a peer killed half-way holds no commit with a gap)."""
+    a, b = two_copies
+    store = Store(a)
+    repo = store.environment_repo(1)
+    old = repo.head()
+    client = create_app({"TESTING": True}, store=store).test_client()
+    path = "/api/v1/config/environments/1/nodes/7/resources/astute/values/keys/set"
+    for n in range(3):
+        assert client.put(path, json=[[f"chained{n}", {"n": n}]]).status_code == 204
+    tip = repo.head()
+    parent, body = objects_of(repo, old, tip)
+    assert parent == old
+    written = list(reversed(decode_objects(body)))  # remote.add_objects writes the last first
+    present, commits = set(), []
+    for kind, data in written:
+        object_id = _object_id(kind, data)
+        if kind == 1:  # a commit: its tree and its parent are there already
+            fields = dict(line.split(b" ", 1) for line in data.split(b"\n\n")[0].split(b"\n"))
+            assert fields[b"tree"].decode() in present
+            assert fields[b"parent"].decode() in ({old} | set(commits[-1:]))
+            commits.append(object_id)
+        present.add(object_id)
+    assert commits[-1] == tip and len(commits) == 3
+    copy = Repository(b / "environments/1.git", "copy")
+    remote.add_objects(copy, decode_objects(body))
+    assert remote.follow(copy, old, tip)
+    fsck = subprocess.run(
+        ["git", "--git-dir", str(copy.path), "fsck", "--strict"], capture_output=True, text=True
+    )
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def _object_id(kind: int, data: bytes) -> str:
+    name = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}[kind]
+    return hashlib.sha1(name + b" %d\0" % len(data) + data).hexdigest()
