@@ -83,7 +83,7 @@ class Coordinator:
             self.leaderless_since = None
             self.behind = self.follower.sync(wanted, self._sources(leader))
             if not self.labels_gathered and not self.behind:
-                self.follower.gather_labels(self._sources(leader)[:1])
+                self.follower.gather_labels(self._sources(leader)[:1], self._keep_lease)
                 self.labels_gathered = True
             self._publish(state.REPLICA, 0, leader)
         return revision
@@ -133,7 +133,7 @@ class Coordinator:
                 self._publish(state.UNKNOWN, 0, leader)
                 return
             # Every acknowledged label is on some peer; writes are not open yet.
-            self.follower.gather_labels(self.settings.others.values())
+            self.follower.gather_labels(self.settings.others.values(), self._keep_lease)
             self.labels_gathered = True
             self.led_term = term
             log.info("cluster: %s is the primary (term %d)", self.settings.node, term)

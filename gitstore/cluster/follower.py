@@ -1,7 +1,7 @@
 """A member's repositories follow what etcd accepted: main moves to etcd's commit (fetched from
 the primary or any peer first), a repository etcd names is created, an archived one archived.
-Labels come along: a repository that catches up or is created fetches the primary's, and
-`gather_labels` fetches every peer's (a new primary, a member that starts).
+Labels come along: a repository that catches up (it lacked the commit) or is created fetches
+the primary's, and `gather_labels` fetches every peer's (a new primary, a member that starts).
 
 Main only ever moves to a commit etcd holds, so no member serves a commit etcd never accepted.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from gitstore.backend import remote
@@ -65,18 +65,24 @@ class Follower:
         repo = Repository(path, name)
         if repo.head() == commit:
             return
+        # Lacking the commit (not handed over by the primary) means this node was behind:
+        # it may lack labels too. Not otherwise: a fetch per followed commit costs too much.
+        was_behind = not remote.has_commit(repo, commit)
         fetch_missing(repo, name, commit, sources, self._secret)
         with exclusive_lock(path / WRITE_LOCK, 0o644):
             remote.follow(repo, repo.head(), commit)
         log.info("cluster: %s follows etcd to %s", name, commit[:12])
-        self._gather_labels(name, repo, sources[:1])  # the labels made while it was behind
+        if was_behind:
+            self._gather_labels(name, repo, sources[:1])
 
-    def gather_labels(self, sources: Iterable[str]) -> None:
+    def gather_labels(self, sources: Iterable[str], between: Callable[[], None]) -> None:
         """Fetch the labels this node lacks from every one of `sources` (a new primary: each
-        acknowledged label is on some peer; a restarted member: the primary has them all)."""
+        acknowledged label is on some peer; a restarted member: the primary has them all).
+        `between` runs after each repository (the coordinator keeps its short lease alive)."""
         sources = list(sources)
         for name in self.local_heads():
             self._gather_labels(name, Repository(self.root / name, name), sources)
+            between()
 
     def _gather_labels(self, name: str, repo: Repository, sources: list[str]) -> None:
         for base in sources:
