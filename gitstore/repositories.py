@@ -51,6 +51,10 @@ class Replication(Protocol):
     def archiving(self, name: str, repo: Repository) -> None:
         """Before a repository is moved to the archive."""
 
+    def labelled(self, name: str, repo: Repository, ref: str, tag: str) -> None:
+        """After a new label's `ref` (`refs/tags/<label>`) points at tag object `tag` (it is
+        removed if this raises)."""
+
 
 class Repositories:
     """The repository handles of a store root."""
@@ -130,13 +134,18 @@ class Repositories:
             repo = self._repos.get(path)
             if repo is None:
                 served_as = self.served_as(path)
-                guard = commit_guard = None
+                guard = commit_guard = label_guard = None
                 if self._write_guard is not None:
                     guard = _bound(self._write_guard, served_as)
                 if self.replication is not None:
                     commit_guard = _commit_guard(self.replication, served_as)
+                    label_guard = _label_guard(self.replication, served_as)
                 repo = self._repos[path] = Repository(
-                    path, name, write_guard=guard, commit_guard=commit_guard
+                    path,
+                    name,
+                    write_guard=guard,
+                    commit_guard=commit_guard,
+                    label_guard=label_guard,
                 )
             return repo
 
@@ -224,6 +233,10 @@ def _bound(guard: WriteGuard, name: str) -> Callable[[], None]:
 
 def _commit_guard(replication: Replication, name: str):
     return lambda repo, old, new: replication.commit(name, repo, old, new)
+
+
+def _label_guard(replication: Replication, name: str):
+    return lambda repo, ref, tag: replication.labelled(name, repo, ref, tag)
 
 
 def _create_atomically(path: Path, name: str, build: Callable[[Path], Repository]) -> None:

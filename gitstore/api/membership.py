@@ -1,6 +1,7 @@
 """A cluster member's routes (docs/ha.md): writes that reach a replica are redirected to the
 primary, never applied; `POST /cluster/v1/replicate` lets the primary hand a commit to this
-node before etcd accepts it; `GET /cluster/v1/status` says what this node is. Only members
+node before etcd accepts it, `POST /cluster/v1/label` a new label before it is acknowledged;
+`GET /cluster/v1/status` says what this node is. Only members
 reach these routes: `auth.py` refuses a call without the cluster secret's signature (401).
 
 On a single node (`store.cluster` is None) nothing here changes a request and the routes
@@ -69,6 +70,17 @@ def objects():
     args = request.args
     body = request.get_data(cache=False)
     _member().receive_objects(args.get("repository"), args.get("commit"), args.get("parent"), body)
+    return "", 204
+
+
+@bp.post("/cluster/v1/label")
+def label():
+    body = json_body()
+    if not isinstance(body, dict):
+        raise InvalidInput("the body must be an object: {repository, ref, tag, source}")
+    _member().receive_label(
+        body.get("repository"), body.get("ref"), body.get("tag"), body.get("source")
+    )
     return "", 204
 
 

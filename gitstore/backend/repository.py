@@ -19,6 +19,7 @@ their commits, guarded once, main moved to its tip only then (`_in_round`, docs/
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import subprocess
@@ -55,6 +56,9 @@ WRITE_LOCK = "gitstore-write.lock"
 #: meanwhile, the write is re-applied on the new head; it raises to refuse the write. `new` may
 #: be the tip of a round's chain of commits on `old` (`Repository._in_round`).
 CommitGuard = Callable[["Repository", "str | None", str], bool]
+#: Called once a new label's ref `refs/tags/<name>` points at its tag object (a cluster member
+#: replicates it, docs/ha.md); it raises to refuse the label, which is then removed.
+LabelGuard = Callable[["Repository", str, str], None]
 
 #: First-parent depth (the integer version) by commit id: immutable, so shared by the process.
 _DEPTHS = LRUCache(max_entries=200_000, name="depths")
@@ -127,6 +131,7 @@ class Repository:
         name: str,
         write_guard: Callable[[], None] | None = None,
         commit_guard: CommitGuard | None = None,
+        label_guard: LabelGuard | None = None,
     ) -> None:
         self.path = Path(path)
         self.name = name
@@ -141,6 +146,8 @@ class Repository:
         # None in single-node mode; in a cluster, main moves only once the commit is replicated
         # and etcd accepted it (docs/ha.md).
         self.commit_guard = commit_guard
+        # Likewise a new label counts only once replicated; it is removed if this raises.
+        self.label_guard = label_guard
         # The writers of this process waiting for the next round (with a commit guard only).
         self._queue: list[_Ticket] = []
         self._queue_lock = threading.Lock()
@@ -390,9 +397,17 @@ class Repository:
         tag_id = revisions.tag_object(
             self.git, name, commit_id, (author.name, author.email), message
         )
-        if not refs.compare_and_swap(self.path, revisions.TAGS + name, None, tag_id):
+        ref = revisions.TAGS + name
+        if not refs.compare_and_swap(self.path, ref, None, tag_id):
             raise Conflict(f"label {name!r} already exists in {self.name}", key="name")
-        return revisions.tag_info(self.git, revisions.TAGS + name)
+        if self.label_guard is not None:
+            try:
+                self.label_guard(self, ref, tag_id)
+            except BaseException:
+                with contextlib.suppress(KeyError):  # never acknowledged: not kept
+                    self.git.references.delete(ref)
+                raise
+        return revisions.tag_info(self.git, ref)
 
     # -- writing ---------------------------------------------------------------------------
     def update(self, operation: Operation, author: Author) -> WriteResult:

@@ -8,8 +8,9 @@ process next to gunicorn, and the workers read its word (`state.py`). It runs on
   creates the leader key with its lease, if no one did); one that cannot catch up waits two
   TTLs first, so that an up-to-date member wins;
 - leader: record the heads etcd lacks (first start of a cluster), bring every repository to
-  etcd's commit (fetching what it lacks from peers), and only then say "primary";
-- not leader: follow etcd (`follower.py`);
+  etcd's commit (fetching what it lacks from peers), gather every peer's labels, and only
+  then say "primary";
+- not leader: follow etcd (`follower.py`); once after start, fetch the primary's labels;
 - then wait for the next change below the cluster's prefix (an etcd watch), at most a quarter
   of the TTL.
 
@@ -53,6 +54,7 @@ class Coordinator:
         self.leaderless_since: float | None = None
         self.behind: list[str] = []
         self.led_term = 0
+        self.labels_gathered = False  # once after start, from the primary (or all peers)
 
     # -- the loop --------------------------------------------------------------------------
     def run(self, parent: int) -> None:
@@ -80,6 +82,9 @@ class Coordinator:
         else:
             self.leaderless_since = None
             self.behind = self.follower.sync(wanted, self._sources(leader))
+            if not self.labels_gathered and not self.behind:
+                self.follower.gather_labels(self._sources(leader)[:1], self._keep_lease)
+                self.labels_gathered = True
             self._publish(state.REPLICA, 0, leader)
         return revision
 
@@ -127,6 +132,9 @@ class Coordinator:
             if self.behind:
                 self._publish(state.UNKNOWN, 0, leader)
                 return
+            # Every acknowledged label is on some peer; writes are not open yet.
+            self.follower.gather_labels(self.settings.others.values(), self._keep_lease)
+            self.labels_gathered = True
             self.led_term = term
             log.info("cluster: %s is the primary (term %d)", self.settings.node, term)
         fresh = time.monotonic() - self.renewed < self.settings.lease_ttl / 2

@@ -1,5 +1,7 @@
 """A member's repositories follow what etcd accepted: main moves to etcd's commit (fetched from
 the primary or any peer first), a repository etcd names is created, an archived one archived.
+Labels come along: a repository that catches up (it lacked the commit) or is created fetches
+the primary's, and `gather_labels` fetches every peer's (a new primary, a member that starts).
 
 Main only ever moves to a commit etcd holds, so no member serves a commit etcd never accepted.
 """
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from gitstore.backend import remote
@@ -16,7 +18,7 @@ from gitstore.backend.hooks import install_hooks
 from gitstore.backend.repository import WRITE_LOCK, Repository
 from gitstore.cluster.member import TOMBSTONE, incoming_repository
 from gitstore.cluster.secret import ClusterSecret
-from gitstore.cluster.transfer import fetch_missing
+from gitstore.cluster.transfer import ALL_LABELS, fetch_labels, fetch_missing
 from gitstore.errors import GitstoreError
 from gitstore.files import exclusive_lock
 from gitstore.repositories import Repositories
@@ -63,15 +65,37 @@ class Follower:
         repo = Repository(path, name)
         if repo.head() == commit:
             return
+        # Lacking the commit (not handed over by the primary) means this node was behind:
+        # it may lack labels too. Not otherwise: a fetch per followed commit costs too much.
+        was_behind = not remote.has_commit(repo, commit)
         fetch_missing(repo, name, commit, sources, self._secret)
         with exclusive_lock(path / WRITE_LOCK, 0o644):
             remote.follow(repo, repo.head(), commit)
         log.info("cluster: %s follows etcd to %s", name, commit[:12])
+        if was_behind:
+            self._gather_labels(name, repo, sources[:1])
+
+    def gather_labels(self, sources: Iterable[str], between: Callable[[], None]) -> None:
+        """Fetch the labels this node lacks from every one of `sources` (a new primary: each
+        acknowledged label is on some peer; a restarted member: the primary has them all).
+        `between` runs after each repository (the coordinator keeps its short lease alive)."""
+        sources = list(sources)
+        for name in self.local_heads():
+            self._gather_labels(name, Repository(self.root / name, name), sources)
+            between()
+
+    def _gather_labels(self, name: str, repo: Repository, sources: list[str]) -> None:
+        for base in sources:
+            try:
+                fetch_labels(repo, base, name, ALL_LABELS, self._secret)
+            except GitstoreError as exc:  # one unreachable peer must not stop the others
+                log.warning("cluster: labels of %s not fetched (%s)", name, exc.message)
 
     def _create(self, name: str, path: Path, commit: str, sources: list[str]) -> None:
         incoming = incoming_repository(self.root, name)
         fetch_missing(incoming, name, commit, sources, self._secret)
         remote.follow(incoming, incoming.head(), commit)
+        self._gather_labels(name, incoming, sources[:1])
         install_hooks(incoming.path)
         path.parent.mkdir(parents=True, exist_ok=True)
         os.rename(incoming.path, path)

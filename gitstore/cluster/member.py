@@ -11,6 +11,11 @@ On the primary a commit is acknowledged only after (docs/ha.md):
    lease expired cannot commit (fencing);
 and only then does the local main move (the caller's compare-and-swap, under the write lock).
 
+A new label (`refs/tags/<name>`, never moved once made) is acknowledged likewise once
+`min_replicas` peers hold it (`POST /cluster/v1/label`: the peer fetches that one tag); no etcd
+transaction is needed. A new primary gathers its peers' labels, a restarted member the
+primary's, and a member catching up fetches the labels along with the commits (follower.py).
+
 The backend hands over a round of writers at once (group commit): `new` is then the tip of a
 chain of commits on `old`, one per writer, and both steps are done once for all of them.
 """
@@ -24,6 +29,7 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from concurrent.futures import TimeoutError as FuturesTimeout
 from pathlib import Path
@@ -40,6 +46,7 @@ from gitstore.cluster.transfer import (
     decode_objects,
     encode_objects,
     fetch_candidate,
+    fetch_labels,
     fetch_missing,
 )
 from gitstore.errors import Conflict, InvalidInput, NotFound, Unavailable
@@ -52,9 +59,11 @@ MAX_CHAIN = 64
 REPLICATE_TIMEOUT_SECONDS = 10.0
 REPLICATE_PATH = "/cluster/v1/replicate"
 OBJECTS_PATH = "/cluster/v1/objects"
+LABEL_PATH = "/cluster/v1/label"
 BINARY = "application/octet-stream"
 _REPOSITORY = re.compile(r"^(catalog\.git|environments/[1-9][0-9]{0,17}\.git)$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_LABEL_REF = re.compile(r"^refs/tags/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 log = logging.getLogger("gitstore.cluster")
 
@@ -114,6 +123,17 @@ class Member:
             self._check_term(term)
             raise Conflict(f"{name} moved in the cluster meanwhile; try again")
 
+    def labelled(self, name: str, repo: Repository, ref: str, tag: str) -> None:
+        self._require_primary()
+        body = json.dumps(
+            {"repository": name, "ref": ref, "tag": tag, "source": self.settings.node}
+        ).encode()
+        self._on_peers(
+            name,
+            f"{ref} ({tag[:12]})",
+            lambda base: _post(base + LABEL_PATH, body, "application/json", self.secret),
+        )
+
     def _hand_over(
         self,
         base: str,
@@ -164,6 +184,25 @@ class Member:
         else:  # a repository being created: kept aside until etcd names it (follower.py)
             repo = incoming_repository(self.root, repository)
         fetch_candidate(repo, base, repository, commit, self.secret)
+
+    def receive_label(self, repository: str, ref: str, tag: str, source: str) -> None:
+        """Fetch label `ref` (tag object `tag`) of `repository` from member `source`; Conflict
+        when this node holds another label of that name, or lacks the repository."""
+        _check_names(repository, tag)
+        if not _LABEL_REF.match(str(ref)):
+            raise InvalidInput(f"ref {str(ref)[:60]!r} is not a label", key="ref")
+        base = self.settings.others.get(str(source))
+        if base is None:
+            raise InvalidInput(f"source {str(source)[:40]!r} is not a peer", key="source")
+        repo = self._peer_repository(repository)
+        if repo is None:
+            raise Conflict(f"{repository} does not exist here yet")
+        held = remote.read_ref(repo, ref)
+        if held is None:
+            fetch_labels(repo, base, repository, f"{ref}:{ref}", self.secret)
+            held = remote.read_ref(repo, ref)
+        if held != tag:
+            raise Conflict(f"{repository}: {ref} is {str(held)[:12]} here, not {tag[:12]}")
 
     def _peer_repository(self, repository: str) -> Repository | None:
         """A handle on one of this node's repositories (kept: opening one costs a millisecond
@@ -233,13 +272,17 @@ class Member:
         `objects`: (parent, the objects the commit adds to it), sent in the request when the
         peer holds the parent (one round trip); otherwise, or if that fails, the peer fetches
         the candidate ref over git smart HTTP."""
+        self._on_peers(
+            name, commit[:12], lambda base: self._hand_over(base, name, repo, commit, objects)
+        )
+
+    def _on_peers(self, name: str, what: str, hand_over: Callable[[str], str | None]) -> None:
+        """Return once `hand_over(peer base URL)` succeeded (None) on `min_replicas` peers,
+        asked at once; Unavailable otherwise."""
         needed = self.settings.min_replicas
         if needed == 0:
             return
-        futures = [
-            self._pool.submit(self._hand_over, base, name, repo, commit, objects)
-            for base in self.settings.others.values()
-        ]
+        futures = [self._pool.submit(hand_over, base) for base in self.settings.others.values()]
         done, errors = 0, []
         try:
             for future in as_completed(futures, timeout=REPLICATE_TIMEOUT_SECONDS):
@@ -253,7 +296,7 @@ class Member:
         except FuturesTimeout:
             errors.append(f"timed out after {REPLICATE_TIMEOUT_SECONDS:.0f}s")
         raise Unavailable(
-            f"{name}: only {done} of the {needed} replicas needed hold {commit[:12]}; "
+            f"{name}: only {done} of the {needed} replicas needed hold {what}; "
             f"nothing was committed ({'; '.join(errors[:3])})"
         )
 

@@ -1,7 +1,9 @@
 """Objects between members, over the git smart HTTP every member serves (`/git/...`).
 
 Only refs below `refs/gitstore/cluster/` are written here, never main: main moves to a commit
-only once etcd accepted it (`member.py` on the primary, `follower.py` on the others).
+only once etcd accepted it (`member.py` on the primary, `follower.py` on the others). Labels
+(`refs/tags/*`) are the exception: they never move once made, so a member fetches a peer's
+without force (a label it holds already is never changed).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from gitstore.errors import GitstoreError, InvalidInput, Unavailable
 CANDIDATE = "refs/gitstore/cluster/candidate"
 #: Where a member keeps a peer's main it fetched.
 PEER_MAIN = "refs/gitstore/cluster/peer-main"
+#: Every label of a repository, as a refspec that never moves one (no `+`).
+ALL_LABELS = "refs/tags/*:refs/tags/*"
 #: A ref lock file this old was left by a killed fetch (git never breaks one; a live fetch
 #: here holds it for milliseconds).
 STALE_LOCK_SECONDS = 10.0
@@ -66,6 +70,14 @@ def fetch_missing(
         f"no member offers commit {commit[:12]} of {repository}"
         + (f" ({failures[-1]})" if failures else "")
     )
+
+
+def fetch_labels(
+    repo: Repository, base_url: str, repository: str, refspec: str, secret: ClusterSecret
+) -> None:
+    """Fetch labels (with the commits they name) from a peer; Unavailable when git fails
+    (unreachable, or a label here names another tag object than the peer's)."""
+    remote.fetch(repo, git_url(base_url, repository), [refspec], extra_env=secret.git_env())
 
 
 def _fetch(repo: Repository, url: str, ref: str, local: str, secret: ClusterSecret) -> None:

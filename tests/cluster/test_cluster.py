@@ -178,6 +178,58 @@ def test_a_write_that_reaches_a_replica_is_redirected_to_the_primary(cluster):
     assert http("GET", cluster.nodes[replica].url + fetch_ad)[0] == 200
 
 
+# -- labels ------------------------------------------------------------------------------------
+LABELS = "/api/v1/config/environments/1/labels"
+LABEL = "replicated-label"
+
+
+def tag_of(cluster: Cluster, node: str, label: str = LABEL) -> str | None:
+    """The tag object the node's `refs/tags/<label>` names, None without one."""
+    done = subprocess.run(
+        ["git", "--git-dir", str(cluster.nodes[node].root / ENV_REPO), "rev-parse", "-q",
+         "--verify", f"refs/tags/{label}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return done.stdout.strip() or None
+
+
+def read_label(cluster: Cluster, node: str, label: str = LABEL) -> tuple[int, str]:
+    code, body, _ = http("GET", f"{cluster.nodes[node].url}{VALUES}?version={label}")
+    return code, body.decode() if isinstance(body, bytes) else body
+
+
+def test_a_label_is_on_every_replica_and_one_made_on_a_replica_is_redirected(cluster):
+    write_through_proxy(cluster, "labelled", "yes")
+    body = json.dumps({"name": LABEL}).encode()
+    code, answer, _ = http("POST", cluster.url + LABELS, body, **JSON)
+    assert code == 201, answer
+    primary, replica = roles(cluster)
+    tag = tag_of(cluster, primary)
+    assert tag
+    # acknowledged: on the primary and --min-replicas peers at once; the rest follow
+    assert sum(tag_of(cluster, n) == tag for n in cluster.nodes) >= 2
+    for node in cluster.nodes:
+        wait_until(lambda n=node: tag_of(cluster, n) == tag, what=f"the label on {node}")
+        code, answer = read_label(cluster, node)
+        assert code == 200, (node, answer)
+        assert "labelled" in answer
+    code, _, headers = http("POST", cluster.nodes[replica].url + LABELS, b'{"name": "x"}', **JSON)
+    assert code == 307
+    assert headers["Location"] == cluster.nodes[primary].url + LABELS
+    assert tag_of(cluster, replica, "x") is None
+
+
+def test_a_restarted_member_fetches_the_labels_it_lacks(cluster):
+    _, replica = roles(cluster)
+    tag = tag_of(cluster, replica)
+    assert tag, "the label test runs first"
+    cluster.kill(replica)
+    (cluster.nodes[replica].root / ENV_REPO / "refs/tags" / LABEL).unlink()  # as if it was down
+    cluster.start_node(replica)
+    wait_until(lambda: tag_of(cluster, replica) == tag, what="the label back on the member")
+    roles(cluster)
+
+
 # -- member authentication -------------------------------------------------------------------
 def has_object(repo: Path, oid: str) -> bool:
     done = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "-e", oid], check=False)
@@ -318,6 +370,14 @@ def test_a_deposed_primary_cannot_commit(cluster):
         os.kill(coordinator, signal.SIGCONT)
     wait_until(lambda: (cluster.status(old) or {}).get("role") == "replica")
     assert cluster.primary() == new
+
+
+def test_the_new_primary_of_a_failover_serves_the_labels(cluster):
+    primary, _ = roles(cluster)  # another node than the label's (the fencing test deposed it)
+    code, answer = read_label(cluster, primary)
+    assert code == 200, answer
+    code, answer, _ = http("GET", f"{cluster.url}{LABELS}")
+    assert code == 200 and LABEL in (answer.decode() if isinstance(answer, bytes) else answer)
 
 
 def test_a_write_no_replica_can_take_is_refused_and_not_committed(cluster):
