@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import harness  # noqa: E402 - bench/ is not a package: scripts import their neighbours
+from chromium import CHROMIUM, FLAGS  # noqa: E402 - how the suite starts Chromium
 from fuel_data import ASTUTE, HIERA_OVERRIDE  # noqa: E402 - the vendored Fuel data
 
 from gitstore import Author, Store  # noqa: E402
@@ -43,17 +44,6 @@ NODE_VIEW = "/ui/environments/1/nodes/1"
 BASELINE = "/api/v1/hiera/1/1"
 SERVER_TARGET_MS = 300.0
 LOADED_TARGET_MS = 1000.0
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 #: Resource name -> (global document, node document) from Fuel's files.
 RESOURCES = {
     "astute": ("astute/compute.yaml", "astute/controller.yaml"),
@@ -120,7 +110,7 @@ def dom_content_loaded(url: str, loads: int) -> list[float]:
     took = []
     with tempfile.TemporaryDirectory() as profile, playwright.sync_playwright() as driver:
         context = driver.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True, args=FLAGS
+            profile, executable_path=str(CHROMIUM), headless=True, args=FLAGS
         )
         try:
             page = context.new_page()

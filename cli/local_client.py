@@ -78,13 +78,17 @@ class LocalClient:
         return self.store.environments.level(env_id, name, version).data
 
     # -- values ----------------------------------------------------------------------------
+    def _reader(self) -> str:
+        """Who reads, for the secrets audit: the author given, else the local user."""
+        return self.author.name if self.author else f"local user {getpass.getuser()}"
+
     def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query) -> Any:
         return self.read_served(env_id, pairs, resource, kind, query).data
 
     def read_served(
         self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query
     ) -> Served:
-        who = self.author.name if self.author else f"local user {getpass.getuser()}"
+        who = self._reader()
         return self.store.config.read(env_id, list(pairs), resource, kind, query, who)
 
     def watch_read(
@@ -96,7 +100,7 @@ class LocalClient:
         index: str | None,
         wait: float,
     ) -> tuple[Any, str]:
-        who = self.author.name if self.author else f"local user {getpass.getuser()}"
+        who = self._reader()
 
         def read_at(version: str | None) -> Served:
             at = dataclasses.replace(query, version=version)

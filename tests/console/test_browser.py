@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from access.helpers import add_users, password_of, serve
+from chromium import CHROMIUM, FLAGS
 from fuel_data import newton_release
 from playwright import sync_api as playwright
 
@@ -27,20 +28,8 @@ from gitstore import Author, Store
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]
 AXE = HERE / "node_modules" / "axe-core" / "axe.min.js"
-CHROMIUM = Path("/usr/bin/chromium")
 #: Read when the module is collected: the suite's fixtures clear GITSTORE_* variables.
 SCREENSHOTS = os.environ.get("GITSTORE_SCREENSHOTS")
-#: Flags that keep Chromium off the network it cannot reach here (/work/shared/FACTS.md).
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 #: The pages checked, by the name of their screenshot (`docs/img/ui-<name>.png`).
 PAGES = {
     "environments": "/ui/",

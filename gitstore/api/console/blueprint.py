@@ -19,9 +19,10 @@ bp = Blueprint(
 )
 
 
-def version_pin() -> str | None:
-    """The `?version=` pin; blank is the head (the version form submits an empty field)."""
-    return (request.args.get("version") or "").strip() or None
+def pinned(name: str = "version") -> str | None:
+    """A version argument (`?version=` unless named); blank is None, the head (a form left
+    empty submits an empty field)."""
+    return (request.args.get(name) or "").strip() or None
 
 
 @bp.app_context_processor
@@ -29,7 +30,7 @@ def _links() -> dict[str, Any]:
     """`link(endpoint, **args)`: a console URL that keeps the version the page was read at."""
 
     def link(endpoint: str, **args: Any) -> str:
-        version = version_pin()
+        version = pinned()
         if version is not None:
             args.setdefault("version", version)
         return url_for(endpoint, **args)

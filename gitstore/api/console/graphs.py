@@ -17,8 +17,7 @@ import subprocess
 
 from flask import render_template, request
 
-from gitstore.api.console.blueprint import bp
-from gitstore.api.console.shared import pinned
+from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.http import app_store
 
 DOT = "dot"

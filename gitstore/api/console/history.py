@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from flask import render_template
 
-from gitstore.api.console.blueprint import bp
+from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.console.shared import (
     NodeChain,
     attached_resources,
     known_nodes,
     node_chain,
-    pinned,
 )
 from gitstore.api.http import app_store
 from gitstore.errors import InvalidInput, NotFound

@@ -16,7 +16,7 @@ from typing import Any
 
 from flask import g, render_template
 
-from gitstore.api.console.blueprint import bp, version_pin
+from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.console.render import provenance
 from gitstore.api.console.shared import attached_resources, known_nodes
 from gitstore.api.http import app_store, flag
@@ -41,12 +41,12 @@ def environments():
                 "last": last[0] if last else None,
             }
         )
-    return render_template("console/environments.html", rows=rows, version=version_pin())
+    return render_template("console/environments.html", rows=rows, version=pinned())
 
 
 @bp.get("/environments/<int:env_id>")
 def environment(env_id: int):
-    store, version = app_store(), version_pin()
+    store, version = app_store(), pinned()
     entity = store.environments.get(env_id, version)
     return render_template(
         "console/environment.html",
@@ -63,7 +63,7 @@ def environment(env_id: int):
 
 @bp.get("/environments/<int:env_id>/nodes/<node>")
 def node(env_id: int, node: str):
-    store, version = app_store(), version_pin()
+    store, version = app_store(), pinned()
     reveal = flag("reveal")  # auth.py lets it through only with the secrets role
     who = g.get("user")
     document = store.hiera.node_document(env_id, node, version, reveal=reveal, who=who).data

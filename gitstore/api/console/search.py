@@ -23,8 +23,8 @@ import regex
 from flask import g, render_template
 
 from gitstore import Query
-from gitstore.api.console.blueprint import bp
-from gitstore.api.console.shared import attached_resources, known_nodes, leaves, pinned
+from gitstore.api.console.blueprint import bp, pinned
+from gitstore.api.console.shared import attached_resources, known_nodes, leaves
 from gitstore.api.http import app_store
 from gitstore.errors import InvalidInput
 

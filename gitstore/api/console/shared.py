@@ -10,14 +10,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from flask import g, request
+from flask import g
 
 from gitstore.api.http import app_store
-
-
-def pinned(name: str = "version") -> str | None:
-    """A version argument; blank (a form left empty) is None, the head."""
-    return (request.args.get(name) or "").strip() or None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,19 @@
+"""How the suite and the benches start Debian's Chromium through Playwright: never a
+downloaded browser, and flags that keep it off the network this machine cannot reach
+(/work/shared/FACTS.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
