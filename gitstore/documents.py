@@ -9,16 +9,20 @@ can hold no secret (catalog files, `environment.yaml`, inventory records) are en
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
-from gitstore import limits, yamlio
+from gitstore import keypaths, limits, yamlio, yamlsplice
 from gitstore.backend.snapshot import parsed_blob, remember_parsed
 from gitstore.errors import InvalidInput
+from gitstore.validation import check_plain_data
 
 if TYPE_CHECKING:
     from gitstore.secrets.seal import Sealer
 
 _UNREADABLE = object()
+#: A key segment that could name a list index or an integer key: left to the full path.
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
 def encode(
@@ -68,3 +72,54 @@ def _parse(repository: str, path: str, old: bytes | None) -> Any:
         return parsed_blob(old, f"{repository}:{path}")
     except InvalidInput:
         return _UNREADABLE
+
+
+def set_keys(
+    path: str,
+    old: bytes | None,
+    paths: list[list[Any]],
+    *,
+    sealer: Sealer | None = None,
+    parsed: Any = None,
+) -> bytes | None:
+    """The bytes of stored document `old` with each `[*keys, value]` of `paths` set, spliced into
+    its text without parsing it (`yamlsplice`); None where the splice cannot be sure of the
+    text or of a limit, and the caller takes the full path (`encode` of the edited document).
+
+    What `encode` guarantees holds for what changes: each value is plain data at its depth and
+    within the limits, its secret leaves sealed at its place (`Sealer.seal_at`, keeping the
+    stored ciphertext of a value that did not change), and the whole text within the size and a
+    bound of the key count (else None). The kept text is not judged again: the push gate or an
+    earlier write accepted it, and a plain value there that a newer rule makes secret stays as
+    it is until it is written (docs/secrets.md). `parsed`, when the caller has it, is the parse
+    of `old`: the parse of the result is then remembered, as `encode` does for a key batch.
+    """
+    if not old or not yamlsplice.safe(old):
+        return None
+    data, sealed = old, []
+    for *keys, value in paths:
+        if not all(isinstance(key, str) and not _INTEGER.fullmatch(key) for key in keys):
+            return None
+        spot = yamlsplice.locate(data, keys)
+        if spot is None:
+            return None
+        try:
+            stored = yamlsplice.stored_value(data, spot, keys) if spot.exists else None
+        except (ValueError, InvalidInput):
+            return None
+        check_plain_data(value, path, depth=len(keys) + 1)
+        limits.check_document(path, value)  # before the dump, as `encode` does
+        if sealer is not None:
+            args = (stored,) if spot.exists else ()
+            value = sealer.seal_at(path, keys, value, *args)
+        sealed.append([*keys, value])
+        if spot.exists and yamlio.same(stored, value):
+            continue  # unchanged: its bytes stay
+        data = yamlsplice.replace(data, spot, keys, value)
+        if len(paths) > 1 and not yamlsplice.safe(data):
+            return None  # the next key of the batch would read text the scanner refuses
+    if not limits.spliced_within(data, yamlsplice.key_count_bound(data)):
+        return None
+    if isinstance(parsed, dict) and data is not old:
+        remember_parsed(data, keypaths.apply_batch(parsed, "set", sealed))
+    return data

@@ -94,6 +94,14 @@ def check_document(path: str, document: Any) -> None:
         raise InvalidInput(_too_big(path, size, limits.document_bytes, "document_bytes"), path=path)
 
 
+def spliced_within(data: bytes, key_bound: int) -> bool:
+    """Whether spliced YAML `data` is certainly within the key count and size: `key_bound` is
+    at least its keys and list items (`yamlsplice.key_count_bound`). False when it may not be
+    (the writer then counts on the whole document, `check_document`)."""
+    limits = current()
+    return key_bound <= limits.document_keys and len(data) <= limits.document_bytes
+
+
 def check_encoded(path: str, data: bytes) -> None:
     """Refuse the YAML of a document over `document_bytes` (what was estimated, now exact)."""
     limit = current().document_bytes

@@ -15,7 +15,7 @@ For each leaf of the new document, with the stored document walked alongside:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gitstore.errors import InvalidInput, Unavailable, Undecryptable
@@ -65,6 +65,18 @@ class Sealer:
             return self._leaf(value, stored, Place(self.repository, file, path), secret)
 
         return rebuild(document, self.rules_of(file), leaf, old if old is not None else MISSING)
+
+    def seal_at(self, file: str, path: Sequence[str], value: Any, old: Any = MISSING) -> Any:
+        """`value`, to be stored at key path `path` (strings) of `file`, with its secret leaves
+        sealed as `seal` would seal them there; `old` is the stored value at `path` (or
+        MISSING). A key write that splices one entry seals that entry alone."""
+        rules = self.rules_of(file)
+        place = tuple(path)
+
+        def leaf(value: Any, stored: Any, path: tuple[str, ...], secret: bool) -> Any:
+            return self._leaf(value, stored, Place(self.repository, file, path), secret)
+
+        return rebuild(value, rules, leaf, old, place, rules.secret(place[:-1]))
 
     def reseal(self, file: str, document: dict) -> dict:
         """`document` with every sealed value on the active key and no plain secret left."""
