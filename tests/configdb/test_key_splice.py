@@ -1,0 +1,179 @@
+"""A one-key write splices the entry's text (documents.set_keys) instead of parsing the whole
+document: through the real store, the stored document must be exactly the full path's edit,
+every other line keeps its bytes, secrets are sealed at their place, the limits, plain-data
+rules and schema still refuse, and text the scanner cannot be sure of takes the full path."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gitstore import keypaths, limits, yamlio
+from gitstore.backend.cache import PARSED_BLOBS
+from gitstore.backend.changes import ChangeSet
+from gitstore.backend.repository import Author
+from gitstore.errors import InvalidInput, ValidationFailed
+from gitstore.secrets import cipher
+
+FUEL = __import__("fuel_data").ASTUTE
+AUTHOR = Author("test", "test@example.com")
+PATH = "nodes/1/values/astute.yaml"
+LEVEL = [("nodes", "1")]
+
+
+def seed(store, text: bytes) -> None:
+    def put(snapshot):
+        changes = ChangeSet("seed")
+        changes.put(PATH, text)
+        return changes
+
+    store.environment_repo(1).update(put, AUTHOR)
+
+
+def stored(store) -> bytes:
+    return store.environment_repo(1).snapshot().read(PATH)
+
+
+def set_keys(store, *paths) -> None:
+    store.config.update_keys(1, LEVEL, "astute", "values", "set", list(paths), AUTHOR)
+
+
+def exact(value) -> str:
+    return json.dumps(value)
+
+
+def forget_parses() -> None:
+    """As in another worker, which has parsed no blob of this store."""
+    for key in list(PARSED_BLOBS._data):
+        PARSED_BLOBS._data.pop(key)
+
+
+@pytest.mark.parametrize("source", sorted(FUEL.glob("*.yaml")), ids=lambda path: path.stem)
+def test_key_writes_into_fuel_files_read_back_as_the_full_edit(fuel_store, source):
+    text = source.read_bytes()
+    seed(fuel_store, text)
+    document = yamlio.load(text)
+    nested = next(k for k, v in document.items() if isinstance(v, dict) and v)
+    inner = next(iter(document[nested]))
+    batches = [
+        [["bench_new", 1]],
+        [[nested, inner, {"a": [1, "on", None]}]],
+        [[nested, "added", "deep", "x: y"]],
+        [["bench_new", 2.5], [nested, inner, "again"]],
+    ]
+    for batch in batches:
+        forget_parses()
+        before = stored(fuel_store)
+        set_keys(fuel_store, *batch)
+        after = stored(fuel_store)
+        document = keypaths.apply_batch(document, "set", batch)
+        assert exact(yamlio.load(after)) == exact(document), batch
+        # every line but the changed entries is kept (the full path re-dumps a top-level entry)
+        kept = [line for line in before.splitlines() if line.startswith(b"  ")]
+        assert sum(line in after.splitlines() for line in kept) >= len(kept) - 12
+
+
+def test_other_lines_keep_their_bytes_hand_written_style_included(fuel_store):
+    text = (
+        b"# facts of the controller\n"
+        b"uid: '1'\n"
+        b"nova:\n"
+        b"    user:   nova        # four spaces, odd alignment\n"
+        b"    workers: 4\n"
+        b"\n"
+        b"    limits:\n"
+        b"        cpu: 2\n"
+        b"zeta: 'last'   \n"
+    )
+    seed(fuel_store, text)
+    set_keys(fuel_store, ["nova", "limits", "cpu", 8])
+    assert stored(fuel_store) == text.replace(b"        cpu: 2\n", b"        cpu: 8\n")
+    set_keys(fuel_store, ["nova", "limits", "mem", "2G"])
+    assert stored(fuel_store).endswith(b"        cpu: 8\n        mem: 2G\nzeta: 'last'   \n")
+
+
+@pytest.mark.parametrize(
+    "text, batch",
+    [
+        (b'a: "x\nb: c"\nd: 1\n', [["b", 2]]),
+        (b"a: 'x\nb: c'\nd: 1\n", [["b", 2]]),
+        (b"a: {x: 1,\nb: 2}\n", [["b", 3]]),
+        (b"a: &x\n  k: 1\nb: *x\n", [["a", "k", 2]]),
+        (b"a: 1\na: 2\n", [["a", 3]]),
+        (b"a:\n  # why\n  b: 1\nc: 2\n", [["a", {"b": 2}]]),
+        (b"1: x\n", [["1", "y"]]),
+        (b"a: 1\r\nb: 2\r\n", [["b", 3]]),
+        (b"a: |+\n  text\n\nb: 1\n", [["a", "t"]]),
+        (b"---\na: 1\n", [["a", 2]]),
+    ],
+)
+def test_text_the_scanner_refuses_takes_the_full_path_and_reads_back_right(fuel_store, text, batch):
+    seed(fuel_store, text)
+    expected = keypaths.apply_batch(yamlio.load(text), "set", batch)
+    set_keys(fuel_store, *batch)
+    assert exact(yamlio.load(stored(fuel_store))) == exact(expected)
+
+
+def test_a_spliced_secret_is_sealed_at_its_place_and_kept_when_unchanged(fuel_store):
+    text = (FUEL / "controller.yaml").read_bytes()
+    seed(fuel_store, text)
+    set_keys(
+        fuel_store, ["keystone", "db_password", "s3cret"], ["keystone", "nested", {"token": 7}]
+    )
+    after = stored(fuel_store)
+    parsed = yamlio.load(after)
+    sealed = parsed["keystone"]["db_password"]
+    assert cipher.is_sealed(sealed) and cipher.is_sealed(parsed["keystone"]["nested"]["token"])
+    assert b"s3cret" not in after
+    served = fuel_store.config.read(
+        1, LEVEL, "astute", "values", __import__("gitstore").Query(key="keystone", reveal=True)
+    )
+    assert served.data["db_password"] == "s3cret" and served.data["nested"] == {"token": 7}
+    head = fuel_store.environment_repo(1).head()
+    forget_parses()
+    set_keys(fuel_store, ["keystone", "db_password", "s3cret"])  # the same value: no commit
+    set_keys(fuel_store, ["keystone", "db_password", "******"])  # "unchanged"
+    assert fuel_store.environment_repo(1).head() == head
+    with pytest.raises(InvalidInput, match="unchanged"):
+        set_keys(fuel_store, ["keystone", "new_password", "******"])
+
+
+def test_limits_plain_data_and_schema_still_refuse_a_spliced_write(fuel_store):
+    text = (FUEL / "controller.yaml").read_bytes()
+    seed(fuel_store, text)
+    head = fuel_store.environment_repo(1).head()
+    deep: dict = {}
+    node = deep
+    for _ in range(70):
+        node["d"] = {}
+        node = node["d"]
+    with pytest.raises(InvalidInput, match="nests deeper"):
+        set_keys(fuel_store, ["keystone", deep])
+    with pytest.raises(InvalidInput, match="finite"):
+        set_keys(fuel_store, ["keystone", "ratio", float("nan")])
+    limits.configure(fuel_store.root, {"document_keys": 1_000})  # Fuel's file holds ~1,600
+    try:
+        with pytest.raises(InvalidInput, match="document_keys"):
+            set_keys(fuel_store, ["one_more", 1])
+    finally:
+        limits.configure(fuel_store.root / "nowhere")
+    assert fuel_store.environment_repo(1).head() == head
+
+
+def test_a_resource_with_a_schema_is_judged_on_the_whole_document(fuel_store):
+    fuel_store.components.create(
+        {
+            "name": "typed",
+            "resource_definitions": [
+                {
+                    "name": "typed",
+                    "schema": {"type": "object", "properties": {"port": {"type": "integer"}}},
+                }
+            ],
+        }
+    )
+    fuel_store.environments.update(1, {"components": ["fuel", "typed"]})
+    fuel_store.config.put(1, LEVEL, "typed", "values", {"port": 1, "name": "x"}, AUTHOR)
+    with pytest.raises(ValidationFailed):
+        fuel_store.config.update_keys(1, LEVEL, "typed", "values", "set", [["port", "no"]])

@@ -1,0 +1,186 @@
+"""The key splice's scanner: over Fuel's real astute.yaml files, a spliced key reads back as the
+full path's edit of the whole document and every other line keeps its bytes; on text it cannot
+be sure of, it answers None (the caller then takes the full path)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from fuel_data import ASTUTE
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitstore import keypaths, yamlio, yamlsplice
+from gitstore.errors import Conflict
+
+FILES = {path.stem: path.read_bytes() for path in sorted(ASTUTE.glob("*.yaml"))}
+PARSED = {name: yamlio.load(data) for name, data in FILES.items()}
+INTEGER = re.compile(r"-?[0-9]+")
+
+
+def mapping_paths(document: dict, prefix: tuple = ()) -> list[tuple]:
+    """Every key path that runs through mappings only."""
+    found = []
+    for key, value in document.items():
+        found.append((*prefix, key))
+        if isinstance(value, dict):
+            found.extend(mapping_paths(value, (*prefix, key)))
+    return found
+
+
+PATHS = {name: mapping_paths(document) for name, document in PARSED.items()}
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30)
+    | st.sampled_from(["yes", "on", "0777", "1.0", "2024-01-01", "x: y", "- a", "#c", "'q", ""])
+)
+values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+new_keys = st.text(min_size=0, max_size=12).filter(lambda key: not INTEGER.fullmatch(key))
+
+
+def exact(value) -> str:
+    """JSON keeps key order and tells 1, 1.0, true and "1" apart."""
+    return json.dumps(value, sort_keys=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.sampled_from(sorted(FILES)),
+    pick=st.integers(min_value=0),
+    extra=st.lists(new_keys, max_size=2),
+    value=values,
+)
+def test_a_spliced_key_reads_back_as_the_full_edit_and_keeps_every_other_line(
+    name, pick, extra, value
+):
+    data, document = FILES[name], PARSED[name]
+    existing = PATHS[name][pick % len(PATHS[name])]
+    keys = [*map(str, existing), *extra]
+    spot = yamlsplice.locate(data, keys)
+    try:
+        expected = keypaths.apply_batch(document, "set", [[*keys, value]])
+    except Conflict:
+        assert spot is None  # through a scalar: the full path names the conflict
+        return
+    if spot is None:
+        # Only a repeated key (Fuel's own network_scheme.roles) stops it on these files.
+        assert keys[:2] == ["network_scheme", "roles"]
+        return
+    assert spot.start == 0 or data[spot.start - 1 : spot.start] == b"\n"
+    assert data[spot.end - 1 : spot.end] == b"\n"
+    spliced = yamlsplice.replace(data, spot, keys, value)
+    assert exact(yamlio.load(spliced)) == exact(expected)
+    assert spliced.startswith(data[: spot.start])
+    assert spliced.endswith(data[spot.end :])
+    if spot.exists:
+        assert exact(yamlsplice.stored_value(data, spot, keys)) == exact(
+            keypaths.get_path(document, keys)
+        )
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_every_fuel_file_is_text_the_scanner_reads(name):
+    assert yamlsplice.safe(FILES[name])
+    located = [p for p in PATHS[name] if yamlsplice.locate(FILES[name], list(map(str, p)))]
+    assert len(located) >= 0.9 * len(PATHS[name])
+
+
+def test_a_new_key_goes_last_in_its_mapping_and_new_mappings_are_made():
+    data = b"a:\n  b: 1\n\n  c: 2\nd: 3\n\n"
+    spot = yamlsplice.locate(data, ["a", "x", "y"])
+    assert not spot.exists and spot.found == 1
+    spliced = yamlsplice.replace(data, spot, ["a", "x", "y"], [1])
+    assert spliced == b"a:\n  b: 1\n\n  c: 2\n  x:\n    y:\n    - 1\nd: 3\n\n"
+
+
+def test_an_entry_with_an_indentless_list_is_replaced_whole():
+    data = b"a:\n- 1\n- 2\nb: 3\n"
+    spot = yamlsplice.locate(data, ["a"])
+    assert yamlsplice.replace(data, spot, ["a"], "x") == b"a: x\nb: 3\n"
+    assert yamlsplice.locate(data, ["a", "k"]) is None  # a list, not a mapping
+
+
+@pytest.mark.parametrize(
+    "text, keys",
+    [
+        # a quoted scalar may run on below any indentation: PyYAML reads `a` as 'x b: c'
+        (b'a: "x\nb: c"\nd: 1\n', ["b"]),
+        (b"a: 'x\nb: c'\nd: 1\n", ["b"]),
+        (b"z:\n  a: 'x\n  b: c'\n", ["z", "b"]),
+        (b"- 'x\nb: c'\n", ["b"]),
+        # a flow collection may too
+        (b"a: {x: 1,\nb: 2}\n", ["b"]),
+        (b"a: [1,\nb: 2]\n", ["b"]),
+        # anchors, aliases, tags, escapes, markers, tabs
+        (b"a: &x\n  k: 1\nb: *x\n", ["a", "k"]),
+        (b"a: !!str 1\nb: 2\n", ["b"]),
+        (b'a: "\\u00e9"\nb: 2\n', ["b"]),
+        (b"---\na: 1\n", ["a"]),
+        (b"a:\n\tb: 1\n", ["a", "b"]),
+        (b"a: 1\r\nb: 2\r\n", ["b"]),
+        # a block scalar that keeps its trailing blank lines
+        (b"a: |+\n  text\n\nb: 1\n", ["a"]),
+        # not finite: the full path refuses the document
+        (b"a: .nan\nb: 1\n", ["b"]),
+        # no newline at the end
+        (b"a: 1", ["a"]),
+    ],
+)
+def test_text_the_scanner_cannot_be_sure_of_is_refused(text, keys):
+    assert not yamlsplice.safe(text)
+
+
+@pytest.mark.parametrize(
+    "text, keys",
+    [
+        (b"a: 1\na: 2\n", ["a"]),  # a repeated key: YAML keeps the last
+        (b"a: 1\n'a': 2\n", ["a"]),
+        (b"1: x\n", ["1"]),  # not a string key
+        (b"yes: x\n", ["yes"]),
+        (b'"a": 1\n', ["a"]),  # double-quoted keys are left to the full path
+        (b"? a\n: 1\n", ["a"]),
+        (b"a: 1\n", ["a", "b"]),  # through a scalar: the full path names the conflict
+        (b"a:\nb: 1\n", ["a", "b"]),  # through null
+        (b"a:\n  - k: 1\n", ["a", "k"]),  # through a list
+        (b"  a: 1\n", ["a"]),  # indented at the top
+    ],
+)
+def test_keys_the_scanner_cannot_be_sure_of_are_not_located(text, keys):
+    assert yamlsplice.locate(text, keys) is None
+
+
+def test_a_comment_in_the_replaced_entry_is_not_lost_silently():
+    data = b"a:\n  # why\n  b: 1\nc: 2\n"
+    spot = yamlsplice.locate(data, ["a"])
+    with pytest.raises(ValueError):
+        yamlsplice.stored_value(data, spot, ["a"])
+    # a comment elsewhere stays where it is
+    data = b"# facts\na:\n  b: 1\n# trailing\nc: 2\n"
+    spot = yamlsplice.locate(data, ["a", "b"])
+    assert yamlsplice.stored_value(data, spot, ["a", "b"]) == 1
+    assert (
+        yamlsplice.replace(data, spot, ["a", "b"], 5) == b"# facts\na:\n  b: 5\n# trailing\nc: 2\n"
+    )
+
+
+def test_the_key_count_bound_is_at_least_the_keys_and_items():
+    for name, data in FILES.items():
+        counted, stack = 0, [PARSED[name]]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict | list):
+                counted += len(item)
+                stack.extend(item.values() if isinstance(item, dict) else item)
+        assert yamlsplice.key_count_bound(data) >= counted
