@@ -34,7 +34,7 @@ import yaml
 from gitstore import yamlio
 
 #: Text the scanner cannot be sure of anywhere in a file.
-_REFUSED_BYTES = (b"&", b"\t", b"\r", b"\\", b"\n---", b"\n...", b"\n%")
+_REFUSED_BYTES = (b"&", b"\t", b"\r", b"\\")
 _REFUSED_STARTS = (b"---", b"...", b"%", b"\xef\xbb\xbf")
 #: What may not start a node: a quote not closed on its line (a quoted scalar may run on at any
 #: indentation), a tag, a flow collection with content, a block scalar keeping its trailing
@@ -42,13 +42,9 @@ _REFUSED_STARTS = (b"---", b"...", b"%", b"\xef\xbb\xbf")
 #: starts with a literal, which the regex engine finds fast (one pattern with both took ~1 ms
 #: for 27 KB, these ~0.1 ms).
 _NODE = rb"""(?:[-?] ++)*+(?:'(?:[^'\n]|'')*$|"[^"\n]*$|!|[\[{](?![\]}])|[|>][0-9]?\+)"""
-_REFUSED_AT_LINE = re.compile(rb"\n *+" + _NODE, re.M)
+_REFUSED_AT_LINE = re.compile(rb"\n(?:---|\.\.\.|%| *+" + _NODE + rb")", re.M)
 _REFUSED_AFTER_KEY = re.compile(rb": ++" + _NODE, re.M)
 _NOT_FINITE = re.compile(rb"\.(?:nan|NaN|NAN|inf|Inf|INF)\b")
-#: A key line's text after its indentation: a plain or single-quoted key, `:`, the rest.
-_KEY_LINE = re.compile(
-    rb"(?:([^\s'\"#\-?:,\[\]{}&*!|>%@`][^:#\n]*?)|'((?:[^'\n]|'')*)') *:(?: +([^\n]*))?"
-)
 _STR = "tag:yaml.org,2002:str"
 _RESOLVER = yaml.resolver.Resolver()
 
@@ -70,12 +66,15 @@ class Spot:
     exists: bool
 
 
-@dataclass(frozen=True)
-class _Entry:
-    key: str
-    start: int  # the key line's first byte
-    rest: bytes  # what follows `key:` on its line
-    items: bool  # `- ` lines at the key's own column follow it (an indentless list)
+@dataclass
+class _Mapping:
+    """The entries of one block mapping, in order (lists, not an object per entry: a write
+    reads the ~100 top-level entries of a large document)."""
+
+    index: dict[str, int]  # key -> its entry's number
+    starts: list[int]  # each key line's first byte
+    rests: list[bytes]  # what follows each `key:` on its line
+    items: set[int]  # entries followed by `- ` lines at their key's column (an indentless list)
 
 
 def safe(data: bytes) -> bool:
@@ -100,21 +99,21 @@ def locate(data: bytes, keys: Sequence[str]) -> Spot | None:
     if first is None or first[0] != 0:
         return None  # an empty file or one that does not start with a key at column 0
     for depth, key in enumerate(keys):
-        entries = _entries(data, start, end, indent)
-        if entries is None:
+        mapping = _entries(data, start, end, indent)
+        if mapping is None:
             return None
-        index = next((i for i, entry in enumerate(entries) if entry.key == key), None)
+        index = mapping.index.get(key)
         if index is None:
             at = _trimmed_end(data, start, end)
             return Spot(at, at, indent, depth, exists=False)
-        entry = entries[index]
-        entry_end = entries[index + 1].start if index + 1 < len(entries) else end
+        entry_start = mapping.starts[index]
+        entry_end = mapping.starts[index + 1] if index + 1 < len(mapping.starts) else end
         if depth == len(keys) - 1:
-            at = _trimmed_end(data, entry.start, entry_end)
-            return Spot(entry.start, at, indent, depth, exists=True)
-        if entry.rest.strip() or entry.items:
+            at = _trimmed_end(data, entry_start, entry_end)
+            return Spot(entry_start, at, indent, depth, exists=True)
+        if mapping.rests[index].strip() or index in mapping.items:
             return None  # not a block mapping: the full path sets it or names the conflict
-        start = data.index(b"\n", entry.start) + 1
+        start = data.index(b"\n", entry_start) + 1
         end = entry_end
         child = _first_line(data, start, end)
         if child is None or child[0] <= indent or child[1].startswith(b"-"):
@@ -158,47 +157,66 @@ def key_count_bound(data: bytes) -> int:
     return data.count(b":") + data.count(b"-") + data.count(b"?")
 
 
-def _entries(data: bytes, start: int, end: int, indent: int) -> list[_Entry] | None:
+def _entries(data: bytes, start: int, end: int, indent: int) -> _Mapping | None:
     """The entries of the block mapping whose keys are at column `indent` in `data[start:end]`;
     None for a line the scanner does not read as a key, or a repeated key."""
-    entries: list[_Entry] = []
-    for at, column, rest in _shallow_lines(data, start, end, indent):
-        if rest.startswith(b"#"):
+    mapping = _Mapping({}, [], [], set())
+    index, starts, rests = mapping.index, mapping.starts, mapping.rests
+    for line in _lines_in(data, start, end, indent):
+        column, comment, dash, plain, rest, quoted, quoted_rest, _ = line.groups()
+        if comment:
             continue  # a comment line, at any indentation
-        if column < indent:
+        if len(column) < indent:
             return None
-        if rest == b"-" or rest.startswith(b"- "):
-            if not entries:
+        if dash:
+            if not starts:
                 return None  # a list, not a mapping
-            last = entries[-1]
-            entries[-1] = _Entry(last.key, last.start, last.rest, True)
+            mapping.items.add(len(starts) - 1)
             continue
-        match = _KEY_LINE.fullmatch(rest)
-        key = _key(match[1], match[2]) if match else None
-        if key is None:
-            return None
-        entries.append(_Entry(key, at, match[3] or b"", False))
-    if len({entry.key for entry in entries}) != len(entries):
-        return None  # a repeated key: YAML keeps the last, the scanner would not know which
-    return entries
+        key = _key(plain, quoted) if plain is not None or quoted is not None else None
+        if key is None or key in index:
+            return None  # another kind of line, a key that is not a string, a repeated key
+        index[key] = len(starts)
+        starts.append(line.start(1))
+        rests.append((rest if plain is not None else quoted_rest) or b"")
+    return mapping
 
 
-def _shallow_lines(data: bytes, start: int, end: int, indent: int):
-    """(first byte, indentation, text) of each line of `data[start:end]` (whole lines) that
-    is indented by at most `indent` spaces and not blank."""
+def _lines_in(data: bytes, start: int, end: int, indent: int):
+    """The `_shallow(indent)` matches of the lines in `data[start:end]` (whole lines)."""
+    pattern = _shallow(indent)
     if start == 0:
-        first = _FIRST.match(data, 0, end)
-        if first and len(first[1]) <= indent:
-            yield 0, len(first[1]), first[2]
-        start = 1
-    for line in _shallow(indent).finditer(data, start - 1, end):
-        yield line.start() + 1, len(line[1]), line[2]
+        first = pattern.match(b"\n" + data[: data.find(b"\n") + 1])
+        if first is not None:
+            yield _Shifted(first)
+        start = data.find(b"\n") + 1
+    yield from pattern.finditer(data, start - 1, end)
+
+
+class _Shifted:
+    """A match on the first line, made with a newline put before it: positions moved back."""
+
+    def __init__(self, match: re.Match[bytes]) -> None:
+        self._match = match
+
+    def groups(self) -> tuple:
+        return self._match.groups()
+
+    def start(self, group: int) -> int:
+        return self._match.start(group) - 1
 
 
 @lru_cache(maxsize=64)
 def _shallow(indent: int) -> re.Pattern[bytes]:
-    """A newline and the next line, if indented by at most `indent` spaces and not blank."""
-    return re.compile(rb"\n( {0,%d})([^ \n][^\n]*)" % indent)
+    """A newline and the next line if it is indented by at most `indent` spaces and not blank:
+    its indentation, then what it is: a comment, a list item, a plain or single-quoted key
+    with what follows its `:`, or anything else (the last group)."""
+    return re.compile(
+        rb"\n( {0,%d})(?=[^ \n])(?:(#)|(-)(?=[ \n])|" % indent
+        + rb"""([^\s'"#\-?:,\[\]{}&*!|>%@`][^:#\n]*?) *:(?: +([^\n]*))?$|"""
+        + rb"""'((?:[^'\n]|'')*)' *:(?: +([^\n]*))?$|([^\n]*))""",
+        re.M,
+    )
 
 
 @lru_cache(maxsize=4096)
