@@ -8,11 +8,13 @@ line. It answers None, so that the caller takes the full path (parse, edit, rewr
 anything it cannot be sure of:
 
 - anywhere in the file: anchors (`&`: without them there is no alias), tags at a node, tabs,
-  carriage returns, backslashes (escapes), `---`/`...`/`%` markers, a flow collection other than
-  `[]` and `{}`, a quote opened and not closed on its line (a quoted scalar may run on at any
-  indentation), `.nan`/`.inf`, block scalars that keep trailing blank lines (`|+`);
-- on the key path: a key not written as a plain or single-quoted string, a key repeated in its
-  mapping, a key whose value is not a block mapping of such keys (a list, flow, a scalar);
+  carriage returns and Unicode line breaks, backslashes (escapes), `---`/`...`/`%` markers, a
+  flow collection other than `[]` and `{}`, a quote opened and not closed on its line (a quoted
+  scalar may run on at any indentation), `.nan`/`.inf`, block scalars that keep trailing blank
+  lines (`|+`);
+- in each mapping on the key path: a line that is not a plain or single-quoted string key, a
+  comment or a list item of the entry above it, a repeated key; on the path, a value that is
+  not a block mapping (a list, flow, a scalar, null);
 - in the replaced entry: a comment (the full path keeps comments).
 
 Everything the scanner reads of the file's structure is a line whose indentation is at most the
@@ -34,7 +36,8 @@ import yaml
 from gitstore import yamlio
 
 #: Text the scanner cannot be sure of anywhere in a file.
-_REFUSED_BYTES = (b"&", b"\t", b"\r", b"\\")
+#: `\x85`, `\u2028` and `\u2029` (in UTF-8) are line breaks to YAML, not to the scanner.
+_REFUSED_BYTES = (b"&", b"\t", b"\r", b"\\", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
 _REFUSED_STARTS = (b"---", b"...", b"%", b"\xef\xbb\xbf")
 #: What may not start a node: a quote not closed on its line (a quoted scalar may run on at any
 #: indentation), a tag, a flow collection with content, a block scalar keeping its trailing

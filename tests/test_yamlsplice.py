@@ -130,6 +130,7 @@ def test_an_entry_with_an_indentless_list_is_replaced_whole():
         (b"---\na: 1\n", ["a"]),
         (b"a:\n\tb: 1\n", ["a", "b"]),
         (b"a: 1\r\nb: 2\r\n", ["b"]),
+        ("a: x\u2028b: 1\n".encode(), ["b"]),  # a line break to YAML
         # a block scalar that keeps its trailing blank lines
         (b"a: |+\n  text\n\nb: 1\n", ["a"]),
         # not finite: the full path refuses the document
