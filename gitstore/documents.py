@@ -98,7 +98,7 @@ def set_keys(
         return None
     data, sealed = old, []
     for *keys, value in paths:
-        if not all(isinstance(key, str) and not _INTEGER.fullmatch(key) for key in keys):
+        if not _splice_keys(keys):
             return None
         spot = yamlsplice.locate(data, keys)
         if spot is None:
@@ -123,3 +123,30 @@ def set_keys(
     if isinstance(parsed, dict) and data is not old:
         remember_parsed(data, keypaths.apply_batch(parsed, "set", sealed))
     return data
+
+
+def delete_keys(
+    path: str, old: bytes | None, paths: list[list[Any]], *, parsed: Any = None
+) -> bytes | None:
+    """The bytes of stored document `old` without the entries of `paths` (key paths), their
+    lines cut out of its text without parsing it; None where the splice cannot be sure of the
+    text (see `set_keys`), where a path does not exist (the full path names it) or where its
+    entry is the last of its mapping (which must read as `{}`, not as null)."""
+    if not old or not yamlsplice.safe(old):
+        return None
+    data = old
+    for keys in paths:
+        if not _splice_keys(keys):
+            return None
+        spot = yamlsplice.locate(data, keys)
+        if spot is None or not spot.exists or spot.alone or yamlsplice.has_comment(data, spot):
+            return None
+        data = yamlsplice.remove(data, spot)
+    if isinstance(parsed, dict):
+        remember_parsed(data, keypaths.apply_batch(parsed, "delete", paths))
+    return data
+
+
+def _splice_keys(keys: list[Any]) -> bool:
+    """Whether the splice may address `keys`: strings that name no list index or integer key."""
+    return all(isinstance(key, str) and not _INTEGER.fullmatch(key) for key in keys)

@@ -59,7 +59,7 @@ class Spot:
     `exists`: `data[start:end]` is the entry of the path's last key, its lines from the key to
     the last line of its value. Otherwise `start == end` is where `keys[found]` is added (the
     first `found` keys exist): after the last entry of the deepest mapping found. `indent` is
-    the column of that entry's key.
+    the column of that entry's key. `alone`: the entry is the only one of its mapping.
     """
 
     start: int
@@ -67,6 +67,7 @@ class Spot:
     indent: int
     found: int
     exists: bool
+    alone: bool = False
 
 
 @dataclass
@@ -113,7 +114,8 @@ def locate(data: bytes, keys: Sequence[str]) -> Spot | None:
         entry_end = mapping.starts[index + 1] if index + 1 < len(mapping.starts) else end
         if depth == len(keys) - 1:
             at = _trimmed_end(data, entry_start, entry_end)
-            return Spot(entry_start, at, indent, depth, exists=True)
+            alone = len(mapping.starts) == 1
+            return Spot(entry_start, at, indent, depth, exists=True, alone=alone)
         if mapping.rests[index].strip() or index in mapping.items:
             return None  # not a block mapping: the full path sets it or names the conflict
         start = data.index(b"\n", entry_start) + 1
@@ -129,7 +131,7 @@ def stored_value(data: bytes, spot: Spot, keys: Sequence[str]) -> Any:
     """The value of the entry at `spot` (which exists): its lines alone, parsed. Raises
     ValueError when they hold a comment or do not read as exactly that one key."""
     text = data[spot.start : spot.end]
-    if b" #" in text or b"\n#" in text:
+    if has_comment(data, spot):
         raise ValueError("a comment in the entry")
     pad = spot.indent
     lines = [line[pad:] if line.strip() else line for line in text.splitlines(keepends=True)]
@@ -137,6 +139,18 @@ def stored_value(data: bytes, spot: Spot, keys: Sequence[str]) -> Any:
     if not isinstance(parsed, dict) or list(parsed) != [keys[-1]]:
         raise ValueError("the entry does not read as its key")
     return parsed[keys[-1]]
+
+
+def has_comment(data: bytes, spot: Spot) -> bool:
+    """Whether the entry at `spot` may hold a comment (which replacing it would lose)."""
+    text = data[spot.start : spot.end]
+    return b" #" in text or b"\n#" in text
+
+
+def remove(data: bytes, spot: Spot) -> bytes:
+    """`data` without the entry at `spot` (which exists, and is not alone in its mapping: the
+    mapping would read as null, not as `{}`)."""
+    return data[: spot.start] + data[spot.end :]
 
 
 def replace(data: bytes, spot: Spot, keys: Sequence[str], value: Any) -> bytes:

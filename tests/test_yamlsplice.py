@@ -90,6 +90,30 @@ def test_a_spliced_key_reads_back_as_the_full_edit_and_keeps_every_other_line(
         )
 
 
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(sorted(FILES)), pick=st.integers(min_value=0))
+def test_a_removed_entry_reads_back_as_the_full_delete_and_keeps_every_other_line(name, pick):
+    data, document = FILES[name], PARSED[name]
+    keys = list(map(str, PATHS[name][pick % len(PATHS[name])]))
+    spot = yamlsplice.locate(data, keys)
+    if spot is None:
+        assert keys[:2] == ["network_scheme", "roles"]  # Fuel's own repeated keys
+        return
+    assert spot.exists
+    if spot.alone:
+        return  # the mapping would read as null: the caller takes the full path
+    removed = yamlsplice.remove(data, spot)
+    expected = keypaths.apply_batch(document, "delete", [keys])
+    assert exact(yamlio.load(removed)) == exact(expected)
+    assert removed == data[: spot.start] + data[spot.end :]
+
+
+def test_the_last_entry_of_a_mapping_is_alone():
+    data = b"a:\n  b: 1\nc: 2\n"
+    assert yamlsplice.locate(data, ["a", "b"]).alone
+    assert not yamlsplice.locate(data, ["a"]).alone
+
+
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_every_fuel_file_is_text_the_scanner_reads(name):
     assert yamlsplice.safe(FILES[name])

@@ -251,10 +251,13 @@ class Config:
         def splice(view, pairs, name, path, old, sealer):
             """The new bytes without parsing the document, or None (see `documents.set_keys`);
             a resource with a schema is judged on the whole document, so it takes `change`."""
-            if op != "set" or self.definition(name).get("schema"):
+            if self.definition(name).get("schema"):
                 return None
             known = PARSED_BLOBS.get(view.snapshot.object_id(path))
-            data = documents.set_keys(path, old, paths, sealer=sealer, parsed=known)
+            if op == "set":
+                data = documents.set_keys(path, old, paths, sealer=sealer, parsed=known)
+            else:
+                data = documents.delete_keys(path, old, paths, parsed=known)
             return None if data is None else (data, message(pairs, name))
 
         return self._write(

@@ -13,7 +13,7 @@ from gitstore import keypaths, limits, yamlio
 from gitstore.backend.cache import PARSED_BLOBS
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
-from gitstore.errors import InvalidInput, ValidationFailed
+from gitstore.errors import Conflict, InvalidInput, ValidationFailed
 from gitstore.secrets import cipher
 
 FUEL = __import__("fuel_data").ASTUTE
@@ -177,3 +177,21 @@ def test_a_resource_with_a_schema_is_judged_on_the_whole_document(fuel_store):
     fuel_store.config.put(1, LEVEL, "typed", "values", {"port": 1, "name": "x"}, AUTHOR)
     with pytest.raises(ValidationFailed):
         fuel_store.config.update_keys(1, LEVEL, "typed", "values", "set", [["port", "no"]])
+
+
+def test_key_deletes_cut_the_entry_out_and_read_back_as_the_full_delete(fuel_store):
+    text = (FUEL / "controller.yaml").read_bytes()
+    seed(fuel_store, text)
+    document = yamlio.load(text)
+    fuel_store.config.update_keys(
+        1, LEVEL, "astute", "values", "delete", [["keystone", "db_password"], ["uid"]], AUTHOR
+    )
+    after = stored(fuel_store)
+    expected = keypaths.apply_batch(document, "delete", [["keystone", "db_password"], ["uid"]])
+    assert exact(yamlio.load(after)) == exact(expected)
+    assert len(text.splitlines()) - len(after.splitlines()) == 2  # two lines cut, no other
+    seed(fuel_store, b"a:\n  b: 1\nc: 2\n")
+    fuel_store.config.update_keys(1, LEVEL, "astute", "values", "delete", [["a", "b"]], AUTHOR)
+    assert yamlio.load(stored(fuel_store)) == {"a": {}, "c": 2}  # the full path: not null
+    with pytest.raises(Conflict):
+        fuel_store.config.update_keys(1, LEVEL, "astute", "values", "delete", [["c", "x"]])
