@@ -70,17 +70,6 @@ class Spot:
     alone: bool = False
 
 
-@dataclass
-class _Mapping:
-    """The entries of one block mapping, in order (lists, not an object per entry: a write
-    reads the ~100 top-level entries of a large document)."""
-
-    index: dict[str, int]  # key -> its entry's number
-    starts: list[int]  # each key line's first byte
-    rests: list[bytes]  # what follows each `key:` on its line
-    items: set[int]  # entries followed by `- ` lines at their key's column (an indentless list)
-
-
 def safe(data: bytes) -> bool:
     """Whether the file as a whole is text the scanner may read (see the module's list)."""
     if not data.endswith(b"\n") or data.startswith(_REFUSED_STARTS):
@@ -97,29 +86,39 @@ def safe(data: bytes) -> bool:
 
 
 def locate(data: bytes, keys: Sequence[str]) -> Spot | None:
-    """The spot of key path `keys` (strings) in `data`, a file `safe` accepted; None if unsure."""
+    """The spot of key path `keys` (strings) in `data`, a file `safe` accepted; None if unsure.
+
+    Each mapping on the path is read by regular expressions, not line by line in Python: one
+    pass refuses any line at the mapping's column that is not a comment, a list item or a
+    plain or single-quoted key, then the key's own spellings are searched for. A key repeated
+    elsewhere in the mapping does not matter (its entry keeps its text, and YAML reads it as
+    the full path would write it); the key itself repeated does.
+    """
     start, end, indent = 0, len(data), 0
     first = _first_line(data, 0, end)
     if first is None or first[0] != 0:
         return None  # an empty file or one that does not start with a key at column 0
     for depth, key in enumerate(keys):
-        mapping = _entries(data, start, end, indent)
-        if mapping is None:
+        if _odd_line(data, start, end, indent):
             return None
-        index = mapping.index.get(key)
-        if index is None:
+        found = _key_line(data, start, end, indent, key)
+        if found is None:
+            return None
+        if not found:
             at = _trimmed_end(data, start, end)
             return Spot(at, at, indent, depth, exists=False)
-        entry_start = mapping.starts[index]
-        entry_end = mapping.starts[index + 1] if index + 1 < len(mapping.starts) else end
+        line_start, line_end, rest = found
+        entry_end = _next_entry(data, line_end, end, indent)
         if depth == len(keys) - 1:
-            at = _trimmed_end(data, entry_start, entry_end)
-            alone = len(mapping.starts) == 1
-            return Spot(entry_start, at, indent, depth, exists=True, alone=alone)
-        if mapping.rests[index].strip() or index in mapping.items:
+            at = _trimmed_end(data, line_start, entry_end)
+            alone = not (
+                _any_key_line(data, start, line_start, indent)
+                or _any_key_line(data, entry_end, end, indent)
+            )
+            return Spot(line_start, at, indent, depth, exists=True, alone=alone)
+        if rest.strip():
             return None  # not a block mapping: the full path sets it or names the conflict
-        start = data.index(b"\n", entry_start) + 1
-        end = entry_end
+        start, end = line_end, entry_end
         child = _first_line(data, start, end)
         if child is None or child[0] <= indent or child[1].startswith(b"-"):
             return None  # an empty value (null) or a list
@@ -174,78 +173,104 @@ def key_count_bound(data: bytes) -> int:
     return data.count(b":") + data.count(b"-") + data.count(b"?")
 
 
-def _entries(data: bytes, start: int, end: int, indent: int) -> _Mapping | None:
-    """The entries of the block mapping whose keys are at column `indent` in `data[start:end]`;
-    None for a line the scanner does not read as a key, or a repeated key."""
-    mapping = _Mapping({}, [], [], set())
-    index, starts, rests = mapping.index, mapping.starts, mapping.rests
-    for line in _lines_in(data, start, end, indent):
-        column, comment, dash, plain, rest, quoted, quoted_rest, _ = line.groups()
-        if comment:
-            continue  # a comment line, at any indentation
-        if len(column) < indent:
-            return None
-        if dash:
-            if not starts:
-                return None  # a list, not a mapping
-            mapping.items.add(len(starts) - 1)
-            continue
-        key = _key(plain, quoted) if plain is not None or quoted is not None else None
-        if key is None or key in index:
-            return None  # another kind of line, a key that is not a string, a repeated key
-        index[key] = len(starts)
-        starts.append(line.start(1))
-        rests.append((rest if plain is not None else quoted_rest) or b"")
-    return mapping
+def _odd_line(data: bytes, start: int, end: int, indent: int) -> bool:
+    """Whether a line of `data[start:end]` (whole lines) indented by at most `indent` is other
+    than a comment, a list item at `indent` or a plain or single-quoted key at `indent`."""
+    odd = _odd(indent)
+    if start == 0 and odd.match(b"\n" + data[: data.find(b"\n") + 1]):
+        return True
+    return odd.search(data, max(start - 1, 0), end) is not None
 
 
-def _lines_in(data: bytes, start: int, end: int, indent: int):
-    """The `_shallow(indent)` matches of the lines in `data[start:end]` (whole lines)."""
-    pattern = _shallow(indent)
-    if start == 0:
-        first = pattern.match(b"\n" + data[: data.find(b"\n") + 1])
-        if first is not None:
-            yield _Shifted(first)
-        start = data.find(b"\n") + 1
-    yield from pattern.finditer(data, start - 1, end)
-
-
-class _Shifted:
-    """A match on the first line, made with a newline put before it: positions moved back."""
-
-    def __init__(self, match: re.Match[bytes]) -> None:
-        self._match = match
-
-    def groups(self) -> tuple:
-        return self._match.groups()
-
-    def start(self, group: int) -> int:
-        return self._match.start(group) - 1
+#: A plain key as the scanner reads it: no indicator first, no `:` or `#`, no space last.
+_PLAIN = rb"""[^\s'"#\-?:,\[\]{}&*!|>%@`](?:[^:#\n]*[^\s:#])?"""
 
 
 @lru_cache(maxsize=64)
-def _shallow(indent: int) -> re.Pattern[bytes]:
-    """A newline and the next line if it is indented by at most `indent` spaces and not blank:
-    its indentation, then what it is: a comment, a list item, a plain or single-quoted key
-    with what follows its `:`, or anything else (the last group)."""
+def _odd(indent: int) -> re.Pattern[bytes]:
     return re.compile(
-        rb"\n( {0,%d})(?=[^ \n])(?:(#)|(-)(?=[ \n])|" % indent
-        + rb"""([^\s'"#\-?:,\[\]{}&*!|>%@`][^:#\n]*?) *:(?: +([^\n]*))?$|"""
-        + rb"""'((?:[^'\n]|'')*)' *:(?: +([^\n]*))?$|([^\n]*))""",
+        rb"\n(?= {0,%d}[^ \n])(?! *#)(?! {%d}-(?: |$))" % (indent, indent)
+        + rb"(?! {%d}" % indent
+        + _PLAIN
+        + rb" *:(?: |$))(?! {%d}'(?:[^'\n]|'')*' *:(?: |$))" % indent,
         re.M,
     )
 
 
-@lru_cache(maxsize=4096)
-def _key(plain: bytes | None, quoted: bytes | None) -> str | None:
-    """The string a key line's key reads as; None if it is not a string (`1:`, `yes:`)."""
-    try:
-        if quoted is not None:
-            return quoted.decode("utf-8").replace("''", "'")
-        text = plain.decode("utf-8")  # type: ignore[union-attr]
-    except UnicodeDecodeError:
+def _key_line(
+    data: bytes, start: int, end: int, indent: int, key: str
+) -> tuple[int, int, bytes] | tuple[()] | None:
+    """The line of `key` at column `indent` in `data[start:end]`, a mapping `_odd_line` passed:
+    its first byte, the byte after it and what follows its `:`; () if absent. None if it is
+    there more than once, if it is written plain where plain `key` reads as no string (`yes:`
+    is the key true; the full path would add "yes" beside it), or for a key that no single
+    line can hold."""
+    if not key.isprintable():
         return None
-    return text if _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR else None
+    pad = b" " * indent
+    plain = key.encode("utf-8")
+    found = _spelled(data, start, end, pad + b"'" + plain.replace(b"'", b"''") + b"'")
+    if _PLAIN_KEY.fullmatch(plain):
+        as_plain = _spelled(data, start, end, pad + plain)
+        if as_plain and not _reads_as_string(key):
+            return None
+        found += as_plain
+    if len(found) > 1:
+        return None
+    return found[0] if found else ()
+
+
+def _spelled(data: bytes, start: int, end: int, spelling: bytes) -> list[tuple[int, int, bytes]]:
+    """Each line of `data[start:end]` (whole lines) that is `spelling`, ` *:`, then a space or
+    the line's end: (first byte, the byte after the line, what follows the `:`)."""
+    lines = [0] if start == 0 and data.startswith(spelling) else []
+    at = max(start - 1, 0)
+    while (where := data.find(b"\n" + spelling, at, end)) >= 0:
+        lines.append(where + 1)
+        at = where + 1
+    found = []
+    for line in lines:
+        after = _AFTER_KEY.match(data, line + len(spelling), end)
+        if after is not None:
+            found.append((line, after.end(), after[1] or b""))
+    return found
+
+
+_AFTER_KEY = re.compile(rb" *:(?: ([^\n]*))?\n")
+_PLAIN_KEY = re.compile(_PLAIN)
+
+
+@lru_cache(maxsize=4096)
+def _reads_as_string(key: str) -> bool:
+    """Whether `key` written plain reads back as that string (not `yes`, `1`, `null`)."""
+    return _RESOLVER.resolve(yaml.ScalarNode, key, (True, False)) == _STR
+
+
+def _next_entry(data: bytes, line_end: int, end: int, indent: int) -> int:
+    """Where the entry whose key line ends at `line_end` ends: at the next line that is a key at
+    `indent` or less indented (comments and list items at `indent` belong to it)."""
+    found = _next(indent).search(data, line_end - 1, end)
+    return found.start() + 1 if found else end
+
+
+@lru_cache(maxsize=64)
+def _next(indent: int) -> re.Pattern[bytes]:
+    shallower = rb" {0,%d}[^ \n#]|" % (indent - 1) if indent else b""
+    return re.compile(rb"\n(?:" + shallower + rb" {%d}[^ \n#-])" % indent)
+
+
+def _any_key_line(data: bytes, start: int, end: int, indent: int) -> bool:
+    """Whether `data[start:end]` (whole lines) holds a key line at column `indent`."""
+    if start >= end:
+        return False
+    if start == 0 and data[:1] not in (b" ", b"\n", b"#", b"-", b""):
+        return True
+    return _key_at(indent).search(data, max(start - 1, 0), max(end - 1, 0)) is not None
+
+
+@lru_cache(maxsize=64)
+def _key_at(indent: int) -> re.Pattern[bytes]:
+    return re.compile(rb"\n {%d}[^ \n#-]" % indent)
 
 
 _FIRST = re.compile(rb"^( *)([^ \n][^\n]*)$", re.M)

@@ -75,8 +75,9 @@ def test_a_spliced_key_reads_back_as_the_full_edit_and_keeps_every_other_line(
         assert spot is None  # through a scalar: the full path names the conflict
         return
     if spot is None:
-        # Only a repeated key (Fuel's own network_scheme.roles) stops it on these files.
-        assert keys[:2] == ["network_scheme", "roles"]
+        # On these files only a repeated key (Fuel's own network_scheme.roles has two) or a
+        # key no plain or single-quoted line can hold stops it.
+        assert keys[:2] == ["network_scheme", "roles"] or not all(k.isprintable() for k in keys)
         return
     assert spot.start == 0 or data[spot.start - 1 : spot.start] == b"\n"
     assert data[spot.end - 1 : spot.end] == b"\n"
@@ -174,6 +175,7 @@ def test_text_the_scanner_cannot_be_sure_of_is_refused(text, keys):
         (b"a: 1\n'a': 2\n", ["a"]),
         (b"1: x\n", ["1"]),  # not a string key
         (b"yes: x\n", ["yes"]),
+        (b"a: 1\n", ["a\x00"]),  # no line holds it plainly or single-quoted
         (b'"a": 1\n', ["a"]),  # double-quoted keys are left to the full path
         (b"? a\n: 1\n", ["a"]),
         (b"a: 1\n", ["a", "b"]),  # through a scalar: the full path names the conflict
@@ -184,6 +186,31 @@ def test_text_the_scanner_cannot_be_sure_of_is_refused(text, keys):
 )
 def test_keys_the_scanner_cannot_be_sure_of_are_not_located(text, keys):
     assert yamlsplice.locate(text, keys) is None
+
+
+@pytest.mark.parametrize(
+    "text, keys",
+    [
+        (b"a: 1\na: 2\nb: 3\n", ["b"]),  # another key repeated: its lines stay, read the same
+        (b"a  : 1\nb: 2\n", ["a"]),  # spaces before the colon
+        (b"x:\n a: 1\n", [" a"]),  # a key with a leading space is not the deeper `a`
+        (b"ab: 1\nb: 2\n", ["a"]),  # a key that starts another is not it
+        (b"'it''s': 1\n", ["it's"]),
+        (b"it's: 1\n", ["it's"]),
+        (b"x:\n  'y': 1\n  z: 2\n", ["x", "y"]),
+        (b"x:\n  y:\n    k: 1\n  z: 2\n", ["x", "y", "k"]),
+        (b"x:\n  y:\n    k: 1\n  z: 2\n", ["x", "y", "new"]),
+        (b"x:\n  y:\n    k: 1\n\n# about z\n  z: 2\n", ["x", "y", "new"]),
+        (b"x:\n- 1\ny: 2\n", ["x"]),
+        ("ä: 1\nb: 2\n".encode(), ["ä"]),
+    ],
+)
+def test_a_located_key_splices_to_the_full_edit(text, keys):
+    spot = yamlsplice.locate(text, keys)
+    assert spot is not None
+    spliced = yamlsplice.replace(text, spot, keys, {"v": [1, "two"]})
+    expected = keypaths.apply_batch(yamlio.load(text), "set", [[*keys, {"v": [1, "two"]}]])
+    assert exact(yamlio.load(spliced)) == exact(expected)
 
 
 def test_a_comment_in_the_replaced_entry_is_not_lost_silently():
