@@ -2,7 +2,10 @@
 
 Every write path (REST, CLI, facts upload, upgrade clones) calls `encode`, so rules that apply to
 stored bytes (comment-preserving rewrites, encryption of secret leaves, the document limits of
-`gitstore.limits`) live in exactly one place.
+`gitstore.limits`) live in exactly one place. A key batch first tries `set_keys` or
+`delete_keys`, which splice the keys' lines into the stored text without parsing it
+(`gitstore.yamlsplice`) under the same rules for what they change, and answer None where they
+cannot be sure; the writer then calls `encode`.
 A writer of environment documents passes the `sealer` of `store.secrets`; only documents that
 can hold no secret (catalog files, `environment.yaml`, inventory records) are encoded without.
 """

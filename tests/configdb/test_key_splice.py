@@ -10,7 +10,6 @@ import json
 import pytest
 
 from gitstore import keypaths, limits, yamlio
-from gitstore.backend.cache import PARSED_BLOBS
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.errors import Conflict, InvalidInput, ValidationFailed
@@ -43,12 +42,6 @@ def exact(value) -> str:
     return json.dumps(value)
 
 
-def forget_parses() -> None:
-    """As in another worker, which has parsed no blob of this store."""
-    for key in list(PARSED_BLOBS._data):
-        PARSED_BLOBS._data.pop(key)
-
-
 @pytest.mark.parametrize("source", sorted(FUEL.glob("*.yaml")), ids=lambda path: path.stem)
 def test_key_writes_into_fuel_files_read_back_as_the_full_edit(fuel_store, source):
     text = source.read_bytes()
@@ -63,7 +56,6 @@ def test_key_writes_into_fuel_files_read_back_as_the_full_edit(fuel_store, sourc
         [["bench_new", 2.5], [nested, inner, "again"]],
     ]
     for batch in batches:
-        forget_parses()
         before = stored(fuel_store)
         set_keys(fuel_store, *batch)
         after = stored(fuel_store)
@@ -131,7 +123,6 @@ def test_a_spliced_secret_is_sealed_at_its_place_and_kept_when_unchanged(fuel_st
     )
     assert served.data["db_password"] == "s3cret" and served.data["nested"] == {"token": 7}
     head = fuel_store.environment_repo(1).head()
-    forget_parses()
     set_keys(fuel_store, ["keystone", "db_password", "s3cret"])  # the same value: no commit
     set_keys(fuel_store, ["keystone", "db_password", "******"])  # "unchanged"
     assert fuel_store.environment_repo(1).head() == head
