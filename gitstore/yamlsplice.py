@@ -10,8 +10,9 @@ anything it cannot be sure of:
 - anywhere in the file: anchors (`&`: without them there is no alias), tags at a node, tabs,
   carriage returns and Unicode line breaks, backslashes (escapes), `---`/`...`/`%` markers, a
   flow collection other than `[]` and `{}`, a quote opened and not closed on its line (a quoted
-  scalar may run on at any indentation), `.nan`/`.inf`, block scalars that keep trailing blank
-  lines (`|+`);
+  scalar may run on at any indentation), `.nan`/`.inf` and floats too large to be finite, block
+  scalars that keep trailing blank lines (`|+`), a line indented by 30 columns or more (the
+  bound of how deeply the document nests);
 - in each mapping on the key path: a line at its column that is not a plain or single-quoted
   key, a comment or a list item of the entry above it; the key repeated, or written plain where
   plain it reads as no string (`yes`); on the path, a value that is not a block mapping (a
@@ -39,8 +40,9 @@ import yaml
 from gitstore import yamlio
 
 #: Text the scanner cannot be sure of anywhere in a file.
+_REFUSED_BYTES = (b"&", b"\t", b"\r", b"\\")
 #: `\x85`, `\u2028` and `\u2029` (in UTF-8) are line breaks to YAML, not to the scanner.
-_REFUSED_BYTES = (b"&", b"\t", b"\r", b"\\", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+_REFUSED_BREAKS = (b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
 _REFUSED_STARTS = (b"---", b"...", b"%", b"\xef\xbb\xbf")
 #: What may not start a node: a quote not closed on its line (a quoted scalar may run on at any
 #: indentation), a tag, a flow collection with content, a block scalar keeping its trailing
@@ -48,9 +50,19 @@ _REFUSED_STARTS = (b"---", b"...", b"%", b"\xef\xbb\xbf")
 #: starts with a literal, which the regex engine finds fast (one pattern with both took ~1 ms
 #: for 27 KB, these ~0.1 ms).
 _NODE = rb"""(?:[-?] ++)*+(?:'(?:[^'\n]|'')*$|"[^"\n]*$|!|[\[{](?![\]}])|[|>][0-9]?\+)"""
-_REFUSED_AT_LINE = re.compile(rb"\n(?:---|\.\.\.|%| *+" + _NODE + rb")", re.M)
+#: ... and a line starting with 30 columns of indentation, `- ` or `? `: below that, no node nests
+#: deeper than 61 (every two levels move a block node right by a column at least), so the
+#: document keeps within the 64 levels of `validation.MAX_DEPTH` without being walked.
+_REFUSED_AT_LINE = re.compile(rb"\n(?:---|\.\.\.|%|[ ?\-]{30}| *+" + _NODE + rb")", re.M)
 _REFUSED_AFTER_KEY = re.compile(rb": ++" + _NODE, re.M)
-_NOT_FINITE = re.compile(rb"\.(?:nan|NaN|NAN|inf|Inf|INF)\b")
+#: Floats that are not finite: named, or too large (a mantissa of 300 digits; an exponent of 3
+#: digits, `_EXPONENTS`, after a digit or a dot).
+_NOT_FINITE = (
+    re.compile(rb"\.(?:nan|NaN|NAN|inf|Inf|INF)\b"),
+    re.compile(rb"\.(?<=[0-9_]{300}\.)"),
+)
+#: One pattern per letter: a literal first is found fast, `[eE]` first took ~0.2 ms for 27 KB.
+_EXPONENTS = (re.compile(rb"e[-+][0-9]{3}"), re.compile(rb"E[-+][0-9]{3}"))
 _STR = "tag:yaml.org,2002:str"
 _RESOLVER = yaml.resolver.Resolver()
 
@@ -79,12 +91,19 @@ def safe(data: bytes) -> bool:
         return False
     if any(part in data for part in _REFUSED_BYTES):
         return False
+    if not data.isascii() and any(part in data for part in _REFUSED_BREAKS):
+        return False
     first = data[: data.find(b"\n") + 1]
     return not (
         _REFUSED_AT_LINE.search(b"\n" + first)
         or _REFUSED_AT_LINE.search(data)
         or _REFUSED_AFTER_KEY.search(data)
-        or _NOT_FINITE.search(data)
+        or any(pattern.search(data) for pattern in _NOT_FINITE)
+        or any(
+            data[found.start() - 1 : found.start()] in b"0123456789."
+            for pattern in _EXPONENTS
+            for found in pattern.finditer(data)
+        )
     )
 
 

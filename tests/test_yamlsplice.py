@@ -160,6 +160,11 @@ def test_an_entry_with_an_indentless_list_is_replaced_whole():
         (b"a: |+\n  text\n\nb: 1\n", ["a"]),
         # not finite: the full path refuses the document
         (b"a: .nan\nb: 1\n", ["b"]),
+        (b"a: 1.0e+999\nb: 1\n", ["b"]),
+        (b"a: " + b"1" * 310 + b".0\nb: 1\n", ["b"]),
+        # nesting that could reach validation.MAX_DEPTH
+        (b"a:\n" + b"".join(b" " * (2 * i) + b"k:\n" for i in range(1, 16)) + b"b: 1\n", ["b"]),
+        (b"a:\n" + b"- " * 16 + b"x\nb: 1\n", ["b"]),
         # no newline at the end
         (b"a: 1", ["a"]),
     ],
@@ -203,6 +208,7 @@ def test_keys_the_scanner_cannot_be_sure_of_are_not_located(text, keys):
         (b"x:\n  y:\n    k: 1\n\n# about z\n  z: 2\n", ["x", "y", "new"]),
         (b"x:\n- 1\ny: 2\n", ["x"]),
         ("ä: 1\nb: 2\n".encode(), ["ä"]),
+        (b"x:\n  y: 1\nz: 2\n", ["x", "k" * 200]),  # written as `? k...` by PyYAML
     ],
 )
 def test_a_located_key_splices_to_the_full_edit(text, keys):
