@@ -186,3 +186,20 @@ def test_key_deletes_cut_the_entry_out_and_read_back_as_the_full_delete(fuel_sto
     assert yamlio.load(stored(fuel_store)) == {"a": {}, "c": 2}  # the full path: not null
     with pytest.raises(Conflict):
         fuel_store.config.update_keys(1, LEVEL, "astute", "values", "delete", [["c", "x"]])
+
+
+@pytest.mark.parametrize(
+    "kept, refused",
+    [
+        (b"a: .nan\n", "finite"),
+        (b"a: 1.0e+999\n", "finite"),
+        (b"a:\n" + b"".join(b"  " * i + b"- \n" for i in range(1, 70)), "nests deeper"),
+    ],
+)
+def test_a_key_write_into_a_document_that_breaks_a_rule_elsewhere_is_refused_as_before(
+    fuel_store, kept, refused
+):
+    """The full path judges the whole document; so must a splice, or send it there."""
+    seed(fuel_store, kept + b"b: 1\n")
+    with pytest.raises(InvalidInput, match=refused):
+        set_keys(fuel_store, ["b", 2])
