@@ -92,13 +92,16 @@ def set_keys(
     What `encode` guarantees holds for what changes: each value is plain data at its depth and
     within the limits, its secret leaves sealed at its place (`Sealer.seal_at`, keeping the
     stored ciphertext of a value that did not change), and the whole text within the size and a
-    bound of the key count (else None). The kept text is not judged again: the push gate or an
-    earlier write accepted it, and a plain value there that a newer rule makes secret stays as
-    it is until it is written (docs/secrets.md). `parsed`, when the caller has it, is the parse
-    of `old`: the parse of the result is then remembered, as `encode` does for a key batch.
+    bound of the key count (else None). For the kept text, `yamlsplice.safe` refuses what the
+    full path would refuse (floats that are not finite, nesting that may be too deep), and
+    `Sealer.may_hold_plain` what it would seal (a plain value a newer rule makes secret).
+    `parsed`, when the caller has it, is the parse of `old`: the parse of the result is then
+    remembered, as `encode` does for a key batch.
     """
     if not old or not yamlsplice.safe(old):
         return None
+    if sealer is not None and sealer.may_hold_plain(path, old):
+        return None  # the full path seals every plain secret of the document
     data, sealed = old, []
     for *keys, value in paths:
         if not _splice_keys(keys):
@@ -129,13 +132,20 @@ def set_keys(
 
 
 def delete_keys(
-    path: str, old: bytes | None, paths: list[list[Any]], *, parsed: Any = None
+    path: str,
+    old: bytes | None,
+    paths: list[list[Any]],
+    *,
+    sealer: Sealer | None = None,
+    parsed: Any = None,
 ) -> bytes | None:
     """The bytes of stored document `old` without the entries of `paths` (key paths), their
     lines cut out of its text without parsing it; None where the splice cannot be sure of the
     text (see `set_keys`), where a path does not exist (the full path names it) or where its
     entry is the last of its mapping (which must read as `{}`, not as null)."""
     if not old or not yamlsplice.safe(old):
+        return None
+    if sealer is not None and sealer.may_hold_plain(path, old):
         return None
     data = old
     for keys in paths:

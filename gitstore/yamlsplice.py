@@ -195,6 +195,37 @@ def key_count_bound(data: bytes) -> int:
     return data.count(b":") + data.count(b"-") + data.count(b"?")
 
 
+def values_of_keys_ending(data: bytes, suffixes: Sequence[bytes]) -> list[bytes] | None:
+    """What follows the `:` of each key line of `data` (a file `safe` accepted) whose key ends
+    with one of `suffixes` (lowercase; compared without case), stripped; None when such a key
+    has lines below it (a mapping or a list, or maybe: the caller cannot judge it by lines).
+    Text that only looks like such a key (inside a quoted value) counts too: more, never less."""
+    lower = data.lower()
+    values = []
+    for suffix in suffixes:
+        at = 0
+        while (hit := lower.find(suffix, at)) >= 0:
+            at = hit + 1
+            after = _AFTER_NAME.match(data, hit + len(suffix))
+            if after is None:
+                continue  # not the end of a key (`password_file:`, or text)
+            value = (after[1] or b"").strip()
+            if not value:
+                line = data.rfind(b"\n", 0, hit) + 1
+                indent = _SPACES.match(data, line).end() - line
+                below = _first_line(data, after.end(), len(data))
+                if below is not None and (
+                    below[0] > indent or (below[0] == indent and below[1].startswith(b"-"))
+                ):
+                    return None
+            values.append(value)
+    return values
+
+
+_AFTER_NAME = re.compile(rb"'? *:(?: ([^\n]*))?\n")
+_SPACES = re.compile(rb" *")
+
+
 def _odd_line(data: bytes, start: int, end: int, indent: int) -> bool:
     """Whether a line of `data[start:end]` (whole lines) indented by at most `indent` is other
     than a comment, a list item at `indent` or a plain or single-quoted key at `indent`."""

@@ -242,3 +242,12 @@ def test_the_key_count_bound_is_at_least_the_keys_and_items():
                 counted += len(item)
                 stack.extend(item.values() if isinstance(item, dict) else item)
         assert yamlsplice.key_count_bound(data) >= counted
+
+
+def test_values_of_secret_named_keys_are_read_by_lines_or_refused():
+    data = b"a:\n  db_Password: ENC[x]\n  x_token: ~\n  b: 'my password: no'\n"
+    values = yamlsplice.values_of_keys_ending(data, [b"password", b"token"])
+    assert sorted(values) == [b"ENC[x]", b"no'", b"~"]  # text that looks like a key counts too
+    assert yamlsplice.values_of_keys_ending(b"my_secret:\n  k: v\n", [b"secret"]) is None
+    assert yamlsplice.values_of_keys_ending(b"my_secret:\n- v\n", [b"secret"]) is None
+    assert yamlsplice.values_of_keys_ending(b"my_secret:\nb: 1\n", [b"secret"]) == [b""]

@@ -257,7 +257,7 @@ class Config:
             if op == "set":
                 data = documents.set_keys(path, old, paths, sealer=sealer, parsed=known)
             else:
-                data = documents.delete_keys(path, old, paths, parsed=known)
+                data = documents.delete_keys(path, old, paths, sealer=sealer, parsed=known)
             return None if data is None else (data, message(pairs, name))
 
         return self._write(

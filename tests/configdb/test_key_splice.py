@@ -30,6 +30,12 @@ def seed(store, text: bytes) -> None:
     store.environment_repo(1).update(put, AUTHOR)
 
 
+def stored_sealed(store, source) -> bytes:
+    """A Fuel file as a store holds it: written through the store, its passwords sealed."""
+    store.config.put(1, LEVEL, "astute", "values", yamlio.load(source.read_bytes()), AUTHOR)
+    return stored(store)
+
+
 def stored(store) -> bytes:
     return store.environment_repo(1).snapshot().read(PATH)
 
@@ -44,8 +50,7 @@ def exact(value) -> str:
 
 @pytest.mark.parametrize("source", sorted(FUEL.glob("*.yaml")), ids=lambda path: path.stem)
 def test_key_writes_into_fuel_files_read_back_as_the_full_edit(fuel_store, source):
-    text = source.read_bytes()
-    seed(fuel_store, text)
+    text = stored_sealed(fuel_store, source)
     document = yamlio.load(text)
     nested = next(k for k, v in document.items() if isinstance(v, dict) and v)
     inner = next(iter(document[nested]))
@@ -108,8 +113,7 @@ def test_text_the_scanner_refuses_takes_the_full_path_and_reads_back_right(fuel_
 
 
 def test_a_spliced_secret_is_sealed_at_its_place_and_kept_when_unchanged(fuel_store):
-    text = (FUEL / "controller.yaml").read_bytes()
-    seed(fuel_store, text)
+    stored_sealed(fuel_store, FUEL / "controller.yaml")
     set_keys(
         fuel_store, ["keystone", "db_password", "s3cret"], ["keystone", "nested", {"token": 7}]
     )
@@ -131,8 +135,7 @@ def test_a_spliced_secret_is_sealed_at_its_place_and_kept_when_unchanged(fuel_st
 
 
 def test_limits_plain_data_and_schema_still_refuse_a_spliced_write(fuel_store):
-    text = (FUEL / "controller.yaml").read_bytes()
-    seed(fuel_store, text)
+    stored_sealed(fuel_store, FUEL / "controller.yaml")
     head = fuel_store.environment_repo(1).head()
     deep: dict = {}
     node = deep
@@ -171,8 +174,7 @@ def test_a_resource_with_a_schema_is_judged_on_the_whole_document(fuel_store):
 
 
 def test_key_deletes_cut_the_entry_out_and_read_back_as_the_full_delete(fuel_store):
-    text = (FUEL / "controller.yaml").read_bytes()
-    seed(fuel_store, text)
+    text = stored_sealed(fuel_store, FUEL / "controller.yaml")
     document = yamlio.load(text)
     fuel_store.config.update_keys(
         1, LEVEL, "astute", "values", "delete", [["keystone", "db_password"], ["uid"]], AUTHOR
@@ -203,3 +205,16 @@ def test_a_key_write_into_a_document_that_breaks_a_rule_elsewhere_is_refused_as_
     seed(fuel_store, kept + b"b: 1\n")
     with pytest.raises(InvalidInput, match=refused):
         set_keys(fuel_store, ["b", 2])
+
+
+def test_a_plain_secret_kept_elsewhere_is_sealed_by_a_key_write_as_before(fuel_store):
+    """A value a newer rule makes secret is stored plain until the document is written: a key
+    write into it seals it, as the full path always did (the splice leaves such text to it)."""
+    seed(fuel_store, b"keystone:\n  db_password: plain-old\n  user: keystone\nuid: '1'\n")
+    set_keys(fuel_store, ["uid", "2"])
+    after = stored(fuel_store)
+    assert b"plain-old" not in after
+    assert cipher.is_sealed(yamlio.load(after)["keystone"]["db_password"])
+    seed(fuel_store, b"keystone:\n  db_password: plain-old\n  user: keystone\nuid: '1'\n")
+    fuel_store.config.update_keys(1, LEVEL, "astute", "values", "delete", [["uid"]], AUTHOR)
+    assert b"plain-old" not in stored(fuel_store)
