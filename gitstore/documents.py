@@ -124,7 +124,7 @@ def set_keys(
         data = yamlsplice.replace(data, spot, keys, value)
         if len(paths) > 1 and not yamlsplice.safe(data):
             return None  # the next key of the batch would read text the scanner refuses
-    if not limits.spliced_within(data, yamlsplice.key_count_bound(data)):
+    if not limits.spliced_within(data, yamlsplice.key_count_bound):
         return None
     if isinstance(parsed, dict) and data is not old:
         remember_parsed(data, keypaths.apply_batch(parsed, "set", sealed))

@@ -189,9 +189,9 @@ def replace(data: bytes, spot: Spot, keys: Sequence[str], value: Any) -> bytes:
 
 
 def key_count_bound(data: bytes) -> int:
-    """At least the keys and list items of a file `safe` accepted: each key of a block mapping
-    is followed by a `:` (or led by `?`), each list item led by a `-`, and no flow collection
-    holds anything."""
+    """At least the keys and list items of a file `safe` accepted (and at most its length):
+    each key of a block mapping is followed by a `:` (or led by `?`), each list item led by a
+    `-`, and no flow collection holds anything."""
     return data.count(b":") + data.count(b"-") + data.count(b"?")
 
 
