@@ -86,7 +86,10 @@ class Spot:
 
 
 def safe(data: bytes) -> bool:
-    """Whether the file as a whole is text the scanner may read (see the module's list)."""
+    """Whether the file as a whole is text the scanner may read (see the module's list).
+
+    Every rule is one of lines, so whole lines put into a file `safe` accepted keep it
+    acceptable when `safe` accepts them alone (cutting whole lines out does too)."""
     if not data.endswith(b"\n") or data.startswith(_REFUSED_STARTS):
         return False
     if any(part in data for part in _REFUSED_BYTES):
@@ -176,6 +179,11 @@ def remove(data: bytes, spot: Spot) -> bytes:
 
 def replace(data: bytes, spot: Spot, keys: Sequence[str], value: Any) -> bytes:
     """`data` with the entry at `spot` replaced by (or the missing keys added as) `value`."""
+    return data[: spot.start] + entry_text(spot, keys, value) + data[spot.end :]
+
+
+def entry_text(spot: Spot, keys: Sequence[str], value: Any) -> bytes:
+    """The lines that replace the entry at `spot` (or are added there) to hold `value`."""
     entry: Any = value
     for key in reversed(keys[spot.found :]):
         entry = {key: entry}
@@ -185,7 +193,7 @@ def replace(data: bytes, spot: Spot, keys: Sequence[str], value: Any) -> bytes:
         text = b"".join(
             pad + line if line.strip() else line for line in text.splitlines(keepends=True)
         )
-    return data[: spot.start] + text + data[spot.end :]
+    return text
 
 
 def key_count_bound(data: bytes) -> int:

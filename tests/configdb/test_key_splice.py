@@ -218,3 +218,16 @@ def test_a_plain_secret_kept_elsewhere_is_sealed_by_a_key_write_as_before(fuel_s
     seed(fuel_store, b"keystone:\n  db_password: plain-old\n  user: keystone\nuid: '1'\n")
     fuel_store.config.update_keys(1, LEVEL, "astute", "values", "delete", [["uid"]], AUTHOR)
     assert b"plain-old" not in stored(fuel_store)
+
+
+def test_a_new_secret_rule_is_applied_though_the_process_judged_the_text_before(fuel_store):
+    """The splice remembers which texts it judged, under which rules: a rule added since must
+    not be served the old verdict (the write then seals the newly secret value)."""
+    seed(fuel_store, b"ssh:\n  private: PRIVATE-KEY-1\n  public: pub\nuid: '1'\n")
+    set_keys(fuel_store, ["uid", "2"])  # judged (no secret rule matches) and remembered
+    set_keys(fuel_store, ["uid", "3"])
+    assert b"PRIVATE-KEY-1" in stored(fuel_store)
+    fuel_store.environments.update(1, {"secret_keys": ["ssh.private"]})
+    set_keys(fuel_store, ["uid", "4"])
+    after = stored(fuel_store)
+    assert b"PRIVATE-KEY-1" not in after and b"public: pub" in after
