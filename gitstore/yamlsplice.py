@@ -121,8 +121,8 @@ def locate(data: bytes, keys: Sequence[str]) -> Spot | None:
     """
     start, end, indent = 0, len(data), 0
     first = _first_line(data, 0, end)
-    if first is None or first[0] != 0:
-        return None  # an empty file or one that does not start with a key at column 0
+    if first is None or first[0] != 0 or first[1].startswith(b"-"):
+        return None  # an empty file, a list, or one that does not start at column 0
     for depth, key in enumerate(keys):
         if _odd_line(data, start, end, indent):
             return None

@@ -187,6 +187,7 @@ def test_text_the_scanner_cannot_be_sure_of_is_refused(text, keys):
         (b"a:\nb: 1\n", ["a", "b"]),  # through null
         (b"a:\n  - k: 1\n", ["a", "k"]),  # through a list
         (b"  a: 1\n", ["a"]),  # indented at the top
+        (b"- a: 1\n", ["b"]),  # a list, not a mapping
     ],
 )
 def test_keys_the_scanner_cannot_be_sure_of_are_not_located(text, keys):
