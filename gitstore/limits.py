@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,17 @@ def check_document(path: str, document: Any) -> None:
         )
     if size > limits.document_bytes:
         raise InvalidInput(_too_big(path, size, limits.document_bytes, "document_bytes"), path=path)
+
+
+def spliced_within(data: bytes, key_bound: Callable[[bytes], int]) -> bool:
+    """Whether spliced YAML `data` is certainly within the size and the key count:
+    `key_bound(data)` is at least its keys and list items, counted in bytes of the text
+    (`yamlsplice.key_count_bound`), so a text of fewer bytes than the limit is not counted.
+    False when it may not be (the writer then counts on the whole document, `check_document`)."""
+    limits = current()
+    if len(data) > limits.document_bytes:
+        return False
+    return len(data) <= limits.document_keys or key_bound(data) <= limits.document_keys
 
 
 def check_encoded(path: str, data: bytes) -> None:

@@ -496,9 +496,12 @@ def mapping_files(tree: TreeCheck) -> None:
 MAX_DEPTH = 64
 
 
-def check_plain_data(value: Any, where: str = "request body") -> Any:
-    """JSON data a document may hold: bounded nesting, finite numbers, encodable strings."""
-    stack = [(value, 1)]
+def check_plain_data(value: Any, where: str = "request body", depth: int = 1) -> Any:
+    """JSON data a document may hold: bounded nesting, finite numbers, encodable strings.
+
+    `depth`: how deep `value` itself lies (1 for a document, 2 for one of its keys' values).
+    """
+    stack = [(value, depth)]
     while stack:
         item, depth = stack.pop()
         if depth > MAX_DEPTH:

@@ -392,6 +392,11 @@ def _starts_entry(line: bytes) -> bool:
     return not (first == b"-" and line[1:2] in (b"", b" ", b"\t", b"\r", b"\n"))
 
 
+def same(a: Any, b: Any) -> bool:
+    """Equal with equal types all the way down (`1 == True` and `1 == 1.0` must not count)."""
+    return _same(a, b)
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal with equal types all the way down (`1 == True` and `1 == 1.0` must not count)."""
     if a is b:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, keypaths
-from gitstore.backend.cache import LRUCache
+from gitstore.backend.cache import PARSED_BLOBS, LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
@@ -239,15 +239,38 @@ class Config:
             raise NotFound(f"unknown key operation {op!r}; use set or delete")
         paths = keypaths.check_batch(paths, op)
 
+        keys = ", ".join(keypaths.dotted(p[:-1] if op == "set" else p) for p in paths[:5])
+        more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+
+        def message(pairs, name):
+            return f"config: {op} {_where(pairs)} {name} {kind} keys {keys}{more}"
+
         def change(view, pairs, name, path, current):
-            updated = keypaths.apply_batch(current, op, paths)
-            keys = ", ".join(keypaths.dotted(p[:-1] if op == "set" else p) for p in paths[:5])
-            more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
-            message = f"config: {op} {_where(pairs)} {name} {kind} keys {keys}{more}"
-            return updated, message
+            return keypaths.apply_batch(current, op, paths), message(pairs, name)
+
+        def splice(view, pairs, name, path, old, sealer):
+            """The new bytes without parsing the document, or None (see `documents.set_keys`);
+            a resource with a schema is judged on the whole document, so it takes `change`."""
+            if self.definition(name).get("schema"):
+                return None
+            known = PARSED_BLOBS.get(view.snapshot.object_id(path))
+            if op == "set":
+                data = documents.set_keys(path, old, paths, sealer=sealer, parsed=known)
+            else:
+                data = documents.delete_keys(path, old, paths, sealer=sealer, parsed=known)
+            return None if data is None else (data, message(pairs, name))
 
         return self._write(
-            env_id, pairs, resource, kind, change, author, expected, dry_run, edited=True
+            env_id,
+            pairs,
+            resource,
+            kind,
+            change,
+            author,
+            expected,
+            dry_run,
+            edited=True,
+            splice=splice,
         )
 
     def _write(
@@ -261,7 +284,11 @@ class Config:
         expected=None,
         dry_run=False,
         edited=False,
+        splice=None,
     ) -> Served:
+        """Write the document `change` makes of the current one, in one commit. `splice`, if
+        given, may make the new bytes from the old ones instead, without parsing them (a key
+        batch into a large document); when it answers None, `change` runs."""
         repo = self._repos.environment_repo(env_id)
 
         def operation(snapshot: Snapshot) -> ChangeSet:
@@ -272,6 +299,13 @@ class Config:
             if expected is not None:
                 _check_unchanged(repo, expected, path, snapshot)
             old = snapshot.read(path)
+            sealer = self._secrets.sealer(env_id, view)
+            spliced = splice and old and splice(view, checked, name, path, old, sealer)
+            if spliced:
+                data, message = spliced
+                changes = ChangeSet(message)
+                changes.put(path, data)
+                return changes
             current = snapshot.read_mapping(path) or {}
             document, message = change(view, checked, name, path, current)
             check_plain_data(document, path)
@@ -280,12 +314,7 @@ class Config:
             changes.put(
                 path,
                 documents.encode(
-                    snapshot.repository,
-                    path,
-                    document,
-                    old,
-                    sealer=self._secrets.sealer(env_id, view),
-                    edited=edited,
+                    snapshot.repository, path, document, old, sealer=sealer, edited=edited
                 ),
             )
             return changes

@@ -15,19 +15,22 @@ For each leaf of the new document, with the stored document walked alongside:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from gitstore import yamlsplice
 from gitstore.errors import InvalidInput, Unavailable, Undecryptable
 from gitstore.merge.diff import same_value
 from gitstore.secrets import cipher
 from gitstore.secrets.cipher import Place
 from gitstore.secrets.keyring import Keys
 from gitstore.secrets.leaves import MISSING, rebuild
-from gitstore.secrets.rules import Rules
+from gitstore.secrets.rules import DEFAULT_SUFFIXES, WILDCARD, Rules
 
 #: What a masked value reads as, and what a write sends back to mean "keep the stored value".
 MASK = "******"
+#: How a null value may be written: never secret.
+_NULLS = (b"", b"~", b"null", b"Null", b"NULL")
 
 
 class Sealer:
@@ -65,6 +68,39 @@ class Sealer:
             return self._leaf(value, stored, Place(self.repository, file, path), secret)
 
         return rebuild(document, self.rules_of(file), leaf, old if old is not None else MISSING)
+
+    def seal_at(self, file: str, path: Sequence[str], value: Any, old: Any = MISSING) -> Any:
+        """`value`, to be stored at key path `path` (strings) of `file`, with its secret leaves
+        sealed as `seal` would seal them there; `old` is the stored value at `path` (or
+        MISSING). A key write that splices one entry seals that entry alone."""
+        rules = self.rules_of(file)
+        place = tuple(path)
+
+        def leaf(value: Any, stored: Any, path: tuple[str, ...], secret: bool) -> Any:
+            return self._leaf(value, stored, Place(self.repository, file, path), secret)
+
+        return rebuild(value, rules, leaf, old, place, rules.secret(place[:-1]))
+
+    def may_hold_plain(self, file: str, data: bytes) -> bool:
+        """Whether stored text `data` of `file` (one `yamlsplice.safe` accepted) may hold a plain
+        value at a secret path, judged by its lines: a key named as a rule names a secret
+        (its last segment, as a suffix) whose value is not sealed or null, or has lines below
+        it. `seal` of the whole document would seal such a value; a key write that splices
+        one entry must leave the document to that full path."""
+        rules = self.rules_of(file)
+        if rules.everything:
+            return True
+        names = list(DEFAULT_SUFFIXES) if rules.defaults else []
+        for pattern in rules.patterns:
+            if pattern[-1] == WILDCARD:
+                return True
+            names.append(pattern[-1].lower())
+        if not names:
+            return False
+        values = yamlsplice.values_of_keys_ending(data, [name.encode() for name in names])
+        return values is None or not all(
+            value.startswith(cipher.PREFIX.encode()) or value in _NULLS for value in values
+        )
 
     def reseal(self, file: str, document: dict) -> dict:
         """`document` with every sealed value on the active key and no plain secret left."""

@@ -59,6 +59,8 @@ def batches(document: dict, rng: random.Random) -> list[tuple[str, list]]:
 def test_a_key_write_remembers_exactly_the_parse_of_its_bytes(fuel_store, source):
     document = yaml.safe_load(source.read_text())
     fuel_store.config.put(1, LEVEL, "astute", "values", document, AUTHOR)
+    # A spliced key write remembers a parse only when it knows the old one (it parses nothing).
+    fuel_store.environment_repo(1).snapshot().read_yaml(PATH)
     rng = random.Random(source.stem)
     for op, paths in batches(document, rng):
         fuel_store.config.update_keys(1, LEVEL, "astute", "values", op, paths, AUTHOR)
