@@ -19,6 +19,8 @@ from gunicorn import glogging
 from gunicorn.workers.ggevent import GeventWorker as _GunicornGevent
 from gunicorn.workers.gthread import ThreadWorker as _GunicornThreads
 
+from gitstore import metrics
+
 
 def _leave_at_once(sig: int, frame: Any) -> None:
     os._exit(0)  # nothing is served yet: there is nothing to finish
@@ -35,7 +37,10 @@ class _StopsOnce:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGQUIT, _leave_at_once)
         signal.signal(signal.SIGTERM, _leave_at_once)
-        super().init_process()
+        try:
+            super().init_process()
+        finally:
+            metrics.flush()  # the requests counted since the last flush (metrics._Buffer)
 
     def init_signals(self) -> None:
         super().init_signals()

@@ -55,6 +55,40 @@ def _finish(response: Response) -> Response:
     return response
 
 
+#: The request lines made so far, by (method, route, status, env, commit, user): a warm
+#: lookup's line differs from the last one of its kind only by its id, time and duration.
+_LINES: dict[tuple, logs.FieldsLine] = {}
+_MAX_LINES = 4096
+
+
+def _line(method: str, route: str, status: int, env, commit, user) -> logs.FieldsLine:
+    key = (method, route, status, env, commit, user)
+    line = _LINES.get(key)
+    if line is None:
+        if len(_LINES) >= _MAX_LINES:
+            _LINES.clear()  # new commits make new lines; the current ones come back at once
+        fields = _fields(method, route, status, None, None, env, commit, user)
+        line = logs.FieldsLine(log, f"{method} {route} {status}", fields, _VARYING)
+        _LINES[key] = line
+    return line
+
+
+def _fields(method, route, status, request_id, duration_ms, env, commit, user) -> dict:
+    """The fields of a request's line, in the order every line has them."""
+    return {
+        "request_id": request_id,
+        "method": method,
+        "route": route,
+        "status": status,
+        "duration_ms": duration_ms,
+        "env": env,
+        "commit": commit,
+        "user": user,
+    }
+
+
+_VARYING = ("request_id", "duration_ms")
+
 #: The WSGI environ key under which `_finish` leaves (route, env, user) of the line it logged.
 ANSWERED = "gitstore.answered"
 
@@ -76,21 +110,19 @@ def answered(
 ) -> None:
     """The metrics and the log line of one answered request (also of the fast path's)."""
     metrics.request_answered(route, method, status, seconds)
+    stream = logs.plain_json_stream(log)
+    if stream is not None:
+        line = _line(method, route, status, env, commit, user)
+        line.write(stream, time.time(), (request_id, round(seconds * 1000, 3)))
+        return
     log.info(
         "%s %s %s",
         method,
         route,
         status,
         extra={
-            "fields": {
-                "request_id": request_id,
-                "method": method,
-                "route": route,
-                "status": status,
-                "duration_ms": round(seconds * 1000, 3),
-                "env": env,
-                "commit": commit,
-                "user": user,
-            }
+            "fields": _fields(
+                method, route, status, request_id, round(seconds * 1000, 3), env, commit, user
+            )
         },
     )
