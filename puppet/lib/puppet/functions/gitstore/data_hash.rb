@@ -26,7 +26,7 @@ Puppet::Functions.create_function(:'gitstore::data_hash') do
             'gitstore::data_hash: the hierarchy entry has no uri; name the resource with ' \
             'uri: (path: entries are only used when a file of that name exists)'
     end
-    settings = PuppetX::Gitstore::Settings.new(options)
+    settings = PuppetX::Gitstore::Settings.of(options)
     document = PuppetX::Gitstore::CompileMemo.document(context, settings)
     return {} if document.nil?
 
