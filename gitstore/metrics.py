@@ -204,15 +204,17 @@ class _Buffer:
     def __init__(self) -> None:
         self._lock = threading.Lock()  # held for a few dict updates, never for a write
         self._flushing = threading.Lock()  # one flush at a time, so a scrape waits for it
+        self.started_in: int | None = None  # the process whose locks and timer these are
         self._reset()
 
     def _reset(self) -> None:
         self.requests: dict[tuple, int] = {}
         self.durations: dict[tuple, list] = {}  # (route, method) -> [bucket counts, sum]
         self.cache: dict[tuple, int] = {}
-        self.timer_pid: int | None = None
 
     def add(self, route: str, method: str, status: str, seconds: float, cache: dict | None) -> None:
+        if self.started_in != os.getpid():
+            self._start()
         key = (route, method, status)
         slot = bisect.bisect_left(_DURATION_BUCKETS, seconds)  # the first bound >= seconds
         with self._lock:
@@ -225,8 +227,13 @@ class _Buffer:
             if cache:
                 for name, count in cache.items():
                     self.cache[name] = self.cache.get(name, 0) + count
-        if self.timer_pid != os.getpid():
-            self._start_timer()
+
+    def add_cache(self, cache: dict) -> None:
+        if self.started_in != os.getpid():
+            self._start()
+        with self._lock:
+            for name, count in cache.items():
+                self.cache[name] = self.cache.get(name, 0) + count
 
     def take(self) -> tuple[dict, dict, dict]:
         """The counts so far, leaving none."""
@@ -236,6 +243,8 @@ class _Buffer:
         return taken
 
     def flush(self) -> None:
+        if self.started_in != os.getpid():
+            self._start()
         with self._flushing:
             requests, durations, cache = self.take()
             if not (requests or durations or cache):
@@ -248,13 +257,17 @@ class _Buffer:
             for (name, hit), count in cache.items():
                 metrics["cache"].labels(name, "hit" if hit else "miss").inc(count)
 
-    def _start_timer(self) -> None:
-        """A daemon thread of this process (a greenlet under gevent) flushing every
-        `FLUSH_SECONDS` while there is something to flush."""
-        with self._lock:
-            if self.timer_pid == os.getpid():
+    def _start(self) -> None:
+        """At the first count or flush of this process: its locks and its timer, a daemon
+        thread flushing every `FLUSH_SECONDS`. Made now, not at import or fork, so that in a
+        gevent worker they are gevent's (patched after the fork): a real lock held by one
+        greenlet would block the whole worker."""
+        with _starting[0]:  # the module's: held for no I/O, never across a greenlet switch
+            if self.started_in == os.getpid():
                 return
-            self.timer_pid = os.getpid()
+            self._lock = threading.Lock()
+            self._flushing = threading.Lock()
+            self.started_in = os.getpid()
         _metrics()  # the process's counter files exist from its first request on
         threading.Thread(target=self._every_interval, name="metrics-flush", daemon=True).start()
 
@@ -267,9 +280,8 @@ class _Buffer:
                 log.exception("cannot write the request counters")
 
     def after_fork(self) -> None:
-        """In a child: the parent's counts are the parent's to flush, and its timer is gone."""
-        self._lock = threading.Lock()
-        self._flushing = threading.Lock()
+        """In a child: the parent's counts are the parent's to flush, and its timer is gone
+        (`add` starts this process's own)."""
         self._reset()
 
 
@@ -285,8 +297,16 @@ def _observed(child: Any, buckets: list[int], total: float) -> None:
 #: How often a worker adds its request counts to the shared counters (seconds; tests set it).
 FLUSH_ENV = "GITSTORE_METRICS_FLUSH_SECONDS"
 FLUSH_SECONDS = float(os.environ.get(FLUSH_ENV) or 1.0)
+_starting = [threading.Lock()]
 _buffer = _Buffer()
-os.register_at_fork(after_in_child=_buffer.after_fork)
+
+
+def _after_fork() -> None:
+    _starting[0] = threading.Lock()  # another thread of the parent may have held it
+    _buffer.after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def flush() -> None:
@@ -295,9 +315,7 @@ def flush() -> None:
     cache = getattr(_pending, "cache", None)
     if cache:
         _pending.cache = {}
-        with _buffer._lock:
-            for name, count in cache.items():
-                _buffer.cache[name] = _buffer.cache.get(name, 0) + count
+        _buffer.add_cache(cache)
     _buffer.flush()
 
 

@@ -92,6 +92,8 @@ class FastPath:
         self._inner = inner
         self._store = app.extensions[STORE]
         self._answers = LRUCache(MAX_ANSWERS, MAX_BYTES, name="fast_answers")
+        #: env id -> (its repository, the catalog's), found once (`_heads`).
+        self._repositories: dict[int, tuple] = {}
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -117,10 +119,21 @@ class FastPath:
     def _ids(self, key: tuple) -> tuple:
         """What an answer to `key` follows from besides the request: the heads, the parsed
         access file and, for a Hiera document, the keyring's epoch."""
-        heads = self._store.config.heads(key[0])
+        heads = self._heads(key[0])
         policy = self._store.access.policy()
         epoch = self._store.secrets.keys_epoch() if key[1].startswith(_HIERA_PREFIX) else None
         return heads, policy, epoch
+
+    def _heads(self, env_id: int) -> tuple[str | None, str | None]:
+        """What `config.heads` reads (the environment's head, the catalog's), without its
+        checks that both repositories exist (two stats per request): an environment deleted
+        since reads no head, and an answer is kept only for two heads (`_fill`), so it goes
+        to the app, which answers 404. A ref is still read per request: a push is seen at once."""
+        found = self._repositories.get(env_id)
+        if found is None:
+            found = (self._store.environment_repo(env_id), self._store.catalog())
+            self._repositories[env_id] = found
+        return found[0].head(), found[1].head()
 
     def _read_again(self, answer: _Answer) -> bool:
         """A Hiera document is read again through the store (cached: what the view does), so
@@ -166,6 +179,7 @@ class FastPath:
         if (
             keep
             and (status.startswith("200 ") or (hiera_read and status.startswith("304 ")))
+            and None not in ids[0]
             and self._still(ids, key)
         ):
             kept = [(name, value) for name, value in headers if name != observe.REQUEST_ID]

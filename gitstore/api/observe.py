@@ -12,9 +12,9 @@ Registered before the access check, so even a refused request has an id, a line 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
-import uuid
 
 from flask import Flask, Response, g, request
 
@@ -42,7 +42,7 @@ def _start() -> None:
 
 
 def _finish(response: Response) -> Response:
-    request_id = g.get("request_id") or uuid.uuid4().hex
+    request_id = g.get("request_id") or new_request_id("")
     response.headers[REQUEST_ID] = request_id
     seconds = time.perf_counter() - g.get("started", time.perf_counter())
     route = request.url_rule.rule if request.url_rule is not None else UNMATCHED
@@ -95,7 +95,9 @@ ANSWERED = "gitstore.answered"
 
 def new_request_id(given: str) -> str:
     """The request's own id when it is a valid one (a proxy's or the client's), else a new one."""
-    return given if _VALID_ID.match(given) else uuid.uuid4().hex
+    if given and _VALID_ID.match(given):
+        return given
+    return os.urandom(16).hex()  # random like uuid4's, a fifth of its cost
 
 
 def answered(

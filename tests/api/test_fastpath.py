@@ -79,6 +79,16 @@ def test_a_commit_is_read_at_once(app):
     assert b'"two"' in body and (status, headers, body) == call(app, ASTUTE, slow=True)
 
 
+def test_a_deleted_environment_is_not_found_at_once(app, fuel_store):
+    for path in (ASTUTE, HIERA):
+        call(app, path)
+        call(app, path)
+    fuel_store.environments.delete(1)
+    for path in (ASTUTE, HIERA):
+        status, _, body = call(app, path)
+        assert status.startswith("404") and (status, body) == call(app, path, slow=True)[::2]
+
+
 def test_a_conditional_read_is_answered_by_the_app(app):
     status, headers, _ = call(app, ASTUTE)
     etag = dict(headers)["ETag"]

@@ -88,7 +88,13 @@ def test_request_counts_add_up_across_workers(served):
     assert len(workers) >= 2, "the requests should have reached several workers"
     # A worker adds its request counts to the shared files every FLUSH_SECONDS (and before it
     # answers a scrape): after that interval, whichever worker answers, the sum is complete.
-    time.sleep(metrics.FLUSH_SECONDS + 0.5)
+    # (Generous: on a loaded machine a worker's timer runs late.)
+    deadline = time.monotonic() + metrics.FLUSH_SECONDS + 15
+    while time.monotonic() < deadline:
+        samples = _scrape(url)
+        if _value(samples, "gitstore_http_requests_total", route="/healthz") >= before + sent:
+            break
+        time.sleep(0.2)
     for _ in range(6):
         samples = _scrape(url)
         counted = _value(samples, "gitstore_http_requests_total", route="/healthz", status="200")
