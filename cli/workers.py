@@ -26,6 +26,14 @@ def _leave_at_once(sig: int, frame: Any) -> None:
     os._exit(0)  # nothing is served yet: there is nothing to finish
 
 
+def _flush_counts() -> None:
+    """Write the requests this worker counted since its last flush (metrics._Buffer)."""
+    try:
+        metrics.flush()
+    except Exception:  # never hide why the worker stops; the counts are lost, not the reason
+        logging.getLogger("gitstore.serve").exception("cannot write the last request counts")
+
+
 class _StopsOnce:
     """Mixed into a gunicorn worker class, before it."""
 
@@ -40,7 +48,7 @@ class _StopsOnce:
         try:
             super().init_process()
         finally:
-            metrics.flush()  # the requests counted since the last flush (metrics._Buffer)
+            _flush_counts()
 
     def init_signals(self) -> None:
         super().init_signals()
