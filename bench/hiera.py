@@ -1,9 +1,10 @@
 """Benchmark: 200 Hiera keys of one node in one compile, YAML files against the gitstore backend.
 
 (a) Hiera's own `yaml_data` backend reads the node's data exported to files, one file per level;
-(b) `gitstore::data_hash` reads the same data from the real server (gunicorn, 2 workers) with one
-request per compile. Both use the Fuel hierarchy of `puppet/examples/hiera.yaml` and Fuel's
-astute.yaml of a compute node (tests/data/fuel), so every key walks the same levels.
+(b) `gitstore::data_hash` reads the same data from the real server (gunicorn, 2 gevent workers
+as `gitstore serve` runs them) with one request per compile. Both use the Fuel hierarchy of
+`puppet/examples/hiera.yaml` and Fuel's astute.yaml of a compute node (tests/data/fuel), so
+every key walks the same levels.
 
 Two measurements, five runs each after a warm-up, medians, ratio (b)/(a):
 - the `puppet lookup --compile` command (a process per compile: what an operator runs);
@@ -136,6 +137,12 @@ def start_server(root: Path, logs: Path) -> tuple[subprocess.Popen, str]:
                 str(gunicorn),
                 "-w",
                 "2",
+                # What `gitstore serve` runs: gevent workers that keep connections open (the
+                # backend keeps one per server and thread between compiles).
+                "--worker-class",
+                "gevent",
+                "--keep-alive",
+                "5",
                 "-b",
                 f"127.0.0.1:{port}",
                 "--access-logfile",
@@ -162,8 +169,10 @@ def start_server(root: Path, logs: Path) -> tuple[subprocess.Popen, str]:
 
 
 def node_document(url: str) -> dict:
-    """The node document, fetched a few times so both workers have warmed their caches."""
-    for _ in range(4):
+    """The node document, fetched often enough that both workers have warmed their caches
+    (each fetch is a new connection, which either worker may accept: a cold worker's first
+    document, ~0.1-0.3 s of CPU, would otherwise be counted in the warm compiles' CPU)."""
+    for _ in range(24):
         with urllib.request.urlopen(f"{url}/api/v1/hiera/1/{FQDN}", timeout=10) as response:
             document = json.load(response)
     return document
@@ -199,7 +208,9 @@ class Site:
             **example,
             "defaults": {
                 "data_hash": "gitstore::data_hash",
-                "options": {"url": url, "environment": 1, "node": "%{trusted.certname}"},
+                # No `node`: the backend asks for the compiling node's certname (the
+                # example's default; an interpolated option costs Hiera ~1 ms per compile).
+                "options": {"url": url, "environment": 1},
             },
         }
         files = {
@@ -383,8 +394,8 @@ def main(argv: list[str] | None = None) -> int:
         cli = cli_times(site, keys[0], options.runs, server.pid)
         cli_ratio = report("puppet lookup --compile (command)", cli)
         print(
-            f"targets: command <= 1.05 ({'met' if cli_ratio <= 1.05 else 'MISSED'}), "
-            f"warm <= 1.3 ({'met' if warm_ratio <= 1.3 else 'MISSED'})"
+            f"targets: warm <= 1.05 ({'met' if warm_ratio <= 1.05 else 'MISSED'}), "
+            f"command <= 1.0 ({'met' if cli_ratio <= 1.0 else 'MISSED'})"
         )
         return 0
     finally:

@@ -19,9 +19,19 @@ from gunicorn import glogging
 from gunicorn.workers.ggevent import GeventWorker as _GunicornGevent
 from gunicorn.workers.gthread import ThreadWorker as _GunicornThreads
 
+from gitstore import metrics
+
 
 def _leave_at_once(sig: int, frame: Any) -> None:
     os._exit(0)  # nothing is served yet: there is nothing to finish
+
+
+def _flush_counts() -> None:
+    """Write the requests this worker counted since its last flush (metrics._Buffer)."""
+    try:
+        metrics.flush()
+    except Exception:  # never hide why the worker stops; the counts are lost, not the reason
+        logging.getLogger("gitstore.serve").exception("cannot write the last request counts")
 
 
 class _StopsOnce:
@@ -35,7 +45,10 @@ class _StopsOnce:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGQUIT, _leave_at_once)
         signal.signal(signal.SIGTERM, _leave_at_once)
-        super().init_process()
+        try:
+            super().init_process()
+        finally:
+            _flush_counts()
 
     def init_signals(self) -> None:
         super().init_signals()

@@ -12,10 +12,12 @@ door: the counter and the log line can never disagree.
 
 from __future__ import annotations
 
+import bisect
 import contextvars
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -87,10 +89,11 @@ def multiprocess_dir() -> str | None:
 
 # -- events ------------------------------------------------------------------------------------
 def request_answered(route: str, method: str, status: int, seconds: float) -> None:
-    flush()
-    metrics = _metrics()
-    metrics["requests"].labels(route, method, str(status)).inc()
-    metrics["duration"].labels(route, method).observe(seconds)
+    """Count a request in this process; the counts reach the shared counters by `flush`."""
+    cache = getattr(_pending, "cache", None)
+    if cache:
+        _pending.cache = {}
+    _buffer.add(route, method, str(status), seconds, cache)
 
 
 def commit_made(repository: str, commit: str, message: str, paths: Iterable[str]) -> None:
@@ -174,7 +177,7 @@ _RULES_BY_MESSAGE = (
 
 
 def cache_lookup(cache: str, hit: bool) -> None:
-    """Count a lookup in this thread; `flush` adds the counts to the shared counter.
+    """Count a lookup in this thread; the request's end hands the counts to `_buffer`.
 
     A request makes tens of lookups, and one shared increment costs ~3-6 us (a lock and a
     write to the mapped file in multiprocess mode, measured): a dict of this thread is ~0.3 us.
@@ -187,15 +190,133 @@ def cache_lookup(cache: str, hit: bool) -> None:
     counts[key] = counts.get(key, 0) + 1
 
 
+class _Buffer:
+    """The request and cache counts of this process since the last flush, in plain numbers.
+
+    Counting a request in the shared counters cost ~15 us (three labelled samples, each a lock
+    and a write to a mapped file in multiprocess mode): more than the rest of a warm lookup's
+    own work. So a request adds to these dicts (one lock), and `flush` adds them to the shared
+    counters: every `FLUSH_SECONDS` (a timer of the process), before this process answers a
+    scrape, and when a worker exits. A scrape answered by another worker may therefore miss
+    the last `FLUSH_SECONDS` of this one's requests (docs/operations.md).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # held for a few dict updates, never for a write
+        self._flushing = threading.Lock()  # one flush at a time, so a scrape waits for it
+        self.started_in: int | None = None  # the process whose locks and timer these are
+        self._reset()
+
+    def _reset(self) -> None:
+        self.requests: dict[tuple, int] = {}
+        self.durations: dict[tuple, list] = {}  # (route, method) -> [bucket counts, sum]
+        self.cache: dict[tuple, int] = {}
+
+    def add(self, route: str, method: str, status: str, seconds: float, cache: dict | None) -> None:
+        if self.started_in != os.getpid():
+            self._start()
+        key = (route, method, status)
+        slot = bisect.bisect_left(_DURATION_BUCKETS, seconds)  # the first bound >= seconds
+        with self._lock:
+            self.requests[key] = self.requests.get(key, 0) + 1
+            timing = self.durations.get(key[:2])
+            if timing is None:
+                timing = self.durations[key[:2]] = [[0] * (len(_DURATION_BUCKETS) + 1), 0.0]
+            timing[0][slot] += 1
+            timing[1] += seconds
+            if cache:
+                for name, count in cache.items():
+                    self.cache[name] = self.cache.get(name, 0) + count
+
+    def add_cache(self, cache: dict) -> None:
+        if self.started_in != os.getpid():
+            self._start()
+        with self._lock:
+            for name, count in cache.items():
+                self.cache[name] = self.cache.get(name, 0) + count
+
+    def take(self) -> tuple[dict, dict, dict]:
+        """The counts so far, leaving none."""
+        with self._lock:
+            taken = self.requests, self.durations, self.cache
+            self.requests, self.durations, self.cache = {}, {}, {}
+        return taken
+
+    def flush(self) -> None:
+        if self.started_in != os.getpid():
+            self._start()
+        with self._flushing:
+            requests, durations, cache = self.take()
+            if not (requests or durations or cache):
+                return
+            metrics = _metrics()
+            for labels, count in requests.items():
+                metrics["requests"].labels(*labels).inc(count)
+            for labels, (buckets, total) in durations.items():
+                _observed(metrics["duration"].labels(*labels), buckets, total)
+            for (name, hit), count in cache.items():
+                metrics["cache"].labels(name, "hit" if hit else "miss").inc(count)
+
+    def _start(self) -> None:
+        """At the first count or flush of this process: its locks and its timer, a daemon
+        thread flushing every `FLUSH_SECONDS`. Made now, not at import or fork, so that in a
+        gevent worker they are gevent's (patched after the fork): a real lock held by one
+        greenlet would block the whole worker."""
+        with _starting[0]:  # the module's: held for no I/O, never across a greenlet switch
+            if self.started_in == os.getpid():
+                return
+            self._lock = threading.Lock()
+            self._flushing = threading.Lock()
+            self.started_in = os.getpid()
+        _metrics()  # the process's counter files exist from its first request on
+        threading.Thread(target=self._every_interval, name="metrics-flush", daemon=True).start()
+
+    def _every_interval(self) -> None:
+        while True:
+            time.sleep(FLUSH_SECONDS)
+            try:
+                self.flush()
+            except Exception:  # a full disk must not stop the counting: try again next time
+                log.exception("cannot write the request counters")
+
+    def after_fork(self) -> None:
+        """In a child: the parent's counts are the parent's to flush, and its timer is gone
+        (`add` starts this process's own)."""
+        self._reset()
+
+
+def _observed(child: Any, buckets: list[int], total: float) -> None:
+    """Add `buckets` (counts per bucket, not cumulative: the last one past every bound) and
+    their sum `total` to a histogram's child, as that many `observe` calls would."""
+    child._sum.inc(total)
+    for slot, count in enumerate(buckets):
+        if count:
+            child._buckets[slot].inc(count)
+
+
+#: How often a worker adds its request counts to the shared counters (seconds; tests set it).
+FLUSH_ENV = "GITSTORE_METRICS_FLUSH_SECONDS"
+FLUSH_SECONDS = float(os.environ.get(FLUSH_ENV) or 1.0)
+_starting = [threading.Lock()]
+_buffer = _Buffer()
+
+
+def _after_fork() -> None:
+    _starting[0] = threading.Lock()  # another thread of the parent may have held it
+    _buffer.after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def flush() -> None:
-    """Add this thread's pending cache counts to the shared counters (end of each request)."""
-    counts = getattr(_pending, "cache", None)
-    if not counts:
-        return
-    _pending.cache = {}
-    counter = _metrics()["cache"]
-    for (cache, hit), count in counts.items():
-        counter.labels(cache, "hit" if hit else "miss").inc(count)
+    """Add this process's buffered counts (and this thread's pending cache counts) to the
+    shared counters: before a scrape is answered, and when a worker exits."""
+    cache = getattr(_pending, "cache", None)
+    if cache:
+        _pending.cache = {}
+        _buffer.add_cache(cache)
+    _buffer.flush()
 
 
 def secret_revealed() -> None:

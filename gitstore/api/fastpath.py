@@ -19,6 +19,13 @@ query waits); an answer other than 200; an address that failed to authenticate t
 the key would not tell from an anonymous one) or with a token that is not gitstore's (a
 Keystone token: only Keystone knows whether it expired or was revoked). Keys are the raw
 path, query string, Host and token header: a request spelt differently is another entry.
+
+The Hiera node document (`/api/v1/hiera/<env>/<node>`, which a Puppet master asks for at every
+compile with the ETag of the one it has) is answered here too, its 200 and its 304 alike (the
+`If-None-Match` header is part of the key). It also follows from the keyring (a revealed
+document: the keyring's epoch is compared too), and every reveal is audited: so a repeated
+request still calls the store's `hiera.node_document` as the view does (a cached document; it
+records the reveal), and only Flask, the access check, the ETag and the response are skipped.
 """
 
 from __future__ import annotations
@@ -35,10 +42,16 @@ from gitstore.api import observe
 from gitstore.api.http import STORE
 from gitstore.errors import GitstoreError
 
-#: The route whose answers are kept: the values view's rule (the log line names it).
+#: The routes whose answers are kept: the values view's rule (the log line names it) and the
+#: Hiera node document's.
 ROUTE = "/api/v1/config/environments/<int:env_id>/<path:rest>"
+HIERA_ROUTE = "/api/v1/hiera/<int:env_id>/<node>"
 _PREFIX = "/api/v1/config/environments/"
+_HIERA_PREFIX = "/api/v1/hiera/"
 _QUERY_NAMES = frozenset({"effective", "show_lookup", "key", "version"})
+_HIERA_QUERY_NAMES = frozenset({"version", "resources"})
+#: Set by the Hiera view (api/hiera.py): how it read the document, to read it again the same way.
+HIERA_READ = "gitstore.hiera_read"
 #: Headers whose presence makes the app's own rules decide (conditional and range requests).
 _APP_DECIDES = (
     "HTTP_IF_NONE_MATCH",
@@ -66,6 +79,10 @@ class _Answer:
     env: int
     commit: str | None
     user: str | None
+    route: str = ROUTE
+    epoch: Any = None  # the keyring's epoch (a Hiera document only)
+    #: A Hiera document's (env, node, version, resources, reveal, who): read again per request.
+    hiera_read: tuple | None = None
 
 
 class FastPath:
@@ -75,6 +92,8 @@ class FastPath:
         self._inner = inner
         self._store = app.extensions[STORE]
         self._answers = LRUCache(MAX_ANSWERS, MAX_BYTES, name="fast_answers")
+        #: env id -> (its repository, the catalog's), found once (`_heads`).
+        self._repositories: dict[int, tuple] = {}
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -82,8 +101,7 @@ class FastPath:
         if key is None:
             return self._inner(environ, start_response)
         try:
-            heads = self._store.config.heads(key[0])
-            policy = self._store.access.policy()
+            heads, policy, epoch = self._ids(key)
         except GitstoreError:
             return self._inner(environ, start_response)  # the app explains what is wrong
         answer = self._answers.get(key)
@@ -91,10 +109,43 @@ class FastPath:
             answer is not None
             and answer.heads == heads
             and answer.policy is policy
+            and answer.epoch == epoch
             and not self._blocked(environ, policy)
+            and self._read_again(answer)
         ):
             return _replay(answer, environ, start_response, started)
-        return self._fill(key, heads, policy, environ, start_response)
+        return self._fill(key, (heads, policy, epoch), environ, start_response)
+
+    def _ids(self, key: tuple) -> tuple:
+        """What an answer to `key` follows from besides the request: the heads, the parsed
+        access file and, for a Hiera document, the keyring's epoch."""
+        heads = self._heads(key[0])
+        policy = self._store.access.policy()
+        epoch = self._store.secrets.keys_epoch() if key[1].startswith(_HIERA_PREFIX) else None
+        return heads, policy, epoch
+
+    def _heads(self, env_id: int) -> tuple[str | None, str | None]:
+        """What `config.heads` reads (the environment's head, the catalog's), without its
+        checks that both repositories exist (two stats per request): an environment deleted
+        since reads no head, and an answer is kept only for two heads (`_fill`), so it goes
+        to the app, which answers 404. A ref is still read per request: a push is seen at once."""
+        found = self._repositories.get(env_id)
+        if found is None:
+            found = (self._store.environment_repo(env_id), self._store.catalog())
+            self._repositories[env_id] = found
+        return found[0].head(), found[1].head()
+
+    def _read_again(self, answer: _Answer) -> bool:
+        """A Hiera document is read again through the store (cached: what the view does), so
+        that a reveal is audited per request; False (the app answers) if that read fails."""
+        if answer.hiera_read is None:
+            return True
+        env, node, version, resources, reveal, who = answer.hiera_read
+        try:
+            self._store.hiera.node_document(env, node, version, resources, reveal=reveal, who=who)
+        except GitstoreError:
+            return False
+        return True
 
     def _blocked(self, environ: dict, policy: Any) -> bool:
         """Whether the caller's address is refused for failed authentications (429)."""
@@ -103,7 +154,7 @@ class FastPath:
         return bool(self._store.failures.blocked_for(environ.get("REMOTE_ADDR") or "unknown"))
 
     def _fill(
-        self, key: tuple, heads: tuple, policy: Any, environ: dict, start_response: StartResponse
+        self, key: tuple, ids: tuple, environ: dict, start_response: StartResponse
     ) -> Iterable[bytes]:
         """The app's answer, kept when it is a 200 made while the ids stayed the same."""
         captured: list = []
@@ -122,28 +173,33 @@ class FastPath:
         status, headers, exc_info = captured
         start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
         answered = environ.get(observe.ANSWERED)
+        route = answered[0] if answered is not None else None
+        hiera_read = environ.get(HIERA_READ) if route == HIERA_ROUTE else None
+        keep = route == ROUTE or (route == HIERA_ROUTE and hiera_read is not None)
         if (
-            status.startswith("200 ")
-            and answered is not None
-            and answered[0] == ROUTE
-            and self._still(heads, policy, key)
+            keep
+            and (status.startswith("200 ") or (hiera_read and status.startswith("304 ")))
+            and None not in ids[0]
+            and self._still(ids, key)
         ):
             kept = [(name, value) for name, value in headers if name != observe.REQUEST_ID]
             commit = next((v for n, v in headers if n == "X-Gitstore-Commit"), None)
+            heads, policy, epoch = ids
             _, env, user = answered
-            entry = _Answer(heads, policy, status, kept, body, env, commit, user)
-            self._answers.put(key, entry, len(body))
+            entry = _Answer(
+                heads, policy, status, kept, body, env, commit, user, route, epoch, hiera_read
+            )
+            self._answers.put(key, entry, len(body) + 256)
         return [body]
 
-    def _still(self, heads: tuple, policy: Any, key: tuple) -> bool:
+    def _still(self, ids: tuple, key: tuple) -> bool:
         """Whether the ids read before the app answered are still the current ones: a commit
         or an access-file change during the request must not be kept as the old state's."""
         try:
-            return self._store.config.heads(key[0]) == heads and (
-                self._store.access.policy() is policy
-            )
+            heads, policy, epoch = self._ids(key)
         except GitstoreError:
             return False
+        return heads == ids[0] and policy is ids[1] and epoch == ids[2]
 
 
 def _replay(
@@ -152,26 +208,38 @@ def _replay(
     request_id = observe.new_request_id(environ.get("HTTP_X_REQUEST_ID", ""))
     start_response(answer.status, [*answer.headers, (observe.REQUEST_ID, request_id)])
     seconds = time.perf_counter() - started
-    observe.answered("GET", ROUTE, 200, seconds, request_id, answer.env, answer.commit, answer.user)
+    status = int(answer.status[:3])
+    observe.answered(
+        "GET", answer.route, status, seconds, request_id, answer.env, answer.commit, answer.user
+    )
     return [answer.body]
 
 
 def _key(environ: dict) -> tuple | None:
-    """(env id, path, query, host, token header) of a request the fast path may answer."""
-    if environ.get("REQUEST_METHOD") != "GET":
+    """(env id, path, query, host, token headers, If-None-Match) of a request the fast path
+    may answer."""
+    if environ.get("REQUEST_METHOD") != "GET" or environ.get("SCRIPT_NAME"):
         return None
     path = environ.get("PATH_INFO", "")
-    if not path.startswith(_PREFIX) or environ.get("SCRIPT_NAME"):
+    if path.startswith(_PREFIX):
+        env_text, _, rest = path[len(_PREFIX) :].partition("/")
+        names, revalidates = _QUERY_NAMES, False
+        if "resources/" not in rest:
+            return None
+    elif path.startswith(_HIERA_PREFIX):
+        env_text, _, rest = path[len(_HIERA_PREFIX) :].partition("/")
+        names, revalidates = _HIERA_QUERY_NAMES, True
+        if not rest or "/" in rest:
+            return None
+    else:
         return None
-    env_text, _, rest = path[len(_PREFIX) :].partition("/")
     if not (env_text.isascii() and env_text.isdigit() and len(env_text) <= 9):
         return None
-    if "resources/" not in rest:
-        return None
-    if any(name in environ for name in _APP_DECIDES):
+    conditional = [name for name in _APP_DECIDES if name in environ]
+    if conditional and (not revalidates or conditional != ["HTTP_IF_NONE_MATCH"]):
         return None
     query = environ.get("QUERY_STRING", "")
-    if not _plain_query(query):
+    if not _plain_query(query, names):
         return None
     if "HTTP_COOKIE" in environ:
         return None  # the console's session: a caller no key below would tell from anonymous
@@ -188,15 +256,16 @@ def _key(environ: dict) -> tuple | None:
         environ.get("HTTP_HOST"),
         authorization,
         environ.get("HTTP_X_AUTH_TOKEN"),
+        environ.get("HTTP_IF_NONE_MATCH"),
     )
 
 
-def _plain_query(query: str) -> bool:
-    """Whether every parameter is one the fast path may key on, spelt without escapes."""
+def _plain_query(query: str, names: frozenset) -> bool:
+    """Whether every parameter is one of `names`, spelt without escapes."""
     if not query:
         return True
     for part in query.split("&"):
         name = part.partition("=")[0]
-        if name not in _QUERY_NAMES:
+        if name not in names:
             return False  # includes escaped names such as %72eveal, which the app decodes
     return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 from flask import Blueprint, g, request
 
 from gitstore.api.blocking import blocking_read
+from gitstore.api.fastpath import HIERA_READ
 from gitstore.api.http import app_store, may_reveal, served
 from gitstore.errors import InvalidInput
 from gitstore.served import Served
@@ -40,6 +41,8 @@ def node_document(env_id: int, node: str):
     hiera = app_store().hiera
 
     def read_at(version: str | None) -> Served:
+        # How the document was read, for the fast path to read it again (and audit a reveal).
+        request.environ[HIERA_READ] = (env_id, node, version, resources, reveal, who)
         return hiera.node_document(env_id, node, version, resources, reveal=reveal, who=who)
 
     response = blocking_read(env_id, read_at, lambda result: served(result, weak=True))

@@ -15,6 +15,7 @@ from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from gitstore import AccessFile, parse_grants
 from gitstore.api import create_app
+from gitstore.secrets.keyring import Keyring
 
 ASTUTE = "/api/v1/config/environments/1/resources/astute/values"
 NODE = "/api/v1/config/environments/1/nodes/1/resources/astute/values"
@@ -76,6 +77,16 @@ def test_a_commit_is_read_at_once(app):
     assert client.put(ASTUTE, json={**DOCUMENT, "name": "two"}).status_code == 204
     status, headers, body = call(app, ASTUTE)
     assert b'"two"' in body and (status, headers, body) == call(app, ASTUTE, slow=True)
+
+
+def test_a_deleted_environment_is_not_found_at_once(app, fuel_store):
+    for path in (ASTUTE, HIERA):
+        call(app, path)
+        call(app, path)
+    fuel_store.environments.delete(1)
+    for path in (ASTUTE, HIERA):
+        status, _, body = call(app, path)
+        assert status.startswith("404") and (status, body) == call(app, path, slow=True)[::2]
 
 
 def test_a_conditional_read_is_answered_by_the_app(app):
@@ -193,3 +204,67 @@ def test_a_console_session_answer_is_never_an_anonymous_callers(guarded):
     for _ in range(2):
         assert call(app, ASTUTE, headers={"Cookie": cookie})[0].startswith("200")
     assert call(app, ASTUTE)[0].startswith("401")
+
+
+# -- the Hiera node document ---------------------------------------------------------------------
+HIERA = "/api/v1/hiera/1/1"
+
+
+def _hiera_reveals(store) -> int:
+    return sum(entry["what"] == "hiera node 1" for entry in store.secrets.audit.entries())
+
+
+def test_a_hiera_document_and_its_304_are_the_apps(app):
+    first = call(app, HIERA)
+    assert first[0].startswith("200") and b"hunter2" in first[2]  # an open store reveals
+    assert call(app, HIERA) == first == call(app, HIERA, slow=True)
+    reached = len(app.reached)
+    etag = {"If-None-Match": dict(first[1])["ETag"]}
+    revalidated = call(app, HIERA, headers=etag)
+    assert revalidated[0].startswith("304") and revalidated[2] == b""
+    assert (
+        call(app, HIERA, headers=etag) == revalidated == call(app, HIERA, headers=etag, slow=True)
+    )
+    assert len(app.reached) == reached + 2, "the repeated 200 and 304 reached Flask"
+
+
+def test_every_hiera_reveal_is_audited_fast_or_not(app, fuel_store):
+    before = _hiera_reveals(fuel_store)
+    etag = {"If-None-Match": dict(call(app, HIERA)[1])["ETag"]}
+    for _ in range(3):
+        call(app, HIERA)
+        call(app, HIERA, headers=etag)
+    assert _hiera_reveals(fuel_store) == before + 7
+
+
+def test_a_hiera_commit_is_read_at_once(app):
+    first = call(app, HIERA)
+    etag = {"If-None-Match": dict(first[1])["ETag"]}
+    call(app, HIERA, headers=etag)
+    client = app.test_client()
+    assert client.put(ASTUTE, json={**DOCUMENT, "db_password": "swordfish"}).status_code == 204
+    status, _, body = call(app, HIERA, headers=etag)
+    assert status.startswith("200") and b"swordfish" in body
+    assert call(app, HIERA) == call(app, HIERA, slow=True)
+
+
+def test_a_new_key_makes_the_hiera_document_read_again(app, fuel_store):
+    call(app, HIERA)
+    call(app, HIERA)
+    reached = len(app.reached)
+    Keyring.of_root(fuel_store.root).add_key()  # a new epoch, no commit: revealed values
+    assert call(app, HIERA) == call(app, HIERA, slow=True)  # follow from the keys too
+    assert len(app.reached) == reached + 2  # the first after the new key, and the slow one
+
+
+def test_a_hiera_reader_gets_the_masked_document_and_loses_it_at_once(guarded):
+    app, access, tokens = guarded
+    headers = {"Authorization": f"Bearer {tokens['reader']}"}
+    first = call(app, HIERA, headers=headers)
+    assert first[0].startswith("200") and b"hunter2" not in first[2]
+    assert "X-Gitstore-Masked" in dict(first[1])
+    assert call(app, HIERA, headers=headers) == first
+    assert call(app, HIERA)[0].startswith("401")
+    [entry] = access.tokens("reader")
+    access.revoke_token(entry["id"])
+    assert call(app, HIERA, headers=headers)[0].startswith("401")

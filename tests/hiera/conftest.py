@@ -154,9 +154,14 @@ class Server:
 
 
 def start_gunicorn(
-    root: Path, logs: Path, *extra: str, scheme: str = "http", verify: bool | str = True
+    root: Path,
+    logs: Path,
+    *extra: str,
+    scheme: str = "http",
+    verify: bool | str = True,
+    port: int | None = None,
 ) -> Server:
-    port = free_port()
+    port = port or free_port()
     access_log = logs / f"access-{port}.log"
     env = {"PATH": os.environ["PATH"], "HOME": str(logs), "GITSTORE_ROOT": str(root)}
     command = [

@@ -90,6 +90,20 @@ def test_one_compile_of_many_keys_makes_one_request(compute_compile):
     assert requests_made == 1
 
 
+def test_the_node_is_the_compiling_nodes_certname_unless_named(hiera_server, puppet):
+    assert "node" not in yaml.safe_load(EXAMPLE_HIERA.read_text())["defaults"]["options"]
+    named = puppet.environment("named", options(hiera_server, node=CONTROLLER), keys=["fqdn"])
+    result = puppet.lookup(named, FQDN[COMPUTE], "fqdn")
+    assert result.returncode == 0, result.output
+    assert result.probe["fqdn"] == FQDN[CONTROLLER]  # the option wins over the certname
+    interpolated = puppet.environment(
+        "interpolated", options(hiera_server, node="%{trusted.certname}"), keys=["fqdn"]
+    )
+    result = puppet.lookup(interpolated, FQDN[CONTROLLER], "fqdn")
+    assert result.returncode == 0, result.output
+    assert result.probe["fqdn"] == FQDN[CONTROLLER]
+
+
 def test_explain_shows_the_backend_levels(hiera_server, puppet):
     env = puppet.environment("explain", options(hiera_server), keys=["fqdn"])
     result = puppet.lookup(env, FQDN[COMPUTE], "fqdn", "--explain", render="s")

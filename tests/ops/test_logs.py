@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import logging.config
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitstore import logs
 
@@ -84,3 +88,71 @@ def test_a_text_without_a_credential_word_is_returned_as_it_is():
     text = "GET /api/v1/config/environments/<int:env_id>/<path:rest> 200"
     assert logs.redact(text) is text
     assert logs.redact("the Token: abc") == "the Token: ***"
+
+
+# -- the request line written without a LogRecord (logs.FieldsLine) ---------------------------
+TEXTS = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(["gst_abc123_SECRETPART", "Bearer x", "password=hunter2", 'a"b\\c\n']),
+    st.text(alphabet="abcdefgst_-.0123456789", max_size=40),
+)
+VALUES = st.one_of(st.none(), st.integers(), st.floats(allow_nan=True), st.booleans(), TEXTS)
+
+
+class _Stream(io.StringIO):
+    line_buffering = True
+
+
+def _handler(formatter: logging.Formatter | None = None) -> logging.StreamHandler:
+    handler = logging.StreamHandler(_Stream())
+    handler.setFormatter(formatter or logs.JsonFormatter())
+    return handler
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    message=TEXTS,
+    fields=st.dictionaries(
+        st.text(min_size=1, max_size=12).filter(
+            lambda k: k not in ("ts", "level", "logger", "message")
+        ),
+        VALUES,
+        max_size=6,
+    ),
+    varying=st.lists(VALUES, max_size=3),
+    created=st.floats(min_value=0, max_value=4e9),
+)
+def test_a_fields_line_is_the_line_the_json_formatter_writes(message, fields, varying, created):
+    names = [f"v{index}" for index in range(len(varying))]
+    fields = {name: None for name in names} | {k: v for k, v in fields.items() if k not in names}
+    logger = logging.getLogger("gitstore.requests")
+    handler = _handler()
+    logs.FieldsLine(logger, message, fields, tuple(names)).write(handler, created, tuple(varying))
+    record = logging.LogRecord(logger.name, logging.INFO, __file__, 1, "%s", (message,), None)
+    record.created = created
+    record.fields = fields | dict(zip(names, varying, strict=True))
+    assert handler.stream.getvalue() == logs.JsonFormatter().format(record) + "\n"
+
+
+def test_a_fields_line_is_written_only_to_a_lone_plain_json_stream():
+    logger = logging.getLogger("gitstore.test.lines")
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        root.handlers[:] = [_handler()]
+        root.setLevel(logging.INFO)
+        assert logs.plain_json_stream(logger) is root.handlers[0]
+        root.handlers.append(_handler())  # a second listener (a test's capture): logging
+        assert logs.plain_json_stream(logger) is None
+        root.handlers[:] = [_handler(logs.TextFormatter())]
+        assert logs.plain_json_stream(logger) is None
+        root.handlers[:] = [_handler()]
+        root.setLevel(logging.WARNING)
+        assert logs.plain_json_stream(logger) is None
+        root.setLevel(logging.INFO)
+        logger.addFilter(lambda record: False)
+        assert logs.plain_json_stream(logger) is None
+    finally:
+        logger.filters.clear()
+        root.handlers[:], level = saved
+        root.setLevel(level)

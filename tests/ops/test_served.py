@@ -7,6 +7,7 @@ import base64
 import json
 import re
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 import requests
 from live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
-from gitstore import Store
+from gitstore import Store, metrics
 from gitstore.access.policy import AccessFile, parse_grants
 from gitstore.configdb.importer import SAMPLE_DIR
 
@@ -85,7 +86,16 @@ def test_request_counts_add_up_across_workers(served):
             workers.update(pool.map(lambda _: _healthz(url), range(20)))
             sent += 20
     assert len(workers) >= 2, "the requests should have reached several workers"
-    for _ in range(6):  # whichever worker answers the scrape, the sum is the same
+    # A worker adds its request counts to the shared files every FLUSH_SECONDS (and before it
+    # answers a scrape): after that interval, whichever worker answers, the sum is complete.
+    # (Generous: on a loaded machine a worker's timer runs late.)
+    deadline = time.monotonic() + metrics.FLUSH_SECONDS + 15
+    while time.monotonic() < deadline:
+        samples = _scrape(url)
+        if _value(samples, "gitstore_http_requests_total", route="/healthz") >= before + sent:
+            break
+        time.sleep(0.2)
+    for _ in range(6):
         samples = _scrape(url)
         counted = _value(samples, "gitstore_http_requests_total", route="/healthz", status="200")
         assert counted == before + sent

@@ -9,7 +9,8 @@ require_relative '../../../puppet_x/gitstore/node_document'
 # section of the node document (`gitstore_instances`) answers one key, the section's name, with
 # the section's data. The node document is fetched once per compile and shared by every level,
 # so every key of a compile sees one commit.
-# Options (see docs/hiera.md): url, environment, node, version, timeout, token, user, password,
+# Options (see docs/hiera.md): url, environment, node (default: the compiling node's
+# trusted.certname), version, timeout, token, user, password,
 # ssl_ca_file, failure (error|graceful, for an unknown node), and keystone_url, keystone_user,
 # keystone_password, keystone_project, keystone_user_domain, keystone_project_domain (Keystone
 # credentials exchanged for a token, refreshed before it expires).
@@ -26,11 +27,19 @@ Puppet::Functions.create_function(:'gitstore::data_hash') do
             'gitstore::data_hash: the hierarchy entry has no uri; name the resource with ' \
             'uri: (path: entries are only used when a file of that name exists)'
     end
-    settings = PuppetX::Gitstore::Settings.new(options)
+    certname = options.key?('node') ? nil : certname_of(context)
+    settings = PuppetX::Gitstore::Settings.of(options, certname)
     document = PuppetX::Gitstore::CompileMemo.document(context, settings)
     return {} if document.nil?
 
     level_data(document, resource, settings, context)
+  end
+
+  # The compiling node's certname (`trusted.certname`): the node asked for when the options
+  # name none.
+  def certname_of(context)
+    trusted = context.invocation.scope['trusted']
+    trusted.is_a?(Hash) ? trusted['certname'] : nil
   end
 
   def level_data(document, resource, settings, context)
