@@ -76,10 +76,20 @@ def flag(name: str) -> bool:
 
 
 def version_arg(name: str = "version") -> str | None:
+    """A version given in the query: refused when empty, and when it holds a space or a
+    control character, which no revision holds (docs/openapi.yaml's pattern says the same)."""
     value = request.args.get(name)
     if value is not None and not value.strip():
         raise InvalidInput(f"query parameter {name!r} is empty", key=name)
+    if value is not None and any(_space_or_control(char) for char in value):
+        raise InvalidInput(
+            f"query parameter {name!r} holds a space or a control character: {value!r}", key=name
+        )
     return value
+
+
+def _space_or_control(char: str) -> bool:
+    return char.isspace() or char < " " or char == "\x7f"
 
 
 def author() -> Author | None:
