@@ -141,3 +141,39 @@ def test_a_refused_write_is_refused_at_once_without_the_lock(repo):
         held.release()
     assert calls == [1]
     assert len(linear_history(repo.path)) == 1
+
+
+def _update_after_a_change(repo: Repository, calls: list[int], change: dict[str, str]):
+    """Start an update while the lock is held, commit `change` as the lock's holder a moment
+    later (whether or not the update computed meanwhile), release the lock; the result."""
+    held = _HeldLock(repo)
+    results = []
+    writer = threading.Thread(target=lambda: results.append(repo.update(_increment(calls), ALICE)))
+    writer.start()
+    time.sleep(0.2)
+    _push(repo, change)
+    held.release()
+    writer.join(10)
+    return results[0]
+
+
+def test_writers_stop_guessing_while_their_guesses_are_wasted_and_resume_later(repo):
+    """Writers contending on one document: every guess runs again under the lock, so after a
+    few wasted guesses a writer computes only once, under the lock. Once guesses hold again
+    (a probe among the skipped ones finds out), writers guess again."""
+    for number in range(6):
+        calls: list[int] = []
+        _update_while_locked(repo, calls, {"a.yaml": f"v: {10 * number}\n"})
+        assert calls == [1, 1]  # guessed on the old a.yaml, computed again on the new one
+
+    calls = []
+    _update_after_a_change(repo, calls, {"a.yaml": "v: 100\n"})
+    assert calls == [1]  # no guess: computed once, under the lock, on v: 100
+    assert repo.snapshot().read_yaml("a.yaml") == {"v": 101}
+
+    for _ in range(8):  # uncontended writes: the probe's guess holds
+        repo.update(_increment([]), ALICE)
+    calls = []
+    _update_while_locked(repo, calls, {"b.yaml": "w: 3\n"})  # asserts it computed while waiting
+    assert calls == [1]
+    assert repo.snapshot().read_yaml("a.yaml") == {"v": 110}
