@@ -98,8 +98,17 @@ def shallow_merge(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str
 
 def merge_layers(layers: Iterable[Layer], mode: str = DEEP) -> dict[str, Any]:
     """The effective document of `layers`, given least specific first."""
+    return merge_onto({}, layers, mode)
+
+
+def merge_onto(base: dict[str, Any], layers: Iterable[Layer], mode: str = DEEP) -> dict[str, Any]:
+    """`layers` merged over `base`, the effective document of the layers before them.
+
+    `merge_layers` is a left fold, so `merge_onto(merge_layers(a), b)` is `merge_layers(a + b)`:
+    a caller may keep the document of a shared prefix of layers and merge only the rest.
+    """
     merge = shallow_merge if mode == SHALLOW else deep_merge
-    result: dict[str, Any] = {}
+    result = base
     for layer in layers:
         if layer.data:
             result = merge(result, layer.data)

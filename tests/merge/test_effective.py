@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitstore.merge.effective import (
     DEEP,
@@ -13,6 +15,7 @@ from gitstore.merge.effective import (
     deep_merge,
     lookup_sources,
     merge_layers,
+    merge_onto,
     shallow_merge,
     strip_knockouts,
     with_lookup,
@@ -168,3 +171,26 @@ def test_with_lookup_pairs_every_key_with_its_scope():
         "a": [1, "/"],
         "b": [[2], NODE],
     }
+
+
+# -- merging onto a kept prefix (configdb.scopes keeps each parent scope's document) ----------
+_KEYS = st.sampled_from(["a", "b", "c", "--a", "--b", "--c", "--"])
+_VALUES = st.recursive(
+    st.none() | st.integers(0, 3) | st.sampled_from(["x", "y"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+_LAYER = st.none() | st.dictionaries(_KEYS, _VALUES, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_LAYER, min_size=1, max_size=6), st.integers(0, 6), st.sampled_from([DEEP, SHALLOW])
+)
+def test_merging_onto_a_prefix_is_merging_every_layer(data, split, mode):
+    layers = [Layer("/", "values", layer, f"f{index}") for index, layer in enumerate(data)]
+    frozen = copy.deepcopy(data)
+    prefix = merge_layers(layers[:split], mode)
+    assert merge_onto(prefix, layers[split:], mode) == merge_layers(layers, mode)
+    assert data == frozen  # neither the layers nor the kept prefix were edited
+    assert prefix == merge_layers(layers[:split], mode)
