@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import pytest
 from hypothesis import given, settings
@@ -194,3 +196,40 @@ def test_merging_onto_a_prefix_is_merging_every_layer(data, split, mode):
     assert merge_onto(prefix, layers[split:], mode) == merge_layers(layers, mode)
     assert data == frozen  # neither the layers nor the kept prefix were edited
     assert prefix == merge_layers(layers[:split], mode)
+
+
+def _reference_strip(value):
+    if not isinstance(value, Mapping):
+        return value
+    return {k: _reference_strip(v) for k, v in value.items() if not _reference_knocked(k)}
+
+
+def _reference_knocked(key) -> bool:
+    return isinstance(key, str) and key.startswith("--") and len(key) > 2
+
+
+def _reference_merge(base, layer):
+    """Deep merge as DESIGN.md §4 says, written plainly (copies everything)."""
+    if not isinstance(base, Mapping) or not isinstance(layer, Mapping):
+        return _reference_strip(layer)
+    gone = {key[2:] for key in layer if _reference_knocked(key)}
+    result = {k: _reference_strip(v) for k, v in base.items() if k not in gone}
+    for key, value in layer.items():
+        if _reference_knocked(key):
+            continue
+        both = isinstance(result.get(key), Mapping) and isinstance(value, Mapping)
+        result[key] = _reference_merge(result[key], value) if both else _reference_strip(value)
+    return result
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LAYER, min_size=1, max_size=5), st.booleans())
+def test_deep_merge_is_the_plain_reference(data, proxies):
+    # Any Mapping merges like a dict (read-only views, as a cache might hand out).
+    wrap = (lambda d: MappingProxyType(d)) if proxies else (lambda d: d)
+    layers = [Layer("/", "values", wrap(layer) if layer else layer, "f") for layer in data]
+    expected: dict = {}
+    for layer in data:
+        if layer:
+            expected = _reference_merge(expected, layer)
+    assert merge_layers(layers) == expected
