@@ -29,13 +29,14 @@ from gitstore.secrets.seal import MASK
 #: An entry keeps a whole effective document alive (~50 KB for a Fuel node): the bound is part
 #: of a worker's memory budget (docs/performance.md).
 _MASKED = LRUCache(max_entries=1024, name="masked_documents")
-#: The last masked top-level entry of each (key, rules): (its value, masked, masked paths),
-#: reused while a document holds the very same value at that key (see `_mask_entries`). A
-#: dict, not an LRUCache: it is asked once per entry, ~170 times per lookup of a Fuel node,
-#: where a lock and a metric each time cost more than walking a small entry. A new value at a
-#: key replaces the old, so it holds one value per key name, and is emptied past the bound.
-_ENTRIES: dict[tuple, tuple[Any, Any, tuple[tuple[str, ...], ...]]] = {}
-MAX_ENTRIES = 20_000
+#: The last masked top-level entry of each key name, by (rules, inherited): a table of key ->
+#: (its value, masked, masked paths), reused while a document holds the very same value at that
+#: key (see `_mask_entries`). A table is a plain dict, asked once per entry (~170 times per
+#: lookup of a Fuel node), where an LRUCache's lock and metric, or hashing the rules, cost more
+#: than walking a small entry. A new value at a key replaces the old, so a table holds one
+#: value per key name; it is emptied past `MAX_ENTRIES`.
+_ENTRIES = LRUCache(max_entries=32, name="masked_entries")
+MAX_ENTRIES = 4096
 #: `Rules.starts_here` made quick, by rules (a frozen dataclass: equal rules share one).
 _STARTERS = LRUCache(max_entries=256, name="secret_rules")
 #: (file, parsed document) of the layers that may hold a value, most specific first.
@@ -89,19 +90,19 @@ def _mask_entries(document: dict, rules: Rules) -> tuple[dict, list[tuple[str, .
     """
     inherited = rules.starts_here(())  # what `rebuild` passes the root's children
     starts = _starter(rules)
+    kept: dict = _ENTRIES.get_or_compute((rules, inherited), dict)
     result: dict = {}
     masked: list[tuple[str, ...]] = []
     changed = False
     for key, child in document.items():
         path = (str(key),)
         if isinstance(child, dict | list):
-            cache_key = (key, rules, inherited)
-            found = _ENTRIES.get(cache_key)
+            found = kept.get(key)
             if found is None or found[0] is not child:
                 paths: list[tuple[str, ...]] = []
                 shown = _masked(child, path, inherited or starts(path), starts, paths)
                 found = (child, shown, tuple(paths))
-                _keep_entry(cache_key, found)
+                _keep_entry(kept, key, found)
             _, shown, found_paths = found
             masked.extend(found_paths)
         else:
@@ -111,10 +112,10 @@ def _mask_entries(document: dict, rules: Rules) -> tuple[dict, list[tuple[str, .
     return (result if changed else document), masked
 
 
-def _keep_entry(key: tuple, entry: tuple) -> None:
-    if len(_ENTRIES) >= MAX_ENTRIES:
-        _ENTRIES.clear()  # the shared entries come back at the next lookup of each
-    _ENTRIES[key] = entry
+def _keep_entry(kept: dict, key: Any, entry: tuple) -> None:
+    if len(kept) >= MAX_ENTRIES:
+        kept.clear()  # the shared entries come back at the next lookup of each
+    kept[key] = entry
 
 
 def _masked(
