@@ -1,6 +1,8 @@
 """The one module that reads and writes YAML.
 
-Reads use PyYAML's C safe loader (fast; results are cached by blob id upstream). Writes that
+Reads use PyYAML's C safe loader (fast; results are cached by blob id upstream), with its
+YAML 1.1 resolution and construction done in fewer Python calls for a document without
+aliases (`_QuickLoader`: the same values and errors, tests/test_yamlio_quick.py). Writes that
 change an existing file keep its comments and key order (`rewrite`): unchanged entries keep their
 text, and a file with comments goes through ruamel.yaml round-trip.
 
