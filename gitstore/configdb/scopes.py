@@ -13,7 +13,7 @@ from typing import Any
 from gitstore.backend.cache import LRUCache
 from gitstore.errors import InvalidInput
 from gitstore.layout import GLOBAL, KINDS, EnvironmentView, LevelPairs, layer_file, parse_levels
-from gitstore.merge.effective import merge_layers
+from gitstore.merge.effective import merge_onto
 from gitstore.names import RESERVED_TOP_LEVEL, check_level_value, is_number
 
 #: Merged effective documents by (mode, layer blob ids). Values are shared: never mutate them.
@@ -24,11 +24,23 @@ _SUFFIX = ".yaml"
 
 
 def effective_document(view: EnvironmentView, pairs: LevelPairs, resource: str) -> dict[str, Any]:
-    """The effective document of `resource` at `pairs` (a shared object: read it, never edit)."""
+    """The effective document of `resource` at `pairs` (a shared object: read it, never edit).
+
+    Merging is a left fold over the layers, so the document of a scope is its parent scope's
+    document (cached: for a node, the global one every node shares) with the scope's own two
+    layers merged over it. A node's first lookup thus merges only its own keys; its document
+    shares every other top-level entry with the parent's by identity, which the masking cache
+    (`gitstore.secrets.mask`) and the answers' encoding build on.
+    """
+    pairs = list(pairs)
     key = (view.merge, view.layer_inputs(pairs, resource))
-    return _MERGED.get_or_compute(
-        key, lambda: merge_layers(view.layers(pairs, resource), view.merge)
-    )
+
+    def compute() -> dict[str, Any]:
+        own = view.layers(pairs, resource)[-len(KINDS) :]
+        parent = effective_document(view, pairs[:-1], resource) if pairs else {}
+        return merge_onto(parent, own, view.merge)
+
+    return _MERGED.get_or_compute(key, compute)
 
 
 def layer_paths(pairs: LevelPairs, resource: str) -> list[str]:

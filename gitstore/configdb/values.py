@@ -54,9 +54,12 @@ class Config:
         self._secrets = secrets
 
     # -- resolving names -------------------------------------------------------------------
-    def resource_name(self, view: EnvironmentView, ref: str) -> str:
-        """The name of resource `ref` (id or name) if a component of the environment has it."""
-        catalog = self._catalog_view()
+    def resource_name(
+        self, view: EnvironmentView, ref: str, catalog_head: str | None = None
+    ) -> str:
+        """The name of resource `ref` (id or name) if a component of the environment has it,
+        in the catalog at `catalog_head` (a head the caller read; None: read it now)."""
+        catalog = self._catalog_view(catalog_head)
         try:
             definition = catalog.definition(ref)
         except NotFound:
@@ -77,12 +80,18 @@ class Config:
     def definition(self, name: str) -> dict:
         return self._catalog_view().definition(name)
 
-    def _catalog_view(self) -> CatalogView:
-        """The catalog at its head, built once per catalog commit (every write asks twice).
+    def _catalog_view(self, head: str | None = None) -> CatalogView:
+        """The catalog at `head` (None: its head now), built once per catalog commit (every
+        write asks twice).
 
-        Per thread: a view keeps its snapshot, whose pygit2 handle is this thread's.
+        Per thread: a view keeps its snapshot, whose pygit2 handle is this thread's. A kept
+        view is found without a snapshot: a read passes the head it keyed its answer by.
         """
-        snapshot = self._repos.catalog().snapshot()
+        if head is not None:
+            found = _CATALOGS.get((threading.get_ident(), head))
+            if found is not None:
+                return found
+        snapshot = self._repos.catalog().snapshot(head)
         return _CATALOGS.get_or_compute(
             (threading.get_ident(), snapshot.commit_id), lambda: CatalogView(snapshot)
         )
@@ -111,21 +120,23 @@ class Config:
             raise Conflict("show_lookup needs effective (add ?effective)")
         repo = self._repos.environment_repo(env_id)
         snapshot = repo.snapshot(query.version)
+        catalog_head = self._repos.catalog().head()  # read once: the answer is of this commit
         if query.reveal:  # computed every time: every reveal is audited
-            return self._read(env_id, snapshot, pairs, resource, kind, query, who)
+            return self._read(env_id, snapshot, pairs, resource, kind, query, who, catalog_head)
         # A masked answer follows from the environment commit, the catalog commit (definitions,
         # secret rules) and the request alone: cached by those ids, it never goes stale.
         key = (
             repo.path,
             snapshot.commit_id,
-            self._repos.catalog().head(),
+            catalog_head,
             tuple(map(tuple, pairs)),
             resource,
             kind,
             query,
         )
         return _ANSWERS.get_or_compute(
-            key, lambda: self._read(env_id, snapshot, pairs, resource, kind, query, who)
+            key,
+            lambda: self._read(env_id, snapshot, pairs, resource, kind, query, who, catalog_head),
         )
 
     def _read(
@@ -137,10 +148,11 @@ class Config:
         kind: str,
         query: Query,
         who: str | None,
+        catalog_head: str | None,
     ) -> Served:
         view = EnvironmentView(snapshot)
         pairs = view.check_levels(pairs, head=self.head_view(env_id))
-        name = self.resource_name(view, resource)
+        name = self.resource_name(view, resource, catalog_head)
         if query.effective:
             data, inputs, shown = self._effective(env_id, view, pairs, name, query)
             what = f"{scope_of(pairs)} {name} effective"

@@ -41,7 +41,7 @@ def strip_knockouts(value: Any) -> Any:
     `value` itself, or the very same sub-mappings, where there is nothing to remove: a merged
     document shares them with its (cached) layers instead of copying every layer whole.
     """
-    if not isinstance(value, Mapping):
+    if not _is_mapping(value):
         return value
     result = {}
     changed = False
@@ -49,10 +49,26 @@ def strip_knockouts(value: Any) -> Any:
         if _knocked(key) is not None:
             changed = True
             continue
-        stripped = strip_knockouts(child)
-        changed = changed or stripped is not child
-        result[key] = stripped
+        if _is_mapping(child):  # only mappings hold keys to strip: no call per leaf
+            stripped = strip_knockouts(child)
+            changed = changed or stripped is not child
+            child = stripped
+        result[key] = child
     return result if changed else value
+
+
+def _is_mapping(value: Any) -> bool:
+    """`isinstance(value, Mapping)`, quick for the dicts and leaves parsed YAML is made of
+    (an ABC check per leaf was a tenth of merging a node's facts)."""
+    kind = type(value)
+    if kind is dict:
+        return True
+    if kind in _LEAVES:
+        return False
+    return isinstance(value, Mapping)
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None), list})
 
 
 def _without_knocked(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,13 +87,13 @@ def _without_knocked(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[
 
 def deep_merge(base: Any, layer: Any) -> Any:
     """`layer` over `base`: mappings merge recursively, lists and scalars are replaced."""
-    if not isinstance(base, Mapping) or not isinstance(layer, Mapping):
+    if not _is_mapping(base) or not _is_mapping(layer):
         return strip_knockouts(layer)
     result = _without_knocked(base, layer)
     for key, value in layer.items():
         if _knocked(key) is not None:
             continue
-        if isinstance(result.get(key), Mapping) and isinstance(value, Mapping):
+        if _is_mapping(value) and _is_mapping(result.get(key)):
             result[key] = deep_merge(result[key], value)
         else:
             result[key] = strip_knockouts(value)
@@ -98,8 +114,17 @@ def shallow_merge(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str
 
 def merge_layers(layers: Iterable[Layer], mode: str = DEEP) -> dict[str, Any]:
     """The effective document of `layers`, given least specific first."""
+    return merge_onto({}, layers, mode)
+
+
+def merge_onto(base: dict[str, Any], layers: Iterable[Layer], mode: str = DEEP) -> dict[str, Any]:
+    """`layers` merged over `base`, the effective document of the layers before them.
+
+    `merge_layers` is a left fold, so `merge_onto(merge_layers(a), b)` is `merge_layers(a + b)`:
+    a caller may keep the document of a shared prefix of layers and merge only the rest.
+    """
     merge = shallow_merge if mode == SHALLOW else deep_merge
-    result: dict[str, Any] = {}
+    result = base
     for layer in layers:
         if layer.data:
             result = merge(result, layer.data)

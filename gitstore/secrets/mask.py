@@ -12,6 +12,7 @@ itself when nothing is masked) and never edits what it is given.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,16 +22,23 @@ from gitstore.secrets import cipher
 from gitstore.secrets.cipher import Place
 from gitstore.secrets.keyring import Keys
 from gitstore.secrets.leaves import MISSING, rebuild, replaced, value_at
-from gitstore.secrets.rules import Rules
+from gitstore.secrets.rules import Rules, _default_match
 from gitstore.secrets.seal import MASK
 
 #: Masked documents by (the caller's id of the document's inputs, rules). Shared: never edit.
 #: An entry keeps a whole effective document alive (~50 KB for a Fuel node): the bound is part
 #: of a worker's memory budget (docs/performance.md).
 _MASKED = LRUCache(max_entries=1024, name="masked_documents")
-#: Masked top-level entries by (identity of the value, key, rules): see `_mask_entries`. An
-#: entry holds its value, so the id cannot name another object while it lives. Never edit.
-_ENTRIES = LRUCache(max_entries=20_000, name="masked_entries")
+#: The last masked top-level entry of each key name, by (rules, inherited): a table of key ->
+#: (its value, masked, masked paths), reused while a document holds the very same value at that
+#: key (see `_mask_entries`). A table is a plain dict, asked once per entry (~170 times per
+#: lookup of a Fuel node), where an LRUCache's lock and metric, or hashing the rules, cost more
+#: than walking a small entry. A new value at a key replaces the old, so a table holds one
+#: value per key name; it is emptied past `MAX_ENTRIES`.
+_ENTRIES = LRUCache(max_entries=32, name="masked_entries")
+MAX_ENTRIES = 4096
+#: `Rules.starts_here` made quick, by rules (a frozen dataclass: equal rules share one).
+_STARTERS = LRUCache(max_entries=256, name="secret_rules")
 #: (file, parsed document) of the layers that may hold a value, most specific first.
 Sources = Sequence[tuple[str, Any]]
 NOTE = "secret changed"
@@ -81,24 +89,107 @@ def _mask_entries(document: dict, rules: Rules) -> tuple[dict, list[tuple[str, .
     (a third of a cold lookup, docs/performance.md); now only the node's own entries.
     """
     inherited = rules.starts_here(())  # what `rebuild` passes the root's children
+    starts = _starter(rules)
+    kept: dict = _ENTRIES.get_or_compute((rules, inherited), dict)
     result: dict = {}
     masked: list[tuple[str, ...]] = []
     changed = False
     for key, child in document.items():
+        path = (str(key),)
         if isinstance(child, dict | list):
-            cache_key = (id(child), key, rules, inherited)
-            found = _ENTRIES.get(cache_key)
+            found = kept.get(key)
             if found is None or found[0] is not child:
-                shown, paths = _mask_walk(child, rules, (str(key),), inherited)
-                found = (child, shown, tuple(paths))  # holds `child`: its id stays its own
-                _ENTRIES.put(cache_key, found)
-            _, shown, paths = found
+                paths: list[tuple[str, ...]] = []
+                shown = _masked(child, path, inherited or starts(path), starts, paths)
+                found = (child, shown, tuple(paths))
+                _keep_entry(kept, key, found)
+            _, shown, found_paths = found
+            masked.extend(found_paths)
         else:
-            shown, paths = _mask_walk(child, rules, (str(key),), inherited)
+            shown = _masked(child, path, inherited or starts(path), starts, masked)
         result[key] = shown
-        masked.extend(paths)
         changed = changed or shown is not child
     return (result if changed else document), masked
+
+
+def _keep_entry(kept: dict, key: Any, entry: tuple) -> None:
+    if len(kept) >= MAX_ENTRIES:
+        kept.clear()  # the shared entries come back at the next lookup of each
+    kept[key] = entry
+
+
+def _masked(
+    value: Any,
+    path: tuple[str, ...],
+    secret: bool,
+    starts: Callable[[tuple[str, ...]], bool],
+    masked: list[tuple[str, ...]],
+) -> Any:
+    """`_mask_walk` of `value` at `path` (`secret`: it or an ancestor matches a rule), its
+    leaves inlined: the very same result and paths, in the same order, without a call per
+    leaf (tests/secrets/test_mask_entries.py compares the two)."""
+    if isinstance(value, dict):
+        result: dict = {}
+        changed = False
+        for key, child in value.items():
+            child_path = (*path, str(key))
+            child_secret = secret or starts(child_path)
+            if isinstance(child, dict | list):
+                new = _masked(child, child_path, child_secret, starts, masked)
+            elif (child_secret and child is not None) or cipher.is_sealed(child):
+                masked.append(child_path)
+                new = MASK
+            else:
+                new = child
+            changed = changed or new is not child
+            result[key] = new
+        return result if changed else value
+    if isinstance(value, list):
+        items = []
+        changed = False
+        for index, child in enumerate(value):
+            child_path = (*path, str(index))
+            child_secret = secret or starts(child_path)
+            if isinstance(child, dict | list):
+                new = _masked(child, child_path, child_secret, starts, masked)
+            elif (child_secret and child is not None) or cipher.is_sealed(child):
+                masked.append(child_path)
+                new = MASK
+            else:
+                new = child
+            changed = changed or new is not child
+            items.append(new)
+        return items if changed else value
+    if (secret and value is not None) or cipher.is_sealed(value):
+        masked.append(path)
+        return MASK
+    return value
+
+
+def _starter(rules: Rules) -> Callable[[tuple[str, ...]], bool]:
+    """`rules.starts_here` for non-empty paths, with the default patterns' verdict kept per key
+    name (a node's keys repeat across nodes) and the patterns grouped by length."""
+    return _STARTERS.get_or_compute(rules, lambda: _make_starter(rules))
+
+
+def _make_starter(rules: Rules) -> Callable[[tuple[str, ...]], bool]:
+    if rules.everything:
+        return lambda path: True
+    by_length: dict[int, list[tuple[str, ...]]] = {}
+    for pattern in rules.patterns:
+        by_length.setdefault(len(pattern), []).append(pattern)
+    defaults = rules.defaults
+
+    def starts(path: tuple[str, ...]) -> bool:
+        if defaults and _default_name(path[-1]):
+            return True
+        return len(path) in by_length and rules.starts_here(path)
+
+    return starts
+
+
+#: The default patterns' verdict on a key name (`rules._default_match`), kept per name.
+_default_name = functools.lru_cache(maxsize=8192)(_default_match)
 
 
 def mask_cached(key: Any, document: Any, rules: Rules) -> tuple[Any, tuple[tuple[str, ...], ...]]:

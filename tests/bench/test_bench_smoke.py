@@ -16,7 +16,18 @@ from pathlib import Path
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[2]
-BENCHES = ["lookup", "flat", "writes", "push", "memory", "watch", "console", "limit", "docwrites"]
+BENCHES = [
+    "lookup",
+    "flat",
+    "writes",
+    "push",
+    "memory",
+    "watch",
+    "console",
+    "limit",
+    "docwrites",
+    "cold",
+]
 
 
 @pytest.fixture(scope="module")

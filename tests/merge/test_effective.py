@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitstore.merge.effective import (
     DEEP,
@@ -13,6 +17,7 @@ from gitstore.merge.effective import (
     deep_merge,
     lookup_sources,
     merge_layers,
+    merge_onto,
     shallow_merge,
     strip_knockouts,
     with_lookup,
@@ -168,3 +173,63 @@ def test_with_lookup_pairs_every_key_with_its_scope():
         "a": [1, "/"],
         "b": [[2], NODE],
     }
+
+
+# -- merging onto a kept prefix (configdb.scopes keeps each parent scope's document) ----------
+_KEYS = st.sampled_from(["a", "b", "c", "--a", "--b", "--c", "--"])
+_VALUES = st.recursive(
+    st.none() | st.integers(0, 3) | st.sampled_from(["x", "y"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+_LAYER = st.none() | st.dictionaries(_KEYS, _VALUES, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_LAYER, min_size=1, max_size=6), st.integers(0, 6), st.sampled_from([DEEP, SHALLOW])
+)
+def test_merging_onto_a_prefix_is_merging_every_layer(data, split, mode):
+    layers = [Layer("/", "values", layer, f"f{index}") for index, layer in enumerate(data)]
+    frozen = copy.deepcopy(data)
+    prefix = merge_layers(layers[:split], mode)
+    assert merge_onto(prefix, layers[split:], mode) == merge_layers(layers, mode)
+    assert data == frozen  # neither the layers nor the kept prefix were edited
+    assert prefix == merge_layers(layers[:split], mode)
+
+
+def _reference_strip(value):
+    if not isinstance(value, Mapping):
+        return value
+    return {k: _reference_strip(v) for k, v in value.items() if not _reference_knocked(k)}
+
+
+def _reference_knocked(key) -> bool:
+    return isinstance(key, str) and key.startswith("--") and len(key) > 2
+
+
+def _reference_merge(base, layer):
+    """Deep merge as DESIGN.md §4 says, written plainly (copies everything)."""
+    if not isinstance(base, Mapping) or not isinstance(layer, Mapping):
+        return _reference_strip(layer)
+    gone = {key[2:] for key in layer if _reference_knocked(key)}
+    result = {k: _reference_strip(v) for k, v in base.items() if k not in gone}
+    for key, value in layer.items():
+        if _reference_knocked(key):
+            continue
+        both = isinstance(result.get(key), Mapping) and isinstance(value, Mapping)
+        result[key] = _reference_merge(result[key], value) if both else _reference_strip(value)
+    return result
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LAYER, min_size=1, max_size=5), st.booleans())
+def test_deep_merge_is_the_plain_reference(data, proxies):
+    # Any Mapping merges like a dict (read-only views, as a cache might hand out).
+    wrap = (lambda d: MappingProxyType(d)) if proxies else (lambda d: d)
+    layers = [Layer("/", "values", wrap(layer) if layer else layer, "f") for layer in data]
+    expected: dict = {}
+    for layer in data:
+        if layer:
+            expected = _reference_merge(expected, layer)
+    assert merge_layers(layers) == expected

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitstore.secrets import mask
 from gitstore.secrets.rules import Rules
@@ -41,3 +43,35 @@ def test_an_unmasked_document_is_returned_itself():
     assert mask.mask_paths(document, Rules())[0] is document
     masked, paths = mask.mask_paths({"a": {"db_password": "x"}}, Rules())
     assert masked == {"a": {"db_password": mask.MASK}} and paths == [("a", "db_password")]
+
+
+# -- any document, and documents that share some entries and change others -----------------------
+_KEYS = st.sampled_from(["a", "name", "db_password", "token", "nodes", "0", "x_key"]) | st.integers(
+    0, 2
+)
+_LEAVES = st.none() | st.integers(0, 9) | st.booleans() | st.sampled_from(["v", "ENC[k,c]", ""])
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=16,
+)
+_DOCUMENTS = st.dictionaries(_KEYS, _VALUES, max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_DOCUMENTS, _DOCUMENTS, st.sampled_from(RULES + [Rules(patterns=(("*", "*"),))]))
+def test_any_document_is_masked_as_the_whole_walk(first, changes, rules):
+    assert mask.mask_paths(first, rules) == walked(first, rules)
+    # A second document keeps some of the first's very objects and replaces others at the
+    # same keys (a node after a write): kept entries must not be served for new values.
+    second = {**first, **changes}
+    assert mask.mask_paths(second, rules) == walked(second, rules)
+    assert mask.mask_paths(first, rules) == walked(first, rules)
+
+
+def test_the_kept_entries_are_bounded(monkeypatch):
+    monkeypatch.setattr(mask, "MAX_ENTRIES", 10)
+    for index in range(50):
+        document = {f"key{index}-{n}": {"db_password": "x"} for n in range(3)}
+        assert mask.mask_paths(document, Rules()) == walked(document, Rules())
+    assert len(mask._ENTRIES.get((Rules(), False))) <= 10

@@ -1,0 +1,135 @@
+"""A shared answer's JSON assembled from kept top-level fragments (`http._Fragments`) is the
+very bytes the app's JSON provider gives for the whole answer: over real Fuel answers through
+the real app (nodes' effective documents, masked and revealed, `show_lookup`, `explain`, a key,
+the global layer), after writes, and on generated documents sharing entries by identity."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import pytest
+import yaml
+from fuel_data import ASTUTE
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gitstore.api import create_app, http
+
+GLOBAL = "/api/v1/config/environments/1/resources/astute/values"
+NODE = "/api/v1/config/environments/1/nodes/{}/resources/astute/values"
+QUERIES = ["effective", "effective&reveal", "effective&show_lookup", "effective&explain", ""]
+
+
+@pytest.fixture
+def fuel_app(fuel_store, inventory):
+    app = create_app({"TESTING": True}, store=fuel_store)
+    client = app.test_client()
+    compute = yaml.safe_load((ASTUTE / "compute.yaml").read_text())
+    compute["installed_on"] = "2024-01-01"  # a date-like string, as given
+    assert client.put(GLOBAL, json=compute).status_code == 204
+    for node in inventory:
+        own = {"fqdn": f"node-{node}", "fact": {"n": int(node), "list": [node] * 3}}
+        assert client.put(NODE.format(node), json=own).status_code == 204
+    overrides = {"nova": {"db_password": "x", "user": "n"}, "ünïcode": "✓", "uid": "1"}
+    assert client.put(NODE.format(1).replace("values", "overrides"), json=overrides).status_code
+    return app
+
+
+def bodies(app, paths: list[str]) -> list[bytes]:
+    client = app.test_client()
+    found = []
+    for path in paths:
+        response = client.get(path)
+        assert response.status_code == 200, response.data
+        found.append(response.data)
+    return found
+
+
+def _paths(nodes) -> list[str]:
+    paths = [f"{NODE.format(n)}?{q}" for n in nodes for q in QUERIES]
+    return paths + [f"{GLOBAL}?{q}" for q in QUERIES] + [f"{NODE.format(1)}?effective&key=nova"]
+
+
+def test_real_answers_are_the_providers_bytes(fuel_app, fuel_store, inventory, monkeypatch):
+    paths = _paths(inventory) * 2  # twice: the second time every shared entry is kept
+    assembled = bodies(fuel_app, paths)
+    kept = fuel_app.extensions[http._FRAGMENTS][1].kept
+    assert len(kept) > 20  # the fragments were used
+    monkeypatch.setattr(http, "FRAGMENT_MIN_ENTRIES", 10**9)  # whole encoding only
+    plain = bodies(create_app({"TESTING": True}, store=fuel_store), paths)
+    assert assembled == plain
+    assert b"\\u2713" in assembled[0] and b'"******"' in assembled[0]  # ensure_ascii, masked
+
+
+def test_a_written_entry_is_encoded_anew(fuel_app, inventory):
+    client = fuel_app.test_client()
+    before = bodies(fuel_app, _paths(inventory))
+    assert b'"quantum_settings"' in before[0]
+    document = client.get(GLOBAL).get_json()
+    document["quantum_settings"]["changed"] = "yes it is"
+    assert client.put(GLOBAL, json=document).status_code == 204
+    for body in bodies(fuel_app, [f"{NODE.format(n)}?effective" for n in inventory]):
+        assert json.loads(body)["quantum_settings"]["changed"] == "yes it is"
+
+
+def test_an_entry_is_used_only_for_the_very_object_it_encodes(app):
+    with app.app_context():
+        fragments = http._fragments()
+        base = {f"k{i}": i for i in range(20)}
+        for round_ in range(200):  # new lists of the same size: their ids are reused
+            data = {**base, "entry": [round_] * 4}
+            assert fragments.body(data) == app.json.dumps(data)
+            del data
+
+
+def test_other_json_settings_encode_whole(app):
+    with app.app_context():
+        app.json.sort_keys = True
+        assert http._fragments() is None
+        app.json.sort_keys = False
+        app.json.ensure_ascii = False
+        data = {f"k{i}": ["é"] for i in range(20)}
+        assert http._encoded(data) == app.json.dumps(data).encode()
+        assert "é".encode() in http._encoded(data)
+
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(),
+    st.dates(),
+    st.datetimes(),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=5) | st.integers(), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_KEYS = st.text(max_size=6) | st.integers(-5, 5) | st.booleans() | st.none() | st.floats(0, 2)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    pairs=st.lists(st.tuples(_KEYS, _VALUES), min_size=16, max_size=40),
+    changes=st.lists(st.tuples(st.integers(0, 39), _VALUES), max_size=10),
+)
+def test_documents_sharing_entries_are_the_providers_bytes(app, pairs, changes):
+    """The fragments kept across examples too: a later example's objects may reuse ids."""
+    with app.app_context():
+        first = dict(pairs)
+        second = dict(first)  # the same objects, some replaced, one new key
+        keys = list(first)
+        for index, value in changes:
+            second[keys[index % len(keys)]] = value
+        second["new"] = [datetime.date(2024, 1, 2)]
+        for data in (first, second, first, second):
+            if len(data) >= http.FRAGMENT_MIN_ENTRIES:
+                assert http._encoded(data) == app.json.dumps(data).encode("utf-8")
