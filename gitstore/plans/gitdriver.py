@@ -190,10 +190,13 @@ def _put_document(
     path: str,
     document: dict,
     sealer: Sealer | None = None,
-) -> None:
-    """Write a document through the one door (`documents.encode`), sealed by `sealer`."""
+) -> bool:
+    """Write a document through the one door (`documents.encode`), sealed by `sealer`;
+    whether its bytes stay as they were."""
     old = _old_bytes(snapshot, path)
-    changes.put(path, documents.encode(REPOSITORY, path, document, old, sealer=sealer))
+    data = documents.encode(REPOSITORY, path, document, old, sealer=sealer)
+    changes.put(path, data)
+    return data == old
 
 
 def _write_versions(
@@ -233,18 +236,40 @@ def _write_plan(
     name = check_identifier(new["name"], "name")
     master = new["master_template"]["document"]
     sealer = hidden.sealer(master)
-    _put_document(changes, snapshot, plan_file(name, MASTER), master, sealer)
-    _put_document(
+    kept = _put_document(changes, snapshot, plan_file(name, MASTER), master, sealer)
+    kept &= _put_document(
         changes,
         snapshot,
         plan_file(name, ENVIRONMENT_FILE),
         new["environment_file"]["document"],
         sealer,
     )
-    meta = {key: new.get(key) for key in _PLAN_FIELDS}
-    for key in ("master_template", "environment_file"):
-        meta[key] = {field: new[key].get(field) for field in _FILE_FIELDS}
+    meta = _plan_meta(new)
+    if kept and old is not None and _unstamped(meta) == _unstamped(_plan_meta(old)):
+        # Only hidden values were sent, and the sealer kept each stored one (the caller may
+        # compare them): nothing changed, so no `updated_at` does either, and no commit.
+        meta = _plan_meta(old)
     _put_document(changes, snapshot, plan_file(name, META), meta)
+
+
+def _plan_meta(record: dict) -> dict:
+    """What `plans/<name>/meta.yaml` holds of a plan record."""
+    meta = {key: record.get(key) for key in _PLAN_FIELDS}
+    for key in ("master_template", "environment_file"):
+        meta[key] = {field: record[key].get(field) for field in _FILE_FIELDS}
+    return meta
+
+
+def _unstamped(meta: dict) -> dict:
+    """`meta` without its `updated_at` stamps (the plan's and its two files')."""
+
+    def without(fields: dict) -> dict:
+        return {key: value for key, value in fields.items() if key != "updated_at"}
+
+    return {
+        key: without(value) if isinstance(value, dict) else value
+        for key, value in without(meta).items()
+    }
 
 
 def _write_environment_file(

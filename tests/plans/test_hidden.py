@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -267,3 +268,19 @@ def test_a_writer_cannot_test_guesses_of_a_hidden_value(plan, fuel_store):
     before = head()
     same = client.patch(url, json=[{"name": NOVA, "value": PASSWORD}], headers=_basic("keeper"))
     assert same.status_code == 200 and head() == before
+
+
+def test_an_unchanged_hidden_value_makes_no_commit_in_a_later_second(plan, fuel_store):
+    """The keeper's no-op is not a matter of timing: sent a second later (`updated_at` has
+    whole seconds), the unchanged value still makes no commit. The test above passed only
+    when both requests fell in one second; in full runs it failed now and then."""
+    AccessFile(fuel_store.root).add_user("keeper", parse_grants(["writer", "secrets"]), "keeper-pw")
+    client = create_app({"TESTING": True}, store=fuel_store).test_client()
+    url = f"/api/v1/plans/{plan['uuid']}"
+    before = _git(fuel_store, "rev-parse", "main").strip()
+    stamp = client.get(url, headers=_basic("keeper")).json["updated_at"]
+    time.sleep(1.1)
+    same = client.patch(url, json=[{"name": NOVA, "value": PASSWORD}], headers=_basic("keeper"))
+    assert same.status_code == 200, same.json
+    assert _git(fuel_store, "rev-parse", "main").strip() == before
+    assert client.get(url, headers=_basic("keeper")).json["updated_at"] == stamp
