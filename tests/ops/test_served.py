@@ -136,7 +136,12 @@ def test_commits_are_counted_by_source(served):
         _value(after, "gitstore_git_objects_written_total")
         >= _value(before, "gitstore_git_objects_written_total") + 4 * 3
     )  # a commit, a blob and trees each
-    assert _value(after, "gitstore_cache_requests_total", result="hit") > 0
+    hits = _value(after, "gitstore_cache_requests_total", result="hit")
+    deadline = time.monotonic() + metrics.FLUSH_SECONDS + 10  # counts land at each flush
+    while hits == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        hits = _value(_scrape(url), "gitstore_cache_requests_total", result="hit")
+    assert hits > 0
 
 
 def test_auth_failures_are_counted_by_reason(served):
