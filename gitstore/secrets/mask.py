@@ -128,10 +128,11 @@ def _masked(
     """`_mask_walk` of `value` at `path` (`secret`: it or an ancestor matches a rule), its
     leaves inlined: the very same result and paths, in the same order, without a call per
     leaf (tests/secrets/test_mask_entries.py compares the two)."""
-    if isinstance(value, dict):
-        result: dict = {}
+    if isinstance(value, dict | list):
+        is_dict = isinstance(value, dict)
+        kept = []
         changed = False
-        for key, child in value.items():
+        for key, child in value.items() if is_dict else enumerate(value):
             child_path = (*path, str(key))
             child_secret = secret or starts(child_path)
             if isinstance(child, dict | list):
@@ -142,24 +143,10 @@ def _masked(
             else:
                 new = child
             changed = changed or new is not child
-            result[key] = new
-        return result if changed else value
-    if isinstance(value, list):
-        items = []
-        changed = False
-        for index, child in enumerate(value):
-            child_path = (*path, str(index))
-            child_secret = secret or starts(child_path)
-            if isinstance(child, dict | list):
-                new = _masked(child, child_path, child_secret, starts, masked)
-            elif (child_secret and child is not None) or cipher.is_sealed(child):
-                masked.append(child_path)
-                new = MASK
-            else:
-                new = child
-            changed = changed or new is not child
-            items.append(new)
-        return items if changed else value
+            kept.append(new)
+        if not changed:
+            return value
+        return dict(zip(value, kept, strict=True)) if is_dict else kept
     if (secret and value is not None) or cipher.is_sealed(value):
         masked.append(path)
         return MASK
