@@ -19,7 +19,7 @@ from gitstore import keypaths, limits, yamlio, yamlsplice
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.snapshot import parsed_blob, remember_parsed
 from gitstore.errors import InvalidInput
-from gitstore.validation import check_plain_data
+from gitstore.limits import check_plain_data
 
 if TYPE_CHECKING:
     from gitstore.secrets.seal import Sealer

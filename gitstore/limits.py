@@ -9,6 +9,7 @@ no server flag), and the CLI on a local store. Each of them calls `configure(roo
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import threading
 from collections.abc import Callable
@@ -141,3 +142,41 @@ def _measure(document: Any, limits: Limits) -> tuple[int, int]:
         else:
             size += 1
     return keys, size
+
+
+#: How deeply a request body may nest: deep enough for any configuration, shallow enough that
+#: no recursive reader or writer (YAML, merging, JSON) runs out of stack.
+MAX_DEPTH = 64
+
+
+def check_plain_data(value: Any, where: str = "request body", depth: int = 1) -> Any:
+    """JSON data a document may hold: bounded nesting, finite numbers, encodable strings.
+
+    `depth`: how deep `value` itself lies (1 for a document, 2 for one of its keys' values).
+    """
+    stack = [(value, depth)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidInput(f"{where} nests deeper than {MAX_DEPTH} levels")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise InvalidInput(f"{where} holds {item!r}: only finite numbers are stored")
+        if isinstance(item, str):
+            _check_text(item, where)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str):
+                    _check_text(key, where)
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return value
+
+
+def _check_text(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{where} holds a string that is not valid Unicode ({exc.reason})"
+        ) from exc

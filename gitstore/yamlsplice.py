@@ -52,7 +52,7 @@ _REFUSED_STARTS = (b"---", b"...", b"%", b"\xef\xbb\xbf")
 _NODE = rb"""(?:[-?] ++)*+(?:'(?:[^'\n]|'')*$|"[^"\n]*$|!|[\[{](?![\]}])|[|>][0-9]?\+)"""
 #: ... and a line starting with 30 columns of indentation, `- ` or `? `: below that, no node nests
 #: deeper than 61 (every two levels move a block node right by a column at least), so the
-#: document keeps within the 64 levels of `validation.MAX_DEPTH` without being walked.
+#: document keeps within the 64 levels of `limits.MAX_DEPTH` without being walked.
 _REFUSED_AT_LINE = re.compile(rb"\n(?:---|\.\.\.|%|[ ?\-]{30}| *+" + _NODE + rb")", re.M)
 _REFUSED_AFTER_KEY = re.compile(rb": ++" + _NODE, re.M)
 #: Floats that are not finite: named, or too large (a mantissa of 300 digits; an exponent of 3

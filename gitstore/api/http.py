@@ -15,9 +15,9 @@ from flask.json.provider import DefaultJSONProvider
 
 from gitstore import Author, LRUCache, bind_reveal_rule, unbind_reveal_rule
 from gitstore.errors import InvalidInput, UnsupportedMediaType
+from gitstore.limits import check_plain_data
 from gitstore.names import is_commit_id, parse_flag
 from gitstore.served import Served
-from gitstore.validation import check_plain_data
 
 if TYPE_CHECKING:
     from gitstore import Store

@@ -19,9 +19,9 @@ from gitstore.catalog.view import CatalogView
 from gitstore.configdb.scopes import effective_document
 from gitstore.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from gitstore.layout import KINDS, EnvironmentView, LevelPairs, layer_file, scope_of
+from gitstore.limits import check_plain_data
 from gitstore.merge import effective
 from gitstore.served import Served
-from gitstore.validation import check_plain_data
 
 if TYPE_CHECKING:
     from gitstore.repositories import Repositories
