@@ -10,6 +10,7 @@ So a worker ignores SIGINT (the master decides when workers stop) and acts on on
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -34,10 +35,38 @@ def _flush_counts() -> None:
         logging.getLogger("gitstore.serve").exception("cannot write the last request counts")
 
 
+#: Container allocations (net of frees) between two young collections; Python's default is 700.
+#: A cold lookup holds thousands of new objects at once (the node's parsed facts, the merged
+#: document): with 700, about one young collection per lookup promoted them all, and the full
+#: collections that followed walked every cached document of the worker: ~0.45 ms of a
+#: ~2.7 ms cold lookup in a worker holding 1,250 nodes (gc.callbacks timing, 6 full collections
+#: of ~70 ms each per 1,250 lookups). At 10,000 the temporaries are freed by their reference
+#: counts before a collection sees them: 11 young and 1 full collection per 1,250 lookups,
+#: ~0.07 ms each. Cyclic garbage still goes within 10,000 allocations.
+YOUNG_THRESHOLD = 10_000
+
+
+def settle_collector() -> None:
+    """Set the cyclic garbage collector up for a worker whose app is loaded.
+
+    What is alive now (modules, the app, the store's handles) lives as long as the worker:
+    frozen, full collections no longer walk it. Later objects, caches included, are still
+    collected as before.
+    """
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+
+
 class _StopsOnce:
     """Mixed into a gunicorn worker class, before it."""
 
     _quitting = False
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        settle_collector()
 
     def init_process(self) -> None:
         # Until gunicorn installs the worker's handlers, the master's inherited ones would
