@@ -76,9 +76,23 @@ def _healthz(url: str) -> str:
     return answer.headers[WORKER]
 
 
+def _settled_healthz_count(url: str) -> float:
+    """The count of /healthz once the requests made before (the fixture's start-up polls,
+    earlier tests) have landed: two reads a flush interval apart agree."""
+    count = _value(_scrape(url), "gitstore_http_requests_total", route="/healthz", status="200")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        time.sleep(metrics.FLUSH_SECONDS + 0.5)
+        again = _value(_scrape(url), "gitstore_http_requests_total", route="/healthz", status="200")
+        if again == count:
+            return count
+        count = again
+    raise AssertionError("the /healthz count kept moving with no request sent")
+
+
 def test_request_counts_add_up_across_workers(served):
     url = served["url"]
-    before = _value(_scrape(url), "gitstore_http_requests_total", route="/healthz", status="200")
+    before = _settled_healthz_count(url)
     workers: set[str] = set()
     sent = 0
     with ThreadPoolExecutor(max_workers=8) as pool:  # concurrent connections spread the accepts
