@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import requests
 from live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
-from gitstore import Store
+from gitstore import Store, metrics
 
 OLD_RUN = """
 from gitstore import metrics
@@ -66,6 +67,10 @@ def test_the_operators_directory_is_emptied_at_start_and_kept(tmp_path):
     try:
         text = requests.get(url + "/metrics", timeout=10).text
         assert 'gitstore_commits_total{source="push"} 1000' not in text
+        deadline = time.monotonic() + metrics.FLUSH_SECONDS + 10  # another worker's probe
+        while "gitstore_http_requests_total" not in text and time.monotonic() < deadline:
+            time.sleep(0.2)  # lands at its worker's next flush
+            text = requests.get(url + "/metrics", timeout=10).text
         assert "gitstore_http_requests_total" in text
     finally:
         stop_process(process)
