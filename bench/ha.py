@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from background import Background  # noqa: E402
 from cluster_harness import Cluster, http  # noqa: E402
 from harness import Server  # noqa: E402
 
@@ -56,28 +57,18 @@ def set_key(base: str, key: str, value) -> tuple[int | None, str | None]:
     return code, headers.get("X-Gitstore-Commit") if code == 204 else None
 
 
-class Load:
+class Load(Background):
     """Writers (a key each) and readers through one URL; what was acknowledged, and when."""
 
     def __init__(self, url: str, writers: int, readers: int = 0, tag: str = "w") -> None:
+        super().__init__()
         self.url, self.tag = url, tag
-        self.stop = threading.Event()
         self.acked: dict[str, int] = {}
         self.ack_times: list[float] = []
         self.reads = self.read_errors = 0
         self._lock = threading.Lock()
         self.threads = [threading.Thread(target=self._write, args=(i,)) for i in range(writers)]
         self.threads += [threading.Thread(target=self._read) for _ in range(readers)]
-
-    def __enter__(self) -> Load:
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join()
 
     def _write(self, writer: int) -> None:
         n = 0

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from background import Background
 from live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
 from gitstore import Store
@@ -48,12 +49,12 @@ def server(tmp_path):
     stop_process(process)
 
 
-class Writers:
+class Writers(Background):
     """CLIENTS threads, each on its own connection, setting keys until told to stop."""
 
     def __init__(self, url: str) -> None:
+        super().__init__()
         self.url = url
-        self.stop = threading.Event()
         self.sent = 0
         self.acknowledged: list[tuple[str, str, int]] = []
         self._lock = threading.Lock()
@@ -79,16 +80,6 @@ class Writers:
                     with self._lock:
                         self.acknowledged.append((node, key, number))
             number += 1
-
-    def __enter__(self) -> Writers:
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(timeout=60)
 
 
 def _workers(master: int) -> list[int]:

@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from background import Background
 from cluster_harness import Cluster, clean_env, http
 
 from gitstore.access.policy import AccessFile, parse_grants
@@ -399,14 +400,14 @@ def test_a_write_no_replica_can_take_is_refused_and_not_committed(cluster):
 
 
 # -- chaos -------------------------------------------------------------------------------------
-class Writers:
+class Writers(Background):
     """REST writers (a key each) and git pushers (a file each) through HAProxy; they remember
     what was acknowledged."""
 
     def __init__(self, cluster: Cluster, workdir: Path, rest: int = 6, pushers: int = 2) -> None:
+        super().__init__()
         self.cluster = cluster
         self.workdir = workdir
-        self.stop = threading.Event()
         self.keys: dict[str, int] = {}
         self.pushed: list[str] = []
         self.errors = 0
@@ -414,16 +415,6 @@ class Writers:
         self._lock = threading.Lock()
         self.threads = [threading.Thread(target=self._rest, args=(i,)) for i in range(rest)]
         self.threads += [threading.Thread(target=self._push, args=(i,)) for i in range(pushers)]
-
-    def __enter__(self) -> Writers:
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(timeout=60)
 
     def _rest(self, writer: int) -> None:
         n = 0
