@@ -115,14 +115,17 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
 
 
 def _timestamp(created: float) -> str:
-    second = int(created)
-    if _SECOND[0] != second:  # strftime is most of a line's timestamp: once a second
-        _SECOND[:] = [second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))]
+    global _SECOND
+    second, text = _SECOND  # one read: another thread may replace the pair meanwhile
+    if second != int(created):  # strftime is most of a line's timestamp: once a second
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))
+        _SECOND = (int(created), text)
     millis = int(created * 1000) % 1000
-    return f"{_SECOND[1]}.{millis:03d}Z"
+    return f"{text}.{millis:03d}Z"
 
 
-_SECOND: list = [None, ""]
+#: The last whole second a line was stamped with, and its text.
+_SECOND: tuple[int | None, str] = (None, "")
 
 
 # -- the request line, written without a LogRecord ---------------------------------------------
