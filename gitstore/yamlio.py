@@ -194,7 +194,6 @@ def _describe(exc: yaml.YAMLError) -> str:
 _UNPARSED = object()
 #: How PyYAML resolves a plain scalar (YAML 1.1), to know which strings need quotes.
 _PLAIN = yaml.resolver.Resolver()
-_STR = "tag:yaml.org,2002:str"
 
 
 def _round_trip() -> YAML:
@@ -356,9 +355,15 @@ def _read_back_safe(value: Any) -> Any:
         return {_read_back_safe(k): _read_back_safe(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_read_back_safe(item) for item in value]
-    if isinstance(value, str) and _PLAIN.resolve(yaml.ScalarNode, value, (True, False)) != _STR:
+    if isinstance(value, str) and not plain_reads_as_string(value):
         return SingleQuotedScalarString(value)
     return value
+
+
+def plain_reads_as_string(text: str) -> bool:
+    """Whether `text` written as a plain scalar reads back as that string under YAML 1.1
+    (not `yes`, `1`, `null`, `0777`)."""
+    return _PLAIN.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG
 
 
 def _same_scalar(old: Any, new: Any) -> bool:

@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import yaml
-
 from gitstore import yamlio
 
 #: Text the scanner cannot be sure of anywhere in a file.
@@ -63,8 +61,6 @@ _NOT_FINITE = (
 )
 #: One pattern per letter: a literal first is found fast, `[eE]` first took ~0.2 ms for 27 KB.
 _EXPONENTS = (re.compile(rb"e[-+][0-9]{3}"), re.compile(rb"E[-+][0-9]{3}"))
-_STR = "tag:yaml.org,2002:str"
-_RESOLVER = yaml.resolver.Resolver()
 
 
 @dataclass(frozen=True)
@@ -304,7 +300,7 @@ _PLAIN_KEY = re.compile(_PLAIN)
 @lru_cache(maxsize=4096)
 def _reads_as_string(key: str) -> bool:
     """Whether `key` written plain reads back as that string (not `yes`, `1`, `null`)."""
-    return _RESOLVER.resolve(yaml.ScalarNode, key, (True, False)) == _STR
+    return yamlio.plain_reads_as_string(key)
 
 
 def _next_entry(data: bytes, line_end: int, end: int, indent: int) -> int:
