@@ -135,7 +135,7 @@ class _Guesses:
 
 @dataclass
 class _Ticket:
-    """A writer waiting for a round of a cluster's commits (`Repository._in_round`): what it
+    """A writer waiting for a round of commits (`Repository._in_round`): what it
     asked for, then its outcome (a result; None: re-apply on the new head; or an error)."""
 
     operation: Operation
