@@ -1,8 +1,10 @@
 """The one module that reads and writes YAML.
 
-Reads use PyYAML's C safe loader (fast; results are cached by blob id upstream), with its
-YAML 1.1 resolution and construction done in fewer Python calls for a document without
-aliases (`_QuickLoader`: the same values and errors, tests/test_yamlio_quick.py). Writes that
+Reads of plain block-style text (a node's facts as Fuel writes them) go through a line reader
+(`yamlblock`, the same values, tests/test_yamlblock.py); any other text goes to PyYAML's C safe
+loader (results are cached by blob id upstream), with its YAML 1.1 resolution and construction
+done in fewer Python calls for a document without aliases (`_QuickLoader`: the same values and
+errors, tests/test_yamlio_quick.py). Writes that
 change an existing file keep its comments and key order (`rewrite`): unchanged entries keep their
 text, and a file with comments goes through ruamel.yaml round-trip.
 
@@ -23,9 +25,24 @@ from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.scalarstring import SingleQuotedScalarString
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from gitstore import yamlblock
 from gitstore.errors import InvalidInput
 
-_FastLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """PyYAML's C safe loader, where a scalar Python cannot build (`2024-02-30`, an integer of
+    5,000 digits) is a YAML error at its line, not a ValueError that no caller expects."""
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep=deep)
+        except ValueError as exc:
+            kind = node.tag.rpartition(":")[2]
+            text = node.value if len(node.value) <= 40 else node.value[:40] + "..."
+            problem = f"the {kind} {text!r} cannot be built: {exc}"
+            raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from exc
+
+
 _BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -42,7 +59,7 @@ class _Dumper(_BaseDumper):
 MAX_ALIAS_NODES = 10_000
 
 
-class _Loader(_FastLoader):  # type: ignore[misc, valid-type]
+class _Loader(_FastLoader):
     """The fast safe loader, refusing alias bombs before anything is built from them."""
 
     def construct_document(self, node):
@@ -100,17 +117,13 @@ _SEQ_TAG = "tag:yaml.org,2002:seq"
 _SCALAR_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool", "null", "timestamp")
 )
-#: Plain scalars' tags by text, for the short ones (key names repeat across documents).
-_RESOLVED: dict[str, str] = {}
-_RESOLVED_MAX = 8192
-_RESOLVED_LENGTH = 64
 
 
 class _Unusual(Exception):
     """A node the quick construction leaves to PyYAML's own (merge keys, other tags)."""
 
 
-class _QuickLoader(_FastLoader):  # type: ignore[misc, valid-type]
+class _QuickLoader(_FastLoader):
     """The fast safe loader with PyYAML's YAML 1.1 resolution and construction done with
     fewer Python calls, for documents without aliases (`load` picks it when there is no `*`).
 
@@ -127,20 +140,7 @@ class _QuickLoader(_FastLoader):  # type: ignore[misc, valid-type]
     def resolve(self, kind, value, implicit):  # noqa: D102 - PyYAML's hook
         if kind is not ScalarNode:
             return super().resolve(kind, value, implicit)
-        if not implicit[0]:
-            return _STR_TAG
-        tag = _RESOLVED.get(value)
-        if tag is None:
-            tag = _STR_TAG
-            for candidate, regexp in self.yaml_implicit_resolvers.get(value[:1], ()):
-                if regexp.match(value):
-                    tag = candidate
-                    break
-            if len(value) <= _RESOLVED_LENGTH:
-                if len(_RESOLVED) >= _RESOLVED_MAX:
-                    _RESOLVED.clear()
-                _RESOLVED[value] = tag
-        return tag
+        return yamlblock.plain_tag(value) if implicit[0] else _STR_TAG
 
     def construct_document(self, node):
         try:
@@ -206,6 +206,10 @@ def _round_trip() -> YAML:
 
 def load(data: bytes | str, *, path: str = "<document>") -> Any:
     """Parse one YAML document; a syntax error becomes InvalidInput naming `path` and the line."""
+    try:
+        return yamlblock.read(data if isinstance(data, str) else data.decode())
+    except (yamlblock.NotPlainBlock, UnicodeDecodeError):
+        pass  # PyYAML reads it, or names what is wrong with it
     # Without a `*` there is no alias to expand, so nothing for `check_aliases` to find: its
     # walk of every node was a third of parsing a 27 KB astute.yaml.
     loader = _Loader if (b"*" if isinstance(data, bytes) else "*") in data else _QuickLoader

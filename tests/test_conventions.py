@@ -155,6 +155,7 @@ LAYERS = [
         "gitstore.merge",
         "gitstore.keypaths",
         "gitstore.yamlio",
+        "gitstore.yamlblock",
         "gitstore.yamlsplice",
         "gitstore.limits",
     ),

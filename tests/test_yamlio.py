@@ -119,6 +119,21 @@ def test_a_file_without_comments_keeps_the_text_of_unchanged_entries():
 
 
 @pytest.mark.parametrize(
+    "text, line",
+    [
+        (b"a: 1\nwhen: 2024-02-30\n", 2),  # a date that does not exist
+        (b"- 2001-12-14t25:59:43Z\n", 1),  # nor does that hour
+        (b"n: " + b"7" * 5000 + b"\n", 1),  # an integer past Python's conversion limit
+        (b"- [1, " + b"1" * 4400 + b"]\n", 1),  # the same in a flow list
+    ],
+)
+def test_scalars_python_cannot_build_are_invalid_input_naming_the_line(text, line):
+    for read in (yamlio.load, yamlio.load_strict):
+        with pytest.raises(InvalidInput, match=rf"^f\.yaml: line {line} YAML does not parse: "):
+            read(text, path="f.yaml")
+
+
+@pytest.mark.parametrize(
     "old",
     [
         b"base: &b {x: 1}\nuse: *b\nother: 1\n",  # anchors: a kept entry may name one

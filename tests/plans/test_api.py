@@ -74,6 +74,8 @@ def test_templates_are_a_store_of_their_own(client):
     [
         ({"name": "compute"}, "'content' is required"),
         ({"name": "compute", "content": "not: [closed"}, "does not parse"),
+        ({"name": "compute", "content": "when: 2024-02-30"}, "line 1"),  # no such day
+        ({"name": "compute", "content": "n: " + "1" * 5000}, "line 1"),  # past int's limit
         ({"name": "compute", "content": "a: 1\n"}, "heat_template_version"),
         ({"name": "../x", "content": COMPUTE}, "name"),
         ({"name": "compute", "content": COMPUTE, "colour": "red"}, "'colour'"),
