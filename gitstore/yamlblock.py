@@ -37,6 +37,8 @@ _PLAIN_KEY = re.compile(r"(?!---)(?:[A-Za-z0-9_./=+]|-[A-Za-z0-9_./=+-])[A-Za-z0
 #: First characters of a value that start something other than a plain scalar, or may.
 _INDICATORS = frozenset("[]{}#&*!|>%@`,?:'\"-")
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_DIGITS = frozenset("0123456789")
+_ITEM_STARTS = frozenset({"-", "- "})  # a line's first two characters that make it an item
 _MAX_DEPTH = 64
 
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -64,6 +66,8 @@ def plain_tag(text: str) -> str:
     resolvers = _RESOLVERS.get(text[:1])
     if resolvers is None:
         return _STR_TAG
+    if text[:1] in _DIGITS and text.count(".") > 1:
+        return _STR_TAG  # an address or a version: no float, int or timestamp has two dots
     tag = _RESOLVED.get(text)
     if tag is None:
         tag = _STR_TAG
@@ -112,8 +116,9 @@ def _lines(text: str) -> list[tuple]:
             gap = True
             continue
         indent = len(raw) - len(content)
-        content = content.rstrip(" ")
-        lines.append((indent, content, _is_item(content), gap))
+        if content[-1] == " ":
+            content = content.rstrip(" ")
+        lines.append((indent, content, content[:2] in _ITEM_STARTS, gap))
         gap = False
     if lines and lines[0][1].startswith("---"):
         if lines[0][1] != "---":
@@ -259,23 +264,19 @@ def _scalar(text: str) -> Any:
 
 def _plain(text: str) -> Any:
     try:
-        return _built(text)
+        if text.isdigit() and text.isascii() and (text[0] != "0" or len(text) == 1):
+            return int(text)  # what the int resolver and constructor make of decimal digits
+        tag = plain_tag(text)
+        if tag == _STR_TAG:
+            return text
+        if tag == _INT_TAG and _DECIMAL.fullmatch(text):
+            return int(text)
+        if tag == _NULL_TAG:
+            return None
+        if tag == _BOOL_TAG:
+            return _SAFE.bool_values[text.lower()]
+        if tag not in _BUILT:
+            raise NotPlainBlock  # `<<` merge keys, `=` value keys
+        return _CONSTRUCTOR[tag](_SAFE, yaml.ScalarNode(tag, text))
     except ValueError as exc:  # `2024-02-30`, 5,000 digits: PyYAML names the line
         raise NotPlainBlock from exc
-
-
-def _built(text: str) -> Any:
-    if text.isdigit() and text.isascii() and (text[0] != "0" or len(text) == 1):
-        return int(text)  # what the int resolver and constructor make of plain decimal digits
-    tag = plain_tag(text)
-    if tag == _STR_TAG:
-        return text
-    if tag == _INT_TAG and _DECIMAL.fullmatch(text):
-        return int(text)
-    if tag == _NULL_TAG:
-        return None
-    if tag == _BOOL_TAG:
-        return _SAFE.bool_values[text.lower()]
-    if tag not in _BUILT:
-        raise NotPlainBlock  # `<<` merge keys, `=` value keys
-    return _CONSTRUCTOR[tag](_SAFE, yaml.ScalarNode(tag, text))

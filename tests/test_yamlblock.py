@@ -46,6 +46,19 @@ def test_the_reader_assumes_pyyamls_plain_resolution():
     assert yaml.SafeLoader.yaml_implicit_resolvers is yamlio._FastLoader.yaml_implicit_resolvers
 
 
+def test_no_number_or_date_has_two_dots():
+    # `plain_tag` calls a digit-led text with two dots a string without asking the resolvers:
+    # true of these three, each with one `\.` in any alternative at most.
+    for first in "0123456789":
+        resolvers = yaml.SafeLoader.yaml_implicit_resolvers[first]
+        assert [tag.rpartition(":")[2] for tag, _ in resolvers] == ["float", "int", "timestamp"]
+        for _, regexp in resolvers:
+            assert all(part.count("\\.") <= 1 for part in regexp.pattern.split("|"))
+    for text in ["10.20.0.2", "1.2.3", "1..", "1.5.e+3", "2024-01-01t00:00:00.5.5", "0.0.0.0"]:
+        assert yamlblock.plain_tag(text) == "tag:yaml.org,2002:str"
+        assert check(f"a: {text}\n")
+
+
 @pytest.mark.parametrize("source", _yaml_files(), ids=str)
 def test_real_files_read_the_same_or_go_to_pyyaml(source):
     check(source.read_text())
