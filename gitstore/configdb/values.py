@@ -185,21 +185,22 @@ class Config:
     def _effective(
         self, env_id: int, view: EnvironmentView, pairs: LevelPairs, name: str, query: Query
     ):
-        layers = view.layers(pairs, name)
-        merged = effective_document(view, pairs, name)  # cached by layer blob ids: never mutate
+        blobs = view.layer_inputs(pairs, name)  # looked up once: three uses below
+        merged = effective_document(view, pairs, name, blobs)  # shared by blob ids: never mutate
         merged, shown = self._secrets.show_effective(
-            env_id, view, pairs, name, merged, reveal=query.reveal
+            env_id, view, pairs, name, merged, reveal=query.reveal, inputs=blobs
         )
-        inputs = (view.merge, *view.layer_inputs(pairs, name))
+        inputs = (view.merge, *blobs)
         if query.key is not None:
             path = keypaths.split_dotted(query.key)
             value = keypaths.get_path(merged, path)
             if query.show_lookup:
-                source = effective.lookup_sources(layers).get(path[0], "/")
+                source = effective.lookup_sources(view.layers(pairs, name)).get(path[0], "/")
                 return [value, source], inputs, shown
             return value, inputs, shown
         if query.show_lookup:
-            return effective.with_lookup(merged, effective.lookup_sources(layers)), inputs, shown
+            sources = effective.lookup_sources(view.layers(pairs, name))
+            return effective.with_lookup(merged, sources), inputs, shown
         return merged, inputs, shown
 
     # -- writing ---------------------------------------------------------------------------

@@ -215,8 +215,10 @@ class Secrets:
         document: Any,
         *,
         reveal: bool,
+        inputs: tuple | None = None,
     ) -> tuple[Any, tuple[str, ...]]:
-        """`show` for the effective document of `resource` at `pairs` of `view`."""
+        """`show` for the effective document of `resource` at `pairs` of `view` (`inputs`: its
+        `view.layer_inputs`, when the caller has them)."""
 
         def layers() -> list[tuple[str, Any]]:
             return [
@@ -230,7 +232,11 @@ class Secrets:
             view,
             document,
             layers,
-            cache_key=("effective", view.merge, view.layer_inputs(pairs, resource)),
+            cache_key=(
+                "effective",
+                view.merge,
+                view.layer_inputs(pairs, resource) if inputs is None else inputs,
+            ),
             reveal=reveal,
             rules_file=layer_file(None, "values", resource),
             places=(tuple(map(tuple, pairs)), resource),  # the layers' files follow from these
