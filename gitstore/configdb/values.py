@@ -154,7 +154,7 @@ class Config:
         pairs = view.check_levels(pairs, head=self.head_view(env_id))
         name = self.resource_name(view, resource, catalog_head)
         if query.effective:
-            data, inputs, shown = self._effective(env_id, view, pairs, name, query)
+            data, inputs, shown = self._effective(env_id, view, pairs, name, query, catalog_head)
             what = f"{scope_of(pairs)} {name} effective"
         else:
             path = layer_file(pairs[-1] if pairs else None, kind, name)
@@ -165,6 +165,7 @@ class Config:
                 path,
                 cache_key=("layer", view.snapshot.object_id(path)),
                 reveal=query.reveal,
+                catalog_head=catalog_head,
             )
             inputs = (view.snapshot.object_id(path),)
             if query.key is not None:
@@ -183,12 +184,25 @@ class Config:
         )
 
     def _effective(
-        self, env_id: int, view: EnvironmentView, pairs: LevelPairs, name: str, query: Query
+        self,
+        env_id: int,
+        view: EnvironmentView,
+        pairs: LevelPairs,
+        name: str,
+        query: Query,
+        catalog_head: str | None,
     ):
         blobs = view.layer_inputs(pairs, name)  # looked up once: three uses below
         merged = effective_document(view, pairs, name, blobs)  # shared by blob ids: never mutate
         merged, shown = self._secrets.show_effective(
-            env_id, view, pairs, name, merged, reveal=query.reveal, inputs=blobs
+            env_id,
+            view,
+            pairs,
+            name,
+            merged,
+            reveal=query.reveal,
+            inputs=blobs,
+            catalog_head=catalog_head,  # the rules of the catalog commit the answer is keyed by
         )
         inputs = (view.merge, *blobs)
         if query.key is not None:
