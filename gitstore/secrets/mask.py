@@ -119,9 +119,9 @@ def _mask_entries(document: dict, rules: Rules) -> tuple[dict, list[tuple[str, .
                 masked.extend(found[2])
         else:
             shown = entry(key, child, inherited, masked)
-        if shown is not child and result is None:
-            result = dict(document)
-        if result is not None:
+        if shown is not child:  # a copy of the document, changed only where masked
+            if result is None:
+                result = dict(document)
             result[key] = shown
     return (document if result is None else result), masked
 
