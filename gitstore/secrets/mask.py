@@ -29,12 +29,11 @@ from gitstore.secrets.seal import MASK
 #: of a worker's memory budget (docs/performance.md).
 _MASKED = LRUCache(max_entries=1024, name="masked_documents")
 #: The last masked top-level entry of each key name, by (rules, inherited): a table of key ->
-#: (its value, masked, masked paths), reused while a document holds the very same object at that
-#: key (see `_mask_entries`; a scalar too: the same object is the same value). A table is a
-#: plain dict, asked once per entry (~170 times per lookup of a Fuel node), where an LRUCache's
-#: lock and metric, or hashing the rules, cost more than walking a small entry. A new value at
-#: a key replaces the old, so a table holds one value per key name; it is emptied past
-#: `MAX_ENTRIES`.
+#: (its value, masked, masked paths), reused while a document holds the very same value at that
+#: key (see `_mask_entries`). A table is a plain dict, asked once per mapping or list entry,
+#: where an LRUCache's lock and metric, or hashing the rules, cost more than walking a small
+#: entry. A new value at a key replaces the old, so a table holds one value per key name; it is
+#: emptied past `MAX_ENTRIES`.
 _ENTRIES = LRUCache(max_entries=32, name="masked_entries")
 MAX_ENTRIES = 4096
 #: The rules compiled for masking (`_Plan`), by rules (a frozen dataclass: equal rules share one).
@@ -84,7 +83,7 @@ def _mask_walk(
 
 
 def _mask_entries(document: dict, rules: Rules) -> tuple[dict, list[tuple[str, ...]]]:
-    """A document masked entry by entry, each entry kept in `_ENTRIES`.
+    """A document masked entry by entry, each mapping or list entry kept in `_ENTRIES`.
 
     A cold lookup's effective document shares most of its entries with the layers it was
     merged from, and so with every other node's: masking walked all ~1,000 leaves of each
