@@ -249,6 +249,15 @@ class EnvironmentView:
                 layers.append(Layer(scope, kind, self.snapshot.read_mapping(path), path))
         return layers
 
+    def own_layers(self, pairs: LevelPairs, resource: str) -> list[Layer]:
+        """The last scope's layers of `layers` (values then overrides), read alone."""
+        scope, pair = scope_of(pairs), (pairs[-1] if pairs else None)
+        layers = []
+        for kind in KINDS:
+            path = layer_file(pair, kind, resource)
+            layers.append(Layer(scope, kind, self.snapshot.read_mapping(path), path))
+        return layers
+
     def layer_inputs(self, pairs: LevelPairs, resource: str) -> tuple:
         """Blob ids of every layer file (None where absent): what an effective answer reads."""
         return tuple(

@@ -141,7 +141,9 @@ class Snapshot:
 
     def read_yaml(self, path: str) -> Any:
         """The parsed document at `path` (None if absent). Shared cache: never mutate it."""
-        obj = self._object(path)
+        return self._parsed(self._object(path), path)
+
+    def _parsed(self, obj: Any, path: str) -> Any:
         if not isinstance(obj, pygit2.Blob):
             return None
         label = f"{self.repository}:{path}"
@@ -151,9 +153,10 @@ class Snapshot:
 
     def read_mapping(self, path: str) -> dict | None:
         """A document that must be a mapping; None if the file is absent."""
-        doc = self.read_yaml(path)
+        obj = self._object(path)  # once: an absent layer is the usual case, not a second look
+        doc = self._parsed(obj, path)
         if doc is None:
-            return None if not self.exists(path) else {}
+            return None if obj is None else {}
         if not isinstance(doc, dict):
             raise InvalidInput(f"{path}: document is not a mapping", path=path)
         return doc

@@ -23,8 +23,12 @@ _MERGED = LRUCache(max_entries=512, name="effective_documents")
 _SUFFIX = ".yaml"
 
 
-def effective_document(view: EnvironmentView, pairs: LevelPairs, resource: str) -> dict[str, Any]:
+def effective_document(
+    view: EnvironmentView, pairs: LevelPairs, resource: str, inputs: tuple | None = None
+) -> dict[str, Any]:
     """The effective document of `resource` at `pairs` (a shared object: read it, never edit).
+
+    `inputs`: `view.layer_inputs(pairs, resource)` when the caller has them already.
 
     Merging is a left fold over the layers, so the document of a scope is its parent scope's
     document (cached: for a node, the global one every node shares) with the scope's own two
@@ -33,11 +37,15 @@ def effective_document(view: EnvironmentView, pairs: LevelPairs, resource: str) 
     (`gitstore.secrets.mask`) and the answers' encoding build on.
     """
     pairs = list(pairs)
-    key = (view.merge, view.layer_inputs(pairs, resource))
+    if inputs is None:
+        inputs = view.layer_inputs(pairs, resource)
+    key = (view.merge, inputs)
 
     def compute() -> dict[str, Any]:
-        own = view.layers(pairs, resource)[-len(KINDS) :]
-        parent = effective_document(view, pairs[:-1], resource) if pairs else {}
+        own = view.own_layers(pairs, resource)
+        parent = (
+            effective_document(view, pairs[:-1], resource, inputs[: -len(KINDS)]) if pairs else {}
+        )
         return merge_onto(parent, own, view.merge)
 
     return _MERGED.get_or_compute(key, compute)

@@ -154,7 +154,7 @@ class Config:
         pairs = view.check_levels(pairs, head=self.head_view(env_id))
         name = self.resource_name(view, resource, catalog_head)
         if query.effective:
-            data, inputs, shown = self._effective(env_id, view, pairs, name, query)
+            data, inputs, shown = self._effective(env_id, view, pairs, name, query, catalog_head)
             what = f"{scope_of(pairs)} {name} effective"
         else:
             path = layer_file(pairs[-1] if pairs else None, kind, name)
@@ -165,6 +165,7 @@ class Config:
                 path,
                 cache_key=("layer", view.snapshot.object_id(path)),
                 reveal=query.reveal,
+                catalog_head=catalog_head,
             )
             inputs = (view.snapshot.object_id(path),)
             if query.key is not None:
@@ -183,23 +184,37 @@ class Config:
         )
 
     def _effective(
-        self, env_id: int, view: EnvironmentView, pairs: LevelPairs, name: str, query: Query
+        self,
+        env_id: int,
+        view: EnvironmentView,
+        pairs: LevelPairs,
+        name: str,
+        query: Query,
+        catalog_head: str | None,
     ):
-        layers = view.layers(pairs, name)
-        merged = effective_document(view, pairs, name)  # cached by layer blob ids: never mutate
+        blobs = view.layer_inputs(pairs, name)  # looked up once: three uses below
+        merged = effective_document(view, pairs, name, blobs)  # shared by blob ids: never mutate
         merged, shown = self._secrets.show_effective(
-            env_id, view, pairs, name, merged, reveal=query.reveal
+            env_id,
+            view,
+            pairs,
+            name,
+            merged,
+            reveal=query.reveal,
+            inputs=blobs,
+            catalog_head=catalog_head,  # the rules of the catalog commit the answer is keyed by
         )
-        inputs = (view.merge, *view.layer_inputs(pairs, name))
+        inputs = (view.merge, *blobs)
         if query.key is not None:
             path = keypaths.split_dotted(query.key)
             value = keypaths.get_path(merged, path)
             if query.show_lookup:
-                source = effective.lookup_sources(layers).get(path[0], "/")
+                source = effective.lookup_sources(view.layers(pairs, name)).get(path[0], "/")
                 return [value, source], inputs, shown
             return value, inputs, shown
         if query.show_lookup:
-            return effective.with_lookup(merged, effective.lookup_sources(layers)), inputs, shown
+            sources = effective.lookup_sources(view.layers(pairs, name))
+            return effective.with_lookup(merged, sources), inputs, shown
         return merged, inputs, shown
 
     # -- writing ---------------------------------------------------------------------------

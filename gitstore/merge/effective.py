@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 DEEP = "deep"
@@ -43,18 +44,40 @@ def strip_knockouts(value: Any) -> Any:
     """
     if not _is_mapping(value):
         return value
-    result = {}
-    changed = False
-    for key, child in value.items():
-        if _knocked(key) is not None:
-            changed = True
+    knocking = _knocking(value)
+    result = None
+    for index, (key, child) in enumerate(value.items()):
+        if knocking and key in knocking:
+            if result is None:
+                result = dict(islice(value.items(), index))
             continue
-        if _is_mapping(child):  # only mappings hold keys to strip: no call per leaf
-            stripped = strip_knockouts(child)
-            changed = changed or stripped is not child
+        kind = type(child)
+        if kind is dict or (kind not in _LEAVES and isinstance(child, Mapping)):
+            stripped = strip_knockouts(child)  # only mappings hold keys: no call per leaf
+            if stripped is not child and result is None:
+                result = dict(islice(value.items(), index))
             child = stripped
-        result[key] = child
-    return result if changed else value
+        if result is not None:
+            result[key] = child
+    return value if result is None else result
+
+
+def _knocking(mapping: Mapping[str, Any]) -> set | None:
+    """The `--key` keys of `mapping` (None when it has none: the usual case).
+
+    Asked of every mapping of a node's facts: one search of the keys joined (in C) answers
+    "none" without a call per key; only a hit, or a key that is no string, looks key by key.
+    """
+    try:
+        if _KNOCK_LINE not in "\n" + "\n".join(mapping):
+            return None
+    except TypeError:  # a key that is not a string
+        pass
+    found = {key for key in mapping if _knocked(key) is not None}
+    return found or None
+
+
+_KNOCK_LINE = "\n" + KNOCKOUT
 
 
 def _is_mapping(value: Any) -> bool:
@@ -89,14 +112,19 @@ def deep_merge(base: Any, layer: Any) -> Any:
     """`layer` over `base`: mappings merge recursively, lists and scalars are replaced."""
     if not _is_mapping(base) or not _is_mapping(layer):
         return strip_knockouts(layer)
-    result = _without_knocked(base, layer)
+    knocking = _knocking(layer)
+    result = _without_knocked(base, layer) if knocking else dict(base)
     for key, value in layer.items():
-        if _knocked(key) is not None:
+        if knocking and key in knocking:
             continue
-        if _is_mapping(value) and _is_mapping(result.get(key)):
-            result[key] = deep_merge(result[key], value)
-        else:
-            result[key] = strip_knockouts(value)
+        kind = type(value)
+        if kind is dict or (kind not in _LEAVES and isinstance(value, Mapping)):
+            inherited = result.get(key)
+            if _is_mapping(inherited):
+                result[key] = deep_merge(inherited, value)
+                continue
+            value = strip_knockouts(value)
+        result[key] = value  # a list or scalar: kept as it is (no keys to strip)
     return result
 
 

@@ -56,17 +56,27 @@ class Secrets:
         self.audit = AuditLog(repos.root)
 
     # -- rules -------------------------------------------------------------------------------
-    def definitions(self, components: list[str]) -> dict[str, dict]:
-        """Resource name -> definition for `components`, from the served catalog."""
-        catalog = self._repos.catalog().snapshot()
+    def definitions(
+        self, components: list[str], catalog_head: str | None = None
+    ) -> dict[str, dict]:
+        """Resource name -> definition for `components`, from the catalog at `catalog_head`
+        (a commit id the caller read; None: the served head now)."""
+        if catalog_head is not None:  # a kept answer needs no look at the catalog repository
+            found = _DEFINITIONS.get((catalog_head, tuple(components)))
+            if found is not None:
+                return found
+        catalog = self._repos.catalog().snapshot(catalog_head)
         return _DEFINITIONS.get_or_compute(
             (catalog.commit_id, tuple(components)),
             lambda: {d["name"]: d for d in CatalogView(catalog).definitions_of(components)},
         )
 
-    def rules_of(self, view: EnvironmentView) -> Callable[[str], Rules]:
-        """File path -> its rules, for one commit of an environment."""
-        definitions = self.definitions(view.components)
+    def rules_of(
+        self, view: EnvironmentView, catalog_head: str | None = None
+    ) -> Callable[[str], Rules]:
+        """File path -> its rules, for one commit of an environment (and of the catalog:
+        `catalog_head`, None for the served head)."""
+        definitions = self.definitions(view.components, catalog_head)
         return lambda file: rules_for_file(file, definitions, view.doc)
 
     def rules(self, env_id: int, version: str | None = None) -> Served:
@@ -160,6 +170,7 @@ class Secrets:
         reveal: bool = False,
         rules_file: str | None = None,
         places: Any = None,
+        catalog_head: str | None = None,
     ) -> tuple[Any, tuple[str, ...]]:
         """`document` masked (the default) or revealed, and the dotted paths masked/revealed.
 
@@ -171,8 +182,10 @@ class Secrets:
                 it, revealed ones by it and the files of the sources (`sources` when it is a
                 file, else `places`: what names them).
             rules_file: the file whose rules apply (default: `sources` when it is a file).
+            catalog_head: the catalog commit whose definitions' rules apply (None: the
+                served head); a cached answer passes the head it is keyed by.
         """
-        rules = self.rules_of(view)(rules_file or str(sources))
+        rules = self.rules_of(view, catalog_head)(rules_file or str(sources))
         if cache_key is None:
             masked_data, paths = mask.mask_paths(document, rules)
         else:
@@ -215,8 +228,11 @@ class Secrets:
         document: Any,
         *,
         reveal: bool,
+        inputs: tuple | None = None,
+        catalog_head: str | None = None,
     ) -> tuple[Any, tuple[str, ...]]:
-        """`show` for the effective document of `resource` at `pairs` of `view`."""
+        """`show` for the effective document of `resource` at `pairs` of `view` (`inputs`: its
+        `view.layer_inputs`, when the caller has them)."""
 
         def layers() -> list[tuple[str, Any]]:
             return [
@@ -230,10 +246,15 @@ class Secrets:
             view,
             document,
             layers,
-            cache_key=("effective", view.merge, view.layer_inputs(pairs, resource)),
+            cache_key=(
+                "effective",
+                view.merge,
+                view.layer_inputs(pairs, resource) if inputs is None else inputs,
+            ),
             reveal=reveal,
             rules_file=layer_file(None, "values", resource),
             places=(tuple(map(tuple, pairs)), resource),  # the layers' files follow from these
+            catalog_head=catalog_head,
         )
 
     def record_reveal(

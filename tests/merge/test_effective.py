@@ -176,7 +176,10 @@ def test_with_lookup_pairs_every_key_with_its_scope():
 
 
 # -- merging onto a kept prefix (configdb.scopes keeps each parent scope's document) ----------
-_KEYS = st.sampled_from(["a", "b", "c", "--a", "--b", "--c", "--"])
+# Also keys that are no strings, and one holding a line that starts with `--` (not a knockout).
+_KEYS = st.sampled_from(["a", "b", "c", "--a", "--b", "--c", "--", "b\n--a", "---a", "-a"]) | (
+    st.integers(0, 1)
+)
 _VALUES = st.recursive(
     st.none() | st.integers(0, 3) | st.sampled_from(["x", "y"]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
@@ -232,4 +235,10 @@ def test_deep_merge_is_the_plain_reference(data, proxies):
     for layer in data:
         if layer:
             expected = _reference_merge(expected, layer)
-    assert merge_layers(layers) == expected
+    assert _ordered(merge_layers(layers)) == _ordered(expected)  # the keys' order too
+
+
+def _ordered(value):
+    if isinstance(value, Mapping):
+        return [(key, _ordered(child)) for key, child in value.items()]
+    return [_ordered(item) for item in value] if isinstance(value, list) else value

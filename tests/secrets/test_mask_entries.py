@@ -3,6 +3,7 @@ whole-document walk, for shared entries, under any key and rules, called again a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ FUEL = Path(__file__).resolve().parents[1] / "data" / "fuel" / "astute"
 RULES = [
     Rules(),
     Rules(patterns=(("nodes", "*", "name"), ("network_scheme",))),
+    Rules(patterns=(("network_scheme", "*", "*", "0"), ("*",), ("nodes", "1", "*"))),
     Rules(defaults=False),
     Rules(everything=True),
 ]
@@ -27,7 +29,10 @@ def walked(document, rules):
     return mask._mask_walk(document, rules, (), False)
 
 
-@pytest.mark.parametrize("rules", RULES, ids=["defaults", "patterns", "none", "everything"])
+IDS = ["defaults", "patterns", "wildcards", "none", "everything"]
+
+
+@pytest.mark.parametrize("rules", RULES, ids=IDS)
 @pytest.mark.parametrize("source", sorted(FUEL.glob("*.yaml")), ids=lambda p: p.stem)
 def test_entry_by_entry_is_the_whole_walk(source, rules):
     document = yaml.safe_load(source.read_text())
@@ -36,6 +41,42 @@ def test_entry_by_entry_is_the_whole_walk(source, rules):
         assert mask.mask_paths(document, rules) == expected
     shared = {"renamed_password": document["nodes"], **document}  # one object, two keys
     assert mask.mask_paths(shared, rules) == walked(shared, rules)
+
+
+def _leaf_paths(value, path=()):
+    if isinstance(value, dict | list):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, child in items:
+            yield from _leaf_paths(child, (*path, key))
+    else:
+        yield path
+
+
+def _sealed_at(value, path):
+    if not path:
+        return "ENC[v1,aesgcm,kid=k,n=AAAA,d=BBBB]"
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[path[0]] = _sealed_at(value[path[0]], path[1:])
+    return copy
+
+
+FUEL_DOCUMENTS = {p.stem: yaml.safe_load(p.read_text()) for p in sorted(FUEL.glob("*.yaml"))}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(FUEL_DOCUMENTS)), st.data(), st.sampled_from(RULES[:-1]))
+def test_sealed_text_anywhere_in_a_fuel_file_is_masked(name, data, rules):
+    """Fuel's files hold no sealed value: put some at leaves drawn anywhere in them."""
+    document = FUEL_DOCUMENTS[name]
+    leaves = list(_leaf_paths(document))
+    chosen = data.draw(st.lists(st.sampled_from(leaves), min_size=1, max_size=5, unique=True))
+    for path in chosen:
+        document = _sealed_at(document, path)
+    result, paths = mask.mask_paths(document, rules)
+    assert (result, paths) == walked(document, rules)
+    for path in chosen:
+        assert tuple(map(str, path)) in paths
+    assert "ENC[" not in json.dumps(result)
 
 
 def test_an_unmasked_document_is_returned_itself():
