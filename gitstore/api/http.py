@@ -74,11 +74,14 @@ def flag(name: str) -> bool:
     A bare `?name` is on; `?name=` with nothing after the `=` is refused: it reads as a value
     left out by mistake (a template's empty variable), and guessing either way is wrong.
     """
+    given = request.args.getlist(name)
+    if not given:
+        return False  # absent (`?name=` would be given as "")
     if f"{name}=".encode() in request.query_string.split(b"&"):
         raise InvalidInput(
             f"flag {name!r} has an empty value: write ?{name} or ?{name}=1 (or 0)", key=name
         )
-    values = {parse_flag(raw, name) for raw in request.args.getlist(name)}
+    values = {parse_flag(raw, name) for raw in given}
     if len(values) > 1:
         raise InvalidInput(f"flag {name!r} is given more than once with different values", key=name)
     return values.pop() if values else False
