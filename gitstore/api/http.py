@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +33,9 @@ _BODIES = "gitstore.bodies"
 _FRAGMENTS = "gitstore.json_fragments"
 #: Fewer top-level entries than this are encoded whole (nothing to gain from fragments).
 FRAGMENT_MIN_ENTRIES = 16
-#: Answers in a row sharing fewer than FRAGMENT_MIN_ENTRIES entries with the head that
-#: replace it (the last of them becomes the head).
-HEAD_MISSES = 2
+#: The answers kept as heads (`_Fragments`), and the largest kept (its JSON's characters).
+HEADS = 8
+HEAD_BYTES = 4 * 1024 * 1024
 #: Where the app factory keeps the facade it serves.
 STORE = "gitstore"
 #: The parameters of a blocking query (gitstore/api/blocking.py): one answer, one ETag, whatever
@@ -157,32 +158,39 @@ class _Head:
 
 class _Fragments:
     """The JSON of a shared answer assembled from the entries it shares, in place, with an
-    earlier answer (the head), so that only its other entries are encoded: a node's effective
+    earlier answer (a head), so that only its other entries are encoded: a node's effective
     document is its parent scope's kept document with the node's keys merged over it
     (`configdb.scopes`), so every node of a scope shares the head's entries but its own.
     190 -> ~95 -> ~70 us for a cold node's 25 KB astute answer. Bytes are exactly
     `app.json.dumps(data)`'s: the same encoder settings, entries in the same order, joined by
     its item separator.
 
+    A head is found by its first value (the same object: answers of one document, whoever's
+    node, start with the parent's first entry), so the answers of several resources each find
+    theirs, and an answer sharing nothing (`show_lookup` wraps every entry) finds none: it is
+    encoded whole and kept as a head, replacing the least recently used of `HEADS`. A head
+    that an answer shares fewer than `FRAGMENT_MIN_ENTRIES` entries with (its document
+    changed) is replaced by that answer.
+
     Used only for shared answers (`Served.shared`: documents of the read caches, never
     mutated), so an entry's objects keep their JSON. An entry's JSON is used only while the
     answer holds that very key and value at the same place (`is`), and the head holds those
-    objects, so a reused id can never serve another object's JSON. The head is one answer
-    (its JSON at most that answer's size); it is replaced when `HEAD_MISSES` answers in a row
-    shared fewer than `FRAGMENT_MIN_ENTRIES` entries with it (another document's answers,
-    or the global layer changed), so that one odd answer in between (`show_lookup` wraps every
-    entry) does not cost the others theirs.
+    objects, so a reused id can never serve another object's JSON. A head's JSON is at most
+    its answer's, and answers of more than `HEAD_BYTES` are not kept as heads.
     """
 
     def __init__(self, encoder: json.JSONEncoder) -> None:
         self.encode = encoder.encode
-        self.head: _Head | None = None
-        self.misses = 0
+        self.heads: dict[int, _Head] = {}  # by the id of the first value, oldest use first
+        self._mutex = threading.Lock()  # gthread workers: one thread reorders, one evicts
 
     def body(self, data: dict) -> str:
-        head = self.head
+        first = next(iter(data.values()))
+        head = self._head(first)
         if head is None:
-            head = self.head = _Head(data)
+            text = self.encode(data)
+            self._keep(first, data, text)
+            return text
         encode, texts = self.encode, head.texts
         parts: list[str] = []
         run: dict = {}
@@ -206,17 +214,30 @@ class _Fragments:
         run.update(items)  # entries past the head's
         if run:
             parts.append(encode(run)[1:-1])
-        self._count(data, shared)
-        return "{" + ", ".join(parts) + "}"
+        text = "{" + ", ".join(parts) + "}"
+        if shared < FRAGMENT_MIN_ENTRIES:
+            self._keep(first, data, text)  # its document changed: this answer is the new head
+        return text
 
-    def _count(self, data: dict, shared: int) -> None:
-        """Replace the head after `HEAD_MISSES` answers in a row that shared little with it."""
-        if shared >= FRAGMENT_MIN_ENTRIES:
-            self.misses = 0
+    def _head(self, first: Any) -> _Head | None:
+        """The head of answers starting with `first`, now the most recently used."""
+        with self._mutex:
+            head = self.heads.pop(id(first), None)
+            if head is None or head.values[0] is not first:
+                return None
+            self.heads[id(first)] = head
+            return head
+
+    def _keep(self, first: Any, data: dict, text: str) -> None:
+        """Keep `data` as the head of answers starting with `first`."""
+        if len(text) > HEAD_BYTES:
             return
-        self.misses += 1
-        if self.misses >= HEAD_MISSES:
-            self.head, self.misses = _Head(data), 0
+        head = _Head(data)
+        with self._mutex:
+            self.heads.pop(id(first), None)
+            if len(self.heads) >= HEADS:
+                del self.heads[next(iter(self.heads))]  # the least recently used
+            self.heads[id(first)] = head
 
 
 def _fragments() -> _Fragments | None:

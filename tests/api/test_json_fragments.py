@@ -55,8 +55,8 @@ def _paths(nodes) -> list[str]:
 def test_real_answers_are_the_providers_bytes(fuel_app, fuel_store, inventory, monkeypatch):
     paths = _paths(inventory) * 2  # twice: the second time every shared entry is kept
     assembled = bodies(fuel_app, paths)
-    head = fuel_app.extensions[http._FRAGMENTS][1].head
-    assert sum(text is not None for text in head.texts) > 20  # the head's entries were used
+    heads = fuel_app.extensions[http._FRAGMENTS][1].heads.values()
+    assert max(sum(text is not None for text in head.texts) for head in heads) > 20  # used
     monkeypatch.setattr(http, "FRAGMENT_MIN_ENTRIES", 10**9)  # whole encoding only
     plain = bodies(create_app({"TESTING": True}, store=fuel_store), paths)
     assert assembled == plain
@@ -100,19 +100,29 @@ def test_an_entry_is_used_only_at_its_place_and_under_its_very_key(app):
             assert fragments.body(data) == app.json.dumps(data)
 
 
-def test_the_head_is_kept_across_one_odd_answer_and_replaced_after_more(app):
+def test_each_document_keeps_its_head_and_a_changed_one_is_replaced(app):
     with app.app_context():
         fragments = http._fragments()
         node = {f"k{i}": [i] for i in range(30)}
         odd = {key: {"value": value} for key, value in node.items()}  # `show_lookup`-like
         other = {f"other{i}": [i] for i in range(30)}
-        for data in (node, odd, node):
+        for data in (node, odd, other, node, {**node, "own": 1}, other):
             assert fragments.body(data) == app.json.dumps(data)
-        assert fragments.head.values[0] is node["k0"]
-        for data in (other, other, other):
+        heads = fragments.heads
+        assert [head.values[0] for head in heads.values()] == [
+            odd["k0"],
+            node["k0"],
+            other["other0"],
+        ]
+        assert all(text is not None for text in heads[id(node["k0"])].texts)
+        changed = {**node, **{f"k{i}": [i] for i in range(1, 30)}}  # k0 is kept
+        for data in (changed, changed):
             assert fragments.body(data) == app.json.dumps(data)
-        assert fragments.head.values[0] is other["other0"]
-        assert all(text is not None for text in fragments.head.texts)
+        assert heads[id(node["k0"])].values[1] is changed["k1"]
+        for index in range(http.HEADS):
+            data = {f"k{i}": [index] for i in range(20)}
+            assert fragments.body(data) == app.json.dumps(data)
+        assert id(node["k0"]) not in heads and len(heads) == http.HEADS
 
 
 def test_other_json_settings_encode_whole(app):
