@@ -156,6 +156,38 @@ _VALUES = st.recursive(
 _KEYS = st.text(max_size=6) | st.integers(-5, 5) | st.booleans() | st.none() | st.floats(0, 2)
 
 
+_FUEL = {path.name: yaml.safe_load(path.read_text()) for path in sorted(ASTUTE.glob("*.yaml"))}
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    name=st.sampled_from(sorted(_FUEL)),
+    nodes=st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 200), max_size=6),  # entries the node overrides
+            st.dictionaries(st.text(max_size=8), _VALUES, max_size=5),  # its own
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_nodes_over_each_fuel_file_are_the_providers_bytes(app, name, nodes):
+    """Each Fuel astute file as the parent document, nodes overriding some of its entries in
+    place and adding their own after them, as `configdb.scopes` merges them."""
+    with app.app_context():
+        parent = _FUEL[name]
+        keys = list(parent)
+        for overridden, own in nodes:
+            node = dict(parent)
+            for index in overridden:
+                node[keys[index % len(keys)]] = {"node": index}
+            node.update(own)
+            for data in (node, parent, node):
+                assert http._encoded(data) == app.json.dumps(data).encode("utf-8")
+
+
 @settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
