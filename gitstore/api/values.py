@@ -98,7 +98,7 @@ def read(env_id: int, rest: str):
     config, who = app_store().config, g.user
 
     def read_at(version: str | None) -> Served:
-        at = replace(query, version=version)
+        at = query if version == query.version else replace(query, version=version)
         return config.read(env_id, address.pairs, address.resource, address.kind, at, who=who)
 
     return blocking_read(env_id, read_at)

@@ -1,7 +1,8 @@
-"""A shared answer's JSON assembled from kept top-level fragments (`http._Fragments`) is the
-very bytes the app's JSON provider gives for the whole answer: over real Fuel answers through
-the real app (nodes' effective documents, masked and revealed, `show_lookup`, `explain`, a key,
-the global layer), after writes, and on generated documents sharing entries by identity."""
+"""A shared answer's JSON assembled from the entries it shares with a kept answer
+(`http._Fragments`) is the very bytes the app's JSON provider gives for the whole answer: over
+real Fuel answers through the real app (nodes' effective documents, masked and revealed,
+`show_lookup`, `explain`, a key, the global layer), after writes, and on generated documents
+sharing entries by identity, in place or moved."""
 
 from __future__ import annotations
 
@@ -54,8 +55,8 @@ def _paths(nodes) -> list[str]:
 def test_real_answers_are_the_providers_bytes(fuel_app, fuel_store, inventory, monkeypatch):
     paths = _paths(inventory) * 2  # twice: the second time every shared entry is kept
     assembled = bodies(fuel_app, paths)
-    kept = fuel_app.extensions[http._FRAGMENTS][1].kept
-    assert len(kept) > 20  # the fragments were used
+    heads = fuel_app.extensions[http._FRAGMENTS][1].heads.values()
+    assert max(sum(text is not None for text in head.texts) for head in heads) > 20  # used
     monkeypatch.setattr(http, "FRAGMENT_MIN_ENTRIES", 10**9)  # whole encoding only
     plain = bodies(create_app({"TESTING": True}, store=fuel_store), paths)
     assert assembled == plain
@@ -81,6 +82,47 @@ def test_an_entry_is_used_only_for_the_very_object_it_encodes(app):
             data = {**base, "entry": [round_] * 4}
             assert fragments.body(data) == app.json.dumps(data)
             del data
+
+
+def test_an_entry_is_used_only_at_its_place_and_under_its_very_key(app):
+    """Equal keys of another type (`True` and `1`) and entries moved by an insertion or a
+    deletion before them are encoded anew."""
+    with app.app_context():
+        fragments = http._fragments()
+        base = {f"k{i}": [i] for i in range(30)}
+        head = {**base, 1: "one", 2.0: "two"}
+        assert fragments.body(head) == app.json.dumps(head)
+        shifted = dict(list(base.items())[:10] + [("new", [0])] + list(base.items())[10:])
+        fewer = {key: value for key, value in base.items() if key != "k3"}
+        retyped = {**base, True: "one", 2: "two"}
+        reordered = dict(reversed(list(head.items())))
+        for data in (head, shifted, head, fewer, retyped, head, reordered, head):
+            assert fragments.body(data) == app.json.dumps(data)
+
+
+def test_each_document_keeps_its_head_and_a_changed_one_is_replaced(app):
+    with app.app_context():
+        fragments = http._fragments()
+        node = {f"k{i}": [i] for i in range(30)}
+        odd = {key: {"value": value} for key, value in node.items()}  # `show_lookup`-like
+        other = {f"other{i}": [i] for i in range(30)}
+        for data in (node, odd, other, node, {**node, "own": 1}, other):
+            assert fragments.body(data) == app.json.dumps(data)
+        heads = fragments.heads
+        assert [head.values[0] for head in heads.values()] == [
+            odd["k0"],
+            node["k0"],
+            other["other0"],
+        ]
+        assert all(text is not None for text in heads[id(node["k0"])].texts)
+        changed = {**node, **{f"k{i}": [i] for i in range(1, 30)}}  # k0 is kept
+        for data in (changed, changed):
+            assert fragments.body(data) == app.json.dumps(data)
+        assert heads[id(node["k0"])].values[1] is changed["k1"]
+        for index in range(http.HEADS):
+            data = {f"k{i}": [index] for i in range(20)}
+            assert fragments.body(data) == app.json.dumps(data)
+        assert id(node["k0"]) not in heads and len(heads) == http.HEADS
 
 
 def test_other_json_settings_encode_whole(app):
@@ -114,6 +156,38 @@ _VALUES = st.recursive(
 _KEYS = st.text(max_size=6) | st.integers(-5, 5) | st.booleans() | st.none() | st.floats(0, 2)
 
 
+_FUEL = {path.name: yaml.safe_load(path.read_text()) for path in sorted(ASTUTE.glob("*.yaml"))}
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    name=st.sampled_from(sorted(_FUEL)),
+    nodes=st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 200), max_size=6),  # entries the node overrides
+            st.dictionaries(st.text(max_size=8), _VALUES, max_size=5),  # its own
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_nodes_over_each_fuel_file_are_the_providers_bytes(app, name, nodes):
+    """Each Fuel astute file as the parent document, nodes overriding some of its entries in
+    place and adding their own after them, as `configdb.scopes` merges them."""
+    with app.app_context():
+        parent = _FUEL[name]
+        keys = list(parent)
+        for overridden, own in nodes:
+            node = dict(parent)
+            for index in overridden:
+                node[keys[index % len(keys)]] = {"node": index}
+            node.update(own)
+            for data in (node, parent, node):
+                assert http._encoded(data) == app.json.dumps(data).encode("utf-8")
+
+
 @settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -130,6 +204,8 @@ def test_documents_sharing_entries_are_the_providers_bytes(app, pairs, changes):
         for index, value in changes:
             second[keys[index % len(keys)]] = value
         second["new"] = [datetime.date(2024, 1, 2)]
-        for data in (first, second, first, second):
+        third = dict(reversed(list(second.items())))  # the same objects, other places
+        fourth = {key: value for index, (key, value) in enumerate(first.items()) if index != 3}
+        for data in (first, second, first, second, third, fourth, third, first):
             if len(data) >= http.FRAGMENT_MIN_ENTRIES:
                 assert http._encoded(data) == app.json.dumps(data).encode("utf-8")
