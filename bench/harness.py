@@ -286,6 +286,42 @@ def wrk(
     return Load(rate, _wrk_ms(out, "50%"), _wrk_ms(out, "99%"), total, failed, "wrk")
 
 
+ONCE_SCRIPT = Path(__file__).resolve().parent / "wrk_once.lua"
+
+
+def wrk_once(base_url: str, paths: list[str], connections: int = 8, threads: int = 2) -> Load:
+    """`wrk` requesting each of `paths` once (`wrk_once.lua`), stopped with SIGINT as soon as
+    every thread has its share answered; the rate is over the script's own clock, from the
+    first request sent to the last answer."""
+    with tempfile.NamedTemporaryFile("w", suffix=".paths") as listed:
+        listed.write("".join(f"{path}\n" for path in paths))
+        listed.flush()
+        bound = max(60, len(paths) // 20)  # wrk's own end, should the harness never stop it
+        command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{bound}s", "--timeout", "10s"]
+        command += ["-s", str(ONCE_SCRIPT), base_url, "--", listed.name, str(threads)]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+            out = _until_finished(process, threads)
+    found = re.search(r"ONCE answered=(\d+) failed=(\d+) seconds=([\d.]+) p50=(\d+) p99=(\d+)", out)
+    answered, failed, seconds, p50, p99 = found.groups()
+    socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+)", out)
+    errors = int(failed) + (sum(map(int, socket_errors.groups())) if socket_errors else 0)
+    rate = int(answered) / float(seconds)
+    return Load(rate, int(p50) / 1000, int(p99) / 1000, int(answered), errors, "wrk")
+
+
+def _until_finished(process: subprocess.Popen, threads: int) -> str:
+    """All of wrk's output, having interrupted it once `threads` lines said `finished`."""
+    lines, finished = [], 0
+    for line in process.stdout:
+        lines.append(line)
+        finished += line.strip() == "finished"
+        if finished == threads:
+            process.send_signal(signal.SIGINT)
+            finished += 1  # interrupted once
+    process.wait()
+    return "".join(lines)
+
+
 def _wrk_ms(out: str, percentile: str) -> float:
     value, unit = re.search(rf"^\s+{percentile}\s+([\d.]+)(us|ms|s)\s*$", out, re.M).groups()
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
