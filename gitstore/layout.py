@@ -242,16 +242,17 @@ class EnvironmentView:
 
     def layers(self, pairs: LevelPairs, resource: str) -> list[Layer]:
         """Values then overrides at each scope, least specific first."""
-        layers = []
-        for scope, pair in self.chain(pairs):
-            for kind in KINDS:
-                path = layer_file(pair, kind, resource)
-                layers.append(Layer(scope, kind, self.snapshot.read_mapping(path), path))
-        return layers
+        return [
+            layer
+            for scope, pair in self.chain(pairs)
+            for layer in self._scope_layers(scope, pair, resource)
+        ]
 
     def own_layers(self, pairs: LevelPairs, resource: str) -> list[Layer]:
         """The last scope's layers of `layers` (values then overrides), read alone."""
-        scope, pair = scope_of(pairs), (pairs[-1] if pairs else None)
+        return self._scope_layers(scope_of(pairs), pairs[-1] if pairs else None, resource)
+
+    def _scope_layers(self, scope: str, pair: tuple[str, str] | None, resource: str) -> list[Layer]:
         layers = []
         for kind in KINDS:
             path = layer_file(pair, kind, resource)

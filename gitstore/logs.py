@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 FORMATS = ("json", "text")
@@ -114,18 +115,28 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
     return {k: redact(v) if isinstance(v, str) else v for k, v in fields.items()}
 
 
+class PerSecond:
+    """A text that depends on the whole second only, made once a second: formatting a time
+    (strftime, email.utils) is most of what a log line's stamp or a `Date` header costs."""
+
+    def __init__(self, make: Callable[[int], str]) -> None:
+        self._make = make
+        self._pair: tuple[int | None, str] = (None, "")  # the last second and its text
+
+    def text(self, second: int) -> str:
+        kept, text = self._pair  # one read: another thread may replace the pair meanwhile
+        if kept != second:
+            text = self._make(second)
+            self._pair = (second, text)
+        return text
+
+
+_STAMP = PerSecond(lambda second: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+
+
 def _timestamp(created: float) -> str:
-    global _SECOND
-    second, text = _SECOND  # one read: another thread may replace the pair meanwhile
-    if second != int(created):  # strftime is most of a line's timestamp: once a second
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))
-        _SECOND = (int(created), text)
     millis = int(created * 1000) % 1000
-    return f"{text}.{millis:03d}Z"
-
-
-#: The last whole second a line was stamped with, and its text.
-_SECOND: tuple[int | None, str] = (None, "")
+    return f"{_STAMP.text(int(created))}.{millis:03d}Z"
 
 
 # -- the request line, written without a LogRecord ---------------------------------------------

@@ -225,21 +225,24 @@ class _Buffer:
             timing[0][slot] += 1
             timing[1] += seconds
             if cache:
-                for name, count in cache.items():
-                    self.cache[name] = self.cache.get(name, 0) + count
+                self._count_cache(cache)
 
     def add_cache(self, cache: dict) -> None:
         if self.started_in != os.getpid():
             self._start()
         with self._lock:
-            for name, count in cache.items():
-                self.cache[name] = self.cache.get(name, 0) + count
+            self._count_cache(cache)
+
+    def _count_cache(self, cache: dict) -> None:
+        """Add a thread's cache counts (`_lock` held)."""
+        for name, count in cache.items():
+            self.cache[name] = self.cache.get(name, 0) + count
 
     def take(self) -> tuple[dict, dict, dict]:
         """The counts so far, leaving none."""
         with self._lock:
             taken = self.requests, self.durations, self.cache
-            self.requests, self.durations, self.cache = {}, {}, {}
+            self._reset()
         return taken
 
     def flush(self) -> None:

@@ -192,8 +192,6 @@ def _describe(exc: yaml.YAMLError) -> str:
 
 
 _UNPARSED = object()
-#: How PyYAML resolves a plain scalar (YAML 1.1), to know which strings need quotes.
-_PLAIN = yaml.resolver.Resolver()
 
 
 def _round_trip() -> YAML:
@@ -367,7 +365,7 @@ def _read_back_safe(value: Any) -> Any:
 def plain_reads_as_string(text: str) -> bool:
     """Whether `text` written as a plain scalar reads back as that string under YAML 1.1
     (not `yes`, `1`, `null`, `0777`)."""
-    return _PLAIN.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG
+    return yamlblock.plain_tag(text) == _STR_TAG
 
 
 def _same_scalar(old: Any, new: Any) -> bool:

@@ -82,18 +82,15 @@ class Config:
 
     def _catalog_view(self, head: str | None = None) -> CatalogView:
         """The catalog at `head` (None: its head now), built once per catalog commit (every
-        write asks twice).
+        write asks twice); a kept view is found without opening a snapshot.
 
-        Per thread: a view keeps its snapshot, whose pygit2 handle is this thread's. A kept
-        view is found without a snapshot: a read passes the head it keyed its answer by.
+        Per thread: a view keeps its snapshot, whose pygit2 handle is this thread's.
         """
-        if head is not None:
-            found = _CATALOGS.get((threading.get_ident(), head))
-            if found is not None:
-                return found
-        snapshot = self._repos.catalog().snapshot(head)
+        catalog = self._repos.catalog()
+        if head is None:
+            head = catalog.head()
         return _CATALOGS.get_or_compute(
-            (threading.get_ident(), snapshot.commit_id), lambda: CatalogView(snapshot)
+            (threading.get_ident(), head), lambda: CatalogView(catalog.snapshot(head))
         )
 
     # -- reading ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from gitstore.secrets import cipher
 from gitstore.secrets.cipher import PREFIX, Place
 from gitstore.secrets.keyring import Keys
 from gitstore.secrets.leaves import MISSING, rebuild, replaced, value_at
-from gitstore.secrets.rules import WILDCARD, Rules, _default_match
+from gitstore.secrets.rules import WILDCARD, Rules, default_match
 from gitstore.secrets.seal import MASK
 
 #: Masked documents by (the caller's id of the document's inputs, rules). Shared: never edit.
@@ -186,7 +186,7 @@ class _Plan:
         if found is None:  # a bounded table: key names are the stored documents'
             if len(self.names) >= MAX_ENTRIES:
                 self.names.clear()
-            found = self.names[segment] = _default_match(segment)
+            found = self.names[segment] = default_match(segment)
         return found
 
     def _child(

@@ -44,7 +44,7 @@ class Rules:
             return True
         if not path:
             return False
-        if self.defaults and _default_match(path[-1]):
+        if self.defaults and default_match(path[-1]):
             return True
         return any(len(p) == len(path) and _pattern_match(p, path) for p in self.patterns)
 
@@ -56,7 +56,8 @@ class Rules:
 NO_SECRETS = Rules(defaults=False)
 
 
-def _default_match(segment: str) -> bool:
+def default_match(segment: str) -> bool:
+    """Whether a key of this name is secret by the default patterns (`*password`, ...)."""
     name = segment.lower()
     return not name.isdigit() and name.endswith(DEFAULT_SUFFIXES)
 

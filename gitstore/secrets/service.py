@@ -61,14 +61,15 @@ class Secrets:
     ) -> dict[str, dict]:
         """Resource name -> definition for `components`, from the catalog at `catalog_head`
         (a commit id the caller read; None: the served head now)."""
-        if catalog_head is not None:  # a kept answer needs no look at the catalog repository
-            found = _DEFINITIONS.get((catalog_head, tuple(components)))
-            if found is not None:
-                return found
-        catalog = self._repos.catalog().snapshot(catalog_head)
+        catalog = self._repos.catalog()
+        if catalog_head is None:
+            catalog_head = catalog.head()
         return _DEFINITIONS.get_or_compute(
-            (catalog.commit_id, tuple(components)),
-            lambda: {d["name"]: d for d in CatalogView(catalog).definitions_of(components)},
+            (catalog_head, tuple(components)),
+            lambda: {
+                d["name"]: d
+                for d in CatalogView(catalog.snapshot(catalog_head)).definitions_of(components)
+            },
         )
 
     def rules_of(
