@@ -52,6 +52,10 @@ _QUERY_NAMES = frozenset({"effective", "show_lookup", "key", "version"})
 _HIERA_QUERY_NAMES = frozenset({"version", "resources"})
 #: Set by the Hiera view (api/hiera.py): how it read the document, to read it again the same way.
 HIERA_READ = "gitstore.hiera_read"
+#: The heads read here for a request (environment, catalog): the values view reads at them
+#: rather than reading the two refs again, and says so in READ_AT (api/values.py).
+HEADS = "gitstore.heads"
+READ_AT = "gitstore.read_at"
 #: Headers whose presence makes the app's own rules decide (conditional and range requests).
 _APP_DECIDES = (
     "HTTP_IF_NONE_MATCH",
@@ -119,10 +123,12 @@ class FastPath:
     def _ids(self, key: tuple) -> tuple:
         """What an answer to `key` follows from besides the request: the heads, the parsed
         access file and, for a Hiera document, the keyring's epoch."""
-        heads = self._heads(key[0])
+        return (self._heads(key[0]), *self._policy_and_epoch(key))
+
+    def _policy_and_epoch(self, key: tuple) -> tuple:
         policy = self._store.access.policy()
         epoch = self._store.secrets.keys_epoch() if key[1].startswith(_HIERA_PREFIX) else None
-        return heads, policy, epoch
+        return policy, epoch
 
     def _heads(self, env_id: int) -> tuple[str | None, str | None]:
         """What `config.heads` reads (the environment's head, the catalog's), without its
@@ -158,6 +164,8 @@ class FastPath:
     ) -> Iterable[bytes]:
         """The app's answer, kept when it is a 200 made while the ids stayed the same."""
         captured: list = []
+        if None not in ids[0]:
+            environ[HEADS] = ids[0]
 
         def capture(status: str, headers: list, exc_info: Any = None) -> Callable:
             captured[:] = [status, headers, exc_info]
@@ -180,7 +188,7 @@ class FastPath:
             keep
             and (status.startswith("200 ") or (hiera_read and status.startswith("304 ")))
             and None not in ids[0]
-            and self._still(ids, key)
+            and self._still(ids, key, environ.get(READ_AT) is ids[0])
         ):
             kept = [(name, value) for name, value in headers if name != observe.REQUEST_ID]
             commit = next((v for n, v in headers if n == "X-Gitstore-Commit"), None)
@@ -192,10 +200,15 @@ class FastPath:
             self._answers.put(key, entry, len(body) + 256)
         return [body]
 
-    def _still(self, ids: tuple, key: tuple) -> bool:
+    def _still(self, ids: tuple, key: tuple, read_at_heads: bool) -> bool:
         """Whether the ids read before the app answered are still the current ones: a commit
-        or an access-file change during the request must not be kept as the old state's."""
+        or an access-file change during the request must not be kept as the old state's. An
+        answer the app read at the very heads read before (`read_at_heads`) is theirs
+        whatever moved since: only the access file and the keyring are read again."""
         try:
+            if read_at_heads:
+                policy, epoch = self._policy_and_epoch(key)
+                return policy is ids[1] and epoch == ids[2]
             heads, policy, epoch = self._ids(key)
         except GitstoreError:
             return False

@@ -12,7 +12,9 @@ from flask import Blueprint, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
 from gitstore import Query
+from gitstore.api.blocking import PARAMETERS as BLOCKING_PARAMETERS
 from gitstore.api.blocking import blocking_read
+from gitstore.api.fastpath import HEADS, READ_AT
 from gitstore.api.http import (
     app_store,
     author,
@@ -95,13 +97,27 @@ def read(env_id: int, rest: str):
                 who=g.user,
             )
         )
-    config, who = app_store().config, g.user
+    config, who, heads = app_store().config, g.user, _heads_read_for_this_request()
 
     def read_at(version: str | None) -> Served:
         at = query if version == query.version else replace(query, version=version)
-        return config.read(env_id, address.pairs, address.resource, address.kind, at, who=who)
+        return config.read(
+            env_id, address.pairs, address.resource, address.kind, at, who=who, heads=heads
+        )
 
     return blocking_read(env_id, read_at)
+
+
+def _heads_read_for_this_request() -> tuple[str, str] | None:
+    """The heads the fast path read for this plain read of the head (fastpath.py), marked
+    as the ones the answer is read at; None for a pinned or blocking read, whose answer is
+    not of the heads of the request's start."""
+    if "version" in request.args or any(name in request.args for name in BLOCKING_PARAMETERS):
+        return None
+    heads = request.environ.get(HEADS)
+    if heads is not None:
+        request.environ[READ_AT] = heads
+    return heads
 
 
 @bp.route("/<int:env_id>/<path:rest>", methods=["PUT", "PATCH"])

@@ -262,6 +262,11 @@ class Repository:
         """The tree of `version` (None: the head of main)."""
         return self._snapshot_of(self._resolve(version))
 
+    def snapshot_at_head(self, head: str) -> Snapshot:
+        """The tree of `head`, a head of main the caller has just read (`head()`): what
+        `snapshot()` makes, without reading the ref a second time."""
+        return self._snapshot_of(self._head_commit(head))
+
     def _snapshot_of(self, commit: pygit2.Commit) -> Snapshot:
         try:
             return Snapshot(self.git, commit, self.name, self.depth(str(commit.id)))

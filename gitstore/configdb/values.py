@@ -107,17 +107,23 @@ class Config:
         kind: str,
         query: Query = Query(),
         who: str | None = None,
+        heads: tuple[str, str] | None = None,
     ) -> Served:
         """One layer document or the effective document, secrets masked unless revealed.
 
-        A reveal is recorded in the audit log as made by `who`.
+        A reveal is recorded in the audit log as made by `who`. `heads` (the environment's and
+        the catalog's, as `heads()` gives them) are ones the caller read for this request: a
+        read of the head is made at them instead of reading the refs again.
         """
         _check_kind(kind)
         if query.show_lookup and not query.effective:
             raise Conflict("show_lookup needs effective (add ?effective)")
         repo = self._repos.environment_repo(env_id)
-        snapshot = repo.snapshot(query.version)
-        catalog_head = self._repos.catalog().head()  # read once: the answer is of this commit
+        if heads is None or query.version is not None:
+            snapshot = repo.snapshot(query.version)
+            catalog_head = self._repos.catalog().head()  # read once: the answer is of this commit
+        else:
+            snapshot, catalog_head = repo.snapshot_at_head(heads[0]), heads[1]
         if query.reveal:  # computed every time: every reveal is audited
             return self._read(env_id, snapshot, pairs, resource, kind, query, who, catalog_head)
         # A masked answer follows from the environment commit, the catalog commit (definitions,

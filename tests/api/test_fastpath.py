@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import subprocess
 
 import pytest
 from werkzeug.test import EnvironBuilder, run_wsgi_app
@@ -26,8 +27,14 @@ DOCUMENT = {"a": {"b": 1, "c": [1, 2]}, "name": "one", "db_password": "hunter2"}
 @pytest.fixture
 def app(fuel_store, inventory):
     app = create_app({"TESTING": True}, store=fuel_store)
-    app.reached = []
-    app.before_request(lambda: app.reached.append(1))
+    app.reached, app.during = [], []  # requests that reached Flask; what to do inside them
+
+    @app.before_request
+    def reach():
+        app.reached.append(1)
+        for act in app.during:
+            act()
+
     client = app.test_client()
     assert client.put(ASTUTE, json=DOCUMENT).status_code == 204
     assert client.put(NODE.replace("values", "overrides"), json={"a": {"b": 2}}).status_code == 204
@@ -77,6 +84,43 @@ def test_a_commit_is_read_at_once(app):
     assert client.put(ASTUTE, json={**DOCUMENT, "name": "two"}).status_code == 204
     status, headers, body = call(app, ASTUTE)
     assert b'"two"' in body and (status, headers, body) == call(app, ASTUTE, slow=True)
+
+
+def commit_during_the_next_request(app, fuel_store, name: str) -> list:
+    """A hook writing `name` into the global astute document inside the next request that
+    reaches Flask (after the fast path read the heads); returns the commits it made."""
+    made: list = []
+
+    def write():
+        if not made:
+            fuel_store.config.put(1, [], "astute", "values", {**DOCUMENT, "name": name})
+            made.append(fuel_store.environment_repo(1).head())
+
+    app.during.append(write)
+    return made
+
+
+def test_a_read_is_answered_at_the_heads_read_when_it_started(app, fuel_store):
+    before = fuel_store.environment_repo(1).head()
+    made = commit_during_the_next_request(app, fuel_store, "during")
+    _, headers, body = call(app, ASTUTE)
+    assert made and dict(headers)["X-Gitstore-Commit"] == before and b'"one"' in body
+    _, headers, body = call(app, ASTUTE)  # the commit is seen by the next read
+    assert dict(headers)["X-Gitstore-Commit"] == made[0] and b'"during"' in body
+
+
+def test_a_pinned_read_is_not_kept_under_the_heads_read_before_it(app, fuel_store):
+    # `version=main` is read at main when the app resolves it: after the commit the hook
+    # makes, so its answer is not the one of the heads the fast path read first. Were it kept
+    # under them, main moved back there would be answered with the later commit's data.
+    repo = fuel_store.environment_repo(1)
+    before = repo.head()
+    made = commit_during_the_next_request(app, fuel_store, "during")
+    _, _, body = call(app, ASTUTE, "version=main")
+    assert made and b'"during"' in body
+    subprocess.run(["git", "update-ref", "refs/heads/main", before], cwd=repo.path, check=True)
+    _, headers, body = call(app, ASTUTE, "version=main")
+    assert dict(headers)["X-Gitstore-Commit"] == before and b'"one"' in body
 
 
 def test_a_deleted_environment_is_not_found_at_once(app, fuel_store):
