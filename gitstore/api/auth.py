@@ -178,8 +178,7 @@ def _git_need(subpath: str, services: list[str]) -> Need:
 
 
 def _authorise() -> None:
-    g.user = None
-    g.identity = None
+    g.user = g.identity = None
     need = needed(request.method, request.path, request.args)
     if _member_call(need):
         return

@@ -41,6 +41,15 @@ STORE = "gitstore"
 #: The parameters of a blocking query (gitstore/api/blocking.py): one answer, one ETag, whatever
 #: index the client waited from.
 _BLOCKING = frozenset({"index", "wait"})
+#: The request headers `make_conditional` reads (for 304 and 412; an `If-Range` only with a
+#: `Range`): without any of them it would only set Content-Length, which the response does.
+_CONDITIONAL = (
+    "HTTP_IF_NONE_MATCH",
+    "HTTP_IF_MATCH",
+    "HTTP_IF_MODIFIED_SINCE",
+    "HTTP_IF_UNMODIFIED_SINCE",
+    "HTTP_RANGE",
+)
 
 
 def app_store() -> Store:
@@ -75,9 +84,10 @@ def flag(name: str) -> bool:
     A bare `?name` is on; `?name=` with nothing after the `=` is refused: it reads as a value
     left out by mistake (a template's empty variable), and guessing either way is wrong.
     """
-    given = request.args.getlist(name)
-    if not given:
-        return False  # absent (`?name=` would be given as "")
+    args = request.args
+    if name not in args:
+        return False  # absent (`?name=` would be present, as "")
+    given = args.getlist(name)
     if f"{name}=".encode() in request.query_string.split(b"&"):
         raise InvalidInput(
             f"flag {name!r} has an empty value: write ?{name} or ?{name}=1 (or 0)", key=name
@@ -91,7 +101,8 @@ def flag(name: str) -> bool:
 def version_arg(name: str = "version") -> str | None:
     """A version given in the query: refused when empty, and when it holds a space or a
     control character, which no revision holds (docs/openapi.yaml's pattern says the same)."""
-    value = request.args.get(name)
+    args = request.args
+    value = args.get(name) if name in args else None  # a missing key's get raises inside
     if value is not None and not value.strip():
         raise InvalidInput(f"query parameter {name!r} is empty", key=name)
     if value is not None and any(_space_or_control(char) for char in value):
@@ -335,7 +346,8 @@ def _conditional(response: Response, result: Served, body: bytes, weak: bool = F
     response.set_etag(etag_of(request.path, args, result, body), weak=weak)
     response.headers["Cache-Control"] = _cache_control()
     response.headers["Date"] = _date()  # what make_conditional would add, made once a second
-    response.make_conditional(request)
+    if any(name in request.environ for name in _CONDITIONAL):
+        response.make_conditional(request)
 
 
 #: The `Date` header, formatted once a second, not once a request (email.utils' formatting was
@@ -353,13 +365,14 @@ def _cache_control() -> str:
     A revealed secret must never sit in any cache, and an answer to an authenticated request
     must not be handed by a shared cache to someone else.
     """
-    if "reveal" in request.args:
+    args, environ = request.args, request.environ
+    if "reveal" in args:
         return "private, no-store"
-    version = request.args.get("version")
-    pinned = version is not None and is_commit_id(version.strip())
+    pinned = "version" in args and is_commit_id(args["version"].strip())
     rule = IMMUTABLE if pinned else MOVING
     signed_in = g.get("identity") is not None  # by any means, a console session cookie too
-    if request.authorization is not None or request.headers.get("X-Auth-Token") or signed_in:
+    authorised = "HTTP_AUTHORIZATION" in environ and request.authorization is not None
+    if authorised or environ.get("HTTP_X_AUTH_TOKEN") or signed_in:
         rule = rule.replace("public", "private")
     return rule
 

@@ -24,6 +24,9 @@ log = logging.getLogger("gitstore.requests")
 
 REQUEST_ID = "X-Request-Id"
 CLIENT = "X-Gitstore-Client"
+#: The two headers as WSGI names them (read from the environ: a missing header's lookup
+#: through `request.headers` raises and catches a KeyError).
+_REQUEST_ID_KEY, _CLIENT_KEY = "HTTP_X_REQUEST_ID", "HTTP_X_GITSTORE_CLIENT"
 _VALID_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 UNMATCHED = "<unmatched>"
 
@@ -34,23 +37,24 @@ def register(app: Flask) -> None:
 
 
 def _start() -> None:
+    environ = request.environ
     g.started = time.perf_counter()
-    given = request.headers.get(REQUEST_ID, "")
-    g.request_id = new_request_id(given)
-    logs.request_id.set(g.request_id)
-    metrics.commit_source.set("cli" if request.headers.get(CLIENT) == "cli" else "rest")
+    g.request_id = request_id = new_request_id(environ.get(_REQUEST_ID_KEY, ""))
+    logs.request_id.set(request_id)
+    metrics.commit_source.set("cli" if environ.get(_CLIENT_KEY) == "cli" else "rest")
 
 
 def _finish(response: Response) -> Response:
-    request_id = g.get("request_id") or new_request_id("")
+    state, this = g._get_current_object(), request._get_current_object()  # one proxy lookup each
+    request_id = state.get("request_id") or new_request_id("")
     response.headers[REQUEST_ID] = request_id
-    seconds = time.perf_counter() - g.get("started", time.perf_counter())
-    route = request.url_rule.rule if request.url_rule is not None else UNMATCHED
-    env = (request.view_args or {}).get("env_id")
-    user = g.get("user")
+    seconds = time.perf_counter() - state.get("started", time.perf_counter())
+    route = this.url_rule.rule if this.url_rule is not None else UNMATCHED
+    env = (this.view_args or {}).get("env_id")
+    user = state.get("user")
     commit = response.headers.get("X-Gitstore-Commit")
-    answered(request.method, route, response.status_code, seconds, request_id, env, commit, user)
-    request.environ[ANSWERED] = (route, env, user)  # what the fast path (fastpath.py) repeats
+    answered(this.method, route, response.status_code, seconds, request_id, env, commit, user)
+    this.environ[ANSWERED] = (route, env, user)  # what the fast path (fastpath.py) repeats
     logs.request_id.set(None)
     return response
 

@@ -149,6 +149,19 @@ def test_an_unchanged_answer_is_304_with_its_etag(client, node_one):
     assert client.get(url, headers={"If-None-Match": first.headers["ETag"]}).status_code == 200
 
 
+def test_a_get_keeps_every_precondition_and_its_length(client, node_one):
+    url = f"{ENV}/nodes/1/resources/astute/values?effective"
+    first = client.get(url)
+    etag = first.headers["ETag"]
+    assert first.headers["Content-Length"] == str(len(first.get_data()))
+    assert client.get(url, headers={"If-Match": '"another"'}).status_code == 412
+    assert client.get(url, headers={"If-Match": etag}).status_code == 200
+    # A range is not offered: the whole answer, whatever If-Range says.
+    ranged = client.get(url, headers={"Range": "bytes=0-1", "If-Range": etag})
+    assert ranged.status_code in (200, 304) and "Content-Range" not in ranged.headers
+    assert client.get(url, headers={"Range": "bytes=0-1"}).get_data() == first.get_data()
+
+
 def _repository_state(root) -> dict[str, float]:
     """Every file below the store root with its size and modification time."""
     state = {}
