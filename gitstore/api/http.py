@@ -346,7 +346,8 @@ def _conditional(response: Response, result: Served, body: bytes, weak: bool = F
     response.set_etag(etag_of(request.path, args, result, body), weak=weak)
     response.headers["Cache-Control"] = _cache_control()
     response.headers["Date"] = _date()  # what make_conditional would add, made once a second
-    if any(name in request.environ for name in _CONDITIONAL):
+    environ = request.environ
+    if any(name in environ for name in _CONDITIONAL):
         response.make_conditional(request)
 
 

@@ -112,11 +112,12 @@ def _heads_read_for_this_request() -> tuple[str, str] | None:
     """The heads the fast path read for this plain read of the head (fastpath.py), marked
     as the ones the answer is read at; None for a pinned or blocking read, whose answer is
     not of the heads of the request's start."""
-    if "version" in request.args or any(name in request.args for name in BLOCKING_PARAMETERS):
+    args, environ = request.args, request.environ
+    if "version" in args or any(name in args for name in BLOCKING_PARAMETERS):
         return None
-    heads = request.environ.get(HEADS)
+    heads = environ.get(HEADS)
     if heads is not None:
-        request.environ[READ_AT] = heads
+        environ[READ_AT] = heads
     return heads
 
 
