@@ -10,6 +10,10 @@ or 401/403). So the first answer of a request is made by the app as always and k
 objects, with what the app adds per request done here the same way: a fresh `X-Request-Id`,
 the request metrics and the request's log line (`observe.answered`).
 
+A request it cannot answer goes to the app with the heads read here (`HEADS`): the values
+view reads a plain read of the head at them (and says so, `READ_AT`), so a cold lookup reads
+the two refs once, not three times, and its answer is of those heads whatever lands meanwhile.
+
 What is never answered here (the app answers it, so every rule holds as it is written there):
 anything but GET; a request with a conditional or range header (304, 412, 206); HTTP Basic
 credentials (a password is never kept, not even in memory); query parameters other than
