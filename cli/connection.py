@@ -45,6 +45,7 @@ class Connection:
     #: A Keystone identity (--os-*, OS_*, --os-cloud): the token, and the URL when not given.
     openstack: OpenStackAuth | None = None
     _client: Client | None = field(default=None, repr=False)
+    _keystone: KeystoneSession | None = field(default=None, repr=False)
 
     def client(self) -> Client:
         """The client for --url or --root; a usage error unless exactly one was given."""
@@ -66,15 +67,21 @@ class Connection:
             return LocalClient(self.root, author=self._local_author())
         self._check_http_options()
         return HttpClient(
-            self.url, token=self.token, user=self.user, password=self.password, cacert=self.cacert
+            self.url,
+            token=self.token,
+            tokens=self._keystone,
+            user=self.user,
+            password=self.password,
+            cacert=self.cacert,
         )
 
     def _log_in_to_keystone(self) -> None:
-        """A Keystone token for the requests; gitstore's URL from the catalog unless --url."""
-        session = KeystoneSession(self.openstack, self.cacert)
-        self.token = session.token()
+        """A Keystone login for the requests (its token is renewed as it expires, or when the
+        server refuses it); gitstore's URL from the catalog unless --url."""
+        self._keystone = KeystoneSession(self.openstack, self.cacert)
+        self._keystone.token()  # log in now: bad credentials fail before anything is sent
         if not self.url:
-            self.url = session.endpoint()
+            self.url = self._keystone.endpoint()
 
     def _check_http_options(self) -> None:
         ctx = click.get_current_context(silent=True)

@@ -13,9 +13,9 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from email.message import Message
-from typing import Any
+from typing import Any, Protocol
 
 from cli.client import API_ROOT, V1_ROOT, Address, LevelPairs
 from gitstore import Query, errors
@@ -37,14 +37,29 @@ _ERRORS: dict[int, type[errors.GitstoreError]] = {
 }
 
 
+class Tokens(Protocol):
+    """Tokens that can change during a run: a Keystone login's (`cli.keystone`)."""
+
+    def token(self) -> str:
+        """The token to send now (renewed before it expires)."""
+
+    def new_token(self) -> str:
+        """A token of a new login: the one sent was refused (revoked, or expired early)."""
+
+
 class HttpClient:
-    """A gitstore server at a base URL such as `http://127.0.0.1:8000`."""
+    """A gitstore server at a base URL such as `http://127.0.0.1:8000`.
+
+    With `tokens` each request carries the current one, and a request refused with 401 is sent
+    once more with a new login's: a watch runs for days, longer than a token lives.
+    """
 
     def __init__(
         self,
         url: str,
         *,
         token: str | None = None,
+        tokens: Tokens | None = None,
         user: str | None = None,
         password: str | None = None,
         cacert: str | None = None,
@@ -52,6 +67,7 @@ class HttpClient:
     ) -> None:
         self.base = url.rstrip("/")
         self.timeout = timeout
+        self._tokens = tokens
         self.headers = {
             "Accept": "application/json",
             "User-Agent": "gitstore-cli",
@@ -84,12 +100,38 @@ class HttpClient:
         query = {k: v for k, v in (params or {}).items() if v is not None}
         if query:
             url += "?" + urllib.parse.urlencode(query)
-        headers = {**self.headers, **(headers or {})}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode("utf-8")
-            headers["Content-Type"] = "application/json"
-        req = urllib.request.Request(url, data=data, headers=headers, method=method)
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        extra = {
+            **(headers or {}),
+            **({} if body is None else {"Content-Type": "application/json"}),
+        }
+        return self._logged_in(lambda: self._send(method, url, data, extra, raw, timeout))
+
+    def _logged_in(self, call: Callable[[], Any]) -> Any:
+        """`call()`, made once more with a new login's token when the server refused the token
+        (a 401 is answered before anything is done, so a write is not made twice)."""
+        try:
+            return call()
+        except errors.Unauthorized:
+            if self._tokens is None:
+                raise
+            self._tokens.new_token()
+            return call()
+
+    def _headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        current = {"Authorization": f"Bearer {self._tokens.token()}"} if self._tokens else {}
+        return {**self.headers, **current, **(extra or {})}
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        data: bytes | None,
+        headers: dict[str, str],
+        raw: bool,
+        timeout: float | None,
+    ) -> tuple[Any, Message]:
+        req = urllib.request.Request(url, data=data, headers=self._headers(headers), method=method)
         try:
             with self._opener.open(req, timeout=timeout or self.timeout) as response:
                 data = response.read()
@@ -226,10 +268,17 @@ class HttpClient:
         url = self.base + V1_ROOT + "/events?" + urllib.parse.urlencode({"env": int(env_id)})
         if since:
             url += "&" + urllib.parse.urlencode({"since": since})
-        req = urllib.request.Request(url, headers=dict(self.headers))
+        response = self._logged_in(lambda: self._open_stream(url))
         try:
-            with self._opener.open(req, timeout=self.timeout) as response:
+            with response:
                 yield from _sse_events(response)
+        except (OSError, http.client.HTTPException) as exc:
+            raise errors.Unavailable(f"cannot reach {self.base}: {exc}") from exc
+
+    def _open_stream(self, url: str) -> Any:
+        req = urllib.request.Request(url, headers=self._headers())
+        try:
+            return self._opener.open(req, timeout=self.timeout)
         except urllib.error.HTTPError as exc:
             raise _error(exc) from None
         except (OSError, http.client.HTTPException) as exc:

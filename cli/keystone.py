@@ -171,7 +171,13 @@ class KeystoneSession:
         self.session = session.Session(auth=plugin, verify=cacert or auth.cacert or True)
 
     def token(self) -> str:
+        """The login's token; keystoneauth logs in again shortly before it expires."""
         return self._call(self.session.get_token)
+
+    def new_token(self) -> str:
+        """A new login's token: the one in hand was refused (revoked, or expired early)."""
+        self.session.invalidate()
+        return self.token()
 
     def endpoint(self) -> str:
         """gitstore's URL from the catalog (service type `config`)."""

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 import yaml
-from live_server import GITSTORE, free_port, isolated_env
+from access.helpers import serve
+from live_server import GITSTORE, free_port, isolated_env, stop_process
+
+from .conftest import keystone_store, serve_args
 
 #: The internal endpoint registered: a port where nothing listens.
 NOWHERE = f"http://127.0.0.1:{free_port()}"
@@ -116,3 +120,30 @@ def test_os_interface_internal_takes_the_internal_endpoint(registered, cloud):
     done = _gitstore(base, env, "config", "get", "-e", "1", "-r", "globals")
     assert done.returncode == 1
     assert NOWHERE in done.stderr  # the internal URL was used, and nothing answers there
+
+
+def test_a_watch_logs_in_again_when_its_token_is_revoked(cloud, tmp_path):
+    # A watch runs longer than a token lives. The server keeps a validation for 1 s here; the
+    # query parked before the revocation still answers, the next one is refused (401) and is
+    # sent again with a new login's token (it made the watch exit 1 before).
+    store, _ = keystone_store(tmp_path / "store")
+    store.config.put(1, [], "globals", "values", {"debug": 0})
+    short = serve(store.root, tmp_path, *serve_args(cloud, "--keystone-cache-time", "1"))
+    env = isolated_env(tmp_path, **_os_env(cloud, "alice", "cloud-1"))
+    args = ["--url", short.url, "watch", "-e", "1", "-r", "globals", "-k", "debug", "--count", "2"]
+    watch = subprocess.Popen(
+        [str(GITSTORE), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert watch.stdout.readline().strip() == "0"  # the value at start: the watch is in
+        cloud.keystone.revoke_all_of(cloud.user_ids["alice"])
+        time.sleep(2.5)  # past the server's 1 s of trust in the revoked token
+        for value in (1, 2):
+            store.config.put(1, [], "globals", "values", {"debug": value})
+            time.sleep(0.5)
+        out, err = watch.communicate(timeout=60)
+    finally:
+        watch.kill()
+        stop_process(short.process)
+    assert watch.returncode == 0, err
+    assert out.split() == ["1", "2"]
