@@ -320,6 +320,7 @@ def serve(
         "proc_name": "gitstore",
         "logconfig_dict": logs.config(log_format, access_log=access_log),
         "logger_class": _logger_class(),
+        "post_fork": _post_fork_hook(),
         **_metrics_hooks(),
         **tls,
     }
@@ -399,6 +400,12 @@ def _size(text: str, param: click.Parameter) -> int:
         return parse_size(text)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param=param) from None
+
+
+def _post_fork_hook() -> Any:
+    from cli.workers import post_fork  # imports gunicorn: only when serving
+
+    return post_fork
 
 
 def _metrics_hooks() -> dict[str, Any]:

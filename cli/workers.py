@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import queue
 import signal
 from typing import Any
 
@@ -25,6 +26,33 @@ from gitstore import metrics
 
 def _leave_at_once(sig: int, frame: Any) -> None:
     os._exit(0)  # nothing is served yet: there is nothing to finish
+
+
+#: What the master sends its workers to stop them (TERM, or QUIT for a quick stop).
+_STOPS = frozenset({signal.SIGTERM, signal.SIGQUIT})
+
+
+def post_fork(server: Any, worker: Any) -> None:
+    """gunicorn's `post_fork` hook, run in the new worker: it keeps the master's signal queue
+    as the fork copied it, to look into once its own handlers are in (`init_process`)."""
+    worker.inherited_signals = server.SIG_QUEUE
+
+
+def _stopped_before_its_handlers(signals: Any) -> bool:
+    """Whether a stop reached the worker between the fork and its own handlers: the master's
+    handlers, inherited, put it into the copy of the master's queue, where nobody reads it, and
+    the master waited its graceful timeout (30 s) before SIGKILL (a Ctrl-C right at start).
+    What the copy held at the fork counts too: a stop the master had not handled yet."""
+    if signals is None:
+        return False
+    if isinstance(signals, list):  # gunicorn before 27
+        return any(sig in _STOPS for sig in signals)
+    found = False
+    while True:
+        try:
+            found = signals.get_nowait() in _STOPS or found
+        except queue.Empty:
+            return found
 
 
 def _flush_counts() -> None:
@@ -74,6 +102,8 @@ class _StopsOnce:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGQUIT, _leave_at_once)
         signal.signal(signal.SIGTERM, _leave_at_once)
+        if _stopped_before_its_handlers(getattr(self, "inherited_signals", None)):
+            _leave_at_once(signal.SIGQUIT, None)
         try:
             super().init_process()
         finally:
