@@ -150,17 +150,24 @@ class Hiera:
         document, inputs, shown = _DOCUMENTS.get_or_compute(
             key, lambda: self._document(env_id, snapshot, node, resources, reveal)
         )
-        if reveal:
-            self._secrets.record_reveal(
-                who, env_id, f"hiera node {document['node']}", snapshot.commit_id, shown
-            )
-        return Served(
+        served = Served(
             document,
             snapshot.commit_id,
             snapshot.version,
             inputs=inputs,
             masked=() if reveal else shown,
             shared=True,
+            revealed=shown if reveal else (),
+        )
+        self.record_reveal(env_id, served, who)
+        return served
+
+    def record_reveal(self, env_id: int, served: Served, who: str | None) -> None:
+        """Audit that the node document `served` (a `node_document` answer) was shown to
+        `who` (nothing when it revealed no secret): once per answer, also of one repeated
+        without reading it again (the fast path's 304)."""
+        self._secrets.record_reveal(
+            who, env_id, f"hiera node {served.data['node']}", served.commit, served.revealed
         )
 
     def _document(
