@@ -82,8 +82,8 @@ class _Answer:
     user: str | None
     route: str = ROUTE
     epoch: Any = None  # the keyring's epoch (a Hiera document only)
-    #: A Hiera document's (env, node, version, resources, reveal, who, its Served): audited
-    #: again per request.
+    #: A Hiera document's (env, node, version, resources, reveal, who, what its audit line
+    #: names: `Hiera.reveal_of`, never the document itself): audited again per request.
     hiera_read: tuple | None = None
 
 
@@ -144,10 +144,10 @@ class FastPath:
         what the view does), which audits it; False (the app answers) if that read fails."""
         if answer.hiera_read is None:
             return True
-        env, node, version, resources, reveal, who, served = answer.hiera_read
+        env, node, version, resources, reveal, who, audit = answer.hiera_read
         if version is None:
             if reveal:
-                self._store.hiera.record_reveal(env, served, who)
+                self._store.hiera.record_reveal(env, who, *audit)
             return True
         try:
             self._store.hiera.node_document(env, node, version, resources, reveal=reveal, who=who)

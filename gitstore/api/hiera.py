@@ -44,7 +44,8 @@ def node_document(env_id: int, node: str):
         result = hiera.node_document(env_id, node, version, resources, reveal=reveal, who=who)
         # How the document was read and what it revealed, for the fast path to audit a reveal
         # when it repeats the answer (and to read a pinned document again).
-        request.environ[HIERA_READ] = (env_id, node, version, resources, reveal, who, result)
+        audit = hiera.reveal_of(result)
+        request.environ[HIERA_READ] = (env_id, node, version, resources, reveal, who, audit)
         return result
 
     response = blocking_read(env_id, read_at, lambda result: served(result, weak=True))

@@ -159,16 +159,22 @@ class Hiera:
             shared=True,
             revealed=shown if reveal else (),
         )
-        self.record_reveal(env_id, served, who)
+        self.record_reveal(env_id, who, *self.reveal_of(served))
         return served
 
-    def record_reveal(self, env_id: int, served: Served, who: str | None) -> None:
-        """Audit that the node document `served` (a `node_document` answer) was shown to
-        `who` (nothing when it revealed no secret): once per answer, also of one repeated
-        without reading it again (the fast path's 304)."""
-        self._secrets.record_reveal(
-            who, env_id, f"hiera node {served.data['node']}", served.commit, served.revealed
-        )
+    @staticmethod
+    def reveal_of(served: Served) -> tuple[str, str | None, tuple[str, ...]]:
+        """What the audit line of a `node_document` answer names: (node, commit, the revealed
+        paths). Small, unlike the document: an answer repeated later keeps only this."""
+        return served.data["node"], served.commit, served.revealed
+
+    def record_reveal(
+        self, env_id: int, who: str | None, node: str, commit: str | None, paths: tuple[str, ...]
+    ) -> None:
+        """Audit that node `node`'s document at `commit` revealed `paths` to `who` (nothing
+        when it revealed none): once per answer, also of one repeated without reading it
+        again (the fast path's 304)."""
+        self._secrets.record_reveal(who, env_id, f"hiera node {node}", commit, paths)
 
     def _document(
         self,
