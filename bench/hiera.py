@@ -125,30 +125,39 @@ def export_yaml(document: dict, datadir: Path) -> None:
 
 
 # -- the server ------------------------------------------------------------------------------
-def start_server(root: Path, logs: Path) -> tuple[subprocess.Popen, str]:
+def start_server(root: Path, logs: Path, serve: bool = False) -> tuple[subprocess.Popen, str]:
+    """gunicorn with an access log (the requests are counted in it), or with `serve` the
+    `gitstore serve` command as deployed (its workers and logger, no gunicorn access lines;
+    the requests are counted in gitstore's own request log)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    gunicorn = Path(sys.executable).with_name("gunicorn")
+    bin_dir = Path(sys.executable).parent
     env = {"PATH": os.environ["PATH"], "HOME": str(logs), "GITSTORE_ROOT": str(root)}
+    if serve:
+        env["PYTHONPATH"] = str(PROJECT)  # this checkout's gitstore, as gunicorn's cwd gives it
+        command = [str(bin_dir / "gitstore"), "serve", "--root", str(root), "--port", str(port)]
+        command += ["--workers", "2", "--log-format", "json"]
+    else:
+        command = [
+            str(bin_dir / "gunicorn"),
+            "-w",
+            "2",
+            # What `gitstore serve` runs: gevent workers that keep connections open (the
+            # backend keeps one per server and thread between compiles).
+            "--worker-class",
+            "gevent",
+            "--keep-alive",
+            "5",
+            "-b",
+            f"127.0.0.1:{port}",
+            "--access-logfile",
+            str(logs / ACCESS_LOG),
+            "gitstore.api:create_app()",
+        ]
     with (logs / "gunicorn.log").open("w") as log:
         process = subprocess.Popen(
-            [
-                str(gunicorn),
-                "-w",
-                "2",
-                # What `gitstore serve` runs: gevent workers that keep connections open (the
-                # backend keeps one per server and thread between compiles).
-                "--worker-class",
-                "gevent",
-                "--keep-alive",
-                "5",
-                "-b",
-                f"127.0.0.1:{port}",
-                "--access-logfile",
-                str(logs / ACCESS_LOG),
-                "gitstore.api:create_app()",
-            ],
+            command,
             env=env,
             stdout=log,
             stderr=log,
@@ -179,9 +188,13 @@ def node_document(url: str) -> dict:
 
 
 def hiera_requests(logs: Path) -> int:
-    """How many node documents the server has served (gunicorn's access log)."""
+    """How many node documents the server has served (gunicorn's access log, or the request
+    lines of `gitstore serve`, whose route names the node document's rule)."""
     path = logs / ACCESS_LOG
-    return sum("/api/v1/hiera/" in line for line in path.read_text().splitlines())
+    if path.exists():
+        return sum("/api/v1/hiera/" in line for line in path.read_text().splitlines())
+    lines = (logs / "gunicorn.log").read_text().splitlines()
+    return sum('"/api/v1/hiera/<int:env_id>/<node>"' in line for line in lines)
 
 
 # -- Puppet ----------------------------------------------------------------------------------
@@ -370,6 +383,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="measured runs per backend")
     parser.add_argument("--smoke", action="store_true", help="quick correctness run for CI")
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve with `gitstore serve` as deployed (no gunicorn access log)",
+    )
     options = parser.parse_args(argv)
     if shutil.which("puppet") is None:
         raise SystemExit("puppet is not installed (apt-get install -y puppet)")
@@ -377,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     try:
         store = build_store(base / "store")
-        server, url = start_server(store.root, base)
+        server, url = start_server(store.root, base, options.serve)
         document = node_document(url)
         keys = bench_keys(document)
         site = Site(base / "puppet", url, keys, document)

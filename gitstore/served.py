@@ -13,7 +13,8 @@ class Served:
     `inputs` lists what the answer was computed from (blob and tree ids, merge mode, query) so a
     front end can derive an ETag that stays the same across commits that change none of them.
     `shared` says `data` comes from a cache keyed by immutable ids and is never mutated, so a
-    front end may keep its encoding for as long as it holds the object.
+    front end may keep its encoding for as long as it holds the object. `revealed` lists the
+    secrets opened in `data` (what a reveal's audit line names).
     """
 
     data: Any
@@ -22,3 +23,4 @@ class Served:
     inputs: tuple = field(default_factory=tuple)
     masked: tuple[str, ...] = ()
     shared: bool = False
+    revealed: tuple[str, ...] = ()

@@ -27,9 +27,10 @@ path, query string, Host and token header: a request spelt differently is anothe
 The Hiera node document (`/api/v1/hiera/<env>/<node>`, which a Puppet master asks for at every
 compile with the ETag of the one it has) is answered here too, its 200 and its 304 alike (the
 `If-None-Match` header is part of the key). It also follows from the keyring (a revealed
-document: the keyring's epoch is compared too), and every reveal is audited: so a repeated
-request still calls the store's `hiera.node_document` as the view does (a cached document; it
-records the reveal), and only Flask, the access check, the ETag and the response are skipped.
+document: the keyring's epoch is compared too), and every reveal is audited: a repeated request
+records the reveal its answer made (`hiera.record_reveal`: the same audit line the view's read
+writes) or, for a pinned document, calls the store's `hiera.node_document` as the view does;
+only Flask, the access check, the ETag and the response are skipped.
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ class _Answer:
     user: str | None
     route: str = ROUTE
     epoch: Any = None  # the keyring's epoch (a Hiera document only)
-    #: A Hiera document's (env, node, version, resources, reveal, who): read again per request.
+    #: A Hiera document's (env, node, version, resources, reveal, who, what its audit line
+    #: names: `Hiera.reveal_of`, never the document itself): audited again per request.
     hiera_read: tuple | None = None
 
 
@@ -146,11 +148,17 @@ class FastPath:
         return found[0].head(), found[1].head()
 
     def _read_again(self, answer: _Answer) -> bool:
-        """A Hiera document is read again through the store (cached: what the view does), so
-        that a reveal is audited per request; False (the app answers) if that read fails."""
+        """A Hiera document's reveal is audited per request. At the head (no pin) the answer
+        is the document of the heads and keyring epoch just compared, so the reveal it made
+        is recorded again as it is; a pinned document is read again through the store (cached:
+        what the view does), which audits it; False (the app answers) if that read fails."""
         if answer.hiera_read is None:
             return True
-        env, node, version, resources, reveal, who = answer.hiera_read
+        env, node, version, resources, reveal, who, audit = answer.hiera_read
+        if version is None:
+            if reveal:
+                self._store.hiera.record_reveal(env, who, *audit)
+            return True
         try:
             self._store.hiera.node_document(env, node, version, resources, reveal=reveal, who=who)
         except GitstoreError:

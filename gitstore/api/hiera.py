@@ -41,9 +41,12 @@ def node_document(env_id: int, node: str):
     hiera = app_store().hiera
 
     def read_at(version: str | None) -> Served:
-        # How the document was read, for the fast path to read it again (and audit a reveal).
-        request.environ[HIERA_READ] = (env_id, node, version, resources, reveal, who)
-        return hiera.node_document(env_id, node, version, resources, reveal=reveal, who=who)
+        result = hiera.node_document(env_id, node, version, resources, reveal=reveal, who=who)
+        # How the document was read and what it revealed, for the fast path to audit a reveal
+        # when it repeats the answer (and to read a pinned document again).
+        audit = hiera.reveal_of(result)
+        request.environ[HIERA_READ] = (env_id, node, version, resources, reveal, who, audit)
+        return result
 
     response = blocking_read(env_id, read_at, lambda result: served(result, weak=True))
     if reveal:

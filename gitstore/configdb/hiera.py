@@ -150,18 +150,31 @@ class Hiera:
         document, inputs, shown = _DOCUMENTS.get_or_compute(
             key, lambda: self._document(env_id, snapshot, node, resources, reveal)
         )
-        if reveal:
-            self._secrets.record_reveal(
-                who, env_id, f"hiera node {document['node']}", snapshot.commit_id, shown
-            )
-        return Served(
+        served = Served(
             document,
             snapshot.commit_id,
             snapshot.version,
             inputs=inputs,
             masked=() if reveal else shown,
             shared=True,
+            revealed=shown if reveal else (),
         )
+        self.record_reveal(env_id, who, *self.reveal_of(served))
+        return served
+
+    @staticmethod
+    def reveal_of(served: Served) -> tuple[str, str | None, tuple[str, ...]]:
+        """What the audit line of a `node_document` answer names: (node, commit, the revealed
+        paths). Small, unlike the document: an answer repeated later keeps only this."""
+        return served.data["node"], served.commit, served.revealed
+
+    def record_reveal(
+        self, env_id: int, who: str | None, node: str, commit: str | None, paths: tuple[str, ...]
+    ) -> None:
+        """Audit that node `node`'s document at `commit` revealed `paths` to `who` (nothing
+        when it revealed none): once per answer, also of one repeated without reading it
+        again (the fast path's 304)."""
+        self._secrets.record_reveal(who, env_id, f"hiera node {node}", commit, paths)
 
     def _document(
         self,

@@ -281,6 +281,42 @@ def test_every_hiera_reveal_is_audited_fast_or_not(app, fuel_store):
     assert _hiera_reveals(fuel_store) == before + 7
 
 
+def _audited(store) -> list[dict]:
+    """The Hiera reveals recorded so far, without their times."""
+    entries = store.secrets.audit.entries()
+    return [
+        {k: v for k, v in e.items() if k != "time"} for e in entries if e["what"] == "hiera node 1"
+    ]
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_a_repeated_hiera_reveal_is_audited_as_the_app_audits_it(app, fuel_store, pinned):
+    version = dict(call(app, HIERA)[1])["X-Gitstore-Version"]
+    query = f"version={version}" if pinned else ""
+    etag = {"If-None-Match": dict(call(app, HIERA, query)[1])["ETag"]}
+    call(app, HIERA, query, headers=etag)  # kept
+    reached = len(app.reached)
+    call(app, HIERA, query, headers=etag, slow=True)
+    call(app, HIERA, query, headers=etag)
+    call(app, HIERA, query)
+    assert len(app.reached) == reached + 1, "the 304 and the 200 were the fast path's"
+    app_line, *fast_lines = _audited(fuel_store)[-3:]
+    assert "resources.astute.db_password" in app_line["paths"]
+    assert app_line["commit"] == fuel_store.environment_repo(1).head()
+    assert fast_lines == [app_line, app_line]
+
+
+def test_a_hiera_reveal_after_a_commit_names_the_new_commit(app, fuel_store):
+    call(app, HIERA)
+    call(app, HIERA)
+    client = app.test_client()
+    assert client.put(ASTUTE, json={**DOCUMENT, "db_password": "swordfish"}).status_code == 204
+    call(app, HIERA)
+    call(app, HIERA)
+    head = fuel_store.environment_repo(1).head()
+    assert [line["commit"] for line in _audited(fuel_store)[-2:]] == [head, head]
+
+
 def test_a_hiera_commit_is_read_at_once(app):
     first = call(app, HIERA)
     etag = {"If-None-Match": dict(first[1])["ETag"]}

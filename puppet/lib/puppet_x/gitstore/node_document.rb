@@ -259,6 +259,13 @@ module PuppetX
         @key = [settings.url, settings.token, settings.user, settings.password, settings.login].freeze
       end
 
+      # Sent with every request, given when the request is made rather than set one by one
+      # over Net::HTTP's defaults (`Accept: */*`, `User-Agent: Ruby`).
+      def self.headers
+        @headers ||= { 'Accept' => 'application/json',
+                       'User-Agent' => "gitstore-hiera (Puppet #{Puppet.version})" }.freeze
+      end
+
       def fetch
         @kept = Revalidation.lookup(@key)
         response = request
@@ -291,14 +298,20 @@ module PuppetX
         raise Error, "#{where}: cannot connect: #{e.message}"
       end
 
+      # The GET, made with its headers at once and with the path only (Net::HTTP adds Host;
+      # a URI would be copied and rewritten for every request).
       def get
-        get = Net::HTTP::Get.new(@uri)
-        get['Accept'] = 'application/json'
-        get['User-Agent'] = "gitstore-hiera (Puppet #{Puppet.version})"
-        get['Authorization'] = "Bearer #{@settings.token}" if @settings.token
-        get['X-Auth-Token'] = keystone_token if @settings.login
+        headers = Client.headers
+        extra = {}
+        extra['Authorization'] = "Bearer #{@settings.token}" if @settings.token
+        extra['X-Auth-Token'] = keystone_token if @settings.login
+        extra['If-None-Match'] = @kept[0] if @kept
+        get = Net::HTTP::Get.new(@uri.request_uri, extra.empty? ? headers : headers.merge(extra))
+        # Net::HTTP's default asks for gzip, which the server does not use: one request
+        # header less for both sides to write and parse (a compressed answer would still be
+        # decoded).
+        get.delete('Accept-Encoding')
         get.basic_auth(@settings.user, @settings.password.to_s) if @settings.user
-        get['If-None-Match'] = @kept[0] if @kept
         get
       end
 
@@ -396,8 +409,7 @@ module PuppetX
                          "environment #{settings.environment} at #{settings.url}; " \
                          'serving no data (failure: graceful)')
         else
-          Puppet.debug("gitstore::data_hash: #{settings.url} served commit " \
-                       "#{document['commit']} (version #{document['version']})")
+          Puppet.debug { "gitstore::data_hash: #{settings.url} served commit #{document['commit']} (version #{document['version']})" }
         end
       end
     end
