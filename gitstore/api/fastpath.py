@@ -8,7 +8,8 @@ the environment, the head of the catalog and the parsed access file (whose grant
 or 401/403). So the first answer of a request is made by the app as always and kept whole
 (status, headers, body); the same request is answered from it while those three are the same
 objects, with what the app adds per request done here the same way: a fresh `X-Request-Id`,
-the request metrics and the request's log line (`observe.answered`).
+the `Date` of the second it is answered in (a cache ages an answer by it), the request metrics
+and the request's log line (`observe.answered`).
 
 A request it cannot answer goes to the app with the heads read here (`HEADS`): the values
 view reads a plain read of the head at them (and says so, `READ_AT`), so a cold lookup reads
@@ -44,7 +45,7 @@ from flask import Flask
 
 from gitstore import LRUCache, token_id_of
 from gitstore.api import observe
-from gitstore.api.http import STORE
+from gitstore.api.http import STORE, date_now
 from gitstore.errors import GitstoreError
 
 #: The routes whose answers are kept: the values view's rule (the log line names it) and the
@@ -90,6 +91,9 @@ class _Answer:
     user: str | None
     route: str = ROUTE
     epoch: Any = None  # the keyring's epoch (a Hiera document only)
+    #: Where `Date` is in `headers`: replaced by the second it is answered in (a cache ages an
+    #: answer by it, and `max-age` counts from it).
+    date_at: int | None = None
     #: A Hiera document's (env, node, version, resources, reveal, who, what its audit line
     #: names: `Hiera.reveal_of`, never the document itself): audited again per request.
     hiera_read: tuple | None = None
@@ -203,11 +207,23 @@ class FastPath:
             and self._still(ids, key, environ.get(READ_AT) is ids[0])
         ):
             kept = [(name, value) for name, value in headers if name != observe.REQUEST_ID]
+            date_at = next((i for i, (name, _) in enumerate(kept) if name == "Date"), None)
             commit = next((v for n, v in headers if n == "X-Gitstore-Commit"), None)
             heads, policy, epoch = ids
             _, env, user = answered
             entry = _Answer(
-                heads, policy, status, kept, body, env, commit, user, route, epoch, hiera_read
+                heads,
+                policy,
+                status,
+                kept,
+                body,
+                env,
+                commit,
+                user,
+                route,
+                epoch,
+                date_at=date_at,
+                hiera_read=hiera_read,
             )
             self._answers.put(key, entry, len(body) + 256)
         return [body]
@@ -231,7 +247,10 @@ def _replay(
     answer: _Answer, environ: dict, start_response: StartResponse, started: float
 ) -> list[bytes]:
     request_id = observe.new_request_id(environ.get("HTTP_X_REQUEST_ID", ""))
-    start_response(answer.status, [*answer.headers, (observe.REQUEST_ID, request_id)])
+    headers = [*answer.headers, (observe.REQUEST_ID, request_id)]
+    if answer.date_at is not None:
+        headers[answer.date_at] = ("Date", date_now())
+    start_response(answer.status, headers)
     seconds = time.perf_counter() - started
     status = int(answer.status[:3])
     observe.answered(

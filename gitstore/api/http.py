@@ -345,7 +345,7 @@ def _conditional(response: Response, result: Served, body: bytes, weak: bool = F
     args = sorted(request.args.items(multi=True))
     response.set_etag(etag_of(request.path, args, result, body), weak=weak)
     response.headers["Cache-Control"] = _cache_control()
-    response.headers["Date"] = _date()  # what make_conditional would add, made once a second
+    response.headers["Date"] = date_now()  # what make_conditional would add, made once a second
     environ = request.environ
     if any(name in environ for name in _CONDITIONAL):
         response.make_conditional(request)
@@ -356,7 +356,8 @@ def _conditional(response: Response, result: Served, body: bytes, weak: bool = F
 _DATE = logs.PerSecond(http_date)
 
 
-def _date() -> str:
+def date_now() -> str:
+    """The `Date` of an answer made now (the fast path dates its kept answers with it)."""
     return _DATE.text(int(time.time()))
 
 

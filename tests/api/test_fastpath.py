@@ -10,8 +10,10 @@ import base64
 import logging
 import re
 import subprocess
+import time
 
 import pytest
+from werkzeug.http import parse_date
 from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from gitstore import AccessFile, parse_grants
@@ -42,16 +44,26 @@ def app(fuel_store, inventory):
     return app
 
 
-def call(app, path: str, query: str = "", headers: dict | None = None, slow: bool = False):
+def call(
+    app, path: str, query: str = "", headers: dict | None = None, slow: bool = False, dated=False
+):
     """(status, headers without X-Request-Id, body) of a GET through the app's WSGI callable
-    (`slow`: straight to Flask, past the fast path)."""
+    (`slow`: straight to Flask, past the fast path). The `Date` is checked to be the second
+    the answer was made in and, unless `dated`, shown as "<now>": answers made a second apart
+    are equal."""
     environ = EnvironBuilder(
         path=path, query_string=query, headers=headers or {}, environ_base=CLIENT
     ).get_environ()
     wsgi = app.wsgi_app._inner if slow else app.wsgi_app
+    before = int(time.time())
     body, status, answer_headers = run_wsgi_app(wsgi, environ, buffered=True)
+    after = time.time()
     kept = [(name, value) for name, value in answer_headers if name != "X-Request-Id"]
     assert any(name == "X-Request-Id" for name, _ in answer_headers)
+    for index, (name, value) in enumerate(kept):
+        if name == "Date":
+            assert before <= parse_date(value).timestamp() <= after, (value, before, after)
+            kept[index] = (name, value if dated else "<now>")
     return status, kept, b"".join(body)
 
 
@@ -75,6 +87,18 @@ def test_a_repeated_read_gets_the_apps_status_headers_and_bytes(app, path, query
     assert len(app.reached) == 1, "the repeated read reached Flask"
     assert repeated == first == call(app, path, query, slow=True)
     assert first[0].startswith("200")
+
+
+def test_a_kept_answer_is_dated_when_it_is_answered(app):
+    call(app, ASTUTE)
+    etag = {"If-None-Match": dict(call(app, HIERA)[1])["ETag"]}
+    assert call(app, HIERA, headers=etag)[0].startswith("304")
+    reached = len(app.reached)
+    time.sleep(max(0.0, int(time.time()) + 1.05 - time.time()))  # into the next second
+    for path, headers in ((ASTUTE, None), (HIERA, None), (HIERA, etag)):
+        later = call(app, path, headers=headers)  # `call` checks the Date is of now
+        assert later == call(app, path, headers=headers, slow=True)
+    assert len(app.reached) == reached + 3, "only the slow reads reached Flask"
 
 
 def test_a_commit_is_read_at_once(app):
