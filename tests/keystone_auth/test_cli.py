@@ -136,6 +136,10 @@ def test_a_watch_logs_in_again_when_its_token_is_revoked(cloud, tmp_path):
     )
     try:
         assert watch.stdout.readline().strip() == "0"  # the value at start: the watch is in
+        # Its next query is sent at once; revoke only when it is surely parked: a query refused
+        # in the revocation's second would log in again in that second, and Keystone (whose
+        # tokens carry whole seconds) takes a token of the second it revoked in for revoked.
+        time.sleep(3)
         cloud.keystone.revoke_all_of(cloud.user_ids["alice"])
         time.sleep(2.5)  # past the server's 1 s of trust in the revoked token
         for value in (1, 2):
