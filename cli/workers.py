@@ -15,8 +15,11 @@ import logging
 import os
 import queue
 import signal
+import threading
+from collections.abc import Callable
 from typing import Any
 
+import gevent
 from gunicorn import glogging
 from gunicorn.workers.ggevent import GeventWorker as _GunicornGevent
 from gunicorn.workers.gthread import ThreadWorker as _GunicornThreads
@@ -53,6 +56,14 @@ def _stopped_before_its_handlers(signals: Any) -> bool:
             found = signals.get_nowait() in _STOPS or found
         except queue.Empty:
             return found
+
+
+def _watch_of(app: Any) -> Any:
+    """The watch service of the worker's app (None while the app is loading)."""
+    from gitstore.api.http import STORE  # noqa: PLC0415 - the app is loaded by now
+
+    store = getattr(app, "extensions", {}).get(STORE)
+    return None if store is None else store.watch
 
 
 def _flush_counts() -> None:
@@ -117,15 +128,38 @@ class _StopsOnce:
         if self._quitting:
             return
         self._quitting = True
+        self._release_watchers()
         super().handle_quit(sig, frame)
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        self._release_watchers()
+        super().handle_exit(sig, frame)
+
+    def _release_watchers(self) -> None:
+        """End the blocking queries and event streams the worker holds, which would hold a
+        graceful stop for its whole timeout (30 s): they answer or end now, and their clients
+        ask again with their index or Last-Event-ID. Not in the signal handler itself, which
+        must not take the waiters' locks."""
+        watch = _watch_of(getattr(self, "wsgi", None))
+        if watch is not None:
+            self.in_background(watch.close)
+
+    def in_background(self, call: Callable[[], Any]) -> None:
+        raise NotImplementedError
 
 
 class GeventWorker(_StopsOnce, _GunicornGevent):
     """gunicorn's gevent worker (`--worker-class gevent`)."""
 
+    def in_background(self, call: Callable[[], Any]) -> None:
+        gevent.spawn(call)  # a signal arrives in an event-loop callback, which must not block
+
 
 class ThreadWorker(_StopsOnce, _GunicornThreads):
     """gunicorn's gthread worker (`--worker-class gthread`)."""
+
+    def in_background(self, call: Callable[[], Any]) -> None:
+        threading.Thread(target=call, name="gitstore-release", daemon=True).start()
 
 
 #: `--worker-class` choice -> class.

@@ -56,6 +56,8 @@ class Heads:
         self._watched: dict[int, tuple[int, str]] = {}  # watch descriptor -> (env id, file)
         self._signals: dict[int, _Signal] = {}
         self.wakeups = 0  # events that woke someone (for tests and the benchmark)
+        #: Set when the process stops: every wait returns at once (`close`).
+        self.closing = False
 
     def head(self, env_id: int) -> str | None:
         return self._repos.environment_repo(env_id).head()
@@ -69,11 +71,18 @@ class Heads:
             generation = signal.generation
             head = self.head(env_id)
             remaining = deadline - time.monotonic()
-            if head != seen or remaining <= 0:
+            if head != seen or remaining <= 0 or self.closing:
                 return head
             if self._inotify is None:
                 remaining = min(remaining, FALLBACK_SECONDS)
             signal.wait(generation, remaining)
+
+    def close(self) -> None:
+        """Wake every waiter and make every later wait return at once: the process stops, and
+        a graceful stop waits for the requests it holds."""
+        self.closing = True
+        for signal in list(self._signals.values()):
+            signal.bump()
 
     def _signal(self, env_id: int) -> _Signal:
         """The signal of `env_id`, its folders watched (again, if the environment was

@@ -53,7 +53,7 @@ class Watch:
             if commit is not None and (not self.catch_up or self._on_main(repo, commit)):
                 return commit
             head, remaining = repo.head(), deadline - time.monotonic()
-            if head is not None and remaining > 0:
+            if head is not None and remaining > 0 and not self.heads.closing:
                 self.heads.wait(env_id, head, remaining)
             elif commit is not None:
                 return commit  # not (yet) on main: answered as any other commit is
@@ -82,9 +82,14 @@ class Watch:
             head = self.heads.head(env_id)
             now = _outcome(answer, head)
             remaining = deadline - time.monotonic()
-            if seen is None or not _same(now, seen) or remaining <= 0:
+            if seen is None or not _same(now, seen) or remaining <= 0 or self.heads.closing:
                 return _settled(now), head
             self.heads.wait(env_id, head, remaining)
+
+    def close(self) -> None:
+        """End every blocking query (it answers the head now, as when its wait runs out) and
+        every stream: the process stops, and a graceful stop waits for every request."""
+        self.heads.close()
 
     def commits_after(self, env_id: int, since: str | None) -> list[dict[str, Any]]:
         """Events of the commits of `main` after `since` (exclusive; None: none), oldest
@@ -131,6 +136,8 @@ class Watch:
                 yield event
                 last = event["commit"]
             if not events:
+                if self.heads.closing:
+                    return  # the process stops: the client reconnects with Last-Event-ID
                 self.heads.wait(env_id, last, keepalive)
                 if self.heads.head(env_id) == last:
                     yield None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -26,18 +27,25 @@ INDEX = "X-Gitstore-Index"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("watch-serve")
+    process, url = _serve(workdir)
+    yield url, workdir
+    stop_process(process)
+
+
+def _serve(workdir: Path, worker_class: str = "gevent") -> tuple[subprocess.Popen, str]:
+    """`gitstore serve` (2 workers) on the sample store, answering."""
     root = workdir / "store"
     Store.init(root).importer.load_tree(SAMPLE_DIR)
     port, log = free_port(), workdir / "serve.log"
     args = [str(GITSTORE), "serve", "--root", str(root), "--port", str(port), "--workers", "2"]
+    args += ["--worker-class", worker_class]
     with log.open("wb") as out:
         process = subprocess.Popen(
             args, stdout=out, stderr=subprocess.STDOUT, env=isolated_env(workdir)
         )
     url = f"http://127.0.0.1:{port}"
     wait_until_answers(process, url, log)
-    yield url, workdir
-    stop_process(process)
+    return process, url
 
 
 def _set(url: str, node: int, kind: str, key: str, value) -> str:
@@ -278,3 +286,27 @@ def test_cli_watch_without_resource_prints_each_commit(server):
         assert process.wait(timeout=60) == 0, process.stderr.read()
         printed = [json.loads(line)["commit"] for line in process.stdout.read().splitlines()]
     assert printed == written
+
+
+@pytest.mark.parametrize("worker_class", ["gevent", "gthread"])
+def test_a_graceful_stop_ends_the_waits_and_streams_it_holds(tmp_path, worker_class):
+    # A graceful stop waits for every request a worker holds: a parked query or an event
+    # stream held it for gunicorn's whole graceful timeout (30 s). Now they answer and end at
+    # once, and their clients ask again (with their index, or Last-Event-ID).
+    process, url = _serve(tmp_path, worker_class)
+    try:
+        head = _read(url).headers[INDEX]
+        future, _ = _held(url, 1, head, "5m")
+        stream = requests.get(url + "/api/v1/events", params={"env": 1}, stream=True, timeout=60)
+        lines = stream.iter_lines()
+        assert next(lines).startswith(b": stream of environment 1")
+        time.sleep(1.0)  # the query is parked
+        assert not future.done()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0  # well under the graceful timeout
+        held = future.result(timeout=5)
+        assert held.status_code == 200 and held.headers[INDEX] == head  # the head, unchanged
+        assert [line for line in lines if line and not line.startswith(b":")] == []
+        stream.close()
+    finally:
+        stop_process(process)
