@@ -234,10 +234,8 @@ class FastPath:
         answer the app read at the very heads read before (`read_at_heads`) is theirs
         whatever moved since: only the access file and the keyring are read again."""
         try:
-            if read_at_heads:
-                policy, epoch = self._policy_and_epoch(key)
-                return policy is ids[1] and epoch == ids[2]
-            heads, policy, epoch = self._ids(key)
+            heads = ids[0] if read_at_heads else self._heads(key[0])
+            policy, epoch = self._policy_and_epoch(key)
         except GitstoreError:
             return False
         return heads == ids[0] and policy is ids[1] and epoch == ids[2]
