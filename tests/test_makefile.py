@@ -51,3 +51,22 @@ def test_tests_install_the_test_extra(tmp_path):
     planned = _make("-n", "test", f"VENV={tmp_path / 'venv'}").stdout
 
     assert "-e '.[test]'" in planned
+
+
+def _system_python_can_make_a_venv() -> bool:
+    check = "import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))"
+    system = Path("/usr/bin/python3")
+    return system.exists() and subprocess.run([system, "-c", check]).returncode == 0
+
+
+def test_the_venv_is_built_from_the_system_python_when_it_can_be(tmp_path):
+    planned = _make("-n", "install", f"VENV={tmp_path / 'venv'}").stdout
+
+    expected = "/usr/bin/python3" if _system_python_can_make_a_venv() else "python3"
+    assert f"|| {expected} -m venv {tmp_path / 'venv'}" in planned
+
+
+def test_python_chooses_the_interpreter(tmp_path):
+    planned = _make("-n", "install", "PYTHON=/opt/py/bin/python3.12", f"VENV={tmp_path / 'v'}")
+
+    assert f"|| /opt/py/bin/python3.12 -m venv {tmp_path / 'v'}" in planned.stdout
