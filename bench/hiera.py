@@ -10,9 +10,13 @@ Two measurements, five runs each after a warm-up, medians, ratio (b)/(a):
 - the `puppet lookup --compile` command (a process per compile: what an operator runs);
 - warm compiles in one Ruby process (`bench/hiera_compile.rb`: what a Puppet master does).
 
-Usage: .venv/bin/python bench/hiera.py [--runs N] [--smoke]
+Usage: .venv/bin/python bench/hiera.py [--runs N] [--smoke] [--serve] [--floor]
 `--smoke` (for CI) makes one warm compile per backend, checks that both backends return the
 same 200 values, and skips the command-line part: a few seconds.
+`--floor` adds (c), the floor of any HTTP backend on this server stack: the same module reading
+the same document's bytes from a bare WSGI app (`bench/bare_wsgi.py`: no Flask, the bytes and
+their ETag kept, a 304 to a matching `If-None-Match`) on the same gunicorn, interleaved with
+(a) and (b) in the same Ruby process.
 """
 
 from __future__ import annotations
@@ -177,6 +181,37 @@ def start_server(root: Path, logs: Path, serve: bool = False) -> tuple[subproces
     raise SystemExit(f"gunicorn did not start: {(logs / 'gunicorn.log').read_text()[-2000:]}")
 
 
+def start_floor(base: Path, url: str, access_log: bool) -> tuple[subprocess.Popen, str]:
+    """gunicorn serving the node document's bytes from `bench/bare_wsgi.py`, as `start_server`
+    serves gitstore (2 gevent workers, keep-alive, an access log unless `--serve`)."""
+    with urllib.request.urlopen(f"{url}/api/v1/hiera/1/{FQDN}", timeout=10) as response:
+        (base / "floor.json").write_bytes(response.read())
+        etag = response.headers["ETag"]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [str(Path(sys.executable).parent / "gunicorn"), "-w", "2"]
+    command += ["--worker-class", "gevent", "--keep-alive", "5", "-b", f"127.0.0.1:{port}"]
+    if access_log:
+        command += ["--access-logfile", str(base / "floor-access.log")]
+    command += ["--chdir", str(PROJECT / "bench"), "bare_wsgi:app"]
+    env = {**os.environ, "BARE_WSGI_BODY": str(base / "floor.json"), "BARE_WSGI_ETAG": etag}
+    with (base / "floor.log").open("w") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
+    floor = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(floor, timeout=5).close()
+            return process, floor
+        except OSError:
+            if process.poll() is not None:
+                break
+            time.sleep(0.1)
+    process.terminate()
+    raise SystemExit(f"the floor's gunicorn did not start: {(base / 'floor.log').read_text()}")
+
+
 def node_document(url: str) -> dict:
     """The node document, fetched often enough that both workers have warmed their caches
     (each fetch is a new connection, which either worker may accept: a cold worker's first
@@ -210,7 +245,9 @@ class Site:
         "ssldir": "ssl",
     }
 
-    def __init__(self, base: Path, url: str, keys: list[str], document: dict) -> None:
+    def __init__(
+        self, base: Path, url: str, keys: list[str], document: dict, floor: str | None = None
+    ) -> None:
         self.base = base
         for sub in self.FOLDERS.values():
             (base / sub).mkdir(parents=True, exist_ok=True)
@@ -235,6 +272,15 @@ class Site:
         }
         self._environment("gitstore", gitstore, keys)
         self._environment("yaml_files", files, keys)
+        self.environments = ["yaml_files", "gitstore"]
+        if floor is not None:
+            options = {**gitstore["defaults"]["options"], "url": floor}
+            self._environment(
+                "floor",
+                {**gitstore, "defaults": {**gitstore["defaults"], "options": options}},
+                keys,
+            )
+            self.environments.append("floor")
         export_yaml(document, base / "code/environments/yaml_files/data")
         self.facts = {
             "clientcert": FQDN,
@@ -318,11 +364,12 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def warm_results(site: Site, runs: int, warmups: int, master: int) -> dict:
+def warm_results(site: Site, runs: int, warmups: int, masters: dict[str, int]) -> dict:
     """Per-backend compile times and looked-up values from one Ruby process.
 
-    The server's CPU during the run, spread over the gitstore compiles (warm-ups included, so
-    slightly high), is added to each gitstore compile's CPU time.
+    The CPU of each server (`masters`: backend -> its gunicorn master) during the run, spread
+    over that backend's compiles (warm-ups included, so slightly high), is added to each of
+    its compiles' CPU time.
     """
     settings = site.base / "warm.json"
     settings.write_text(
@@ -331,13 +378,14 @@ def warm_results(site: Site, runs: int, warmups: int, master: int) -> dict:
                 "puppet_args": site.args(),
                 "certname": FQDN,
                 "facts": site.facts,
-                "environments": ["yaml_files", "gitstore"],
+                "environments": site.environments,
                 "runs": runs,
                 "warmups": warmups,
             }
         )
     )
-    served, requests = server_cpu(master), hiera_requests(site.base.parent)
+    served = {backend: server_cpu(master) for backend, master in masters.items()}
+    requests = hiera_requests(site.base.parent)
     done = subprocess.run(
         ["ruby", str(WARM_SCRIPT), str(settings)], env=site.env(), capture_output=True, text=True
     )
@@ -348,35 +396,53 @@ def warm_results(site: Site, runs: int, warmups: int, master: int) -> dict:
     if made != runs + warmups:
         raise SystemExit(f"{runs + warmups} gitstore compiles made {made} requests, not one each")
     results = json.loads(done.stdout.strip().splitlines()[-1])
-    per_compile = (server_cpu(master) - served) / (runs + warmups)
-    results["gitstore"]["cpu"] = [cpu + per_compile for cpu in results["gitstore"]["cpu"]]
+    for backend, master in masters.items():
+        per_compile = (server_cpu(master) - served[backend]) / (runs + warmups)
+        results[backend]["cpu"] = [cpu + per_compile for cpu in results[backend]["cpu"]]
     return results
 
 
 def check_same_values(results: dict, keys: list[str]) -> None:
-    """Both backends must return the same value for every key, and find every key."""
-    files, gitstore = results["yaml_files"]["values"], results["gitstore"]["values"]
-    missing = [key for key in keys if gitstore.get(key) == MISSING]
-    different = [key for key in keys if files.get(key) != gitstore.get(key)]
-    if missing or different or len(gitstore) != len(keys):
-        raise SystemExit(f"backends disagree: missing {missing[:5]}, different {different[:5]}")
+    """Every backend must return the same value for every key, and find every key."""
+    files = results["yaml_files"]["values"]
+    for backend in results.keys() - {"yaml_files"}:
+        values = results[backend]["values"]
+        missing = [key for key in keys if values.get(key) == MISSING]
+        different = [key for key in keys if files.get(key) != values.get(key)]
+        if missing or different or len(values) != len(keys):
+            raise SystemExit(
+                f"{backend} and yaml files disagree: missing {missing[:5]}, "
+                f"different {different[:5]}"
+            )
 
 
 # -- report ----------------------------------------------------------------------------------
-def report(title: str, results: dict[str, dict[str, list]]) -> float:
-    """Print wall and CPU medians per backend; return the wall-time ratio gitstore/yaml."""
+def report(title: str, results: dict[str, dict[str, list]], backend: str = "gitstore") -> float:
+    """Print wall and CPU medians of yaml files and `backend`; return the wall-time ratio
+    backend/yaml."""
     ratios = {}
     for measure in ("times", "cpu"):
         files = statistics.median(results["yaml_files"][measure])
-        gitstore = statistics.median(results["gitstore"][measure])
-        ratios[measure] = gitstore / files
+        other = statistics.median(results[backend][measure])
+        ratios[measure] = other / files
         label = "wall" if measure == "times" else "cpu (client + server)"
         print(
-            f"{title}, {label}: yaml files {files * 1000:.1f} ms, gitstore "
-            f"{gitstore * 1000:.1f} ms (medians of {len(results['gitstore'][measure])}); "
+            f"{title}, {label}: yaml files {files * 1000:.1f} ms, {backend} "
+            f"{other * 1000:.1f} ms (medians of {len(results[backend][measure])}); "
             f"ratio {ratios[measure]:.3f}"
         )
     return ratios["times"]
+
+
+def report_floor(results: dict[str, dict[str, list]]) -> None:
+    """The floor's ratios, and gitstore's wall time against it."""
+    floor_ratio = report("warm compile, floor (bare WSGI app)", results, "floor")
+    gitstore = statistics.median(results["gitstore"]["times"])
+    floor = statistics.median(results["floor"]["times"])
+    print(
+        f"floor: any HTTP backend on this server stack {floor_ratio:.3f}x yaml files; gitstore "
+        f"{gitstore / floor:.3f}x the floor ({(gitstore - floor) * 1000:.2f} ms per compile)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -388,25 +454,36 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="serve with `gitstore serve` as deployed (no gunicorn access log)",
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also compile against the same bytes from a bare WSGI app on the same gunicorn",
+    )
     options = parser.parse_args(argv)
     if shutil.which("puppet") is None:
         raise SystemExit("puppet is not installed (apt-get install -y puppet)")
     base = Path(tempfile.mkdtemp(prefix="gitstore-bench-hiera-"))
-    server = None
+    server = floor = None
     try:
         store = build_store(base / "store")
         server, url = start_server(store.root, base, options.serve)
         document = node_document(url)
         keys = bench_keys(document)
-        site = Site(base / "puppet", url, keys, document)
-        warm = warm_results(site, 1 if options.smoke else options.runs, 1, server.pid)
+        masters = {"gitstore": server.pid}
+        if options.floor:
+            floor, floor_url = start_floor(base, url, access_log=not options.serve)
+            masters["floor"] = floor.pid
+        site = Site(base / "puppet", url, keys, document, floor_url if floor else None)
+        warm = warm_results(site, 1 if options.smoke else options.runs, 1, masters)
         check_same_values(warm, keys)
         print(
             f"{len(keys)} keys, node {FQDN}, {len(document['resources'])} hierarchy levels; "
-            "both backends return the same values; one request per gitstore compile"
+            "every backend returns the same values; one request per gitstore compile"
         )
         print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
         warm_ratio = report("warm compile (one Ruby process)", warm)
+        if floor is not None:
+            report_floor(warm)
         if options.smoke:
             return 0
         cli = cli_times(site, keys[0], options.runs, server.pid)
@@ -417,9 +494,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=10)
+        for process in (server, floor):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=10)
         shutil.rmtree(base, ignore_errors=True)
 
 
