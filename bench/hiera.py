@@ -133,52 +133,15 @@ def start_server(root: Path, logs: Path, serve: bool = False) -> tuple[subproces
     """gunicorn with an access log (the requests are counted in it), or with `serve` the
     `gitstore serve` command as deployed (its workers and logger, no gunicorn access lines;
     the requests are counted in gitstore's own request log)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    bin_dir = Path(sys.executable).parent
+    port = _free_port()
     env = {"PATH": os.environ["PATH"], "HOME": str(logs), "GITSTORE_ROOT": str(root)}
     if serve:
         env["PYTHONPATH"] = str(PROJECT)  # this checkout's gitstore, as gunicorn's cwd gives it
-        command = [str(bin_dir / "gitstore"), "serve", "--root", str(root), "--port", str(port)]
+        command = [_tool("gitstore"), "serve", "--root", str(root), "--port", str(port)]
         command += ["--workers", "2", "--log-format", "json"]
     else:
-        command = [
-            str(bin_dir / "gunicorn"),
-            "-w",
-            "2",
-            # What `gitstore serve` runs: gevent workers that keep connections open (the
-            # backend keeps one per server and thread between compiles).
-            "--worker-class",
-            "gevent",
-            "--keep-alive",
-            "5",
-            "-b",
-            f"127.0.0.1:{port}",
-            "--access-logfile",
-            str(logs / ACCESS_LOG),
-            "gitstore.api:create_app()",
-        ]
-    with (logs / "gunicorn.log").open("w") as log:
-        process = subprocess.Popen(
-            command,
-            env=env,
-            stdout=log,
-            stderr=log,
-            cwd=PROJECT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/api/v1/config/environments", timeout=5).close()
-            return process, url
-        except (urllib.error.URLError, OSError):
-            if process.poll() is not None:
-                break
-            time.sleep(0.1)
-    process.terminate()
-    raise SystemExit(f"gunicorn did not start: {(logs / 'gunicorn.log').read_text()[-2000:]}")
+        command = [*_gevent_gunicorn(port, logs / ACCESS_LOG), "gitstore.api:create_app()"]
+    return _started(command, env, logs / "gunicorn.log", port, "/api/v1/config/environments")
 
 
 def start_floor(base: Path, url: str, access_log: bool) -> tuple[subprocess.Popen, str]:
@@ -187,29 +150,55 @@ def start_floor(base: Path, url: str, access_log: bool) -> tuple[subprocess.Pope
     with urllib.request.urlopen(f"{url}/api/v1/hiera/1/{FQDN}", timeout=10) as response:
         (base / "floor.json").write_bytes(response.read())
         etag = response.headers["ETag"]
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    command = [str(Path(sys.executable).parent / "gunicorn"), "-w", "2"]
-    command += ["--worker-class", "gevent", "--keep-alive", "5", "-b", f"127.0.0.1:{port}"]
-    if access_log:
-        command += ["--access-logfile", str(base / "floor-access.log")]
+    port = _free_port()
+    command = _gevent_gunicorn(port, base / "floor-access.log" if access_log else None)
     command += ["--chdir", str(PROJECT / "bench"), "bare_wsgi:app"]
     env = {**os.environ, "BARE_WSGI_BODY": str(base / "floor.json"), "BARE_WSGI_ETAG": etag}
-    with (base / "floor.log").open("w") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
-    floor = f"http://127.0.0.1:{port}"
+    process, floor = _started(command, env, base / "floor.log", port, "/")
+    for _ in range(24):  # as node_document does: both workers booted before the CPU is read
+        urllib.request.urlopen(floor, timeout=10).close()
+    return process, floor
+
+
+def _gevent_gunicorn(port: int, access_log: Path | None) -> list[str]:
+    """What `gitstore serve` runs: 2 gevent workers that keep connections open (the backend
+    keeps one per server and thread between compiles); the app is appended by the caller."""
+    command = [_tool("gunicorn"), "-w", "2", "--worker-class", "gevent", "--keep-alive", "5"]
+    command += ["-b", f"127.0.0.1:{port}"]
+    if access_log is not None:
+        command += ["--access-logfile", str(access_log)]
+    return command
+
+
+def _started(
+    command: list[str], env: dict[str, str], log_path: Path, port: int, probe: str
+) -> tuple[subprocess.Popen, str]:
+    """`command` started (output to `log_path`) and answering `probe`; its process and URL."""
+    with log_path.open("w") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=log, cwd=PROJECT)
+    url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            urllib.request.urlopen(floor, timeout=5).close()
-            return process, floor
-        except OSError:
+            urllib.request.urlopen(url + probe, timeout=5).close()
+            return process, url
+        except (urllib.error.URLError, OSError):
             if process.poll() is not None:
                 break
             time.sleep(0.1)
     process.terminate()
-    raise SystemExit(f"the floor's gunicorn did not start: {(base / 'floor.log').read_text()}")
+    raise SystemExit(f"{command[0]} did not start: {log_path.read_text()[-2000:]}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _tool(name: str) -> str:
+    """A command of this virtualenv (next to its Python)."""
+    return str(Path(sys.executable).parent / name)
 
 
 def node_document(url: str) -> dict:
