@@ -33,7 +33,7 @@ from werkzeug.exceptions import ClientDisconnected
 
 from gitstore import limits
 from gitstore.api.errors import error_response
-from gitstore.api.http import app_store
+from gitstore.api.http import app_store, request_body
 from gitstore.errors import InvalidInput, NotFound
 
 log = logging.getLogger("gitstore.api.git")
@@ -111,7 +111,7 @@ def git(subpath: str):
 def _push(admission, env: dict[str, str]) -> Response:
     """A push: the whole request first, then git under the repository's write queue, then
     the answer (see `gitstore.gitops.pushes`: the queue is held until git has answered)."""
-    body = request.get_data(cache=False)
+    body = request_body(cache=False)
     expected = request.content_length
     if expected is not None and len(body) != expected:
         # The client went away mid-body: what came is not a push, and git must not see it.

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response, current_app, g, request
 from flask.json.provider import DefaultJSONProvider
+from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import http_date
 
 from gitstore import Author, LRUCache, bind_reveal_rule, logs, unbind_reveal_rule
@@ -57,10 +58,26 @@ def app_store() -> Store:
     return current_app.extensions[STORE]
 
 
+def request_body(cache: bool = True) -> bytes:
+    """The whole request body, or a 413 when it is over the request's `max_content_length`.
+
+    A declared length over the limit is refused before a byte is read (Werkzeug). A body with
+    no declared length (`Transfer-Encoding: chunked`) is read up to the limit, where Werkzeug
+    stops without a word: what came so far would be taken for the whole body, and a key write
+    cut at the limit was committed. One byte more from the server's own stream tells.
+    """
+    body = request.get_data(cache=cache)
+    limit = request.max_content_length
+    filled = limit is not None and request.content_length is None and len(body) >= limit
+    if filled and request.environ["wsgi.input"].read(1):
+        raise RequestEntityTooLarge()
+    return body
+
+
 def json_body() -> Any:
     """The request body parsed as JSON; malformed or missing JSON is a 400, a body not sent
     as `application/json` a 415 (a cross-site `text/plain` form must not write)."""
-    raw = request.get_data(cache=True)
+    raw = request_body()
     if not raw.strip():
         raise InvalidInput("request body is empty; a JSON document is expected")
     if request.mimetype != "application/json":

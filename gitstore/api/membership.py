@@ -13,7 +13,7 @@ from __future__ import annotations
 from flask import Blueprint, Flask, jsonify, redirect, request
 
 from gitstore.api.errors import error_response
-from gitstore.api.http import app_store, json_body
+from gitstore.api.http import app_store, json_body, request_body
 from gitstore.errors import InvalidInput, NotFound
 
 bp = Blueprint("membership", __name__)
@@ -68,7 +68,7 @@ def replicate():
 @bp.post("/cluster/v1/objects")
 def objects():
     args = request.args
-    body = request.get_data(cache=False)
+    body = request_body(cache=False)
     _member().receive_objects(args.get("repository"), args.get("commit"), args.get("parent"), body)
     return "", 204
 
