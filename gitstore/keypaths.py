@@ -50,7 +50,10 @@ def _as_int(segment: Any) -> int | None:
     if isinstance(segment, int):
         return segment
     if isinstance(segment, str) and _INTEGER.fullmatch(segment):
-        return int(segment)
+        try:
+            return int(segment)
+        except ValueError:  # past Python's digit limit: no list is that long, no key that big
+            return None
     return None
 
 

@@ -7,6 +7,7 @@ can address a path outside the document it names.
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 
 from gitstore.errors import InvalidInput
@@ -23,6 +24,8 @@ RESERVED_RESOURCE_SEGMENTS = frozenset({"values", "overrides", "keys"})
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _MAX_SEGMENT = 200
+#: The most digits `int` converts (Python's guard against quadratic conversions).
+MAX_DIGITS = sys.int_info.default_max_str_digits
 #: Unicode categories a name may not hold: format characters (zero-width, bidirectional
 #: controls: a second `node-1` that looks like the first), line and paragraph separators,
 #: surrogates and private use.
@@ -32,9 +35,11 @@ _ABBREVIATED_ID = re.compile(r"[0-9a-fA-F]{4,40}")
 
 
 def is_number(text: object) -> bool:
-    """`text` is a string of ASCII digits. `str.isdigit` also holds for `²` or `①`, which `int`
-    refuses: every number read from a request is recognised here, never with `isdigit`."""
-    return isinstance(text, str) and text.isascii() and text.isdigit()
+    """`text` is a string of ASCII digits that `int` converts. `str.isdigit` also holds for `²`
+    or `①`, which `int` refuses, and `int` refuses more than `MAX_DIGITS` digits (a number that
+    long names nothing a store holds): every number read from a request is recognised here,
+    never with `isdigit`."""
+    return isinstance(text, str) and text.isascii() and text.isdigit() and len(text) <= MAX_DIGITS
 
 
 def is_commit_id(text: object) -> bool:

@@ -175,3 +175,20 @@ def test_an_integer_segment_through_a_mapping_makes_a_string_key(fuel_store, cli
     stored = fuel_store.environment_repo(1).snapshot().read_yaml("nodes/1/values/astute.yaml")
     assert stored == {"a": {"1": "x"}, "b": 2}
     assert client.get(f"{DOC}?key=a.1").get_json() == "x"
+
+
+#: More digits than Python converts to an int (sys.get_int_max_str_digits: 4,300).
+_HUGE_INDEX = "1" * 5000
+
+
+@pytest.mark.parametrize("op", ["set", "delete"])
+def test_an_index_past_pythons_digit_limit_is_409_not_500(doc, env_commits, op):
+    before = env_commits()
+    path = ["a", "l", _HUGE_INDEX] + ([1] if op == "set" else [])
+    assert_error(doc.put(f"{DOC}/keys/{op}", json=[path]), 409, "a.l.111")
+    assert env_commits() == before
+
+
+def test_a_key_of_huge_digits_is_read_as_a_missing_key(doc):
+    assert_error(doc.get(f"{DOC}?key=a.l.{_HUGE_INDEX}"), 409, "a.l.111")
+    assert_error(doc.get(f"{DOC}?key=a.{_HUGE_INDEX}"), 409, "a.111")
