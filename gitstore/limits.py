@@ -145,8 +145,9 @@ def _measure(document: Any, limits: Limits) -> tuple[int, int]:
 
 
 #: How deeply a request body may nest: deep enough for any configuration, shallow enough that
-#: no recursive reader or writer (YAML, merging, JSON) runs out of stack.
-MAX_DEPTH = 64
+#: no recursive reader or writer (YAML, merging, JSON) runs out of stack. The same bound as a
+#: stored file's (`yamlio.MAX_DEPTH`, which `limits` cannot be imported by).
+MAX_DEPTH = yamlio.MAX_DEPTH
 
 
 def check_plain_data(value: Any, where: str = "request body", depth: int = 1) -> Any:

@@ -41,7 +41,9 @@ _INDICATORS = frozenset("[]{}#&*!|>%@`,?:'\"-")
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _DIGITS = frozenset("0123456789")
 _ITEM_STARTS = frozenset({"-", "- "})  # a line's first two characters that make it an item
-_MAX_DEPTH = 64
+#: The deepest block read here (the document itself is 0): its values lie at a document's depth
+#: 64, `yamlio.MAX_DEPTH`. Anything deeper goes to PyYAML, where yamlio refuses it.
+_MAX_DEPTH = 62
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"

@@ -57,6 +57,11 @@ class _Dumper(_BaseDumper):
 #: How many nodes aliases may add to one document when expanded. Sharing a list or a mapping
 #: between a few keys (graph tasks, `<<: *defaults`) stays far below; an alias bomb is far above.
 MAX_ALIAS_NODES = 10_000
+#: How deeply a document may nest (a leaf at depth 64 under the document): the bound of a REST
+#: body (`limits.MAX_DEPTH` is this one), so a pushed file holds nothing a REST write could
+#: not; the recursive readers and writers of a document (masking, merging, the console) ran
+#: out of stack at ~700 levels.
+MAX_DEPTH = 64
 
 
 class _Loader(_FastLoader):
@@ -68,15 +73,19 @@ class _Loader(_FastLoader):
 
 
 def check_aliases(root: Any, limit: int = MAX_ALIAS_NODES) -> None:
-    """Raise a YAML error unless the composed `root` expands to at most `limit` extra nodes.
+    """Raise a YAML error unless the composed `root` expands to at most `limit` extra nodes
+    and nests at most `MAX_DEPTH` levels deep once written out.
 
     An alias is the node of its anchor met a second time, so the composed graph is walked once
     (iteratively: depth costs no stack) counting, per container, what its repeated children
-    would add when written out. The error points at the container holding the alias.
+    would add when written out, and how tall it is (an anchor's height goes wherever its
+    aliases are). The error points at the container holding the alias, or at the container
+    that is too tall.
     """
     if root is None:
         return
     state: dict[int, int] = {}  # node id -> its expanded size; -1 while on the path
+    heights: dict[int, int] = {}
     used: set[int] = set()
     added = 0
     stack: list[tuple[Any, bool]] = [(root, False)]
@@ -84,16 +93,20 @@ def check_aliases(root: Any, limit: int = MAX_ALIAS_NODES) -> None:
         node, finished = stack.pop()
         key = id(node)
         if finished:
-            total = 1
+            total, height = 1, 1
             for child in _children(node):
                 size = state[id(child)]
                 total += size
+                height = max(height, heights[id(child)] + 1)
                 if id(child) in used:
                     added += size
                     if added > limit:
                         raise _alias_error(node, f"aliases expand it by more than {limit} nodes")
                 used.add(id(child))
+            if height > MAX_DEPTH:
+                raise _too_deep(node)
             state[key] = total
+            heights[key] = height
         elif state.get(key) == -1:
             raise _alias_error(node, "an alias refers to a node that contains it")
         elif key not in state:
@@ -144,13 +157,16 @@ class _QuickLoader(_FastLoader):
 
     def construct_document(self, node):
         try:
-            return self._quick(node)
+            return self._quick(node, 1)
+        except _TooDeep as exc:
+            raise _too_deep(exc.node) from None
         except Exception:  # noqa: BLE001 - PyYAML's constructor decides, and raises its own error
             # `_quick` keeps no state, so PyYAML starts afresh: a document with two faults
             # (a bad date, an unknown tag) fails on the one PyYAML meets first, as before.
+            check_aliases(node)  # its recursion would fail on a document that is too deep
             return super().construct_document(node)
 
-    def _quick(self, node):
+    def _quick(self, node, depth):
         kind, tag = type(node), node.tag
         if kind is ScalarNode:
             if tag == _STR_TAG:
@@ -158,15 +174,17 @@ class _QuickLoader(_FastLoader):
             if tag in _SCALAR_TAGS:
                 return self.yaml_constructors[tag](self, node)
             raise _Unusual
+        if depth >= MAX_DEPTH:
+            raise _TooDeep(node)  # its children lie deeper than a document may nest
         if kind is MappingNode and tag == _MAP_TAG:
             result = {}
             for key_node, value_node in node.value:
                 if type(key_node) is not ScalarNode or key_node.tag not in _KEY_TAGS:
                     raise _Unusual  # merge and value keys, unhashable keys: PyYAML's way
-                result[self._quick(key_node)] = self._quick(value_node)
+                result[self._quick(key_node, depth + 1)] = self._quick(value_node, depth + 1)
             return result
         if kind is SequenceNode and tag == _SEQ_TAG:
-            return [self._quick(child) for child in node.value]
+            return [self._quick(child, depth + 1) for child in node.value]
         raise _Unusual
 
 
@@ -183,6 +201,18 @@ class _Refused(yaml.constructor.ConstructorError):
 
 def _alias_error(node: Any, problem: str) -> yaml.YAMLError:
     return _Refused(None, None, f"{problem} (see docs/security.md)", node.start_mark)
+
+
+def _too_deep(node: Any) -> yaml.YAMLError:
+    return _alias_error(node, f"it nests deeper than {MAX_DEPTH} levels")
+
+
+class _TooDeep(Exception):
+    """The quick construction went past `MAX_DEPTH` at `node`."""
+
+    def __init__(self, node: Any) -> None:
+        super().__init__()
+        self.node = node
 
 
 def _describe(exc: yaml.YAMLError) -> str:

@@ -211,6 +211,44 @@ def test_a_recursive_alias_is_refused():
         yamlio.load("a: &a [1, *a]\n", path="x.yaml")
 
 
+def _nested(levels: int, *, flow: bool = False, leaf: str = "1") -> str:
+    """A mapping `levels` deep whose innermost value is `leaf` (at depth `levels` + 1)."""
+    if flow:
+        return "{k: " * levels + leaf + "}" * levels + "\n"
+    return "".join(f"{'  ' * depth}k:\n" for depth in range(levels - 1)) + (
+        f"{'  ' * (levels - 1)}k: {leaf}\n"
+    )
+
+
+@pytest.mark.parametrize("flow", [False, True])
+@pytest.mark.parametrize("reader", [yamlio.load, yamlio.load_strict])
+def test_a_document_nests_as_deep_as_a_request_body_may(reader, flow):
+    # The REST bound (limits.MAX_DEPTH): a leaf at depth 64 is stored, one at 65 is not.
+    assert reader(_nested(63, flow=flow), path="x.yaml") is not None
+    with pytest.raises(InvalidInput) as caught:
+        reader(_nested(64, flow=flow), path="nodes/3/values/astute.yaml")
+    assert caught.value.message.startswith("nodes/3/values/astute.yaml: line ")
+    assert "nests deeper than 64 levels" in caught.value.message
+
+
+@pytest.mark.parametrize("levels", [700, 990])
+def test_a_very_deep_document_is_refused_not_a_recursion_error(levels):
+    for flow in (False, True):
+        for reader in (yamlio.load, yamlio.load_strict):
+            with pytest.raises(InvalidInput, match="nests deeper than 64 levels"):
+                reader(_nested(levels, flow=flow), path="x.yaml")
+
+
+def test_depth_through_an_alias_counts_where_the_alias_is_written_out():
+    shallow = _nested(40).replace("k:", "a: &deep\n  k:", 1)  # a 41-deep anchored value
+    text = shallow + "b:\n" + "".join(f"{'  ' * (d + 1)}k:\n" for d in range(29))
+    text += "  " * 30 + "k: *deep\n"  # written out 31 levels further down
+    with pytest.raises(InvalidInput, match="nests deeper than 64 levels"):
+        yamlio.load(text, path="x.yaml")
+    with pytest.raises(InvalidInput, match="nests deeper than 64 levels"):
+        yamlio.load_strict(text, path="x.yaml")
+
+
 def test_shared_anchors_of_ordinary_documents_still_load():
     text = "d: &d {x: 1}\ne:\n  <<: *d\n  y: 2\nf: [*d, *d]\ng: &g [a, b]\nh: *g\n"
     assert yamlio.load(text) == {

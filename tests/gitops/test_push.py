@@ -209,6 +209,23 @@ def test_a_gzip_encoded_fetch_negotiation_works(served, tmp_path):
     assert git("rev-parse", "origin/main", cwd=work).stdout.strip() == new
 
 
+@pytest.mark.parametrize("levels", [65, 990])
+def test_a_document_deeper_than_a_rest_body_may_be_is_refused_naming_it(served, tmp_path, levels):
+    # The gate let it in (a leaf at depth 700 made every read a 500; at 990 the gate itself
+    # failed with a RecursionError); REST bodies stop at 64.
+    _, server = served
+    work = clone(server, tmp_path)
+    text = "".join(f"{'  ' * depth}k:\n" for depth in range(levels - 1))
+    text += f"{'  ' * (levels - 1)}k: 1\n"
+    commit_files(work, {"nodes/3/values/globals.yaml": text}, "a deep document")
+    before = served_commit(server)
+    done = push(work)
+    assert done.returncode != 0
+    assert "nodes/3/values/globals.yaml" in done.stderr
+    assert "nests deeper than 64 levels" in done.stderr and "RecursionError" not in done.stderr
+    assert served_commit(server) == before
+
+
 def test_an_alias_bomb_push_is_refused_fast_naming_the_file(served, tmp_path):
     from hostile import alias_bomb
 
