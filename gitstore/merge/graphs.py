@@ -477,11 +477,16 @@ def _successors(
     return after
 
 
-def graph_problems(tasks: Sequence[Mapping[str, Any]], *, missing: bool = True) -> list[Problem]:
+def graph_problems(
+    tasks: Sequence[Mapping[str, Any]],
+    *,
+    missing: bool = True,
+    edges: Sequence[tuple[str, str]] | None = None,
+) -> list[Problem]:
     """Problems of a whole graph: a dependency cycle and (unless `missing` is off) dependencies
-    on tasks the graph does not have."""
+    on tasks the graph does not have. `edges`: its `dependency_edges`, when the caller has them."""
     problems = missing_dependencies(tasks) if missing else []
-    cycle = find_cycle(tasks)
+    cycle = find_cycle(tasks, edges)
     if cycle:
         problems.append(Problem(f"dependency cycle: {' -> '.join(cycle)}", cycle[0]))
     return problems
