@@ -119,15 +119,14 @@ class EnvironmentView:
         *,
         write: bool = False,
         head: Callable[[], EnvironmentView] | None = None,
-        any_node: bool = False,
     ) -> list[tuple[str, str]]:
         """Pairs that are a prefix of the hierarchy, node fqdns resolved to ids, every node
         one the environment knows (`known_node`; a `write` may also create one).
 
         A read at an older version passes `head`, the view of the head: a node known now is
         read as it was then (with no data of its own yet, the levels above it), so history,
-        explain and revert can look at any version of a node that exists. `any_node` takes
-        any node (a diff names scopes to compare, which may hold data on one side only).
+        explain and revert can look at any version of a node that exists. A diff passes the
+        view of its other end: a node that exists at either end is known.
 
         Every segment is validated first (400), so a malformed name never reaches the
         comparison with the hierarchy (404).
@@ -147,9 +146,7 @@ class EnvironmentView:
                     f"environment {self.env_id}: level {level!r} is not next in the "
                     f"hierarchy; expected {expected!r}"
                 )
-            if level == NODES_LEVEL and any_node:
-                checked.append((level, self.resolve_value(level, value)))
-            elif level == NODES_LEVEL:
+            if level == NODES_LEVEL:
                 checked.append((level, self._known_node_now_or_then(value, write, head)))
             else:
                 checked.append((level, value))
