@@ -21,12 +21,16 @@ from gitstore.names import check_level_value, check_segment, is_number
 # -- the store root ------------------------------------------------------------------------
 CATALOG = "catalog.git"
 ENVIRONMENTS = "environments"
-#: The largest environment id (a signed 64-bit integer, like the cluster ids of Fuel's database).
+#: The largest environment id (a signed 64-bit integer, like the cluster ids of Fuel's database):
+#: the one bound of ids an environment is created with and of the repository names that reach it.
 MAX_ENVIRONMENT_ID = 2**63 - 1
+#: An environment id as a repository name spells it: no leading zero, no more digits than
+#: MAX_ENVIRONMENT_ID (whose value `parse_repository_name` checks too).
+ENVIRONMENT_ID = rf"[1-9][0-9]{{0,{len(str(MAX_ENVIRONMENT_ID)) - 1}}}"
 #: Repository kinds, as the push gate names them.
 ENVIRONMENT_KIND = "environment"
 CATALOG_KIND = "catalog"
-_REPO_NAME = re.compile(r"^(?:catalog\.git|environments/([1-9][0-9]{0,17})\.git)$")
+_REPO_NAME = re.compile(rf"^(?:catalog\.git|environments/({ENVIRONMENT_ID})\.git)$")
 
 
 @dataclass(frozen=True)
@@ -41,9 +45,9 @@ class Target:
 def parse_repository_name(name: str) -> Target:
     """The repository `name` addresses; NotFound for anything else (no path can escape)."""
     match = _REPO_NAME.match(name or "")
-    if match is None:
+    env_id = int(match.group(1)) if match and match.group(1) else None
+    if match is None or (env_id or 0) > MAX_ENVIRONMENT_ID:
         raise NotFound(f"no repository {name!r}: use catalog.git or environments/<id>.git")
-    env_id = int(match.group(1)) if match.group(1) else None
     return Target(name, ENVIRONMENT_KIND if env_id else CATALOG_KIND, env_id)
 
 
