@@ -21,12 +21,16 @@ from gitstore.names import check_level_value, check_segment, is_number
 # -- the store root ------------------------------------------------------------------------
 CATALOG = "catalog.git"
 ENVIRONMENTS = "environments"
-#: The largest environment id (a signed 64-bit integer, like the cluster ids of Fuel's database).
+#: The largest environment id (a signed 64-bit integer, like the cluster ids of Fuel's database):
+#: the one bound of ids an environment is created with and of the repository names that reach it.
 MAX_ENVIRONMENT_ID = 2**63 - 1
+#: An environment id as a repository name spells it: no leading zero, no more digits than
+#: MAX_ENVIRONMENT_ID (whose value `parse_repository_name` checks too).
+ENVIRONMENT_ID = rf"[1-9][0-9]{{0,{len(str(MAX_ENVIRONMENT_ID)) - 1}}}"
 #: Repository kinds, as the push gate names them.
 ENVIRONMENT_KIND = "environment"
 CATALOG_KIND = "catalog"
-_REPO_NAME = re.compile(r"^(?:catalog\.git|environments/([1-9][0-9]{0,17})\.git)$")
+_REPO_NAME = re.compile(rf"^(?:catalog\.git|environments/({ENVIRONMENT_ID})\.git)$")
 
 
 @dataclass(frozen=True)
@@ -41,9 +45,9 @@ class Target:
 def parse_repository_name(name: str) -> Target:
     """The repository `name` addresses; NotFound for anything else (no path can escape)."""
     match = _REPO_NAME.match(name or "")
-    if match is None:
+    env_id = int(match.group(1)) if match and match.group(1) else None
+    if match is None or (env_id or 0) > MAX_ENVIRONMENT_ID:
         raise NotFound(f"no repository {name!r}: use catalog.git or environments/<id>.git")
-    env_id = int(match.group(1)) if match.group(1) else None
     return Target(name, ENVIRONMENT_KIND if env_id else CATALOG_KIND, env_id)
 
 
@@ -119,15 +123,14 @@ class EnvironmentView:
         *,
         write: bool = False,
         head: Callable[[], EnvironmentView] | None = None,
-        any_node: bool = False,
     ) -> list[tuple[str, str]]:
         """Pairs that are a prefix of the hierarchy, node fqdns resolved to ids, every node
         one the environment knows (`known_node`; a `write` may also create one).
 
         A read at an older version passes `head`, the view of the head: a node known now is
         read as it was then (with no data of its own yet, the levels above it), so history,
-        explain and revert can look at any version of a node that exists. `any_node` takes
-        any node (a diff names scopes to compare, which may hold data on one side only).
+        explain and revert can look at any version of a node that exists. A diff passes the
+        view of its other end: a node that exists at either end is known.
 
         Every segment is validated first (400), so a malformed name never reaches the
         comparison with the hierarchy (404).
@@ -147,9 +150,7 @@ class EnvironmentView:
                     f"environment {self.env_id}: level {level!r} is not next in the "
                     f"hierarchy; expected {expected!r}"
                 )
-            if level == NODES_LEVEL and any_node:
-                checked.append((level, self.resolve_value(level, value)))
-            elif level == NODES_LEVEL:
+            if level == NODES_LEVEL:
                 checked.append((level, self._known_node_now_or_then(value, write, head)))
             else:
                 checked.append((level, value))

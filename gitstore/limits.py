@@ -38,6 +38,12 @@ class Limits:
     document_keys: int = 50_000
     #: One file of a pushed or mirrored commit (the gate refuses, naming the file).
     blob_bytes: int = 4 * _MIB
+    #: Tasks of one deployment graph, as written or merged (400 naming the graph). With
+    #: `graph_links`, sized so that the largest accepted graph, every task on every node, runs
+    #: on three nodes within `document_keys` (its record, with its history, is one document).
+    graph_tasks: int = 500
+    #: Dependency links between the tasks of one deployment graph (400 naming the graph).
+    graph_links: int = 2500
 
 
 DEFAULT = Limits()
@@ -85,7 +91,7 @@ def current() -> Limits:
 def check_document(path: str, document: Any) -> None:
     """Refuse a document over the key count or (estimated before dumping) over the size."""
     limits = current()
-    keys, size = _measure(document, limits)
+    keys, size = _measure(document, limits.document_keys, limits.document_bytes)
     if keys > limits.document_keys:
         raise InvalidInput(
             f"{path}: the document holds more than {limits.document_keys} keys and list items, "
@@ -94,6 +100,31 @@ def check_document(path: str, document: Any) -> None:
         )
     if size > limits.document_bytes:
         raise InvalidInput(_too_big(path, size, limits.document_bytes, "document_bytes"), path=path)
+
+
+def within_document_keys(document: Any, reserve: int = 0) -> bool:
+    """Whether `document` stays within `document_keys` once `reserve` more keys and list items
+    are added to it (a record that grows as it is rewritten, say)."""
+    budget = current().document_keys - reserve
+    return budget >= 0 and _measure(document, budget, math.inf)[0] <= budget
+
+
+def graph_excess(tasks: int, links: int) -> list[str]:
+    """Why a deployment graph of `tasks` tasks and `links` dependency links is too big (none:
+    it is not). The messages name no count, so one problem reads the same before and after a
+    write that does not cause it."""
+    limits = current()
+    found = []
+    if tasks > limits.graph_tasks:
+        found.append(
+            f"the graph holds more than {limits.graph_tasks} tasks, the limit graph_tasks ({_HOW})"
+        )
+    if links > limits.graph_links:
+        found.append(
+            f"the graph holds more than {limits.graph_links} dependency links, "
+            f"the limit graph_links ({_HOW})"
+        )
+    return found
 
 
 def spliced_within(data: bytes, key_bound: Callable[[bytes], int]) -> bool:
@@ -123,12 +154,12 @@ def _too_big(path: str, size: int, limit: int, name: str) -> str:
     )
 
 
-def _measure(document: Any, limits: Limits) -> tuple[int, int]:
+def _measure(document: Any, max_keys: float, max_bytes: float) -> tuple[int, int]:
     """Keys and list items, and a lower bound of the YAML size (the text of every scalar);
     stops counting once either is over its limit."""
     keys = size = 0
     stack = [document]
-    while stack and keys <= limits.document_keys and size <= limits.document_bytes:
+    while stack and keys <= max_keys and size <= max_bytes:
         item = stack.pop()
         if isinstance(item, dict):
             keys += len(item)

@@ -35,12 +35,13 @@ from gitstore import limits
 from gitstore.api.errors import error_response
 from gitstore.api.http import app_store, request_body
 from gitstore.errors import InvalidInput, NotFound
+from gitstore.layout import ENVIRONMENT_ID, parse_repository_name
 
 log = logging.getLogger("gitstore.api.git")
 
 bp = Blueprint("git_http", __name__)
 
-_PATH = re.compile(r"^(catalog\.git|environments/[1-9][0-9]{0,17}\.git)(/[A-Za-z0-9._/-]+)$")
+_PATH = re.compile(rf"^(catalog\.git|environments/{ENVIRONMENT_ID}\.git)(/[A-Za-z0-9._/-]+)$")
 _CHUNK = 64 * 1024
 RECEIVE_PACK = "git-receive-pack"
 SERVICES = ("git-upload-pack", RECEIVE_PACK)
@@ -62,12 +63,26 @@ def split_path(subpath: str) -> tuple[str, str]:
     """
     match = _PATH.match(subpath)
     rest = posixpath.normpath(match.group(2)) if match else ""
-    if match is None or not rest.startswith("/") or rest.startswith(("/..", "//")):
+    if (
+        match is None
+        or not _is_repository(match.group(1))
+        or not rest.startswith("/")
+        or rest.startswith(("/..", "//"))
+    ):
         raise NotFound(
             f"no git repository at /git/{subpath}: use /git/catalog.git or "
             "/git/environments/<id>.git"
         )
     return match.group(1), "" if rest == "/" else rest
+
+
+def _is_repository(name: str) -> bool:
+    """Whether `name` is a repository name of the store (an environment id within its bound)."""
+    try:
+        parse_repository_name(name)
+    except NotFound:
+        return False
+    return True
 
 
 def _check_services(services: list[str]) -> None:

@@ -50,6 +50,7 @@ from gitstore.cluster.transfer import (
     fetch_missing,
 )
 from gitstore.errors import Conflict, InvalidInput, NotFound, Unavailable
+from gitstore.layout import parse_repository_name
 
 #: The etcd value of an archived repository (its id may be used again).
 TOMBSTONE = "-"
@@ -61,7 +62,6 @@ REPLICATE_PATH = "/cluster/v1/replicate"
 OBJECTS_PATH = "/cluster/v1/objects"
 LABEL_PATH = "/cluster/v1/label"
 BINARY = "application/octet-stream"
-_REPOSITORY = re.compile(r"^(catalog\.git|environments/[1-9][0-9]{0,17}\.git)$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _LABEL_REF = re.compile(r"^refs/tags/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
@@ -302,8 +302,12 @@ class Member:
 
 
 def _check_names(repository: str, commit: str) -> None:
-    if not _REPOSITORY.match(str(repository)):
-        raise InvalidInput(f"repository {str(repository)[:60]!r} is not one of the store's")
+    try:
+        parse_repository_name(str(repository))
+    except NotFound:
+        raise InvalidInput(
+            f"repository {str(repository)[:60]!r} is not one of the store's"
+        ) from None
     if not _COMMIT.match(str(commit)):
         raise InvalidInput("commit must be a full commit id", key="commit")
 

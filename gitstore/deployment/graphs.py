@@ -12,8 +12,10 @@ Writes validate what they change: a release graph alone (schema, duplicates, cyc
 dependencies), a plugin graph on its own (schema, duplicates, cycles: it may name release
 tasks), a cluster graph as the merged graph it makes (only problems the cluster's tasks bring
 in are refused: a later release or plugin change is reported by `check`, not blamed on the
-next cluster write). The push gate applies the same rules (`catalog_graphs` and
-`cluster_graphs`, listed in `gitstore.gitops.rules`).
+next cluster write). Every one of them, `check` and execute also bound a graph's size (the
+limits `graph_tasks` and `graph_links`), so a graph that is accepted can be executed. The push
+gate applies the same rules (`catalog_graphs` and `cluster_graphs`, listed in
+`gitstore.gitops.rules`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gitstore import documents
+from gitstore import documents, limits
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
@@ -204,7 +206,14 @@ class Sources:
             tasks = self.merged()["tasks"]
         except InvalidInput as exc:
             return [merging.Problem(exc.message)]
-        return merging.graph_problems(tasks)
+        return graph_problems(tasks)
+
+
+def graph_problems(tasks: Sequence[dict], *, missing: bool = True) -> list[merging.Problem]:
+    """`merge.graphs.graph_problems`, and a size over the limits `graph_tasks`, `graph_links`."""
+    edges = merging.dependency_edges(tasks)
+    size = [merging.Problem(message) for message in limits.graph_excess(len(tasks), len(edges))]
+    return size + merging.graph_problems(tasks, missing=missing, edges=edges)
 
 
 def merged_graph(cluster: Cluster, graph_type: str) -> dict:
@@ -221,8 +230,8 @@ def merged_graph(cluster: Cluster, graph_type: str) -> dict:
 
 def new_problems(sources: Sources, own: dict) -> list[merging.Problem]:
     """Problems of the merged graph with `own` that the graph without it does not have."""
-    before = {p.message for p in merging.graph_problems(sources.merged(with_own=False)["tasks"])}
-    after = merging.graph_problems(sources.merged(own)["tasks"])
+    before = {p.message for p in graph_problems(sources.merged(with_own=False)["tasks"])}
+    after = graph_problems(sources.merged(own)["tasks"])
     return [p for p in after if p.message not in before]
 
 
@@ -639,9 +648,9 @@ def _validate(owner: Owner, graph_type: str, doc: dict) -> None:
     what = f"{owner.kind} {owner.id} graph {graph_type!r}"
     merging.check_document(doc, what)
     if owner.kind == RELEASE.name:
-        merging.raise_problems(merging.graph_problems(doc["tasks"]), what)
+        merging.raise_problems(graph_problems(doc["tasks"]), what)
     elif owner.kind == PLUGIN.name:
-        merging.raise_problems(merging.graph_problems(doc["tasks"], missing=False), what)
+        merging.raise_problems(graph_problems(doc["tasks"], missing=False), what)
     else:
         cluster = load_cluster(owner.snapshot, owner.catalog)
         sources = Sources.of(cluster, graph_type)
@@ -665,7 +674,7 @@ def catalog_graphs(tree: TreeCheck) -> None:
             for path in tree.files_under(f"{kind.folder}/{entry.name}/{FOLDER}"):
                 doc = _gate_document(tree, path, f"{kind.folder}/{entry.name}/{FOLDER}/")
                 if doc is not None:
-                    problems = merging.graph_problems(doc["tasks"], missing=kind is RELEASE)
+                    problems = graph_problems(doc["tasks"], missing=kind is RELEASE)
                     _report(tree, path, problems)
 
 
@@ -681,7 +690,7 @@ def cluster_graphs(tree: TreeCheck) -> None:
     owners = _gate_owners(tree, env if isinstance(env, dict) else {})
     for path, doc in docs.items():
         if owners is None:
-            _report(tree, path, merging.graph_problems(doc["tasks"], missing=False))
+            _report(tree, path, graph_problems(doc["tasks"], missing=False))
             continue
         graph_type = path[len(FOLDER) + 1 : -len(".yaml")]
         try:

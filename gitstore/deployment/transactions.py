@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any
 import yaql
 from yaql.language.exceptions import YaqlException
 
-from gitstore import documents, files
+from gitstore import documents, files, limits
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
 from gitstore.deployment import executors
 from gitstore.deployment.executors import ERROR, READY, RunContext
-from gitstore.deployment.graphs import merged_graph
+from gitstore.deployment.graphs import graph_problems, merged_graph
 from gitstore.deployment.inventory import Cluster
 from gitstore.errors import Conflict, Damaged, Forbidden, GitstoreError, InvalidInput, NotFound
 from gitstore.merge import execution
@@ -76,6 +76,9 @@ _SUMMARY = (
     "source",
 )
 _YAQL = threading.local()
+#: Keys and list items one history entry may add (the entry; task_name, node_id, status,
+#: time_start, time_end, message, exit_code, output).
+_HISTORY_KEYS = 9
 
 
 def transaction_path(transaction_id: int) -> str:
@@ -271,6 +274,7 @@ class Transactions:
         finished = isinstance(runner, executors.DryRun)
         if finished:
             self._run_graphs(doc, runner)
+        _check_size(doc, finished)
         with self._id_lock():
             doc["id"] = self._next_id()
             written = self._record(doc, author, check_running=True)
@@ -293,7 +297,7 @@ class Transactions:
             merged = merged_graph(cluster, wanted.type)
             tasks = [merging.with_defaults(t) for t in merged["tasks"]]
             merging.raise_problems(
-                merging.graph_problems(tasks), f"graph {wanted.type!r} of cluster {cluster.env_id}"
+                graph_problems(tasks), f"graph {wanted.type!r} of cluster {cluster.env_id}"
             )
             nodes = choose_nodes(cluster, wanted.nodes, merged.get("node_filter"))
             plan = execution.serialize(tasks, cluster.tags_by_node(nodes), wanted.tasks)
@@ -407,6 +411,24 @@ class Transactions:
 
     def _id_lock(self):
         return files.exclusive_lock(self._repos.root / LOCK_FILE, 0o644)
+
+
+def _check_size(doc: dict, finished: bool) -> None:
+    """Refuse, before anything is recorded, a transaction whose record would exceed the limit
+    `document_keys`: the plan grows with the nodes, so no bound on the graph alone can keep it
+    small; and a record too big for the history its run adds would leave the transaction
+    running for good (its runner, this server, is alive), blocking the cluster."""
+    steps = sum(len(entries) for g in doc["graphs"] for entries in g["tasks_graph"].values())
+    if limits.within_document_keys(doc, reserve=0 if finished else steps * _HISTORY_KEYS):
+        return
+    graphs = ", ".join(f"{g['type']!r} on {len(g['nodes'])} nodes" for g in doc["graphs"])
+    raise InvalidInput(
+        f"graph {graphs} of cluster {doc['cluster']}: its transaction would record more than "
+        f"{limits.current().document_keys} keys and list items (the plan and one history "
+        "entry per task and node), the limit document_keys; run it on fewer nodes, or raise "
+        f"the limit in <root>/{limits.LIMITS_FILE} (docs/security.md)",
+        key="graphs",
+    )
 
 
 def _ids(snapshot: Snapshot) -> list[int]:

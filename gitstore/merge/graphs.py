@@ -388,7 +388,12 @@ def dependency_edges(
     tasks: Sequence[Mapping[str, Any]], fields: Container[str] | None = None
 ) -> list[tuple[str, str]]:
     """Every edge (dependency, dependent) between tasks of the graph, in a stable order
-    (only those the `fields` name, when given)."""
+    (only those the `fields` name, when given).
+
+    A task naming itself in a same-node field is an edge to itself (a cycle: it could never
+    start). A `/regex/` matching its own task, or a cross-node link to the same task (on the
+    nodes the selector picks, as a controller waits for the primary's run), is not.
+    """
     ids = {task["id"]: None for task in tasks}
     edges: dict[tuple[str, str], None] = {}
     for task in tasks:
@@ -396,9 +401,13 @@ def dependency_edges(
             if fields is not None and field not in fields:
                 continue
             for other in resolve_name(name, ids):
-                if other != task["id"]:
+                if other != task["id"] or _names_itself(task, field, name):
                     edges[(other, task["id"]) if before else (task["id"], other)] = None
     return list(edges)
+
+
+def _names_itself(task: Mapping[str, Any], field: str, name: str) -> bool:
+    return name == task["id"] and field in LOCAL_FIELDS and not is_pattern(name)
 
 
 def missing_dependencies(tasks: Sequence[Mapping[str, Any]]) -> list[Problem]:
@@ -468,11 +477,16 @@ def _successors(
     return after
 
 
-def graph_problems(tasks: Sequence[Mapping[str, Any]], *, missing: bool = True) -> list[Problem]:
+def graph_problems(
+    tasks: Sequence[Mapping[str, Any]],
+    *,
+    missing: bool = True,
+    edges: Sequence[tuple[str, str]] | None = None,
+) -> list[Problem]:
     """Problems of a whole graph: a dependency cycle and (unless `missing` is off) dependencies
-    on tasks the graph does not have."""
+    on tasks the graph does not have. `edges`: its `dependency_edges`, when the caller has them."""
     problems = missing_dependencies(tasks) if missing else []
-    cycle = find_cycle(tasks)
+    cycle = find_cycle(tasks, edges)
     if cycle:
         problems.append(Problem(f"dependency cycle: {' -> '.join(cycle)}", cycle[0]))
     return problems

@@ -114,7 +114,8 @@ class Versions:
         repo = self._repo(env_id)
         before = EnvironmentView(_snapshot(repo, source, "from"))
         after = EnvironmentView(_snapshot(repo, target, "to"))
-        scopes = [after.check_levels(parse_scope(text), any_node=True) for text in levels] or None
+        # A scope may hold data at one end only: a node known at either end is known.
+        scopes = [after.check_levels(parse_scope(t), head=lambda: before) for t in levels] or None
         name = self._config.resource_name(after, resource) if resource else None
         rules_of = self._secrets.rules_of(after)
         shown, masked = secret_masks.mask_scopes(

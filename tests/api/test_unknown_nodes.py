@@ -79,3 +79,28 @@ def test_a_superscript_digit_is_no_node_id_even_without_an_inventory(client):
     assert_error(answer, 404, "\u00b2")
     levels = client.get(f"{ENV}/hierarchy_levels").get_json()
     assert "\u00b2" not in json.dumps(levels, ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    "scope", ["levels=nodes=999", "path=nodes/999", "path=nodes/no-such-host.example"]
+)
+def test_a_diff_scoped_to_an_unknown_node_is_404_naming_it(client, inventory, scope):
+    client.put(f"{ENV}/nodes/1/{VALUES}", json={"a": 1})
+    client.put(f"{ENV}/nodes/1/{VALUES}", json={"a": 2})
+    node = scope.rsplit("=", 1)[-1].rsplit("/", 1)[-1]
+    assert_error(client.get(f"{ENV}/diff?from=HEAD~1&{scope}"), 404, f"'{node}'")
+    both = client.get(f"{ENV}/diff?from=HEAD~1&levels=nodes=1&{scope}")
+    assert_error(both, 404, f"'{node}'")  # one unknown scope among known ones is still 404
+    for known in ("levels=nodes=1", "path=nodes/node-2.domain.tld"):
+        assert client.get(f"{ENV}/diff?from=HEAD~1&{known}").status_code == 200
+
+
+def test_a_diff_of_a_node_that_exists_at_one_end_only_answers(client):
+    client.put(f"{ENV}/{VALUES}", json={"g": 1})
+    client.put(f"{ENV}/nodes/5/{VALUES}", json={"a": 1})  # no inventory: this creates node 5
+    added = client.get(f"{ENV}/diff?from=HEAD~1&levels=nodes=5")
+    assert added.status_code == 200, added.get_json()
+    assert list(added.get_json()["scopes"]) == ["/nodes/5/"]
+    gone = client.get(f"{ENV}/diff?from=HEAD&to=HEAD~1&levels=nodes=5")  # at `from` only
+    assert gone.status_code == 200, gone.get_json()
+    assert list(gone.get_json()["scopes"]) == ["/nodes/5/"]

@@ -4,7 +4,9 @@ validated against the merge, versions, checks, DOT and legacy filters over REST.
 from __future__ import annotations
 
 import pytest
+import yaml
 
+from gitstore.backend.changes import ChangeSet
 from gitstore.deployment.graphs import merged_graph
 
 from .conftest import API, CLUSTER, RELEASE, assert_error, ids, task
@@ -226,3 +228,21 @@ def test_legacy_start_end_over_rest(api, newton_tasks):
     api.post(f"{RELEASE}/deployment_graphs/default", json={"tasks": newton_tasks})
     assert_error(api.get(f"{TASKS}?start=deploy_start"), 400, "task-based")
     assert len(api.get(TASKS).get_json()) == 204
+
+
+def test_check_and_execute_report_a_stored_self_dependency(layered, graph_store):
+    """A graph written before self-dependencies were refused (or by any other way into git)."""
+    path = "graphs/selfloop.yaml"
+    doc = {"tasks": [task("x", requires=["x"])]}
+
+    def operation(snapshot):
+        changes = ChangeSet("a self-dependency from before the check")
+        changes.put(path, yaml.safe_dump(doc).encode())
+        return changes
+
+    graph_store.environment_repo(1).update(operation, graph_store.default_author)
+    check = layered.get(f"{CLUSTER}/deployment_graphs/selfloop/check").get_json()
+    assert check["valid"] is False
+    assert check["errors"] == [{"message": "dependency cycle: x -> x", "task": "x"}]
+    body = {"cluster": 1, "graphs": [{"type": "selfloop"}], "dry_run": True}
+    assert_error(layered.post(f"{API}/graphs/execute", json=body), 400, "dependency cycle: x -> x")

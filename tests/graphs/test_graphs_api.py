@@ -213,3 +213,12 @@ def test_reads_name_both_commits_and_take_both_versions(api, graph_store):
     before_graph = api.get(f"{RELEASE}/deployment_graphs/default?version={catalog_head}~1")
     assert_error(before_graph, 404, "no graph of type 'default'")
     assert_error(api.get(f"{CLUSTER}/deployment_tasks?catalog_version=nope"), 404, "nope")
+
+
+@pytest.mark.parametrize("field", ["requires", "required_for"])
+@pytest.mark.parametrize("owner", sorted(OWNERS))
+def test_a_task_that_depends_on_itself_is_a_cycle(api, plugin, owner, field):
+    body = {"tasks": [task("a", **{field: ["a"]})]}
+    url = f"{OWNERS[owner]}/deployment_graphs/selfloop"
+    assert_error(api.post(url, json=body), 400, "dependency cycle: a -> a")
+    assert api.get(url).status_code == 404

@@ -280,3 +280,21 @@ def test_plan_of_the_real_graph(newton_tasks):
             for need in entry["requires"]:
                 key = (need["name"], "null" if need["node_id"] is None else need["node_id"])
                 assert position[key] < position[(entry["id"], node)], (need, entry["id"])
+
+
+def test_a_task_naming_itself_is_a_cycle_but_a_pattern_or_cross_node_link_is_not():
+    for field in ("requires", "required_for"):
+        tasks = canonical([task("a", **{field: ["a"]})])
+        assert g.find_cycle(tasks) == ["a", "a"]
+        assert [p.message for p in g.graph_problems(tasks)] == ["dependency cycle: a -> a"]
+        with pytest.raises(ValidationFailed, match="dependency cycle: a -> a"):
+            g.topological_order(tasks)
+    # a /regex/ matching its own task, and a cross-node link to the same task on other
+    # nodes (a controller waiting for the primary's run of it), are not self-dependencies
+    fine = canonical(
+        [
+            task("a", requires=["/^(a|b)$/"]),
+            task("b", cross_depends=[{"name": "b", "role": ["primary-controller"]}]),
+        ]
+    )
+    assert g.graph_problems(fine) == []

@@ -99,3 +99,15 @@ def test_environment_naming_clashing_plugins_is_reported(graph_store):
             "plugins 'p1' and 'p2' both define task 'same' in graph type 'default'",
         )
     ]
+
+
+def test_a_pushed_self_dependency_is_refused_as_a_cycle(pushable):
+    store, tmp_path = pushable
+    env = clone(store.environment_path(1), tmp_path / "env")
+    done = push(env, {"graphs/selfloop.yaml": {"tasks": [task("x", required_for=["x"])]}})
+    assert done.returncode != 0
+    assert "graphs/selfloop.yaml: dependency cycle: x -> x" in done.stderr
+    catalog = clone(store.root / "catalog.git", tmp_path / "catalog")
+    done = push(catalog, {f"{RELEASE_GRAPHS}/selfloop.yaml": [task("x", requires=["x"])]})
+    assert done.returncode != 0
+    assert f"{RELEASE_GRAPHS}/selfloop.yaml: dependency cycle: x -> x" in done.stderr

@@ -76,9 +76,10 @@ def test_role_level_edits_reach_the_nodes_under_that_role(store):
         {"id": 1, "components": ["fuel"], "hierarchy_levels": ["role", "nodes"]}
     )
     roles = {str(n): ("compute" if n % 2 else "controller") for n in range(1, 21)}
-    put(store, "role/compute", {"cpu": 1})
-    put(store, "role/controller", {"cpu": 1})
-    base = put(store, "role/compute/nodes/1", {"n": 1}).commit
+    documents = {((("role", role),), "astute", "values"): {"cpu": 1} for role in roles.values()}
+    for node, role in roles.items():  # a diff scope names nodes the environment knows
+        documents[((("role", role), ("nodes", node)), "astute", "values")] = {"n": int(node)}
+    base = store.config.write_many(1, documents, "twenty nodes under two roles").commit
     put(store, "role/compute", {"cpu": 2})
     chains = [f"role={role},nodes={node}" for node, role in roles.items()]
     scopes = store.versions.diff(1, base, levels=chains).data["scopes"]
