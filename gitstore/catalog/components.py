@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gitstore import documents, keypaths
+from gitstore import documents, keypaths, schemas
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
@@ -33,6 +33,10 @@ _NESTED_FIELDS = ("id", "name", "content", *DEFINITION_EXTRAS)
 
 
 def _stored_definition(entity: dict) -> dict:
+    """`entity` as the catalog stores it. Every definition written passes here, so its schema
+    is checked here: one that could not judge a document would make each write of it fail."""
+    if entity.get("schema") is not None:
+        schemas.check(entity["schema"], entity["name"])
     stored = {"id": entity["id"], "name": entity["name"]}
     if entity.get("content") not in (None, {}):
         stored["content"] = entity["content"]
