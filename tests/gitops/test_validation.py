@@ -183,6 +183,14 @@ def test_the_gate_refuses_schemas_that_recurse_or_reach_outside(gitops_store, tm
     assert "resource_definitions.2.schema" not in found
 
 
+def test_the_gate_refuses_all_digit_component_names(gitops_store, tmp_path):
+    work = tmp_path / "catalog"
+    git("clone", "-q", str(gitops_store.root / "catalog.git"), str(work))
+    commit_files(work, {"components/7.yaml": "id: 70\nname: '7'\nresource_definitions: []\n"})
+    messages = [p["message"] for p in validate_repository(work)]
+    assert "component name '7' must not be all digits" in messages
+
+
 def test_rest_writes_apply_the_same_rule(gitops_store):
     from gitstore.api import create_app
 
