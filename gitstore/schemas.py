@@ -23,6 +23,7 @@ import referencing
 import referencing.exceptions
 import referencing.jsonschema
 
+from gitstore import schema_regex
 from gitstore.backend.cache import LRUCache
 from gitstore.errors import InvalidInput
 
@@ -63,13 +64,17 @@ def _build(schema: Any, resource: str) -> jsonschema.protocols.Validator:
     spec = referencing.jsonschema.specification_with(
         schema.get("$schema", ""), default=referencing.jsonschema.DRAFT202012
     )
-    if _has_cycle(_in_place_edges(schema, spec, resource)):
+    edges, objects = _walk(schema, spec, resource)
+    if _has_cycle(edges):
         raise invalid(
             resource,
             "a $ref recurses without reading the document "
             f"(a cycle through $ref, {', '.join(_IN_PLACE_LISTS + _IN_PLACE_ONE)})",
         )
-    return cls(schema, registry=referencing.Registry(retrieve=_refuse))
+    unbounded = schema_regex.check(objects)
+    if unbounded:
+        raise invalid(resource, unbounded)
+    return schema_regex.bounded(cls)(schema, registry=referencing.Registry(retrieve=_refuse))
 
 
 def _refuse(uri: str) -> Any:
@@ -77,18 +82,21 @@ def _refuse(uri: str) -> Any:
     raise referencing.exceptions.NoSuchResource(ref=uri)
 
 
-def _in_place_edges(schema: dict, spec: Any, resource: str) -> dict[int, list[int]]:
-    """Every subschema (by identity) -> the subschemas that apply to the same instance.
+def _walk(schema: dict, spec: Any, resource: str) -> tuple[dict[int, list[int]], list[dict]]:
+    """Every subschema (by identity) -> the subschemas that apply to the same instance; and
+    every subschema object.
 
     Walks every subschema, resolving each `$ref` inside the schema (InvalidInput otherwise).
     """
     registry = referencing.Registry(retrieve=_refuse)
     todo = [(schema, registry.resolver_with_root(spec.create_resource(schema)))]
     edges: dict[int, list[int]] = {}
+    objects: list[dict] = []
     while todo:
         contents, resolver = todo.pop()
         if not isinstance(contents, dict) or id(contents) in edges:
             continue
+        objects.append(contents)
         _refuse_dynamic(contents, resource)
         same = [(c, resolver.in_subresource(spec.create_resource(c))) for c in _in_place(contents)]
         if isinstance(contents.get("$ref"), str):
@@ -100,7 +108,7 @@ def _in_place_edges(schema: dict, spec: Any, resource: str) -> dict[int, list[in
             (c, resolver.in_subresource(spec.create_resource(c)))
             for c in spec.subresources_of(contents)
         )
-    return edges
+    return edges, objects
 
 
 def _in_place(contents: dict) -> list[Any]:

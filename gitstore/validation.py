@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import referencing.exceptions
 
-from gitstore import schemas, yamlio
+from gitstore import schema_regex, schemas, yamlio
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.layout import CATALOG_KIND, ENVIRONMENT_FILE, ENVIRONMENT_KIND, GLOBAL, KINDS
@@ -167,12 +167,17 @@ def _schema_errors(validator, document: Any, resource: str, path: str) -> list:
     """Every schema error of `document`. A schema that could not run (stored before schemas
     were checked when written) is the writer's 400, never a 500."""
     try:
-        return list(validator.iter_errors(document))
+        with schema_regex.budget():
+            return list(validator.iter_errors(document))
     except (referencing.exceptions.Unresolvable, RecursionError) as exc:
-        why = "its references do not resolve or recurse for ever"
-        raise ValidationFailed(
-            f"{path}: {schemas.invalid(resource, why).message}", path=path, key="schema"
-        ) from exc
+        raise _unusable(resource, path, "its references do not resolve or recurse") from exc
+    except schema_regex.PatternError as exc:
+        raise _unusable(resource, path, str(exc)) from exc
+
+
+def _unusable(resource: str, path: str, why: str) -> ValidationFailed:
+    message = schemas.invalid(resource, why).message
+    return ValidationFailed(f"{path}: {message}", path=path, key="schema")
 
 
 def _line(lines: dict, keys: Sequence[str]) -> int | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import yaml
 
@@ -92,3 +94,22 @@ def test_a_remote_reference_is_never_fetched(client, fuel_store, monkeypatch):
     written = client.put(f"{ENV}/resources/legacy/values", json={"a": 1})
     assert_error(written, 400, "schema", "http://127.0.0.1:9/schema.json")
     assert fetched == []
+
+
+def test_a_backtracking_pattern_is_stopped_within_its_budget(client):
+    """`^(a|aa)+$` on 40 `a`s and a `!` backtracks for ~10 s in `re`, for ever in `regex`."""
+    schema = {"properties": {"a": {"pattern": "^(a|aa)+$"}}, "patternProperties": {"^(b|bb)+$": {}}}
+    created = client.post(DEFS, json={"name": "svc", "component_id": 1, "schema": schema})
+    assert created.status_code == 201
+    for document in ({"a": "a" * 40 + "!"}, {"b" * 40 + "!": 1}):
+        started = time.monotonic()
+        written = client.put(f"{ENV}/resources/svc/values", json=document)
+        assert time.monotonic() - started < 3
+        assert_error(written, 400, "schema", "'svc'", "pattern", "took longer")
+    assert client.put(f"{ENV}/resources/svc/values", json={"a": "aaaa"}).status_code == 204
+
+
+def test_unevaluated_properties_with_pattern_properties_is_refused(client):
+    schema = {"patternProperties": {"^x": {}}, "unevaluatedProperties": False}
+    created = client.post(DEFS, json={"name": "svc", "component_id": 1, "schema": schema})
+    assert_error(created, 400, "schema", "unevaluatedProperties")
