@@ -61,8 +61,9 @@ def check_segment(value: object, field: str) -> str:
         raise InvalidInput(f"{field} must be a non-empty string", key=field)
     if len(value) > _MAX_SEGMENT:
         raise InvalidInput(f"{field} {value[:40]!r}... is longer than {_MAX_SEGMENT}", key=field)
-    if "/" in value or "\\" in value:
-        raise InvalidInput(f"{field} {value!r} must not contain '/'", key=field)
+    for separator in ("/", "\\"):
+        if separator in value:
+            raise InvalidInput(f"{field} {value!r} must not contain '{separator}'", key=field)
     if value.startswith("."):
         raise InvalidInput(f"{field} {value!r} must not start with '.'", key=field)
     if _CONTROL.search(value):
@@ -100,6 +101,19 @@ def check_identifier(value: object, field: str) -> str:
     return value  # type: ignore[return-value]
 
 
+def check_component_name(value: object, field: str = "name") -> str:
+    """A component name: an identifier that is not all digits, because a reference to a
+    component (`component_id`, an environment's `components`) reads digits as its id."""
+    name = check_identifier(value, field)
+    _check_not_number(name, f"component name {name!r}", field)
+    return name
+
+
+def _check_not_number(value: str, what: str, key: str) -> None:
+    if is_number(value):
+        raise InvalidInput(f"{what} must not be all digits", key=key)
+
+
 def check_level_name(value: object) -> str:
     """A hierarchy level name: an identifier that is not reserved."""
     name = check_identifier(value, "hierarchy level")
@@ -118,8 +132,7 @@ def check_resource_name(value: object) -> str:
             raise InvalidInput(
                 f"resource name {value!r}: segment {segment!r} is reserved", key="name"
             )
-    if is_number(value):
-        raise InvalidInput(f"resource name {value!r} must not be all digits", key="name")
+    _check_not_number(value, f"resource name {value!r}", "name")
     return value
 
 

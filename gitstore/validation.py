@@ -17,14 +17,12 @@ never served, never checked.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
+import referencing.exceptions
 
-from gitstore import yamlio
-from gitstore.backend.cache import LRUCache
+from gitstore import schema_regex, schemas, yamlio
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.layout import CATALOG_KIND, ENVIRONMENT_FILE, ENVIRONMENT_KIND, GLOBAL, KINDS
@@ -51,7 +49,6 @@ Problem = dict[str, Any]
 Check = Callable[["TreeCheck"], None]
 
 _UNREADABLE = object()
-_VALIDATORS = LRUCache(max_entries=256, name="schema_validators")
 
 
 # -- the one entry point --------------------------------------------------------------------
@@ -125,9 +122,10 @@ def resource_document_problems(
     schema = definition.get("schema")
     if not schema:
         return []
-    validator = schema_validator(schema, definition.get("name", "?"), path)
+    resource = definition.get("name", "?")
+    errors = _schema_errors(schema_validator(schema, resource, path), document, resource, path)
     problems = []
-    for error in sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.path]):
+    for error in sorted(errors, key=lambda e: [str(p) for p in e.path]):
         keys = [str(p) for p in error.path]
         if _within_secret(keys, secrets):
             continue
@@ -158,19 +156,28 @@ def _within_secret(keys: list[str], secrets: Sequence[tuple[str, ...]]) -> bool:
 
 
 def schema_validator(schema: dict, resource: str, path: str):
-    key = json.dumps(schema, sort_keys=True, default=str)
+    """The validator of a resource's schema; ValidationFailed naming `path` if it is unusable."""
+    try:
+        return schemas.validator(schema, resource)
+    except InvalidInput as exc:
+        raise ValidationFailed(f"{path}: {exc.message}", path=path, key="schema") from exc
 
-    def build():
-        try:
-            cls = jsonschema.validators.validator_for(schema)
-            cls.check_schema(schema)
-        except jsonschema.exceptions.SchemaError as exc:
-            raise ValidationFailed(
-                f"{path}: the schema of resource {resource!r} is invalid: {exc.message}", path=path
-            ) from exc
-        return cls(schema)
 
-    return _VALIDATORS.get_or_compute(key, build)
+def _schema_errors(validator, document: Any, resource: str, path: str) -> list:
+    """Every schema error of `document`. A schema that could not run (stored before schemas
+    were checked when written) is the writer's 400, never a 500."""
+    try:
+        with schema_regex.budget():
+            return list(validator.iter_errors(document))
+    except (referencing.exceptions.Unresolvable, RecursionError) as exc:
+        raise _unusable(resource, path, "its references do not resolve or recurse") from exc
+    except schema_regex.PatternError as exc:
+        raise _unusable(resource, path, str(exc)) from exc
+
+
+def _unusable(resource: str, path: str, why: str) -> ValidationFailed:
+    message = schemas.invalid(resource, why).message
+    return ValidationFailed(f"{path}: {message}", path=path, key="schema")
 
 
 def _line(lines: dict, keys: Sequence[str]) -> int | None:

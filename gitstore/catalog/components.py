@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gitstore import documents, keypaths
+from gitstore import documents, keypaths, schemas
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
@@ -21,7 +21,7 @@ from gitstore.catalog.view import (
     definition_entity,
 )
 from gitstore.errors import Conflict, InvalidInput
-from gitstore.names import check_identifier, check_resource_name, is_number
+from gitstore.names import check_component_name, check_resource_name, is_number
 from gitstore.served import Served
 
 if TYPE_CHECKING:
@@ -33,6 +33,10 @@ _NESTED_FIELDS = ("id", "name", "content", *DEFINITION_EXTRAS)
 
 
 def _stored_definition(entity: dict) -> dict:
+    """`entity` as the catalog stores it. Every definition written passes here, so its schema
+    is checked here: one that could not judge a document would make each write of it fail."""
+    if entity.get("schema") is not None:
+        schemas.check(entity["schema"], entity["name"])
     stored = {"id": entity["id"], "name": entity["name"]}
     if entity.get("content") not in (None, {}):
         stored["content"] = entity["content"]
@@ -153,7 +157,7 @@ class Components(_CatalogService):
         body = _require_object(body, "component", _COMPONENT_FIELDS)
         if body.get("id") is not None:
             raise InvalidInput("field 'id' of a component is allocated by the store", key="id")
-        name = check_identifier(body.get("name"), "name")
+        name = check_component_name(body.get("name"))
         items = _definition_items(body.get("resource_definitions", []))
         if any(def_id is not None for def_id, _ in items):
             raise InvalidInput(
@@ -177,7 +181,7 @@ class Components(_CatalogService):
     def update(self, ref: int | str, body: Any, author: Author | None = None) -> Served:
         """Change the fields given: `name`, and `resource_definitions` (the new list)."""
         body = _require_object(body, "component", _COMPONENT_FIELDS)
-        new_name = check_identifier(body["name"], "name") if "name" in body else None
+        new_name = check_component_name(body["name"]) if "name" in body else None
         items = (
             _definition_items(body["resource_definitions"])
             if "resource_definitions" in body

@@ -11,7 +11,7 @@ from typing import Any
 
 from gitstore.catalog.view import ORPHANS
 from gitstore.errors import InvalidInput, ValidationFailed
-from gitstore.names import check_identifier, check_resource_name
+from gitstore.names import check_component_name, check_resource_name
 from gitstore.validation import TreeCheck, schema_validator
 
 
@@ -36,7 +36,7 @@ def catalog_documents(tree: TreeCheck) -> None:
 def _check_component(tree: TreeCheck, path: str, doc: dict, seen: dict[int, str]) -> None:
     stem = path[len("components/") : -len(".yaml")]
     try:
-        check_identifier(stem, "component name")
+        check_component_name(stem, "component name")
     except InvalidInput as exc:
         tree.report(path, exc.message)
     if doc.get("name") != stem:

@@ -83,6 +83,20 @@ def test_reserved_or_numeric_resource_names_are_400(client):
         assert_error(response, 400, "resource name")
 
 
+def test_all_digit_component_names_are_400(client, catalog_commits):
+    """`2` could never be named: `component_id: "2"` and `components: ["2"]` mean id 2."""
+    before = catalog_commits()
+    assert_error(_create(client, {"name": "2"}), 400, "name", "'2'", "all digits")
+    assert_error(client.put(f"{API}/components/1", json={"name": "07"}), 400, "name", "digits")
+    assert catalog_commits() == before
+    assert _create(client, {"name": "2a"}).status_code == 201
+
+
+def test_a_bad_name_character_is_the_one_named(client):
+    assert_error(_create(client, {"name": "a\\b"}), 400, "name", "must not contain '\\'")
+    assert_error(_create(client, {"name": "a/b"}), 400, "name", "must not contain '/'")
+
+
 def test_put_and_patch_are_partial_updates(client, catalog_commits):
     _create(client, {"name": "nova", "resource_definitions": [{"name": "a"}, {"name": "b"}]})
     before = catalog_commits()

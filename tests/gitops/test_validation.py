@@ -165,6 +165,32 @@ def test_catalog_rules(gitops_store, tmp_path):
     )
 
 
+def test_the_gate_refuses_schemas_that_recurse_or_reach_outside(gitops_store, tmp_path):
+    work = tmp_path / "catalog"
+    git("clone", "-q", str(gitops_store.root / "catalog.git"), str(work))
+    commit_files(
+        work,
+        {
+            "resource_definitions.yaml": "resource_definitions:\n"
+            "- {id: 90, name: loop, schema: {$ref: '#'}}\n"
+            "- {id: 91, name: remote, schema: {$ref: 'http://example.com/x'}}\n"
+            "- {id: 92, name: tree, schema: {items: {$ref: '#'}}}\n",
+        },
+    )
+    found = {p.get("key"): p["message"] for p in validate_repository(work)}
+    assert "'loop' is invalid: a $ref recurses" in found["resource_definitions.0.schema"]
+    assert "'http://example.com/x' does not resolve" in found["resource_definitions.1.schema"]
+    assert "resource_definitions.2.schema" not in found
+
+
+def test_the_gate_refuses_all_digit_component_names(gitops_store, tmp_path):
+    work = tmp_path / "catalog"
+    git("clone", "-q", str(gitops_store.root / "catalog.git"), str(work))
+    commit_files(work, {"components/7.yaml": "id: 70\nname: '7'\nresource_definitions: []\n"})
+    messages = [p["message"] for p in validate_repository(work)]
+    assert "component name '7' must not be all digits" in messages
+
+
 def test_rest_writes_apply_the_same_rule(gitops_store):
     from gitstore.api import create_app
 

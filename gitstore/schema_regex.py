@@ -1,0 +1,133 @@
+"""The regular expressions of a resource schema (`pattern`, `patternProperties`), run on the
+values and keys of a document with a time budget (docs/security.md, "Schema patterns").
+
+jsonschema runs them with Python's `re`, which backtracks: `^(a+)+$` on `aaaa…a!` doubles its
+time with every character, 0.6 s at 24, and a write of that value held a worker until it ended.
+The keywords that match a pattern are replaced here by the same code run through the `regex`
+package, whose syntax and results are `re`'s (its default version is `re`-compatible) but whose
+matching can be stopped: all the patterns one document meets share `PATTERN_SECONDS`. A linear
+engine (jsonschema_rs's Rust `regex`: measured 0.2 ms on 100,000 `a`s) would remove the cost but
+not keep the results: it follows ECMA-262 (`$` does not match before a final newline, `\\d` is
+ASCII) and refuses look-around, so schemas that work today would judge differently.
+
+`unevaluatedProperties` matches `patternProperties` deep inside jsonschema where no keyword can
+reach it; `check` refuses a schema that holds both.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import jsonschema
+import regex
+from jsonschema.exceptions import ValidationError
+
+#: What every pattern one document meets may take together, in seconds: ordinary patterns
+#: take microseconds, so only one that backtracks reaches it.
+PATTERN_SECONDS = 1.0
+
+
+class PatternError(Exception):
+    """A pattern could not judge a value: it ran out of the document's budget, or `regex`
+    does not compile what `re` did."""
+
+    def __init__(self, pattern: str, why: str) -> None:
+        super().__init__(f"pattern {pattern!r} {why}")
+        self.pattern = pattern
+
+
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "schema_pattern_deadline", default=None
+)
+
+
+@contextmanager
+def budget(seconds: float = PATTERN_SECONDS) -> Iterator[None]:
+    """The patterns run inside share `seconds` (one document's validation)."""
+    token = _deadline.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def search(pattern: str, text: str) -> bool:
+    """`re.search(pattern, text)`, stopped (PatternError) when the budget runs out."""
+    deadline = _deadline.get()
+    left = (deadline - time.monotonic()) if deadline is not None else PATTERN_SECONDS
+    too_slow = f"took longer than {PATTERN_SECONDS:g} s (it backtracks: rewrite it)"
+    if left <= 0:
+        raise PatternError(pattern, too_slow)
+    try:
+        return regex.search(pattern, text, timeout=left) is not None
+    except TimeoutError as exc:
+        raise PatternError(pattern, too_slow) from exc
+    except regex.error as exc:
+        raise PatternError(pattern, f"does not compile: {exc}") from exc
+
+
+@functools.cache
+def bounded(cls: type) -> type:
+    """`cls` with the keywords that match patterns running them through `search`."""
+    keywords = {"pattern": _pattern, "patternProperties": _pattern_properties}
+    keywords["additionalProperties"] = _additional_properties
+    return jsonschema.validators.extend(
+        cls, {k: f for k, f in keywords.items() if k in cls.VALIDATORS}
+    )
+
+
+def check(schema_objects: Iterable[dict]) -> str | None:
+    """Why a schema made of `schema_objects` cannot bound its patterns (None when it can)."""
+    seen = {k for contents in schema_objects for k in contents}
+    if "unevaluatedProperties" in seen and "patternProperties" in seen:
+        return "unevaluatedProperties cannot be combined with patternProperties"
+    return None
+
+
+# -- jsonschema's keywords (jsonschema/_keywords.py), with `search` for `re.search` ----------
+def _pattern(validator, patrn, instance, schema):
+    if validator.is_type(instance, "string") and not search(patrn, instance):
+        yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+
+def _pattern_properties(validator, pattern_properties, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in pattern_properties.items():
+        for key, value in instance.items():
+            if search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator, ap, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    extras = set(_additional(instance, schema))
+    if validator.is_type(ap, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], ap, path=extra)
+    elif not ap and extras:
+        if "patternProperties" in schema:
+            verb = "does" if len(extras) == 1 else "do"
+            joined = ", ".join(repr(each) for each in sorted(extras))
+            patterns = ", ".join(repr(each) for each in sorted(schema["patternProperties"]))
+            yield ValidationError(f"{joined} {verb} not match any of the regexes: {patterns}")
+        else:
+            listed = ", ".join(repr(extra) for extra in sorted(extras, key=str))
+            verb = "was" if len(extras) == 1 else "were"
+            yield ValidationError(
+                f"Additional properties are not allowed ({listed} {verb} unexpected)"
+            )
+
+
+def _additional(instance: dict, schema: dict) -> Iterator[Any]:
+    properties = schema.get("properties", {})
+    patterns = "|".join(schema.get("patternProperties", {}))
+    for key in instance:
+        if key not in properties and not (patterns and search(patterns, key)):
+            yield key
