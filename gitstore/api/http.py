@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from flask import Flask, Response, current_app, g, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import RequestEntityTooLarge
-from werkzeug.http import http_date
+from werkzeug.http import http_date, parse_etags
 
 from gitstore import Author, LRUCache, bind_reveal_rule, logs, unbind_reveal_rule
-from gitstore.errors import InvalidInput, UnsupportedMediaType
+from gitstore.errors import InvalidInput, PreconditionFailed, UnsupportedMediaType
 from gitstore.limits import check_plain_data
 from gitstore.names import is_commit_id, parse_flag
 from gitstore.served import Served
@@ -364,8 +364,28 @@ def _conditional(response: Response, result: Served, body: bytes, weak: bool = F
     response.headers["Cache-Control"] = _cache_control()
     response.headers["Date"] = date_now()  # what make_conditional would add, made once a second
     environ = request.environ
+    if "HTTP_IF_MATCH" in environ:
+        _check_if_match(response.get_etag())
+        # Werkzeug compares `If-Match` itself and fails `*` (RFC 9110: any current document).
+        environ = {key: value for key, value in environ.items() if key != "HTTP_IF_MATCH"}
     if any(name in environ for name in _CONDITIONAL):
-        response.make_conditional(request)
+        response.make_conditional(environ)
+
+
+def _check_if_match(etag: tuple[str | None, bool]) -> None:
+    """`If-Match` on a read: `*` holds (the document exists), else one of its tags must be the
+    answer's, compared strongly (RFC 9110 13.1.1: a weak tag never matches); otherwise a 412
+    in the one error shape, not the document with a 412 status."""
+    raw = request.headers["If-Match"]
+    tags = parse_etags(raw)
+    tag, weak = etag
+    if tags.star_tag or (tag is not None and not weak and tags.is_strong(tag)):
+        return
+    raise PreconditionFailed(
+        f"If-Match {raw!r} does not name this answer's ETag "
+        f'{"W/" if weak else ""}"{tag}" (strong comparison: a weak ETag never matches)',
+        key="If-Match",
+    )
 
 
 #: The `Date` header, formatted once a second, not once a request (email.utils' formatting was

@@ -56,3 +56,26 @@ def test_an_unknown_version_is_412_and_a_list_is_400(client):
     assert_error(client.put(DOC, json={"a": 2}, headers={"If-Match": "deadbeef" * 5}), 412)
     assert_error(client.put(DOC, json={"a": 2}, headers={"If-Match": '"a", "b"'}), 400, "If-Match")
     assert client.put(DOC, json={"a": 2}, headers={"If-Match": "*"}).status_code == 204
+
+
+# -- If-Match on a read (RFC 9110 13.1.1): `*` holds for any current document, a tag that is
+# -- not the document's is a 412 in the one error shape, never the document itself.
+def test_if_match_star_on_a_get_is_the_document(client):
+    client.put(DOC, json={"a": 1})
+    for url in (DOC, DOC + "?effective"):
+        response = client.get(url, headers={"If-Match": "*"})
+        assert response.status_code == 200 and response.get_json()["a"] == 1
+
+
+def test_if_match_with_the_etag_on_a_get_is_the_document(client):
+    client.put(DOC, json={"a": 1})
+    etag = client.get(DOC).headers["ETag"]
+    response = client.get(DOC, headers={"If-Match": f'"other", {etag}'})
+    assert response.status_code == 200 and response.get_json() == {"a": 1}
+
+
+def test_if_match_with_another_etag_on_a_get_is_412_in_the_error_shape(client):
+    client.put(DOC, json={"a": 1})
+    response = client.get(DOC, headers={"If-Match": '"nope"'})
+    assert_error(response, 412, "If-Match", "nope")
+    assert "a" not in response.get_json()
