@@ -17,8 +17,9 @@
     ├── TooManyRequests           too many failed authentications
     ├── MisdirectedRequest        an open store asked for under a name it is not served as
     └── Unavailable               a needed facility is not configured (e.g. no keyring)
-        └── Damaged               a repository on disk is corrupt (bad ref, missing or
-                                  unreadable object): reads of it fail, others are served
+        ├── Damaged               a repository on disk is corrupt (bad ref, missing or
+        │                         unreadable object): reads of it fail, others are served
+        └── Busy                  every slot for waiting requests of this process is taken
 
 The core knows no HTTP: `gitstore.api.errors` maps these classes to status codes in one table.
 Leaves carry structured attributes so front ends can render more than a string.
@@ -162,3 +163,12 @@ class Damaged(Unavailable):
         )
         self.repository = repository
         self.damage = damage
+
+
+class Busy(Unavailable):
+    """Every slot for waiting requests (blocking queries, event streams) of this process is
+    taken; `retry_after` seconds is a fair wait before asking again."""
+
+    def __init__(self, message: str, *, retry_after: int, **fields: Any) -> None:
+        super().__init__(message, **fields)
+        self.retry_after = retry_after

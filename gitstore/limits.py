@@ -44,6 +44,10 @@ class Limits:
     graph_tasks: int = 500
     #: Dependency links between the tasks of one deployment graph (400 naming the graph).
     graph_links: int = 2500
+    #: Requests one worker process holds waiting for a change (blocking queries and event
+    #: streams; 503 with Retry-After beyond it), kept under gunicorn's 1,000 connections per
+    #: gevent worker so that the others are still answered.
+    waiting_requests: int = 500
 
 
 DEFAULT = Limits()

@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from gitstore import limits
 from gitstore.access.policy import AccessFile
 from gitstore.access.ratelimit import FailureLog
 from gitstore.backend.changes import ChangeSet
@@ -45,6 +46,7 @@ from gitstore.upgrade.settings import Settings
 from gitstore.versions.service import Versions
 from gitstore.watch.heads import Heads
 from gitstore.watch.service import Watch
+from gitstore.watch.slots import Slots
 
 #: How long a cluster member waits for a commit named by `?index=` that it has not yet.
 CLUSTER_INDEX_WAIT_SECONDS = 10.0
@@ -113,7 +115,8 @@ class Store:
         self.gitops = GitOps(repos, self.mirror_settings)
         self.previews = Previews(repos, self.config, self.versions, self.secrets)
         catch_up = CLUSTER_INDEX_WAIT_SECONDS if self.cluster else 0.0
-        self.watch = Watch(repos, Heads(repos), catch_up)
+        slots = Slots(lambda: limits.current().waiting_requests)
+        self.watch = Watch(repos, Heads(repos), slots, catch_up)
 
     def _subscribe(self) -> None:
         """The notifications that cut what would otherwise be loops between services."""

@@ -30,6 +30,7 @@ STATUS = {
     errors.Forbidden: 403,
     errors.TooManyRequests: 429,
     errors.Damaged: 503,
+    errors.Busy: 503,
     errors.MisdirectedRequest: 421,
     errors.Unavailable: 503,
     errors.GitstoreError: 400,
@@ -86,7 +87,7 @@ CHALLENGE = {"WWW-Authenticate": 'Basic realm="gitstore"'}
 
 def _headers(exc: errors.GitstoreError) -> dict[str, str] | None:
     """The headers an error's own attributes call for."""
-    if isinstance(exc, errors.TooManyRequests) and exc.retry_after is not None:
+    if isinstance(exc, errors.TooManyRequests | errors.Busy) and exc.retry_after is not None:
         return {"Retry-After": str(exc.retry_after)}
     if isinstance(exc, errors.Unauthorized) and exc.challenge:
         return dict(CHALLENGE)

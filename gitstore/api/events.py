@@ -52,6 +52,7 @@ def events():
             yield f"event: commit\nid: {event['commit']}\ndata: {data}\n\n"
 
     response = Response(stream_with_context(lines()), mimetype="text/event-stream")
+    response.call_on_close(stream.close)  # its slot, also when the stream never started
     response.headers["Cache-Control"] = "no-store"
     response.headers["X-Accel-Buffering"] = "no"
     return response

@@ -9,7 +9,7 @@ layer but not the merged result, or another node, does not end the wait.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from gitstore.backend import remote
@@ -20,6 +20,7 @@ from gitstore.versions.history import Walk, change_log
 if TYPE_CHECKING:
     from gitstore.repositories import Repositories
     from gitstore.watch.heads import Heads
+    from gitstore.watch.slots import Slot, Slots
 
 #: A wait longer than this is clamped (as Consul does); the default when none is given.
 MAX_WAIT = 600.0
@@ -33,9 +34,12 @@ Answer = Callable[[str], Served]
 class Watch:
     """Hold reads until their answer changes; list the commits that landed after one."""
 
-    def __init__(self, repos: Repositories, heads: Heads, catch_up: float = 0.0) -> None:
+    def __init__(
+        self, repos: Repositories, heads: Heads, slots: Slots, catch_up: float = 0.0
+    ) -> None:
         self._repos = repos
         self.heads = heads
+        self.slots = slots  # one per held request: a process holds a bounded number
         # A cluster's replica may not have the commit a client wrote on the primary yet: an
         # index it does not know is waited for this long (0 on a single node: a 400 at once).
         self.catch_up = catch_up
@@ -75,16 +79,17 @@ class Watch:
         self, env_id: int, index: str | None, wait: float, answer: Answer
     ) -> tuple[Served, str]:
         """The answer at the head once it differs from the answer at `index`, or after `wait`
-        seconds; with the head it was read at."""
-        deadline = time.monotonic() + min(wait, MAX_WAIT)
-        seen = _outcome(answer, self.index_commit(env_id, index)) if index else None
-        while True:
-            head = self.heads.head(env_id)
-            now = _outcome(answer, head)
-            remaining = deadline - time.monotonic()
-            if seen is None or not _same(now, seen) or remaining <= 0 or self.heads.closing:
-                return _settled(now), head
-            self.heads.wait(env_id, head, remaining)
+        seconds; with the head it was read at. Holds a slot meanwhile (Busy when none is free)."""
+        with self.slots.take():
+            deadline = time.monotonic() + min(wait, MAX_WAIT)
+            seen = _outcome(answer, self.index_commit(env_id, index)) if index else None
+            while True:
+                head = self.heads.head(env_id)
+                now = _outcome(answer, head)
+                remaining = deadline - time.monotonic()
+                if seen is None or not _same(now, seen) or remaining <= 0 or self.heads.closing:
+                    return _settled(now), head
+                self.heads.wait(env_id, head, remaining)
 
     def close(self) -> None:
         """End every blocking query (it answers the head now, as when its wait runs out) and
@@ -126,9 +131,14 @@ class Watch:
             "changes": logged["changes"],
         }
 
-    def stream(self, env_id: int, since: str | None, keepalive: float) -> Iterator[dict | None]:
+    def stream(self, env_id: int, since: str | None, keepalive: float) -> Held:
         """Events of every commit after `since`, then of each commit as it lands, forever;
-        None every `keepalive` seconds without one (the front end sends a comment)."""
+        None every `keepalive` seconds without one (the front end sends a comment). It holds
+        a slot, taken now (Busy when none is free), until it ends or is closed."""
+        slot = self.slots.take()
+        return Held(self._events(env_id, since, keepalive), slot)
+
+    def _events(self, env_id: int, since: str | None, keepalive: float) -> Iterator[dict | None]:
         last = self.index_commit(env_id, since, "since") if since else self.heads.head(env_id)
         while True:
             events = self.commits_after(env_id, last)
@@ -141,6 +151,29 @@ class Watch:
                 self.heads.wait(env_id, last, keepalive)
                 if self.heads.head(env_id) == last:
                     yield None
+
+
+class Held:
+    """An iterator that holds a slot until it is exhausted or closed, started or not (a
+    generator closed before its first item never runs its `finally`)."""
+
+    def __init__(self, items: Generator[dict | None, None, None], slot: Slot) -> None:
+        self._items = items
+        self._slot = slot
+
+    def __iter__(self) -> Held:
+        return self
+
+    def __next__(self) -> dict | None:
+        try:
+            return next(self._items)
+        except BaseException:
+            self._slot.release()
+            raise
+
+    def close(self) -> None:
+        self._slot.release()
+        self._items.close()
 
 
 def _outcome(answer: Answer, commit: str) -> Served | NotFound:

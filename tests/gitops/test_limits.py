@@ -156,6 +156,7 @@ def test_the_defaults_are_the_documented_ones():
         DOCUMENT_BYTES,
     )
     assert limits.DEFAULT.blob_bytes == BLOB_BYTES
+    assert limits.DEFAULT.waiting_requests == 500
 
 
 def test_limits_can_be_raised_in_the_store_root(fuel_store):
