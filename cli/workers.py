@@ -24,6 +24,7 @@ from gunicorn import glogging
 from gunicorn.workers.ggevent import GeventWorker as _GunicornGevent
 from gunicorn.workers.gthread import ThreadWorker as _GunicornThreads
 
+from cli import wire_errors
 from gitstore import metrics
 
 
@@ -115,6 +116,7 @@ class _StopsOnce:
         signal.signal(signal.SIGTERM, _leave_at_once)
         if _stopped_before_its_handlers(getattr(self, "inherited_signals", None)):
             _leave_at_once(signal.SIGQUIT, None)
+        wire_errors.install()
         try:
             super().init_process()
         finally:
