@@ -37,6 +37,7 @@ from gitstore.secrets.leaves import secret_paths
 from gitstore.secrets.rules import rules_for_file
 
 if TYPE_CHECKING:
+    from gitstore.catalog.usage import Served
     from gitstore.catalog.view import CatalogView
 
 ENVIRONMENT = ENVIRONMENT_KIND
@@ -59,16 +60,19 @@ def validate_tree(
     *,
     catalog: CatalogView | None = None,
     env_id: int | None = None,
+    served: Served | None = None,
 ) -> list[Problem]:
     """Every problem `rules` find in one commit of a `catalog` or `environment` repository.
 
     `catalog` is the catalog an environment is checked against (its components, resources and
     schemas); without it the checks that need one are skipped. `env_id`, when known, must match
-    the id in `environment.yaml`.
+    the id in `environment.yaml`. `served` is what a catalog commit would replace in a store
+    (without it, outside a store, the checks against environments' data are skipped).
     """
     if kind not in (ENVIRONMENT, CATALOG):
         raise InvalidInput(f"unknown repository kind {kind!r}; use catalog or environment")
     tree = TreeCheck(snapshot, kind, catalog, env_id)
+    tree.served = served
     for rule in rules:
         rule(tree)
     return sorted(tree.problems, key=lambda p: (p["file"], p.get("line") or 0))
@@ -210,6 +214,7 @@ class TreeCheck:
         self.kind = kind
         self.catalog = catalog
         self.env_id = env_id
+        self.served: Served | None = None
         self.problems: list[Problem] = []
         self._reported: set[tuple] = set()
         self.files = [p for p in snapshot.walk() if not p.startswith(".")]
