@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import referencing.exceptions
 
 from gitstore import schema_regex, schemas, yamlio
-from gitstore.backend.snapshot import Snapshot
+from gitstore.backend.snapshot import Snapshot, not_a_file
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.layout import CATALOG_KIND, ENVIRONMENT_FILE, ENVIRONMENT_KIND, GLOBAL, KINDS
 from gitstore.merge.effective import MODES
@@ -217,7 +217,10 @@ class TreeCheck:
         self.served: Served | None = None
         self.problems: list[Problem] = []
         self._reported: set[tuple] = set()
-        self.files = [p for p in snapshot.walk() if not p.startswith(".")]
+        entries = [(p, e) for p, e in snapshot.walk_entries() if not p.startswith(".")]
+        self.files = [p for p, _ in entries]
+        #: path -> why it is no regular file (`regular_files` reports it; nothing reads it)
+        self.not_regular = {p: why for p, e in entries if (why := not_a_file(e.filemode))}
         self._below = _index_by_folder(self.files)
         self._parsed: dict[str, Any] = {}
         self._lines: dict[str, dict] = {}
@@ -247,6 +250,9 @@ class TreeCheck:
         return self._parsed[path]
 
     def _parse(self, path: str) -> Any:
+        if path in self.not_regular:
+            self.report(path, self.not_regular[path])
+            return _UNREADABLE
         data = self.snapshot.read(path)
         if data is None:
             return None
@@ -278,7 +284,7 @@ class TreeCheck:
     def lines(self, path: str) -> dict[tuple[str, ...], int]:
         """The line of every mapping key of the file, by key path."""
         if path not in self._lines:
-            data = self.snapshot.read(path)
+            data = None if path in self.not_regular else self.snapshot.read(path)
             self._lines[path] = yamlio.key_lines(data) if data else {}
         return self._lines[path]
 
@@ -317,6 +323,15 @@ def _index_by_folder(files: list[str]) -> dict[str, list[str]]:
 
 
 # -- checks of both kinds -------------------------------------------------------------------
+def regular_files(tree: TreeCheck) -> None:
+    """Every path but forge metadata is a regular file: a symlink's blob is its target's name
+    (REST served that text as the document), a gitlink names a commit elsewhere (an inventory
+    node appeared from one). Any path, not only those read today: a README may be read by a
+    later layout, and no tool needs either kind here."""
+    for path, why in tree.not_regular.items():
+        tree.report(path, why)
+
+
 def yaml_parses(tree: TreeCheck) -> None:
     for path in tree.files:
         if path.endswith(YAML_SUFFIXES):

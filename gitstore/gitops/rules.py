@@ -23,6 +23,7 @@ from gitstore.validation import CATALOG, ENVIRONMENT, Check, Problem
 #: Repository kind -> its rules, run in this order (a problem found twice is reported once).
 RULES: dict[str, Sequence[Check]] = {
     ENVIRONMENT: (
+        validation.regular_files,
         validation.yaml_parses,
         validation.environment_file,
         validation.top_level,
@@ -34,6 +35,7 @@ RULES: dict[str, Sequence[Check]] = {
         networks.network_files,
     ),
     CATALOG: (
+        validation.regular_files,
         validation.yaml_parses,
         catalog_rules.catalog_documents,
         catalog_rules.kept_definitions,  # no environment's data loses its definition

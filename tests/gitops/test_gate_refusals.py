@@ -13,6 +13,8 @@ import subprocess
 import pytest
 import yaml
 
+from gitstore.errors import InvalidInput
+
 from .helpers import commit_files, git
 
 
@@ -83,3 +85,60 @@ def test_the_refusal_lists_the_first_problems_only(gitops_store, tmp_path):
     assert "global/values/nope299.yaml" not in stderr
     assert "... and 250 more" in stderr
     assert len(stderr.splitlines()) < 60
+
+
+# -- 2. only regular files ------------------------------------------------------------------
+GITLINK = "1111111111111111111111111111111111111111"
+
+
+def test_gitlinks_and_symlinks_are_refused_naming_each(gitops_store, tmp_path):
+    before = head(gitops_store)
+    work = clone(gitops_store, tmp_path)
+    for path in ("nodes/1/values/globals.yaml", "inventory/nodes/5.yaml"):
+        git("update-index", "--add", "--cacheinfo", f"160000,{GITLINK},{path}", cwd=work)
+    (work / "nodes/2/values/astute.yaml").unlink()
+    os.symlink("port: 7", work / "nodes/2/values/astute.yaml")
+    os.symlink("environment.yaml", work / "README.md")
+    git("add", "nodes/2/values/astute.yaml", "README.md", cwd=work)
+    git("commit", "-qm", "gitlinks and symlinks", cwd=work)
+    code, stderr = push(work)
+    assert code != 0
+    for path in ("nodes/1/values/globals.yaml", "inventory/nodes/5.yaml"):
+        assert f"{path}: a gitlink (submodule entry, mode 160000), not a regular file" in stderr
+    for path in ("nodes/2/values/astute.yaml", "README.md"):
+        assert f"{path}: a symbolic link (mode 120000), not a regular file" in stderr, stderr
+    assert head(gitops_store) == before
+
+
+def _commit_symlink(repository, path: str, target: str) -> None:
+    """Store a symlink at `path` of main by plumbing (no gate runs): a tree stored before."""
+    done = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=repository,
+        input=target.encode(),
+        capture_output=True,
+        check=True,
+    )
+    blob = done.stdout.decode().strip()
+    index = repository / "gitstore-test-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index), "GIT_DIR": str(repository)}
+
+    def plumb(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    plumb("read-tree", "main")
+    plumb("update-index", "--add", "--cacheinfo", f"120000,{blob},{path}")
+    tree = plumb("write-tree")
+    commit = plumb("commit-tree", tree, "-p", "main", "-m", "a symlink stored before")
+    plumb("update-ref", "refs/heads/main", commit)
+    index.unlink()
+
+
+def test_a_read_never_serves_a_symlink_target_as_data(gitops_store):
+    _commit_symlink(gitops_store.environment_path(1), "nodes/2/values/astute.yaml", "port: 7")
+    snapshot = gitops_store.environment_repo(1).snapshot()
+    for read in (snapshot.read, snapshot.read_yaml, snapshot.read_mapping):
+        with pytest.raises(InvalidInput, match="symbolic link .*not a regular file"):
+            read("nodes/2/values/astute.yaml")
