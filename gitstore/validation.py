@@ -32,6 +32,8 @@ from gitstore.names import (
     check_level_name,
     check_level_value,
     check_resource_name,
+    not_utf8,
+    shown,
 )
 from gitstore.secrets.leaves import secret_paths
 from gitstore.secrets.rules import rules_for_file
@@ -85,7 +87,7 @@ def detect_kind(snapshot: Snapshot) -> str:
 
 def format_problem(problem: Problem) -> str:
     """`nodes/1/values/a.yaml:3: key 'x.y': message` (line and key when known)."""
-    where = problem["file"] + (f":{problem['line']}" if problem.get("line") else "")
+    where = shown(problem["file"]) + (f":{problem['line']}" if problem.get("line") else "")
     key = f" key {problem['key']!r}:" if problem.get("key") else ""
     return f"{where}:{key} {problem['message']}"
 
@@ -323,6 +325,15 @@ def _index_by_folder(files: list[str]) -> dict[str, list[str]]:
 
 
 # -- checks of both kinds -------------------------------------------------------------------
+def utf8_paths(tree: TreeCheck) -> None:
+    """Every path name is UTF-8: git stores names as bytes, every reader of the store (REST
+    URLs, JSON answers, logs) handles them as text."""
+    for path in tree.files:
+        byte = not_utf8(path)
+        if byte is not None:
+            tree.report(path, f"the path is not valid UTF-8 (byte 0x{byte:02X}); rename it")
+
+
 def regular_files(tree: TreeCheck) -> None:
     """Every path but forge metadata is a regular file: a symlink's blob is its target's name
     (REST served that text as the document), a gitlink names a commit elsewhere (an inventory

@@ -7,6 +7,7 @@ Real `git push` into the store's bare repositories (the installed pre-receive ho
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -142,3 +143,22 @@ def test_a_read_never_serves_a_symlink_target_as_data(gitops_store):
     for read in (snapshot.read, snapshot.read_yaml, snapshot.read_mapping):
         with pytest.raises(InvalidInput, match="symbolic link .*not a regular file"):
             read("nodes/2/values/astute.yaml")
+
+
+# -- 3. path names that are not UTF-8 -------------------------------------------------------
+def test_a_path_that_is_not_utf8_is_named_and_logged(gitops_store, tmp_path):
+    work = clone(gitops_store, tmp_path)
+    folder = os.fsencode(work) + b"/nodes/n\xff/values"
+    os.makedirs(folder)
+    with open(folder + b"/globals.yaml", "wb") as handle:
+        handle.write(b"x: 1\n")
+    git("add", "-A", cwd=work)
+    git("commit", "-qm", "a byte that is not UTF-8", cwd=work)
+    log = tmp_path / "server.log"
+    code, stderr = push(work, GITSTORE_LOG_TARGET=str(log), GITSTORE_LOG_FORMAT="json")
+    assert code != 0
+    assert "Logging error" not in stderr and "Traceback" not in stderr, stderr
+    assert "is not valid UTF-8" in stderr, stderr
+    assert "invisible" not in stderr
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any(line.get("event") == "refusal" for line in lines), lines
