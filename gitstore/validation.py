@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import referencing.exceptions
 
-from gitstore import schema_regex, schemas, yamlio
+from gitstore import limits, schema_regex, schemas, yamlio
 from gitstore.backend.snapshot import Snapshot, not_a_file
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.layout import CATALOG_KIND, ENVIRONMENT_FILE, ENVIRONMENT_KIND, GLOBAL, KINDS
@@ -493,7 +493,7 @@ def _check_resource_file(
         )
         return
     doc = tree.mapping(path)
-    if doc is None or definitions is None:
+    if doc is None or not _within_limits(tree, path, doc) or definitions is None:
         return
     environment = tree.document(ENVIRONMENT_FILE)
     rules = rules_for_file(path, definitions, environment if isinstance(environment, dict) else {})
@@ -507,6 +507,17 @@ def _check_resource_file(
         tree.report(
             problem["file"], problem["message"], key=problem.get("key"), line=problem.get("line")
         )
+
+
+def _within_limits(tree: TreeCheck, path: str, doc: dict) -> bool:
+    """Whether a resource document keeps `document_bytes` and `document_keys`, the limits of a
+    REST write (docs/security.md): one rule for both ways in."""
+    try:
+        limits.check_stored(path, tree.snapshot.read(path) or b"", doc)
+    except InvalidInput as exc:
+        tree.report(path, exc.message.removeprefix(f"{path}: "))
+        return False
+    return True
 
 
 def _attached_definitions(tree: TreeCheck) -> dict[str, dict] | None:

@@ -162,3 +162,25 @@ def test_a_path_that_is_not_utf8_is_named_and_logged(gitops_store, tmp_path):
     assert "invisible" not in stderr
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert any(line.get("event") == "refusal" for line in lines), lines
+
+
+# -- 4. the document limits of REST writes ---------------------------------------------------
+def test_a_resource_document_over_document_keys_is_refused(gitops_store, tmp_path):
+    (gitops_store.root / "limits.yaml").write_text("document_keys: 100\n")
+    work = clone(gitops_store, tmp_path)
+    text = "".join(f"k{i}: {i}\n" for i in range(101))
+    commit_files(work, {"nodes/3/values/globals.yaml": text})
+    code, stderr = push(work)
+    assert code != 0
+    assert "nodes/3/values/globals.yaml: " in stderr
+    assert "the limit document_keys" in stderr, stderr
+
+
+def test_a_resource_document_over_document_bytes_is_refused(gitops_store, tmp_path):
+    (gitops_store.root / "limits.yaml").write_text("document_bytes: 1000\n")
+    work = clone(gitops_store, tmp_path)
+    commit_files(work, {"nodes/3/values/globals.yaml": f"x: {'a' * 1000}\n"})
+    code, stderr = push(work)
+    assert code != 0
+    assert "nodes/3/values/globals.yaml: " in stderr
+    assert "the limit document_bytes" in stderr, stderr
