@@ -334,6 +334,15 @@ def utf8_paths(tree: TreeCheck) -> None:
             tree.report(path, f"the path is not valid UTF-8 (byte 0x{byte:02X}); rename it")
 
 
+def yaml_names(tree: TreeCheck) -> None:
+    """Every YAML file is named `.yaml`, as the layout names them: the store reads no `.yml`
+    file, so one was stored unread and unchecked (a `settings/editable.yml` with a plain
+    password passed the secrets rule, which covers `settings/*.yaml`)."""
+    for path in tree.files:
+        if path.endswith(".yml"):
+            tree.report(path, f"gitstore reads only .yaml files; name it {path[:-4]}.yaml")
+
+
 def regular_files(tree: TreeCheck) -> None:
     """Every path but forge metadata is a regular file: a symlink's blob is its target's name
     (REST served that text as the document), a gitlink names a commit elsewhere (an inventory

@@ -25,6 +25,7 @@ RULES: dict[str, Sequence[Check]] = {
     ENVIRONMENT: (
         validation.regular_files,
         validation.utf8_paths,
+        validation.yaml_names,
         validation.yaml_parses,
         validation.environment_file,
         validation.top_level,
@@ -38,6 +39,7 @@ RULES: dict[str, Sequence[Check]] = {
     CATALOG: (
         validation.regular_files,
         validation.utf8_paths,
+        validation.yaml_names,
         validation.yaml_parses,
         catalog_rules.catalog_documents,
         catalog_rules.kept_definitions,  # no environment's data loses its definition

@@ -184,3 +184,24 @@ def test_a_resource_document_over_document_bytes_is_refused(gitops_store, tmp_pa
     assert code != 0
     assert "nodes/3/values/globals.yaml: " in stderr
     assert "the limit document_bytes" in stderr, stderr
+
+
+# -- 5. `.yml` where the layout reads `.yaml` ------------------------------------------------
+def test_a_yml_file_is_refused_naming_the_name_the_layout_reads(gitops_store, tmp_path):
+    work = clone(gitops_store, tmp_path)
+    commit_files(
+        work,
+        {
+            "settings/editable.yml": "db_password: hunter2\n",
+            "settings/generated.yml": "plain: content\n",
+            ".gitlab-ci.yml": "review: {script: [true]}\n",  # forge metadata: not checked
+        },
+    )
+    code, stderr = push(work)
+    assert code != 0
+    for name in ("editable", "generated"):
+        assert (
+            f"settings/{name}.yml: gitstore reads only .yaml files; "
+            f"name it settings/{name}.yaml" in stderr
+        ), stderr
+    assert ".gitlab-ci.yml" not in stderr
