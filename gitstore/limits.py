@@ -97,13 +97,25 @@ def check_document(path: str, document: Any) -> None:
     limits = current()
     keys, size = _measure(document, limits.document_keys, limits.document_bytes)
     if keys > limits.document_keys:
-        raise InvalidInput(
-            f"{path}: the document holds more than {limits.document_keys} keys and list items, "
-            f"the limit document_keys ({_HOW})",
-            path=path,
-        )
+        raise InvalidInput(_too_many_keys(path, limits.document_keys), path=path)
     if size > limits.document_bytes:
         raise InvalidInput(_too_big(path, size, limits.document_bytes, "document_bytes"), path=path)
+
+
+def check_stored(path: str, data: bytes, document: Any) -> None:
+    """Refuse a document as a push stores it (`data`, parsed to `document`): REST's rule, by
+    its exact size and its keys, so a pushed document never refuses every later key write."""
+    check_encoded(path, data)
+    limit = current().document_keys
+    if _measure(document, limit, math.inf)[0] > limit:
+        raise InvalidInput(_too_many_keys(path, limit), path=path)
+
+
+def _too_many_keys(path: str, limit: int) -> str:
+    return (
+        f"{path}: the document holds more than {limit} keys and list items, "
+        f"the limit document_keys ({_HOW})"
+    )
 
 
 def within_document_keys(document: Any, reserve: int = 0) -> bool:

@@ -92,7 +92,7 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             line["exception"] = redact(self.formatException(record.exc_info))
         line.update(_fields(record))
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return encodable(json.dumps(line, default=str, ensure_ascii=False))
 
 
 class TextFormatter(logging.Formatter):
@@ -104,7 +104,20 @@ class TextFormatter(logging.Formatter):
         text += redact(record.getMessage()) + (f" [{fields}]" if fields else "")
         if record.exc_info:
             text += "\n" + redact(self.formatException(record.exc_info))
+        return encodable(text)
+
+
+def encodable(text: str) -> str:
+    """`text` that every stream can write: a lone surrogate (a byte of a path name that is not
+    UTF-8, as Python decodes it) as `\\udcff`. UTF-8 refuses to encode one, and the line was
+    lost with a traceback on the pusher's screen instead."""
+    if text.isascii():
         return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:

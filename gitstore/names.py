@@ -76,6 +76,11 @@ def _check_visible(value: str, field: str) -> None:
     """Refuse characters that do not show, so two names that look the same are the same."""
     if value.isascii():
         return
+    byte = not_utf8(value)
+    if byte is not None:
+        raise InvalidInput(
+            f"{field} '{shown(value)}' is not valid UTF-8 (byte 0x{byte:02X})", key=field
+        )
     for char in value:
         if unicodedata.category(char) in _INVISIBLE:
             name = unicodedata.name(char, "unnamed character")
@@ -84,6 +89,20 @@ def _check_visible(value: str, field: str) -> None:
                 "direction-changing character",
                 key=field,
             )
+
+
+def not_utf8(text: str) -> int | None:
+    """The first byte of `text` that was not UTF-8 (None: none was). A git path name is bytes;
+    Python decodes each byte that is not UTF-8 to a lone surrogate U+DC80..U+DCFF."""
+    for char in text:
+        if 0xDC80 <= ord(char) <= 0xDCFF:
+            return ord(char) - 0xDC00
+    return None
+
+
+def shown(text: str) -> str:
+    """`text` as it can be printed and logged: a byte that was not UTF-8 as `\\xff`."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def check_level_value(value: object, level: str = "level") -> str:

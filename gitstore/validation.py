@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import referencing.exceptions
 
-from gitstore import schema_regex, schemas, yamlio
-from gitstore.backend.snapshot import Snapshot
+from gitstore import limits, schema_regex, schemas, yamlio
+from gitstore.backend.snapshot import Snapshot, not_a_file
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.layout import CATALOG_KIND, ENVIRONMENT_FILE, ENVIRONMENT_KIND, GLOBAL, KINDS
 from gitstore.merge.effective import MODES
@@ -32,11 +32,14 @@ from gitstore.names import (
     check_level_name,
     check_level_value,
     check_resource_name,
+    not_utf8,
+    shown,
 )
 from gitstore.secrets.leaves import secret_paths
 from gitstore.secrets.rules import rules_for_file
 
 if TYPE_CHECKING:
+    from gitstore.catalog.usage import Served
     from gitstore.catalog.view import CatalogView
 
 ENVIRONMENT = ENVIRONMENT_KIND
@@ -59,16 +62,19 @@ def validate_tree(
     *,
     catalog: CatalogView | None = None,
     env_id: int | None = None,
+    served: Served | None = None,
 ) -> list[Problem]:
     """Every problem `rules` find in one commit of a `catalog` or `environment` repository.
 
     `catalog` is the catalog an environment is checked against (its components, resources and
     schemas); without it the checks that need one are skipped. `env_id`, when known, must match
-    the id in `environment.yaml`.
+    the id in `environment.yaml`. `served` is what a catalog commit would replace in a store
+    (without it, outside a store, the checks against environments' data are skipped).
     """
     if kind not in (ENVIRONMENT, CATALOG):
         raise InvalidInput(f"unknown repository kind {kind!r}; use catalog or environment")
     tree = TreeCheck(snapshot, kind, catalog, env_id)
+    tree.served = served
     for rule in rules:
         rule(tree)
     return sorted(tree.problems, key=lambda p: (p["file"], p.get("line") or 0))
@@ -81,7 +87,7 @@ def detect_kind(snapshot: Snapshot) -> str:
 
 def format_problem(problem: Problem) -> str:
     """`nodes/1/values/a.yaml:3: key 'x.y': message` (line and key when known)."""
-    where = problem["file"] + (f":{problem['line']}" if problem.get("line") else "")
+    where = shown(problem["file"]) + (f":{problem['line']}" if problem.get("line") else "")
     key = f" key {problem['key']!r}:" if problem.get("key") else ""
     return f"{where}:{key} {problem['message']}"
 
@@ -210,9 +216,13 @@ class TreeCheck:
         self.kind = kind
         self.catalog = catalog
         self.env_id = env_id
+        self.served: Served | None = None
         self.problems: list[Problem] = []
         self._reported: set[tuple] = set()
-        self.files = [p for p in snapshot.walk() if not p.startswith(".")]
+        entries = [(p, e) for p, e in snapshot.walk_entries() if not p.startswith(".")]
+        self.files = [p for p, _ in entries]
+        #: path -> why it is no regular file (`regular_files` reports it; nothing reads it)
+        self.not_regular = {p: why for p, e in entries if (why := not_a_file(e.filemode))}
         self._below = _index_by_folder(self.files)
         self._parsed: dict[str, Any] = {}
         self._lines: dict[str, dict] = {}
@@ -242,6 +252,9 @@ class TreeCheck:
         return self._parsed[path]
 
     def _parse(self, path: str) -> Any:
+        if path in self.not_regular:
+            self.report(path, self.not_regular[path])
+            return _UNREADABLE
         data = self.snapshot.read(path)
         if data is None:
             return None
@@ -273,7 +286,7 @@ class TreeCheck:
     def lines(self, path: str) -> dict[tuple[str, ...], int]:
         """The line of every mapping key of the file, by key path."""
         if path not in self._lines:
-            data = self.snapshot.read(path)
+            data = None if path in self.not_regular else self.snapshot.read(path)
             self._lines[path] = yamlio.key_lines(data) if data else {}
         return self._lines[path]
 
@@ -312,6 +325,33 @@ def _index_by_folder(files: list[str]) -> dict[str, list[str]]:
 
 
 # -- checks of both kinds -------------------------------------------------------------------
+def utf8_paths(tree: TreeCheck) -> None:
+    """Every path name is UTF-8: git stores names as bytes, every reader of the store (REST
+    URLs, JSON answers, logs) handles them as text."""
+    for path in tree.files:
+        byte = not_utf8(path)
+        if byte is not None:
+            tree.report(path, f"the path is not valid UTF-8 (byte 0x{byte:02X}); rename it")
+
+
+def yaml_names(tree: TreeCheck) -> None:
+    """Every YAML file is named `.yaml`, as the layout names them: the store reads no `.yml`
+    file, so one was stored unread and unchecked (a `settings/editable.yml` with a plain
+    password passed the secrets rule, which covers `settings/*.yaml`)."""
+    for path in tree.files:
+        if path.endswith(".yml"):
+            tree.report(path, f"gitstore reads only .yaml files; name it {path[:-4]}.yaml")
+
+
+def regular_files(tree: TreeCheck) -> None:
+    """Every path but forge metadata is a regular file: a symlink's blob is its target's name
+    (REST served that text as the document), a gitlink names a commit elsewhere (an inventory
+    node appeared from one). Any path, not only those read today: a README may be read by a
+    later layout, and no tool needs either kind here."""
+    for path, why in tree.not_regular.items():
+        tree.report(path, why)
+
+
 def yaml_parses(tree: TreeCheck) -> None:
     for path in tree.files:
         if path.endswith(YAML_SUFFIXES):
@@ -462,7 +502,7 @@ def _check_resource_file(
         )
         return
     doc = tree.mapping(path)
-    if doc is None or definitions is None:
+    if doc is None or not _within_limits(tree, path, doc) or definitions is None:
         return
     environment = tree.document(ENVIRONMENT_FILE)
     rules = rules_for_file(path, definitions, environment if isinstance(environment, dict) else {})
@@ -476,6 +516,17 @@ def _check_resource_file(
         tree.report(
             problem["file"], problem["message"], key=problem.get("key"), line=problem.get("line")
         )
+
+
+def _within_limits(tree: TreeCheck, path: str, doc: dict) -> bool:
+    """Whether a resource document keeps `document_bytes` and `document_keys`, the limits of a
+    REST write (docs/security.md): one rule for both ways in."""
+    try:
+        limits.check_stored(path, tree.snapshot.read(path) or b"", doc)
+    except InvalidInput as exc:
+        tree.report(path, exc.message.removeprefix(f"{path}: "))
+        return False
+    return True
 
 
 def _attached_definitions(tree: TreeCheck) -> dict[str, dict] | None:

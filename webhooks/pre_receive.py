@@ -20,6 +20,10 @@ from gitstore.layout import store_root_of
 from gitstore.validation import format_problem
 
 _log = logging.getLogger("gitstore.gate")
+#: Problems listed per refused ref: one broken catalog entry once refused a push with 20,006
+#: problems (3.4 MB of `remote:` lines); the first ones say what to fix, `gitstore validate`
+#: lists them all.
+SHOWN_PROBLEMS = 50
 
 
 def gate(lines: list[str], git_dir: Path) -> list[str]:
@@ -46,10 +50,19 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
                 f"gitstore: {name}: push to {ref} refused, commit {new[:12]} "
                 f"has {count} problem{'s' if count > 1 else ''}:"
             )
-            messages.extend(f"gitstore:   {format_problem(p)}" for p in exc.errors)
+            messages.extend(_problem_lines(exc.errors))
     if not messages:
         store.gitops.accepted_push(git_dir, [tuple(line.split()) for line in lines if line.strip()])
     return messages
+
+
+def _problem_lines(problems: list[dict]) -> list[str]:
+    """The `remote:` lines of a refusal's problems, the first `SHOWN_PROBLEMS` of them."""
+    lines = [f"gitstore:   {format_problem(p)}" for p in problems[:SHOWN_PROBLEMS]]
+    hidden = len(problems) - SHOWN_PROBLEMS
+    if hidden > 0:
+        lines.append(f"gitstore:   ... and {hidden} more (`gitstore validate` lists them all)")
+    return lines
 
 
 def _recover(store: Store, git_dir: Path, pushed_refs: list[str]) -> None:

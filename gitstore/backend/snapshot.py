@@ -24,10 +24,29 @@ from gitstore.errors import InvalidInput
 
 @dataclass(frozen=True)
 class Entry:
-    """One child of a folder."""
+    """One child of a folder; `filemode` is git's (0o100644, 0o040000, ...)."""
 
     name: str
     is_tree: bool
+    filemode: int = pygit2.enums.FileMode.BLOB
+
+
+#: Modes of a regular file in git; a symlink's blob holds its target's name, a gitlink names a
+#: commit of another repository: neither is data, and neither is ever read as data.
+REGULAR_MODES = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
+_IRREGULAR = {
+    pygit2.enums.FileMode.LINK: "a symbolic link (mode 120000)",
+    pygit2.enums.FileMode.COMMIT: "a gitlink (submodule entry, mode 160000)",
+}
+
+
+def not_a_file(filemode: int) -> str | None:
+    """Why an entry of `filemode` is not a file gitstore reads (None: a regular file or a
+    folder): the message the gate and every read give for it."""
+    if filemode in REGULAR_MODES or filemode == pygit2.enums.FileMode.TREE:
+        return None
+    what = _IRREGULAR.get(filemode, f"an entry of mode {filemode:o}")
+    return f"{what}, not a regular file: gitstore stores only regular files (docs/store-format.md)"
 
 
 @dataclass(frozen=True)
@@ -111,10 +130,20 @@ class Snapshot:
 
     # -- files -----------------------------------------------------------------------------
     def read(self, path: str) -> bytes | None:
-        obj = self._object(path)
-        if not isinstance(obj, pygit2.Blob):
+        obj = self._file(self._object(path), path)
+        if obj is None:
             return None
         return self._data(obj, path)
+
+    def _file(self, obj: Any, path: str) -> pygit2.Blob | None:
+        """`obj` if it is a regular file (None: absent or a folder). A symlink or gitlink stored
+        before the gate refused them is InvalidInput naming it, never its target as data."""
+        if obj is None or isinstance(obj, pygit2.Tree):
+            return None
+        why = not_a_file(obj.filemode)
+        if why:
+            raise InvalidInput(f"{path} is {why}", path=path)
+        return obj
 
     def _data(self, blob: pygit2.Blob, path: str) -> bytes:
         try:
@@ -129,9 +158,10 @@ class Snapshot:
         return damaged(self._repo.path, name, damage, object_id)
 
     def size(self, path: str) -> int | None:
-        """The size of the file at `path` in bytes (None if it is no file), without reading it."""
+        """The size of the file at `path` in bytes (None if it is no regular file), without
+        reading it."""
         obj = self._object(path)
-        if not isinstance(obj, pygit2.Blob):
+        if not isinstance(obj, pygit2.Blob) or not_a_file(obj.filemode):
             return None
         try:
             return self._repo.odb.read_header(obj.id)[1]
@@ -144,7 +174,8 @@ class Snapshot:
         return self._parsed(self._object(path), path)
 
     def _parsed(self, obj: Any, path: str) -> Any:
-        if not isinstance(obj, pygit2.Blob):
+        obj = self._file(obj, path)
+        if obj is None:
             return None
         label = f"{self.repository}:{path}"
         return parsed(
@@ -166,17 +197,23 @@ class Snapshot:
         obj = self._object(path)
         if not isinstance(obj, pygit2.Tree):
             return []
-        return [Entry(entry.name, entry.type_str == "tree") for entry in obj]
+        return [Entry(entry.name, entry.type_str == "tree", entry.filemode) for entry in obj]
 
     def walk(self, path: str = "") -> Iterator[str]:
-        """Every file path below `path` (repository-relative), depth first, sorted."""
+        """Every file path below `path` (repository-relative), depth first, sorted: symlinks
+        and gitlinks included (`walk_entries` tells them apart)."""
+        for child, _ in self.walk_entries(path):
+            yield child
+
+    def walk_entries(self, path: str = "") -> Iterator[tuple[str, Entry]]:
+        """(path, entry) of every file below `path`, as `walk`."""
         prefix = path.strip("/")
         for entry in sorted(self.list(prefix), key=lambda e: e.name):
             child = f"{prefix}/{entry.name}" if prefix else entry.name
             if entry.is_tree:
-                yield from self.walk(child)
+                yield from self.walk_entries(child)
             else:
-                yield child
+                yield child, entry
 
     # -- the commit ------------------------------------------------------------------------
     def info(self) -> CommitInfo:

@@ -14,6 +14,7 @@ from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog import usage
+from gitstore.catalog.usage import holders_text
 from gitstore.catalog.view import (
     DEFINITION_EXTRAS,
     ORPHANS,
@@ -74,11 +75,6 @@ def _check_same_id(body: dict, entity: dict, what: str) -> None:
     """An `id` in an update body may only repeat the entity's own id."""
     if body.get("id") is not None and body["id"] != entity.get("id"):
         raise InvalidInput(f"field 'id' of a {what} cannot be changed", key="id")
-
-
-def holders_text(holders: dict[int, list[str]]) -> str:
-    """`1 (astute, globals), 3 (astute)`: environments and the resources they hold data for."""
-    return ", ".join(f"{env} ({', '.join(names)})" for env, names in sorted(holders.items()))
 
 
 def _check_definition_fields(body: dict, *, partial: bool) -> dict:
@@ -409,28 +405,16 @@ class ResourceDefinitions(_CatalogService):
         """Conflict if `new_name` is taken or an environment holds data under the old name."""
         if any(d["name"] == new_name for d in view.definitions()):
             raise Conflict(f"resource definition {new_name!r} already exists", key="name")
-        holders = self._used_by([current["name"]])
-        if holders:
-            raise Conflict(
-                f"resource {current['name']!r} cannot be renamed: environments "
-                f"hold data for it: {holders_text(holders)}",
-                key="name",
-            )
+        refusal = usage.held_refusal(self._repos, current["name"], "renamed")
+        if refusal:
+            raise Conflict(refusal, key="name")
 
     def _check_move(self, current: dict, target: dict | None) -> None:
         """Conflict if an environment holding data would no longer see the definition."""
-        holders = self._used_by([current["name"]])
-        attached = (
-            set(usage.attaching(self._repos, target["name"])) if target is not None else set()
-        )
-        blind = {env: names for env, names in holders.items() if env not in attached}
-        if blind:
-            raise Conflict(
-                f"resource {current['name']!r} cannot move: environments hold data "
-                f"for it and do not attach the target component: "
-                f"{holders_text(blind)}",
-                key="component_id",
-            )
+        name = target["name"] if target is not None else None
+        refusal = usage.move_refusal(self._repos, current["name"], name)
+        if refusal:
+            raise Conflict(refusal, key="component_id")
 
     def update_keys(
         self, ref: int | str, op: str, paths: Any, author: Author | None = None
@@ -463,12 +447,9 @@ class ResourceDefinitions(_CatalogService):
 
         def operation(view: CatalogView):
             current = view.definition(ref)
-            holders = self._used_by([current["name"]])
-            if holders:
-                raise Conflict(
-                    f"resource {current['name']!r} cannot be deleted: environments "
-                    f"hold data for it: {holders_text(holders)}"
-                )
+            refusal = usage.held_refusal(self._repos, current["name"], "deleted")
+            if refusal:
+                raise Conflict(refusal)
             changes = ChangeSet(f"catalog: delete resource definition {current['name']}")
             _replace_definition(view, changes, current, None)
             return changes, None

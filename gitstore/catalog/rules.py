@@ -2,13 +2,16 @@
 
 Each component file is a mapping named like its file with a unique positive id; definition ids
 and resource names are unique across the catalog; a definition's `schema` compiles and its
-`secret_keys` is a list of strings. Listed in `gitstore.gitops.rules`.
+`secret_keys` is a list of strings; a definition environments hold data for is neither renamed,
+deleted nor moved out of their reach (REST's rule, asked of `usage`). Listed in
+`gitstore.gitops.rules`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gitstore.catalog import usage
 from gitstore.catalog.view import ORPHANS
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.names import check_component_name, check_resource_name
@@ -102,3 +105,47 @@ def _check_schema(tree: TreeCheck, path: str, key: str, schema: Any, resource: s
         schema_validator(schema, resource, path)
     except ValidationFailed as exc:
         tree.report(path, exc.message.split(": ", 1)[-1], key=key)
+
+
+def kept_definitions(tree: TreeCheck) -> None:
+    """Refuse what REST refuses (409): renaming, deleting or moving a definition that
+    environments hold data for. Their files are named by it, so after such a push every read
+    of that data was a 404 and every later push to those environments was refused."""
+    served = tree.served
+    if served is None or tree.problems:  # outside a store, or a catalog refused already
+        return
+    owners = {c.get("id"): c.get("name") for c in served.catalog.components}
+    after = _placements(tree)
+    by_name = {placed[2]: placed for placed in after.values()}
+    for old in served.catalog.definitions():
+        owner = owners.get(old["component_id"])
+        if old["name"] in by_name:
+            path, key, _, component = by_name[old["name"]]
+            if component != owner:
+                _refuse(tree, path, key, usage.move_refusal(served.repos, old["name"], component))
+        elif old["id"] in after:
+            path, key, _, _ = after[old["id"]]
+            refusal = usage.held_refusal(served.repos, old["name"], "renamed")
+            _refuse(tree, path, f"{key}.name", refusal)
+        else:
+            path = f"components/{owner}.yaml" if owner is not None else ORPHANS
+            refusal = usage.held_refusal(served.repos, old["name"], "deleted")
+            _refuse(tree, path, "resource_definitions", refusal)
+
+
+def _refuse(tree: TreeCheck, path: str, key: str, refusal: str | None) -> None:
+    if refusal:
+        tree.report(path, refusal, key=key)
+
+
+def _placements(tree: TreeCheck) -> dict[int, tuple[str, str, str, str | None]]:
+    """Definition id -> (file, key, name, owning component) in the catalog under check."""
+    files = [f"components/{e.name}" for e in tree.snapshot.list("components")]
+    found = {}
+    for path in [*files, ORPHANS]:
+        doc = tree.mapping(path) or {}
+        owner = doc.get("name") if path != ORPHANS else None
+        for index, definition in enumerate(doc.get("resource_definitions") or []):
+            key = f"resource_definitions.{index}"
+            found[definition["id"]] = (path, key, definition["name"], owner)
+    return found

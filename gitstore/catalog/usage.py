@@ -1,16 +1,29 @@
 """Which environments use the catalog's entities: the questions a catalog write must ask first
 (a definition that holds data, a component that is attached, is never dropped silently).
 
-Read-only queries over every environment repository's served commit.
+Read-only queries over every environment repository's served commit. REST writes and the
+push gate (`catalog.rules.kept_definitions`) ask the same questions here, so a change refused
+through one is refused through the other with the same words.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+from gitstore.catalog.view import CatalogView
 from gitstore.errors import NotFound
 from gitstore.layout import EnvironmentView
 from gitstore.repositories import Repositories
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a pushed catalog commit replaces: the served catalog, and the store whose
+    environments hold data under its definitions' names (for `catalog.rules.kept_definitions`)."""
+
+    catalog: CatalogView
+    repos: Repositories
 
 
 def holding_data(repos: Repositories, resource_names: list[str]) -> dict[int, list[str]]:
@@ -21,6 +34,36 @@ def holding_data(repos: Repositories, resource_names: list[str]) -> dict[int, li
         if held:
             holders[env_id] = held
     return holders
+
+
+def holders_text(holders: dict[int, list[str]]) -> str:
+    """`1 (astute, globals), 3 (astute)`: environments and the resources they hold data for."""
+    return ", ".join(f"{env} ({', '.join(names)})" for env, names in sorted(holders.items()))
+
+
+def held_refusal(repos: Repositories, name: str, change: str) -> str | None:
+    """Why definition `name` cannot be `change`d (`renamed`, `deleted`): the environments that
+    hold data for it (their files are named by it), or None when none does."""
+    holders = holding_data(repos, [name])
+    if not holders:
+        return None
+    return (
+        f"resource {name!r} cannot be {change}: environments hold data for it: "
+        f"{holders_text(holders)}"
+    )
+
+
+def move_refusal(repos: Repositories, name: str, target: str | None) -> str | None:
+    """Why definition `name` cannot move to component `target` (None: to no component): the
+    environments that hold data for it and do not attach `target` would no longer see it."""
+    attached = set(attaching(repos, target)) if target is not None else set()
+    blind = {env: r for env, r in holding_data(repos, [name]).items() if env not in attached}
+    if not blind:
+        return None
+    return (
+        f"resource {name!r} cannot move: environments hold data for it and do not attach "
+        f"the target component: {holders_text(blind)}"
+    )
 
 
 def attaching(repos: Repositories, component_name: str) -> list[int]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from gitstore import validation
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog import rules as catalog_rules
+from gitstore.catalog.usage import Served
 from gitstore.catalog.view import CatalogView
 from gitstore.deployment import graphs
 from gitstore.plans import gate as plan_gate
@@ -22,6 +23,9 @@ from gitstore.validation import CATALOG, ENVIRONMENT, Check, Problem
 #: Repository kind -> its rules, run in this order (a problem found twice is reported once).
 RULES: dict[str, Sequence[Check]] = {
     ENVIRONMENT: (
+        validation.regular_files,
+        validation.utf8_paths,
+        validation.yaml_names,
         validation.yaml_parses,
         validation.environment_file,
         validation.top_level,
@@ -33,8 +37,12 @@ RULES: dict[str, Sequence[Check]] = {
         networks.network_files,
     ),
     CATALOG: (
+        validation.regular_files,
+        validation.utf8_paths,
+        validation.yaml_names,
         validation.yaml_parses,
         catalog_rules.catalog_documents,
+        catalog_rules.kept_definitions,  # no environment's data loses its definition
         graphs.catalog_graphs,
         plan_gate.no_plain_hidden_values,
         settings.release_settings_files,
@@ -48,8 +56,11 @@ def validate(
     *,
     catalog: CatalogView | None = None,
     env_id: int | None = None,
+    served: Served | None = None,
 ) -> list[Problem]:
     """Every problem of one commit of a `catalog` or `environment` repository (see
     `validation.validate_tree`)."""
     rules = RULES.get(kind, ())
-    return validation.validate_tree(snapshot, kind, rules, catalog=catalog, env_id=env_id)
+    return validation.validate_tree(
+        snapshot, kind, rules, catalog=catalog, env_id=env_id, served=served
+    )
