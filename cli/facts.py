@@ -147,7 +147,8 @@ def read_documents(directory: Path, files: list[Path]) -> Upload:
             relative = path.relative_to(directory)
             try:
                 name = check_resource_name(relative.with_suffix("").as_posix())
-                document = yamlio.load_mapping(path.read_bytes(), path=str(path))
+                text = values.decoded(path.read_bytes(), str(path))
+                document = yamlio.load_mapping(text, path=str(path), strict=True)
             except InvalidInput as exc:
                 # the parser's message starts with the path too: name the file once
                 report.skipped.append((str(path), exc.message.removeprefix(f"{path}: ")))
