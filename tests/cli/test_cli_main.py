@@ -90,6 +90,23 @@ def test_connection_usage_errors(args, fragment):
     assert_usage_error(run(*args), fragment)
 
 
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("http://[::1", "is not a URL: Invalid IPv6 URL"),
+        ("http://127.0.0.1:8331\n", "has a control character or a space"),  # from an env file
+        ("http://127.0.0.1 :8331", "has a control character or a space"),
+        ("http://h:port", "is not a URL: Port could not be cast"),
+        ("http://h:99999", "is not a URL: Port out of range"),
+        ("http://", "names no host"),
+        ("http:///api", "names no host"),
+    ],
+)
+def test_a_malformed_url_is_a_usage_error(url, fragment):
+    assert_usage_error(run("--url", url, "env", "list"), fragment)
+    assert_usage_error(run("env", "list", env={"GITSTORE_URL": url}), fragment)
+
+
 def test_a_folder_that_is_not_a_store_fails_with_a_message(tmp_path):
     assert_failure(run("--root", str(tmp_path), "env", "list"), "is not a gitstore root")
 
