@@ -63,7 +63,7 @@ def _node_callback(ctx: click.Context, param: click.Parameter, value: str) -> st
     "--env",
     "-e",
     "env_id",
-    type=click.IntRange(min=1),
+    type=values.ENV_ID,
     required=True,
     help="Environment id (created with hierarchy [nodes] if missing).",
 )
@@ -212,7 +212,7 @@ def ensure_environment(client: Client, env_id: int, component_id: int) -> None:
 
 
 @facts.command("download")
-@click.option("--env", "-e", "env_id", type=int, required=True, help="Environment id.")
+@click.option("--env", "-e", "env_id", type=values.ENV_ID, required=True, help="Environment id.")
 @click.option("--node", "-n", required=True, callback=_node_callback, help="Node id or fqdn.")
 @click.option(
     "--dir",

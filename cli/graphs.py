@@ -74,7 +74,7 @@ def _env(command: Callable[..., Any]) -> Callable[..., Any]:
         "--env",
         "-e",
         "env_id",
-        type=click.IntRange(min=1),
+        type=values.ENV_ID,
         required=True,
         help="Environment (cluster) id.",
     )(command)

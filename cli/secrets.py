@@ -33,7 +33,7 @@ def secrets() -> None:
 
 
 _env_option = click.option(
-    "--env", "-e", "env", type=click.IntRange(min=1), required=True, help="Environment id."
+    "--env", "-e", "env", type=values.ENV_ID, required=True, help="Environment id."
 )
 _keyring_option = click.option(
     "--keyring",

@@ -30,6 +30,9 @@ from gitstore.errors import InvalidInput
 from gitstore.layout import parse_levels
 from gitstore.names import check_identifier, check_level_value, is_number
 
+#: The type of every `--env` option: ids start at 1, so `-e -1` is a usage error naming the
+#: option, not a request for a route that cannot exist.
+ENV_ID = click.IntRange(min=1)
 TYPES = ("null", "int", "str", "json", "yaml", "bool")
 STREAM_FORMATS = ("json", "yaml")
 _TRUE = ("1", "true")

@@ -246,6 +246,24 @@ def test_every_environment_option_has_the_short_form():
     assert without == []
 
 
+def test_every_environment_option_refuses_an_id_below_1():
+    accepting = []
+    for path, command in _commands():
+        for param in command.params:
+            if "--env" in getattr(param, "opts", ()):
+                try:
+                    param.type.convert("-1", param, None)
+                    accepting.append(path)
+                except click.BadParameter:
+                    pass
+    assert accepting == []
+
+
+def test_a_negative_environment_is_a_usage_error_naming_the_option():
+    result = run("--url", "http://127.0.0.1:1", "config", "get", "-e", "-1", "-r", "globals")
+    assert_usage_error(result, "'--env' / '-e': -1 is not in the range x>=1")
+
+
 @pytest.mark.parametrize(
     "args",
     [
