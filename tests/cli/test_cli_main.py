@@ -329,3 +329,22 @@ def test_labels_name_versions_and_list_them(gs):
     assert table[2].split()[:2] == ["before-upgrade", str(created["version"])]
     assert_failure(gs("label", "create", "before-upgrade", "-e", "1"), "already exists")
     assert_failure(gs("label", "create", "123", "-e", "1"), "must not be a number")
+
+
+def test_a_reader_that_stops_early_is_no_refusal(fuel_store, tmp_path):
+    """`gitstore ... | head -1`: exit 141 (a pipe's writer, as the shell reports one killed by
+    SIGPIPE), nothing on stderr; 1 would claim the store refused."""
+    big = {f"key{i}": "x" * 100 for i in range(5000)}  # ~600 KB: far more than a pipe holds
+    fuel_store.config.put(1, [], "globals", "values", big)
+    args = [str(GITSTORE), "--root", str(fuel_store.root), "config", "diff", "-e", "1"]
+    with subprocess.Popen(
+        [*args, "--from", "1", "--to", "main"],  # a line per key, each echoed on its own
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=isolated_env(tmp_path, PYTHONPATH=os.environ.get("PYTHONPATH", "")),
+    ) as reader:
+        assert reader.stdout.readline()
+        reader.stdout.close()  # as `head -1` does once it has its line
+        stderr = reader.stderr.read()
+        assert reader.wait(timeout=60) == 141, stderr
+    assert stderr == b""
