@@ -37,7 +37,9 @@ def config() -> None:
 def resource_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--env, --level and --resource: the address of a document (the Fuel client's flags)."""
     options = [
-        click.option("--env", "-e", "env", type=int, required=True, help="Environment id."),
+        click.option(
+            "--env", "-e", "env", type=values.ENV_ID, required=True, help="Environment id."
+        ),
         click.option(
             "--level",
             "-l",

@@ -85,11 +85,9 @@ class Connection:
 
     def _check_http_options(self) -> None:
         ctx = click.get_current_context(silent=True)
-        scheme = urllib.parse.urlsplit(self.url or "").scheme
-        if scheme not in ("http", "https"):
-            raise click.UsageError(
-                f"--url {self.url!r} must start with http:// or https://", ctx=ctx
-            )
+        problem = _url_problem(self.url or "")
+        if problem:
+            raise click.UsageError(f"--url {self.url!r} {problem}", ctx=ctx)
         if self.token and self.user:
             raise click.UsageError("give --token or --user/--password, not both", ctx=ctx)
         if self.user and not self.password and _on_a_terminal():
@@ -108,6 +106,27 @@ class Connection:
         if name:
             return Author(name, os.environ.get("GIT_AUTHOR_EMAIL") or f"{name}@gitstore")
         return None
+
+
+def _url_problem(url: str) -> str | None:
+    """What makes `url` unusable as the server's base URL, or None.
+
+    Checked before the first request: urllib would fail on each of these with a traceback
+    (ValueError) or as an unreachable server, and `urlsplit` silently drops a newline that
+    the request line and `Host` header would then carry.
+    """
+    if any(char.isspace() or not char.isprintable() for char in url):
+        return "has a control character or a space (a newline from an env file?)"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - parsed on access: a bad port raises here
+    except ValueError as exc:
+        return f"is not a URL: {exc}"
+    if parts.scheme not in ("http", "https"):
+        return "must start with http:// or https://"
+    if not parts.hostname:
+        return "names no host"
+    return None
 
 
 def _on_a_terminal() -> bool:

@@ -383,7 +383,7 @@ def level() -> None:
 
 
 @level.command("list")
-@click.option("--env", "-e", "env_id", type=int, required=True, help="Environment id.")
+@click.option("--env", "-e", "env_id", type=values.ENV_ID, required=True, help="Environment id.")
 @version_option
 @output.entity_format
 @pass_client
@@ -394,7 +394,7 @@ def level_list(client: Client, env_id: int, version: str | None, fmt: str) -> No
 
 @level.command("show")
 @click.argument("name")
-@click.option("--env", "-e", "env_id", type=int, required=True, help="Environment id.")
+@click.option("--env", "-e", "env_id", type=values.ENV_ID, required=True, help="Environment id.")
 @version_option
 @output.entity_format
 @pass_client

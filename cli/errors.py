@@ -4,11 +4,16 @@
   2. Click's default is three lines (usage, hint, error); scripts and people read one line better.
 - An expected failure of the store or the server (`GitstoreError`) prints its message (and the
   listed problems of a validation failure, one per line) and exits 1. No traceback.
+- A reader that stops reading (`gitstore ... | head -1`) ends the run silently with 141, the
+  status a shell gives a writer killed by SIGPIPE: it is no refusal, so not 1 (click's).
 - Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import sys
 from typing import Any
 
@@ -18,6 +23,8 @@ from gitstore.errors import GitstoreError
 
 USAGE_EXIT = 2
 FAILURE_EXIT = 1
+#: 128 + SIGPIPE. Python ignores SIGPIPE, so the run is not killed by it: it exits with it.
+PIPE_CLOSED_EXIT = 141
 #: Click >= 8.2 raises this usage error for a group called without a command.
 _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
@@ -45,6 +52,13 @@ def failure_lines(exc: GitstoreError) -> list[str]:
 
 class RootGroup(click.Group):
     """The top-level group: runs click in non-standalone mode and applies the policy above."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _discard_stdout()
+            ctx.exit(PIPE_CLOSED_EXIT)
 
     def main(
         self,
@@ -77,3 +91,10 @@ class RootGroup(click.Group):
         # In non-standalone mode click returns the code of an explicit `ctx.exit(code)` (and of
         # --help), or the command's return value, which our commands leave as None.
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered for the closed pipe would otherwise
+    fail once more when Python flushes it at exit (a warning on stderr, and exit 120)."""
+    with contextlib.suppress(io.UnsupportedOperation, AttributeError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -63,7 +63,7 @@ def _node_callback(ctx: click.Context, param: click.Parameter, value: str) -> st
     "--env",
     "-e",
     "env_id",
-    type=click.IntRange(min=1),
+    type=values.ENV_ID,
     required=True,
     help="Environment id (created with hierarchy [nodes] if missing).",
 )
@@ -147,7 +147,8 @@ def read_documents(directory: Path, files: list[Path]) -> Upload:
             relative = path.relative_to(directory)
             try:
                 name = check_resource_name(relative.with_suffix("").as_posix())
-                document = yamlio.load_mapping(path.read_bytes(), path=str(path))
+                text = values.decoded(path.read_bytes(), str(path))
+                document = yamlio.load_mapping(text, path=str(path), strict=True)
             except InvalidInput as exc:
                 # the parser's message starts with the path too: name the file once
                 report.skipped.append((str(path), exc.message.removeprefix(f"{path}: ")))
@@ -211,7 +212,7 @@ def ensure_environment(client: Client, env_id: int, component_id: int) -> None:
 
 
 @facts.command("download")
-@click.option("--env", "-e", "env_id", type=int, required=True, help="Environment id.")
+@click.option("--env", "-e", "env_id", type=values.ENV_ID, required=True, help="Environment id.")
 @click.option("--node", "-n", required=True, callback=_node_callback, help="Node id or fqdn.")
 @click.option(
     "--dir",

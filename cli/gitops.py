@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from cli import values
 from cli.output import table
 
 FORMATS = ("text", "json")
@@ -124,7 +125,7 @@ def _print_problems(results: dict[str, list[dict]], fmt: str) -> None:
     "--env",
     "-e",
     "env_id",
-    type=click.IntRange(min=1),
+    type=values.ENV_ID,
     help="Review environment ID of the store at --root instead of --repo.",
 )
 @_root_option
@@ -176,7 +177,7 @@ def mirror() -> None:
 
 @mirror.command("add")
 @click.argument("url")
-@click.option("--env", "-e", "env_id", type=click.IntRange(min=1), help="Environment to mirror.")
+@click.option("--env", "-e", "env_id", type=values.ENV_ID, help="Environment to mirror.")
 @click.option("--catalog", is_flag=True, help="Mirror the catalog instead.")
 @click.option("--branch", default="main", show_default=True, help="Remote branch to serve.")
 @click.option(
@@ -236,7 +237,7 @@ def mirror_list(fmt: str, root_opt: str | None) -> None:
 
 
 @mirror.command("remove")
-@click.option("--env", "-e", "env_id", type=click.IntRange(min=1))
+@click.option("--env", "-e", "env_id", type=values.ENV_ID)
 @click.option("--catalog", is_flag=True)
 @_root_option
 def mirror_remove(env_id: int | None, catalog: bool, root_opt: str | None) -> None:
@@ -247,7 +248,7 @@ def mirror_remove(env_id: int | None, catalog: bool, root_opt: str | None) -> No
 
 
 @mirror.command("sync")
-@click.option("--env", "-e", "env_id", type=click.IntRange(min=1))
+@click.option("--env", "-e", "env_id", type=values.ENV_ID)
 @click.option("--catalog", is_flag=True)
 @_root_option
 @click.pass_context

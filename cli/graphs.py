@@ -74,7 +74,7 @@ def _env(command: Callable[..., Any]) -> Callable[..., Any]:
         "--env",
         "-e",
         "env_id",
-        type=click.IntRange(min=1),
+        type=values.ENV_ID,
         required=True,
         help="Environment (cluster) id.",
     )(command)
@@ -153,9 +153,10 @@ def graph_upload(
 
 def _load(path: Path) -> Any:
     try:
-        return yamlio.load(path.read_bytes(), path=str(path))
+        data = path.read_bytes()
     except OSError as exc:
         raise click.BadParameter(f"cannot read {path}: {exc}") from exc
+    return yamlio.load(values.decoded(data, str(path)), path=str(path), strict=True)
 
 
 def _read_file(path: Path) -> dict:

@@ -7,6 +7,7 @@ server's message, so a command fails alike against a server and a local root.
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
 import ssl
@@ -31,6 +32,7 @@ _ERRORS: dict[int, type[errors.GitstoreError]] = {
     405: errors.NotAllowed,
     409: errors.Conflict,
     412: errors.PreconditionFailed,
+    413: errors.InvalidInput,
     422: errors.InvalidInput,
     429: errors.TooManyRequests,
     503: errors.Unavailable,
@@ -45,6 +47,46 @@ class Tokens(Protocol):
 
     def new_token(self) -> str:
         """A token of a new login: the one sent was refused (revoked, or expired early)."""
+
+
+class _AnswerBeforeBody:
+    """A connection that stops sending when the server closes on it, so that the answer the
+    server sent before closing is read: a 413 for a body over `body_bytes` comes before the
+    body is read, and gunicorn then closes the socket while urllib is still sending."""
+
+    def send(self, data: Any) -> None:
+        # `getresponse` then reads the server's answer, or fails as unreachable without one
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            super().send(data)  # type: ignore[misc]
+
+
+class _HTTPConnection(_AnswerBeforeBody, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_AnswerBeforeBody, http.client.HTTPSConnection):
+    pass
+
+
+_CONNECTIONS = {
+    http.client.HTTPConnection: _HTTPConnection,
+    http.client.HTTPSConnection: _HTTPSConnection,
+}
+
+
+class _ConnectionsThatReadEarlyAnswers:
+    """A urllib handler that opens the connections above instead of http.client's own."""
+
+    def do_open(self, http_class: type, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(_CONNECTIONS.get(http_class, http_class), req, **kwargs)  # type: ignore[misc]
+
+
+class _HTTPHandler(_ConnectionsThatReadEarlyAnswers, urllib.request.HTTPHandler):
+    pass
+
+
+class _HTTPSHandler(_ConnectionsThatReadEarlyAnswers, urllib.request.HTTPSHandler):
+    pass
 
 
 class HttpClient:
@@ -79,7 +121,7 @@ class HttpClient:
             pair = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
             self.headers["Authorization"] = f"Basic {pair}"
         context = ssl.create_default_context(cafile=cacert) if cacert else None
-        self._opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
+        self._opener = urllib.request.build_opener(_HTTPHandler(), _HTTPSHandler(context=context))
 
     # -- transport -------------------------------------------------------------------------
     def request(

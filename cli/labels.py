@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from cli import output
+from cli import output, values
 from cli.client import Client
 from cli.connection import pass_client
 
@@ -20,7 +20,7 @@ def register(group: click.Group) -> None:
 
 
 _env = click.option(
-    "--env", "-e", "env_id", type=click.IntRange(min=1), required=True, help="Environment id."
+    "--env", "-e", "env_id", type=values.ENV_ID, required=True, help="Environment id."
 )
 
 

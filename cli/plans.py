@@ -254,7 +254,8 @@ def role_upload(
         if file.name == "<stdin>":
             raise click.UsageError("give --name when reading the role from stdin")
         name = Path(file.name).stem
-    entity, created = client.upload_role(name, file.read(), description)
+    content = values.read_text(file, file.name)
+    entity, created = client.upload_role(name, content, description)
     if fmt != "table":
         output.emit(entity, fmt)
         return

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from cli import output
+from cli import output, values
 from cli.client import Client
 from cli.connection import Connection, pass_client
 from cli.local_client import LocalClient
@@ -33,7 +33,7 @@ def secrets() -> None:
 
 
 _env_option = click.option(
-    "--env", "-e", "env", type=click.IntRange(min=1), required=True, help="Environment id."
+    "--env", "-e", "env", type=values.ENV_ID, required=True, help="Environment id."
 )
 _keyring_option = click.option(
     "--keyring",
@@ -166,11 +166,12 @@ def edit(file: str, env: int, keyring: str | None, catalog: str | None) -> None:
     keyring = _require(keyring)
     clone = CloneFile(file, env, catalog)
     _, stored = clone.read()
-    text = click.edit(clone.opened(keyring).decode("utf-8"), extension=".yaml", require_save=True)
-    if text is None:
+    # bytes in and out: click would decode the edited file itself, with a traceback if not UTF-8
+    data = click.edit(clone.opened(keyring), extension=".yaml", require_save=True)
+    if data is None:
         click.echo(f"{clone.path}: not changed", err=True)
         return
-    edited = yamlio.load_mapping(text, path=clone.path)
+    edited = yamlio.load_mapping(values.decoded(data, clone.path), path=clone.path, strict=True)
     _replace(clone.file, clone.sealed(keyring, edited, stored=stored))
     click.echo(f"{clone.path}: sealed", err=True)
 

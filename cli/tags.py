@@ -165,7 +165,7 @@ def _node_tag_options(command: Callable[..., Any]) -> Callable[..., Any]:
     command = click.argument("tags", nargs=-1, required=True)(command)
     command = click.option("--node", required=True, help="Node id or fqdn.")(command)
     return click.option(
-        "--env", "-e", "env_id", type=int, required=True, help="Environment (cluster) id."
+        "--env", "-e", "env_id", type=values.ENV_ID, required=True, help="Environment (cluster) id."
     )(command)
 
 
@@ -188,7 +188,9 @@ def tag_unassign(client: Client, env_id: int, node: str, tags: tuple[str, ...]) 
 
 
 @tag.command("check")
-@click.option("--env", "-e", "env_id", type=int, required=True, help="Environment (cluster) id.")
+@click.option(
+    "--env", "-e", "env_id", type=values.ENV_ID, required=True, help="Environment (cluster) id."
+)
 @output.entity_format
 @pass_client
 def tag_check(client: Client, env_id: int, fmt: str) -> None:
@@ -211,7 +213,7 @@ def node() -> None:
 
 def _env(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--env", "-e", "env_id", type=int, required=True, help="Environment (cluster) id."
+        "--env", "-e", "env_id", type=values.ENV_ID, required=True, help="Environment (cluster) id."
     )(command)
 
 

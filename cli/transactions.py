@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from cli import output
+from cli import output, values
 from cli.client import Client
 from cli.connection import pass_client
 
@@ -29,7 +29,7 @@ def tx() -> None:
 
 
 @tx.command("list")
-@click.option("--env", "-e", "env_id", type=click.IntRange(min=1), help="Only this environment.")
+@click.option("--env", "-e", "env_id", type=values.ENV_ID, help="Only this environment.")
 @output.entity_format
 @pass_client
 def tx_list(client: Client, env_id: int | None, fmt: str) -> None:

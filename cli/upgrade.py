@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from cli import output
+from cli import output, values
 from cli.client import Client
 from cli.connection import pass_client
 
@@ -30,9 +30,7 @@ def register(group: click.Group) -> None:
 
 
 def _env(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return click.option(
-        "--env", "-e", "env_id", type=click.IntRange(min=1), required=True, help=help_text
-    )
+    return click.option("--env", "-e", "env_id", type=values.ENV_ID, required=True, help=help_text)
 
 
 def _names(text: str | None, option: str, convert: Callable[[str], Any] = str) -> list:

@@ -8,9 +8,12 @@ A value comes from exactly one source:
 - `--format json|yaml`: the value is read from stdin (or a file); YAML takes the first document
   of the stream and warns if there are more.
 
-Mistakes in the options are usage errors (exit 2); a stream that does not parse is bad input
-(exit 1). Every value is normalised to what JSON can carry (dates become ISO strings, keys
-become strings), so a local store and a server store the same thing.
+Input is held to the push gate's rules, so what the CLI writes a `git push` could have written:
+it must be UTF-8, and YAML must not repeat a key in one mapping (YAML would keep the last value
+without a word). Mistakes in the options are usage errors (exit 2); a stream that breaks those
+rules or does not parse is bad input (exit 1). Every value is normalised to what JSON can carry
+(dates become ISO strings, keys become strings), so a local store and a server store the same
+thing.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from gitstore.errors import InvalidInput
 from gitstore.layout import parse_levels
 from gitstore.names import check_identifier, check_level_value, is_number
 
+#: The type of every `--env` option: ids start at 1, so `-e -1` is a usage error naming the
+#: option, not a request for a route that cannot exist.
+ENV_ID = click.IntRange(min=1)
 TYPES = ("null", "int", "str", "json", "yaml", "bool")
 STREAM_FORMATS = ("json", "yaml")
 _TRUE = ("1", "true")
@@ -98,8 +104,29 @@ def typed_value(
         return None
     if type_ is not None:
         return jsonable(cast(type_, value or "", value_flag))
-    text = (stream or sys.stdin).read()
+    text = read_text(stream or sys.stdin, source)
     return jsonable(parse_stream(text, fmt or "yaml", source))
+
+
+def read_text(stream: Any, source: str) -> str:
+    """All of `stream` (stdin or a file, text or binary), which must be UTF-8.
+
+    The bytes are read and decoded here: a text stream would fail inside its own read, or
+    (stdin under surrogateescape) inside the YAML parser, with a traceback.
+    """
+    data = getattr(stream, "buffer", stream).read()
+    return data if isinstance(data, str) else decoded(data, source)
+
+
+def decoded(data: bytes, source: str) -> str:
+    """`data` as UTF-8 text; else bad input naming `source` and where the first bad byte is."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InvalidInput(
+            f"{source} is not UTF-8: byte 0x{data[exc.start]:02x} at line {line}", path=source
+        ) from None
 
 
 def _check_sources(
@@ -140,7 +167,7 @@ def cast(type_: str, value: str, flag: str = "--value") -> Any:
     try:
         if type_ == "json":
             return json.loads(value)
-        return yamlio.load(value, path=flag)
+        return yamlio.load(value, path=flag, strict=True)
     except (ValueError, InvalidInput) as exc:
         detail = exc.message if isinstance(exc, InvalidInput) else str(exc)
         raise click.UsageError(f"{flag} is not valid {type_}: {detail}") from None

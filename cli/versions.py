@@ -34,7 +34,7 @@ def _levels_text(levels: list[tuple[str, str]]) -> str | None:
     return ",".join(f"{level}={value}" for level, value in levels) or None
 
 
-_env = click.option("--env", "-e", "env", type=int, required=True, help="Environment id.")
+_env = click.option("--env", "-e", "env", type=values.ENV_ID, required=True, help="Environment id.")
 _level = click.option(
     "--level",
     "-l",

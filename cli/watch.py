@@ -28,7 +28,7 @@ def register(group: click.Group) -> None:
 
 
 @click.command()
-@click.option("--env", "-e", "env", type=int, required=True, help="Environment id.")
+@click.option("--env", "-e", "env", type=values.ENV_ID, required=True, help="Environment id.")
 @click.option(
     "--level",
     "-l",

@@ -232,8 +232,14 @@ def _round_trip() -> YAML:
     return rt
 
 
-def load(data: bytes | str, *, path: str = "<document>") -> Any:
-    """Parse one YAML document; a syntax error becomes InvalidInput naming `path` and the line."""
+def load(data: bytes | str, *, path: str = "<document>", strict: bool = False) -> Any:
+    """Parse one YAML document; a syntax error becomes InvalidInput naming `path` and the line.
+
+    `strict` also refuses a key repeated in one mapping, as the push gate does (`load_strict`):
+    for input a person wrote, where YAML would otherwise keep the last value without a word.
+    """
+    if strict:
+        return _parsed(data, _StrictLoader, path)
     try:
         return yamlblock.read(data if isinstance(data, str) else data.decode())
     except (yamlblock.NotPlainBlock, UnicodeDecodeError):
@@ -241,17 +247,25 @@ def load(data: bytes | str, *, path: str = "<document>") -> Any:
     # Without a `*` there is no alias to expand, so nothing for `check_aliases` to find: its
     # walk of every node was a third of parsing a 27 KB astute.yaml.
     loader = _Loader if (b"*" if isinstance(data, bytes) else "*") in data else _QuickLoader
+    return _parsed(data, loader, path)
+
+
+def _parsed(data: bytes | str, loader: type, path: str) -> Any:
     try:
         return yaml.load(data, Loader=loader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise InvalidInput(f"{path}:{line} {_describe(exc)}", path=path) from exc
+        raise InvalidInput(f"{path}:{_at_line(exc)} {_describe(exc)}", path=path) from exc
 
 
-def load_mapping(data: bytes | str, *, path: str) -> dict:
-    """Parse a document that must be a mapping (an empty file is `{}`)."""
-    doc = load(data, path=path)
+def _at_line(exc: yaml.YAMLError) -> str:
+    """` line N` where the parser stopped, or nothing when it does not say."""
+    mark = getattr(exc, "problem_mark", None)
+    return f" line {mark.line + 1}" if mark is not None else ""
+
+
+def load_mapping(data: bytes | str, *, path: str, strict: bool = False) -> dict:
+    """Parse a document that must be a mapping (an empty file is `{}`); `strict` as `load`."""
+    doc = load(data, path=path, strict=strict)
     if doc is None:
         return {}
     if not isinstance(doc, dict):
@@ -297,14 +311,14 @@ def load_strict(data: bytes | str, *, path: str) -> Any:
 
 
 def load_all_first(data: bytes | str, *, path: str = "<stdin>") -> tuple[Any, int]:
-    """The first document of a stream and how many documents there were."""
+    """The first document of a stream and how many documents there were (the CLI's stdin).
+
+    Strict as `load(strict=True)`: every document is read, so a repeated key is refused in any.
+    """
     try:
-        docs = list(yaml.load_all(data, Loader=_Loader))
-    except _Refused as exc:
-        mark = exc.problem_mark
-        raise InvalidInput(f"{path}: line {mark.line + 1} {_describe(exc)}", path=path) from exc
+        docs = list(yaml.load_all(data, Loader=_StrictLoader))
     except yaml.YAMLError as exc:
-        raise InvalidInput(f"{path}: YAML does not parse: {exc}", path=path) from exc
+        raise InvalidInput(f"{path}:{_at_line(exc)} {_describe(exc)}", path=path) from exc
     return (docs[0] if docs else None), len(docs)
 
 

@@ -90,6 +90,23 @@ def test_connection_usage_errors(args, fragment):
     assert_usage_error(run(*args), fragment)
 
 
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("http://[::1", "is not a URL: Invalid IPv6 URL"),
+        ("http://127.0.0.1:8331\n", "has a control character or a space"),  # from an env file
+        ("http://127.0.0.1 :8331", "has a control character or a space"),
+        ("http://h:port", "is not a URL: Port could not be cast"),
+        ("http://h:99999", "is not a URL: Port out of range"),
+        ("http://", "names no host"),
+        ("http:///api", "names no host"),
+    ],
+)
+def test_a_malformed_url_is_a_usage_error(url, fragment):
+    assert_usage_error(run("--url", url, "env", "list"), fragment)
+    assert_usage_error(run("env", "list", env={"GITSTORE_URL": url}), fragment)
+
+
 def test_a_folder_that_is_not_a_store_fails_with_a_message(tmp_path):
     assert_failure(run("--root", str(tmp_path), "env", "list"), "is not a gitstore root")
 
@@ -229,6 +246,24 @@ def test_every_environment_option_has_the_short_form():
     assert without == []
 
 
+def test_every_environment_option_refuses_an_id_below_1():
+    accepting = []
+    for path, command in _commands():
+        for param in command.params:
+            if "--env" in getattr(param, "opts", ()):
+                try:
+                    param.type.convert("-1", param, None)
+                    accepting.append(path)
+                except click.BadParameter:
+                    pass
+    assert accepting == []
+
+
+def test_a_negative_environment_is_a_usage_error_naming_the_option():
+    result = run("--url", "http://127.0.0.1:1", "config", "get", "-e", "-1", "-r", "globals")
+    assert_usage_error(result, "'--env' / '-e': -1 is not in the range x>=1")
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -294,3 +329,22 @@ def test_labels_name_versions_and_list_them(gs):
     assert table[2].split()[:2] == ["before-upgrade", str(created["version"])]
     assert_failure(gs("label", "create", "before-upgrade", "-e", "1"), "already exists")
     assert_failure(gs("label", "create", "123", "-e", "1"), "must not be a number")
+
+
+def test_a_reader_that_stops_early_is_no_refusal(fuel_store, tmp_path):
+    """`gitstore ... | head -1`: exit 141 (a pipe's writer, as the shell reports one killed by
+    SIGPIPE), nothing on stderr; 1 would claim the store refused."""
+    big = {f"key{i}": "x" * 100 for i in range(5000)}  # ~600 KB: far more than a pipe holds
+    fuel_store.config.put(1, [], "globals", "values", big)
+    args = [str(GITSTORE), "--root", str(fuel_store.root), "config", "diff", "-e", "1"]
+    with subprocess.Popen(
+        [*args, "--from", "1", "--to", "main"],  # a line per key, each echoed on its own
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=isolated_env(tmp_path, PYTHONPATH=os.environ.get("PYTHONPATH", "")),
+    ) as reader:
+        assert reader.stdout.readline()
+        reader.stdout.close()  # as `head -1` does once it has its line
+        stderr = reader.stderr.read()
+        assert reader.wait(timeout=60) == 141, stderr
+    assert stderr == b""

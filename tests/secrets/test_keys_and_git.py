@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -143,6 +144,31 @@ def test_decrypt_and_edit_in_a_clone_keep_unchanged_ciphertexts(
     wrong_env = gitstore("secrets", "decrypt", str(astute), "--env", "2")
     assert wrong_env[0] == 1 and "does not decrypt" in wrong_env[2]
     assert PASSWORD not in wrong_env[2] and "ENC[" not in wrong_env[2]
+
+
+@pytest.mark.parametrize(
+    ("written", "message"),
+    [
+        (b"region: one\nregion: two\n", "line 2 YAML does not parse: key 'region' is repeated"),
+        (b"region: \xff\n", "is not UTF-8: byte 0xff at line 1"),
+    ],
+)
+def test_edit_refuses_what_the_push_gate_would(
+    fuel_store, with_password, tmp_path, monkeypatch, written, message
+):
+    """A repeated key or bytes that are not UTF-8: one line, and the file is left as it was."""
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(fuel_store.environment_path(1)), str(clone), cwd=tmp_path)
+    astute = clone / "global" / "values" / "astute.yaml"
+    before = astute.read_bytes()
+    editor = tmp_path / "editor.py"
+    editor.write_text(f"import sys; open(sys.argv[1], 'wb').write({written!r})\n")
+    monkeypatch.setenv("GITSTORE_KEYRING", str(fuel_store.secrets.keyring.path))
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
+    code, _, err = gitstore("secrets", "edit", str(astute), "--env", "1")
+    assert code == 1 and message in err and "Traceback" not in err, err
+    assert len(err.splitlines()) == 1, err
+    assert astute.read_bytes() == before
 
 
 def test_encrypt_through_the_server_needs_no_keyring(fuel_store, with_password, app, tmp_path):
