@@ -29,6 +29,8 @@ def _env_arg() -> int:
 
 
 def _since_arg() -> str | None:
+    if "since" in request.args and not request.args["since"].strip():
+        raise InvalidInput("query parameter 'since' is empty", key="since")
     since = request.args.get("since") or request.headers.get("Last-Event-ID")
     return since.strip() if since and since.strip() else None
 

@@ -95,12 +95,21 @@ def json_body() -> Any:
     return check_plain_data(body)
 
 
+#: The query flags (read with `flag`, which judges their repetitions by meaning: `?a&a=yes`).
+FLAGS = frozenset(
+    {"all", "effective", "explain", "fetch_related", "only_latest", "reveal", "show_lookup"}
+    | {"verify"}
+)
+
+
 def flag(name: str) -> bool:
     """A query flag; every occurrence must be valid and they must agree.
 
     A bare `?name` is on; `?name=` with nothing after the `=` is refused: it reads as a value
     left out by mistake (a template's empty variable), and guessing either way is wrong.
     """
+    if name not in FLAGS:
+        raise KeyError(f"{name!r} is no flag of FLAGS")  # a new flag: list it there
     args = request.args
     if name not in args:
         return False  # absent (`?name=` would be present, as "")
@@ -165,7 +174,29 @@ def bind_reveal_rule_of(app: Flask) -> None:
             unbind_reveal_rule(token)
 
     app.before_request(bind)
+    app.before_request(_refuse_contradictions)
     app.teardown_request(unbind)
+
+
+#: Query parameters a route reads as a list (repeated or comma-separated): diff scopes, git's
+#: service, the graph routes' names and ids. Any other is read once.
+REPEATABLE = frozenset(
+    {"levels", "path", "service", "include", "clusters_ids", "plugins_ids", "releases_ids"}
+    | {"graph_types", "tasks", "remove"}
+)
+
+
+def _refuse_contradictions() -> None:
+    """A parameter read once and given twice with different values is a 400 naming it: the
+    first one won without a word (`version=1&version=2` read version 1). Flags are `flag`'s."""
+    if b"&" not in request.query_string:
+        return
+    for name, values in request.args.lists():
+        if len(set(values)) > 1 and name not in REPEATABLE and name not in FLAGS:
+            raise InvalidInput(
+                f"query parameter {name!r} is given more than once with different values",
+                key=name,
+            )
 
 
 def to_json(data: Any) -> bytes:
