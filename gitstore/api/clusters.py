@@ -6,7 +6,17 @@ from __future__ import annotations
 from flask import Blueprint, request
 
 from gitstore.api.blocking import blocking_read
-from gitstore.api.http import app_store, author, json_body, no_content, served, version_arg, written
+from gitstore.api.http import (
+    ONE_ENVIRONMENT,
+    app_store,
+    author,
+    json_body,
+    no_content,
+    no_version,
+    served,
+    version_arg,
+    written,
+)
 from gitstore.errors import InvalidInput
 from gitstore.names import is_number
 
@@ -68,6 +78,7 @@ def delete_owner(owners: str, owner_id: int):
 # -- clusters: the environments under their Fuel name ----------------------------------------------
 @bp.get("/clusters")
 def list_clusters():
+    no_version("the cluster list spans repositories", ONE_ENVIRONMENT)
     return served(app_store().environments.list())
 
 
@@ -106,6 +117,7 @@ def delete_node(env_id: int, node: str):
 
 @bp.get("/nodes")
 def find_nodes():
+    no_version("a node search spans repositories", ONE_ENVIRONMENT)
     cluster = request.args.get("cluster_id")
     if cluster is not None and not is_number(cluster):
         raise InvalidInput(f"cluster_id {cluster!r} must be an integer", key="cluster_id")

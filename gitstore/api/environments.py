@@ -5,20 +5,23 @@ from __future__ import annotations
 from flask import Blueprint
 
 from gitstore.api.blocking import blocking_read
-from gitstore.api.http import app_store, author, json_body, no_content, served, version_arg
-from gitstore.errors import InvalidInput
+from gitstore.api.http import (
+    ONE_ENVIRONMENT,
+    app_store,
+    author,
+    json_body,
+    no_content,
+    no_version,
+    served,
+    version_arg,
+)
 
 bp = Blueprint("environments", __name__, url_prefix="/api/v1/config/environments")
 
 
 @bp.get("")
 def list_environments():
-    if version_arg() is not None:
-        raise InvalidInput(
-            "the environment list spans repositories and takes no 'version'; "
-            "read one environment with /environments/<id>?version=...",
-            key="version",
-        )
+    no_version("the environment list spans repositories", ONE_ENVIRONMENT)
     return served(app_store().environments.list())
 
 

@@ -22,11 +22,13 @@ from gitstore import Answer
 from gitstore.api.blocking import blocking_read
 from gitstore.api.http import (
     MOVING,
+    ONE_ENVIRONMENT,
     app_store,
     author,
     flag,
     json_body,
     no_content,
+    no_version,
     served,
     version_arg,
 )
@@ -217,6 +219,7 @@ def execute():
 
 @bp.get("/transactions")
 def list_transactions():
+    no_version("the transaction list spans repositories", ONE_ENVIRONMENT)
     cluster = request.args.get("cluster_id")
     if cluster is not None and not is_number(cluster):
         raise InvalidInput(f"cluster_id {cluster!r} must be an integer", key="cluster_id")

@@ -138,6 +138,17 @@ def version_arg(name: str = "version") -> str | None:
     return value
 
 
+#: Where a read that spans environments sends a client that wants a version.
+ONE_ENVIRONMENT = "; read one environment with /api/v1/config/environments/<id>?version=..."
+
+
+def no_version(what: str, instead: str = "") -> None:
+    """Refuse a `version` on a read that has none: `what` says why (it spans repositories, or
+    is not kept in a commit), `instead` where a versioned read is."""
+    if version_arg() is not None:
+        raise InvalidInput(f"{what} and takes no 'version'{instead}", key="version")
+
+
 def _space_or_control(char: str) -> bool:
     return char.isspace() or char < " " or char == "\x7f"
 

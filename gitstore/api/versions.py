@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
-from gitstore.api.http import app_store, author, json_body, served, version_arg
+from gitstore.api.http import app_store, author, json_body, no_version, served, version_arg
 
 bp = Blueprint("versions", __name__, url_prefix="/api/v1/config/environments")
 
@@ -59,6 +59,7 @@ def revert(env_id: int):
 
 @bp.get("/<int:env_id>/labels")
 def list_labels(env_id: int):
+    no_version("labels are names kept beside the history, not in a commit,")
     return served(_versions().labels(env_id))
 
 

@@ -195,3 +195,19 @@ def test_reads_never_write(fuel_store, client, inventory):
     statuses = {client.get(url).status_code for url in urls}
     assert statuses == {200, 404, 405, 409}  # 404: nodes 42 and new-node are unknown
     assert _repository_state(fuel_store.root) == before
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"{API}/environments",
+        "/api/v1/clusters",
+        "/api/v1/nodes",
+        "/api/v1/transactions",
+        "/api/v1/status",
+        f"{ENV}/labels",
+    ],
+)
+def test_a_read_that_has_no_version_refuses_one_naming_it(client, url):
+    # They answered 200 whatever `version` said (`labels?version=garbage` listed the labels).
+    assert_error(client.get(f"{url}?version=2"), 400, "version", "takes no")
