@@ -133,18 +133,24 @@ def test_without_a_catalog_only_catalog_checks_are_skipped(work):
     ]
 
 
-def test_catalog_rules(gitops_store, tmp_path):
+def _catalog_problems(store, tmp_path, files: dict[str, str]) -> list[dict]:
+    """The problems `validate` finds in a clone of the store's catalog with `files` committed."""
     work = tmp_path / "catalog"
-    git("clone", "-q", str(gitops_store.root / "catalog.git"), str(work))
-    commit_files(
-        work,
+    git("clone", "-q", str(store.root / "catalog.git"), str(work))
+    commit_files(work, files)
+    return validate_repository(work)
+
+
+def test_catalog_rules(gitops_store, tmp_path):
+    problems = _catalog_problems(
+        gitops_store,
+        tmp_path,
         {
             "components/other.yaml": "id: 1\nname: different\nresource_definitions:\n"
             "- id: 2\n  name: astute\n  schema: {type: 12}\n"
             "  secret_keys: nope\n",
         },
     )
-    problems = validate_repository(work)
     found = {(p["file"], p.get("key")): p["message"] for p in problems}
     assert found[("components/other.yaml", "name")] == "must be 'other', the name of the file"
     assert found[("components/other.yaml", "id")].startswith("id 1 is also the id of")
@@ -166,10 +172,9 @@ def test_catalog_rules(gitops_store, tmp_path):
 
 
 def test_the_gate_refuses_schemas_that_recurse_or_reach_outside(gitops_store, tmp_path):
-    work = tmp_path / "catalog"
-    git("clone", "-q", str(gitops_store.root / "catalog.git"), str(work))
-    commit_files(
-        work,
+    problems = _catalog_problems(
+        gitops_store,
+        tmp_path,
         {
             "resource_definitions.yaml": "resource_definitions:\n"
             "- {id: 90, name: loop, schema: {$ref: '#'}}\n"
@@ -177,17 +182,15 @@ def test_the_gate_refuses_schemas_that_recurse_or_reach_outside(gitops_store, tm
             "- {id: 92, name: tree, schema: {items: {$ref: '#'}}}\n",
         },
     )
-    found = {p.get("key"): p["message"] for p in validate_repository(work)}
+    found = {p.get("key"): p["message"] for p in problems}
     assert "'loop' is invalid: a $ref recurses" in found["resource_definitions.0.schema"]
     assert "'http://example.com/x' does not resolve" in found["resource_definitions.1.schema"]
     assert "resource_definitions.2.schema" not in found
 
 
 def test_the_gate_refuses_all_digit_component_names(gitops_store, tmp_path):
-    work = tmp_path / "catalog"
-    git("clone", "-q", str(gitops_store.root / "catalog.git"), str(work))
-    commit_files(work, {"components/7.yaml": "id: 70\nname: '7'\nresource_definitions: []\n"})
-    messages = [p["message"] for p in validate_repository(work)]
+    files = {"components/7.yaml": "id: 70\nname: '7'\nresource_definitions: []\n"}
+    messages = [p["message"] for p in _catalog_problems(gitops_store, tmp_path, files)]
     assert "component name '7' must not be all digits" in messages
 
 
