@@ -19,7 +19,8 @@ What is never answered here (the app answers it, so every rule holds as it is wr
 anything but GET; a request with a conditional or range header (304, 412, 206); HTTP Basic
 credentials (a password is never kept, not even in memory); query parameters other than
 `effective`, `show_lookup`, `key` and `version` (a reveal is audited per request; a blocking
-query waits); an answer other than 200; an address that failed to authenticate too often
+query waits); a `version` other than a number or a full commit id (a branch or a label moves
+while the heads compared stay the same); an answer other than 200; an address that failed to authenticate too often
 (the 429 of `access.ratelimit`); a request with a cookie (the console's session is a caller
 the key would not tell from an anonymous one) or with a token that is not gitstore's (a
 Keystone token: only Keystone knows whether it expired or was revoked). Keys are the raw
@@ -47,6 +48,7 @@ from gitstore import LRUCache, token_id_of
 from gitstore.api import observe
 from gitstore.api.http import STORE, date_now
 from gitstore.errors import GitstoreError
+from gitstore.names import is_commit_id
 
 #: The routes whose answers are kept: the values view's rule (the log line names it) and the
 #: Hiera node document's.
@@ -281,7 +283,7 @@ def _key(environ: dict) -> tuple | None:
     if conditional and (not revalidates or conditional != ["HTTP_IF_NONE_MATCH"]):
         return None
     query = environ.get("QUERY_STRING", "")
-    if not _plain_query(query, names):
+    if not _plain_query(query, names) or not _fixed_version(query):
         return None
     if "HTTP_COOKIE" in environ:
         return None  # the console's session: a caller no key below would tell from anonymous
@@ -300,6 +302,17 @@ def _key(environ: dict) -> tuple | None:
         environ.get("HTTP_X_AUTH_TOKEN"),
         environ.get("HTTP_IF_NONE_MATCH"),
     )
+
+
+def _fixed_version(query: str) -> bool:
+    """Whether the `version` asked for, if any, names the same commit for as long as the heads
+    compared are the same: a number (the N-th commit of main) or a full commit id. A branch or
+    a label moves on its own, and `main~1` spelt otherwise than as digits is left to the app."""
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if name == "version" and not (value.isdigit() or is_commit_id(value)):
+            return False
+    return True
 
 
 def _plain_query(query: str, names: frozenset) -> bool:

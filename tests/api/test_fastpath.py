@@ -147,6 +147,24 @@ def test_a_pinned_read_is_not_kept_under_the_heads_read_before_it(app, fuel_stor
     assert dict(headers)["X-Gitstore-Commit"] == before and b'"one"' in body
 
 
+def test_a_read_at_a_branch_follows_the_branch(app, fuel_store):
+    # A branch moves without main or the catalog moving (docs/gitops.md: create, move and
+    # delete them freely): its answer was kept under the heads and replayed after it moved.
+    repo = fuel_store.environment_repo(1)
+    first = repo.head()
+    client = app.test_client()
+    assert client.put(ASTUTE, json={**DOCUMENT, "name": "two"}).status_code == 204
+    second = repo.head()
+    git = ["git", "update-ref", "refs/heads/review"]
+    subprocess.run([*git, first], cwd=repo.path, check=True)
+    for _ in range(2):
+        _, headers, body = call(app, ASTUTE, "version=review")
+        assert dict(headers)["X-Gitstore-Commit"] == first and b'"one"' in body
+    subprocess.run([*git, second], cwd=repo.path, check=True)
+    _, headers, body = call(app, ASTUTE, "version=review")
+    assert dict(headers)["X-Gitstore-Commit"] == second and b'"two"' in body
+
+
 def test_a_deleted_environment_is_not_found_at_once(app, fuel_store):
     for path in (ASTUTE, HIERA):
         call(app, path)
