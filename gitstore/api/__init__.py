@@ -106,6 +106,7 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     app.url_map.strict_slashes = False
     errors.register(app)
     observe.register(app)  # first: a refused request too gets an id, a log line, a count
+    http.bound_requests(app)  # before anything parses what no route reads
     membership.register(app)  # a replica sends writes to the primary, whoever asks
     auth.register(app)  # one access check before every request of every blueprint
     hosts.register(app)  # an open store answers only the names it is served as

@@ -20,11 +20,12 @@ anything but GET; a request with a conditional or range header (304, 412, 206); 
 credentials (a password is never kept, not even in memory); query parameters other than
 `effective`, `show_lookup`, `key` and `version` (a reveal is audited per request; a blocking
 query waits); a `version` other than a number or a full commit id (a branch or a label moves
-while the heads compared stay the same); an answer other than 200; an address that failed to authenticate too often
-(the 429 of `access.ratelimit`); a request with a cookie (the console's session is a caller
-the key would not tell from an anonymous one) or with a token that is not gitstore's (a
-Keystone token: only Keystone knows whether it expired or was revoked). Keys are the raw
-path, query string, Host and token header: a request spelt differently is another entry.
+while the heads compared stay the same); an answer other than 200; an address that failed
+to authenticate too often (the 429 of `access.ratelimit`); a request with a cookie (the
+console's session is a caller the key would not tell from an anonymous one) or with a token
+that is not gitstore's (a Keystone token: only Keystone knows whether it expired or was
+revoked). Keys are the raw path, query string, Host and token header: a request spelt
+differently is another entry.
 
 The Hiera node document (`/api/v1/hiera/<env>/<node>`, which a Puppet master asks for at every
 compile with the ETag of the one it has) is answered here too, its 200 and its 304 alike (the

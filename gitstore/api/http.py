@@ -185,8 +185,35 @@ def bind_reveal_rule_of(app: Flask) -> None:
             unbind_reveal_rule(token)
 
     app.before_request(bind)
-    app.before_request(_refuse_contradictions)
     app.teardown_request(unbind)
+
+
+def bound_requests(app: Flask) -> None:
+    """Refuse what no route reads before anything (the access check, a form's CSRF token)
+    parses it: a parameter that contradicts itself, a form of too many fields."""
+    app.before_request(_refuse_contradictions)
+    app.before_request(_bound_form)
+    app.config["MAX_FORM_PARTS"] = MAX_FORM_FIELDS  # Werkzeug's own bound, for multipart
+
+
+#: The most fields a form may hold (the console's hold a dozen). Werkzeug parses a whole
+#: urlencoded body at once: 5 million empty fields (15 MB, `a=&a=&...`) took 700 MB and 3 s
+#: of a worker, from anyone, before the session or CSRF check could refuse it.
+MAX_FORM_FIELDS = 200
+_FORMS = {"application/x-www-form-urlencoded": b"&", "multipart/form-data": None}
+
+
+def _bound_form() -> None:
+    """Refuse a form of more than MAX_FORM_FIELDS fields before anything parses it (its body
+    is read once, bounded by body_bytes, and kept: the form is parsed from it)."""
+    mimetype = request.mimetype
+    if mimetype not in _FORMS:
+        return
+    separator = _FORMS[mimetype] or b"--" + request.mimetype_params.get("boundary", "").encode()
+    if request_body().count(separator) > MAX_FORM_FIELDS:
+        raise InvalidInput(
+            f"a form holds at most {MAX_FORM_FIELDS} fields; this one holds more", key="form"
+        )
 
 
 #: Query parameters a route reads as a list (repeated or comma-separated): diff scopes, git's
