@@ -60,6 +60,8 @@ _EXPORTS = {
     "ClusterSecret": "gitstore.cluster.secret",
     "CLUSTER_KEY_FILE": "gitstore.cluster.secret",
     "create_cluster_secret": "gitstore.cluster.secret",
+    "recursive_pattern": "gitstore.schema_regex",
+    "PATTERN_RECURSION": "gitstore.schema_regex",
 }
 #: Exported under another name than the one its module gives it.
 _RENAMED = {
@@ -71,6 +73,8 @@ _RENAMED = {
     "run_coordinator": "run",
     "CLUSTER_KEY_FILE": "KEY_FILE",
     "create_cluster_secret": "create",
+    "recursive_pattern": "recursive",
+    "PATTERN_RECURSION": "RECURSION",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import re
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -56,8 +57,22 @@ def budget(seconds: float = PATTERN_SECONDS) -> Iterator[None]:
         _deadline.reset(token)
 
 
+#: A group calling a group, or the whole pattern (`(?R)`, `(?1)`, `(?-1)`, `(?&name)`,
+#: `(?P>name)`): `regex` has it, `re` has not, and a call of itself with nothing to consume
+#: grew a worker by 0.5 GB in a second before the time budget could stop it (a MemoryError).
+_RECURSION = re.compile(r"\(\?(?:R\)|[+-]?[0-9]+\)|&|P>)")
+RECURSION = "uses recursion ((?R), (?1), (?&name)), which is not supported"
+
+
+def recursive(pattern: str) -> bool:
+    """Whether `pattern` calls a group or itself."""
+    return _RECURSION.search(pattern) is not None
+
+
 def search(pattern: str, text: str) -> bool:
     """`re.search(pattern, text)`, stopped (PatternError) when the budget runs out."""
+    if recursive(pattern):
+        raise PatternError(pattern, RECURSION)
     deadline = _deadline.get()
     left = (deadline - time.monotonic()) if deadline is not None else PATTERN_SECONDS
     too_slow = f"took longer than {PATTERN_SECONDS:g} s (it backtracks: rewrite it)"
@@ -83,9 +98,15 @@ def bounded(cls: type) -> type:
 
 def check(schema_objects: Iterable[dict]) -> str | None:
     """Why a schema made of `schema_objects` cannot bound its patterns (None when it can)."""
-    seen = {k for contents in schema_objects for k in contents}
+    objects = list(schema_objects)
+    seen = {k for contents in objects for k in contents}
     if "unevaluatedProperties" in seen and "patternProperties" in seen:
         return "unevaluatedProperties cannot be combined with patternProperties"
+    for contents in objects:
+        patterns = [contents.get("pattern"), *(contents.get("patternProperties") or {})]
+        for pattern in patterns:
+            if isinstance(pattern, str) and recursive(pattern):
+                return f"pattern {pattern!r} {RECURSION}"
     return None
 
 

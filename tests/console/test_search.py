@@ -122,6 +122,17 @@ def test_a_runaway_regex_is_stopped_and_a_400(client, data):
     assert time.monotonic() - started < 60  # generous: the limit is a few seconds
 
 
+@pytest.mark.parametrize(
+    "pattern", ["(?(DEFINE)(?<a>(?&a)))(?&a)", "a(?R)?b", "(a(?1)?b)", "(?P<x>a(?P>x)?)"]
+)
+def test_a_recursive_regex_is_a_400(client, data, pattern):
+    # `(?&a)` calling itself grew a worker by 0.5 GB in a second and ended in a MemoryError (a
+    # 500); no search of keys and values needs recursion.
+    response = client.get(SEARCH, query_string={"q": pattern, "mode": "regex"})
+    assert response.status_code == 400, response.get_data(as_text=True)[:200]
+    assert "recursion" in response.get_json()["message"]
+
+
 def test_an_unknown_mode_is_a_400(client, data):
     response = client.get(SEARCH, query_string={"q": "x", "mode": "glob"})
     assert response.status_code == 400 and "mode" in response.get_json()["message"]

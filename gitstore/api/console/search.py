@@ -22,7 +22,7 @@ from typing import Any
 import regex
 from flask import g, render_template
 
-from gitstore import Query
+from gitstore import PATTERN_RECURSION, Query, recursive_pattern
 from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.console.shared import attached_resources, known_nodes, leaves
 from gitstore.api.http import app_store
@@ -91,6 +91,8 @@ def _matcher(text: str, mode: str) -> Callable[[str], bool]:
             f"regular expression is {len(text)} characters long; at most {PATTERN_CHARS}",
             key="q",
         )
+    if recursive_pattern(text):
+        raise InvalidInput(f"regular expression {text!r} {PATTERN_RECURSION}", key="q")
     try:
         pattern = regex.compile(text)
     except (regex.error, OverflowError, RecursionError) as exc:
