@@ -6,7 +6,6 @@ merged view) or `--plugin ID`. Nodes are addressed by id or fqdn within `--env I
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -52,7 +51,7 @@ def _one_owner(release: int | None, cluster: int | None, plugin: int | None) -> 
 def _meta(has_primary: bool | None, meta: str | None) -> dict:
     """The tag meta of `--meta JSON` with `--has-primary/--no-has-primary` applied."""
     try:
-        parsed = json.loads(meta) if meta else {}
+        parsed = values.load_json(meta) if meta else {}
     except ValueError as exc:
         raise click.BadParameter(f"--meta is not JSON: {exc}") from exc
     if not isinstance(parsed, dict):

@@ -9,11 +9,11 @@ A value comes from exactly one source:
   of the stream and warns if there are more.
 
 Input is held to the push gate's rules, so what the CLI writes a `git push` could have written:
-it must be UTF-8, and YAML must not repeat a key in one mapping (YAML would keep the last value
-without a word). Mistakes in the options are usage errors (exit 2); a stream that breaks those
-rules or does not parse is bad input (exit 1). Every value is normalised to what JSON can carry
-(dates become ISO strings, keys become strings), so a local store and a server store the same
-thing.
+it must be UTF-8, and YAML or JSON must not repeat a key in one mapping (either would keep the
+last value without a word). Mistakes in the options are usage errors (exit 2); a stream that
+breaks those rules or does not parse is bad input (exit 1). Every value is normalised to what
+JSON can carry (dates become ISO strings, keys become strings), so a local store and a server
+store the same thing.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def cast(type_: str, value: str, flag: str = "--value") -> Any:
             raise click.UsageError(f"{flag} {value!r} is not an int") from None
     try:
         if type_ == "json":
-            return json.loads(value)
+            return load_json(value)
         return yamlio.load(value, path=flag, strict=True)
     except (ValueError, InvalidInput) as exc:
         detail = exc.message if isinstance(exc, InvalidInput) else str(exc)
@@ -179,7 +179,7 @@ def parse_stream(text: str, fmt: str, source: str) -> Any:
         raise InvalidInput(f"{source} is empty; a {fmt} document is expected", path=source)
     if fmt == "json":
         try:
-            return json.loads(text)
+            return load_json(text)
         except ValueError as exc:
             raise InvalidInput(f"{source}: JSON does not parse: {exc}", path=source) from exc
     document, count = yamlio.load_all_first(text, path=source)
@@ -188,6 +188,21 @@ def parse_stream(text: str, fmt: str, source: str) -> Any:
             f"Warning: {source} holds {count} YAML documents; only the first is used", err=True
         )
     return document
+
+
+def load_json(text: str) -> Any:
+    """`json.loads`, refusing a key repeated in one object (ValueError naming it), as YAML input
+    is refused: JSON would keep the last value without a word."""
+    return json.loads(text, object_pairs_hook=_unrepeated)
+
+
+def _unrepeated(pairs: list[tuple[str, Any]]) -> dict:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"key {key!r} is repeated in one mapping")
+        found[key] = value
+    return found
 
 
 def jsonable(data: Any) -> Any:

@@ -186,7 +186,7 @@ class FieldsLine:
         for piece, value in zip(self._pieces, values, strict=True):
             parts += (piece, _encode(value))
         parts.append(self._tail)
-        line = "".join(parts)
+        line = encodable("".join(parts))  # as the formatter's, or a strict stream refuses it
         with stream.lock:
             try:
                 stream.stream.write(line)  # one write: a line-buffered stderr passes it on

@@ -204,13 +204,9 @@ class Components(_CatalogService):
     def _check_rename(self, view: CatalogView, component: dict, new_name: str) -> None:
         if any(c.get("name") == new_name for c in view.components):
             raise Conflict(f"component {new_name!r} already exists", key="name")
-        attached = usage.attaching(self._repos, component["name"])
-        if attached:
-            raise Conflict(
-                f"component {component['name']!r} is attached to environments "
-                f"{', '.join(map(str, attached))}; detach it before renaming",
-                key="name",
-            )
+        refusal = usage.attached_refusal(self._repos, component["name"], "renamed")
+        if refusal:
+            raise Conflict(refusal, key="name")
 
     def _replace_definitions(
         self, view: CatalogView, component: dict, items: list[tuple[int | None, dict]]

@@ -3,8 +3,8 @@
 Each component file is a mapping named like its file with a unique positive id; definition ids
 and resource names are unique across the catalog; a definition's `schema` compiles and its
 `secret_keys` is a list of strings; a definition environments hold data for is neither renamed,
-deleted nor moved out of their reach (REST's rule, asked of `usage`). Listed in
-`gitstore.gitops.rules`.
+deleted nor moved out of their reach, and a component environments attach is neither renamed
+nor deleted (REST's rules, asked of `usage`). Listed in `gitstore.gitops.rules`.
 """
 
 from __future__ import annotations
@@ -111,8 +111,8 @@ def kept_definitions(tree: TreeCheck) -> None:
     """Refuse what REST refuses (409): renaming, deleting or moving a definition that
     environments hold data for. Their files are named by it, so after such a push every read
     of that data was a 404 and every later push to those environments was refused."""
-    served = tree.served
-    if served is None or tree.problems:  # outside a store, or a catalog refused already
+    served = _judged(tree)
+    if served is None:
         return
     owners = {c.get("id"): c.get("name") for c in served.catalog.components}
     after = _placements(tree)
@@ -133,7 +133,39 @@ def kept_definitions(tree: TreeCheck) -> None:
             _refuse(tree, path, "resource_definitions", refusal)
 
 
-def _refuse(tree: TreeCheck, path: str, key: str, refusal: str | None) -> None:
+def kept_components(tree: TreeCheck) -> None:
+    """Refuse what REST refuses (409): renaming or deleting a component environments attach.
+    Their `environment.yaml` names it, so after such a push every later push to those
+    environments was refused (a component that does not exist)."""
+    served = _judged(tree)
+    if served is None:
+        return
+    after = _component_names(tree)
+    for old in served.catalog.components:
+        name = old.get("name")
+        if name in after.values():
+            continue
+        if old.get("id") in after:
+            path, key, change = f"components/{after[old['id']]}.yaml", "name", "renamed"
+        else:
+            path, key, change = f"components/{name}.yaml", None, "deleted"
+        _refuse(tree, path, key, usage.attached_refusal(served.repos, name, change))
+
+
+def _component_names(tree: TreeCheck) -> dict[int, str]:
+    """Component id -> name in the catalog under check."""
+    docs = [tree.mapping(f"components/{e.name}") or {} for e in tree.snapshot.list("components")]
+    return {doc.get("id"): doc.get("name") for doc in docs}
+
+
+def _judged(tree: TreeCheck) -> usage.Served | None:
+    """What the pushed catalog replaces, or None when it is not judged against environments:
+    outside a store, or a catalog whose own documents were refused (their ids and names are
+    not to be trusted). Decided once, before the `kept_` rules report anything themselves."""
+    return tree.memo("kept.served", lambda: None if tree.problems else tree.served)
+
+
+def _refuse(tree: TreeCheck, path: str, key: str | None, refusal: str | None) -> None:
     if refusal:
         tree.report(path, refusal, key=key)
 

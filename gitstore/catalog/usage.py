@@ -2,8 +2,9 @@
 (a definition that holds data, a component that is attached, is never dropped silently).
 
 Read-only queries over every environment repository's served commit. REST writes and the
-push gate (`catalog.rules.kept_definitions`) ask the same questions here, so a change refused
-through one is refused through the other with the same words.
+push gate (`catalog.rules.kept_definitions`, `catalog.rules.kept_components`) ask the same
+questions here, so a change refused through one is refused through the other with the same
+words.
 """
 
 from __future__ import annotations
@@ -63,6 +64,18 @@ def move_refusal(repos: Repositories, name: str, target: str | None) -> str | No
     return (
         f"resource {name!r} cannot move: environments hold data for it and do not attach "
         f"the target component: {holders_text(blind)}"
+    )
+
+
+def attached_refusal(repos: Repositories, name: str, change: str) -> str | None:
+    """Why component `name` cannot be `change`d (`renamed`, `deleted`): the environments that
+    attach it (their `environment.yaml` names it), or None when none does."""
+    attached = attaching(repos, name)
+    if not attached:
+        return None
+    return (
+        f"component {name!r} cannot be {change}: environments attach it: "
+        f"{', '.join(map(str, attached))}; detach it first"
     )
 
 

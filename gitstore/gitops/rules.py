@@ -43,6 +43,7 @@ RULES: dict[str, Sequence[Check]] = {
         validation.yaml_parses,
         catalog_rules.catalog_documents,
         catalog_rules.kept_definitions,  # no environment's data loses its definition
+        catalog_rules.kept_components,  # no environment names a missing component
         graphs.catalog_graphs,
         plan_gate.no_plain_hidden_values,
         settings.release_settings_files,

@@ -1,8 +1,8 @@
 """YAML and JSON input (stdin, --file, a folder of facts): the rules the push gate applies.
 
-Input must be UTF-8, and a key repeated in one mapping is refused (YAML would keep the last
-value silently; `gitstore/yamlio.py` `load_strict` refuses it on `git push`), in one line that
-names the source, local and over HTTP.
+Input must be UTF-8, and a key repeated in one mapping is refused (YAML and JSON would keep the
+last value silently; `gitstore/yamlio.py` `load_strict` refuses it on `git push`), in one line
+that names the source, local and over HTTP.
 """
 
 from __future__ import annotations
@@ -75,6 +75,24 @@ def test_a_repeated_key_in_a_later_document_of_the_stream_is_refused_too(gs):
 def test_a_yaml_value_with_a_repeated_key_is_a_usage_error(gs):
     args = ["-k", "x", "-t", "yaml", "-v", "a: 1\na: 2\n"]
     assert_usage_error(gs("config", "set", *NODE1, *args), "key 'a' is repeated in one mapping")
+
+
+@pytest.mark.parametrize("text", [b'{"a": 1, "a": 2}', b'{"b": {"a": 1, "c": 0, "a": 2}}'])
+def test_json_stdin_with_a_repeated_key_is_refused_naming_the_key(gs, text):
+    before = head(gs)
+    result = gs("config", "set", *NODE1, "-f", "json", input=text)
+    assert_failure(
+        result, "Error: <stdin>: JSON does not parse: key 'a' is repeated in one mapping"
+    )
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert head(gs) == before
+
+
+def test_a_json_value_or_tag_meta_with_a_repeated_key_is_a_usage_error(gs):
+    args = ["-k", "x", "-t", "json", "-v", '{"a": 1, "a": 2}']
+    assert_usage_error(gs("config", "set", *NODE1, *args), "key 'a' is repeated in one mapping")
+    meta = ["--env", "1", "--meta", '{"a": 1, "a": 2}']
+    assert_usage_error(gs("tag", "create", "t", *meta), "key 'a' is repeated in one mapping")
 
 
 def test_a_file_with_a_repeated_key_is_refused_naming_it(gs, files):

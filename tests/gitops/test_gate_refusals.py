@@ -76,6 +76,53 @@ def test_a_catalog_push_may_rename_a_definition_no_environment_uses(gitops_store
     assert code == 0, stderr
 
 
+def _attach_nova(store) -> None:
+    """Component `nova`, attached by environment 2, which holds no data under it."""
+    store.components.create({"name": "nova", "resource_definitions": [{"name": "nova_conf"}]})
+    store.environments.create({"id": 2, "components": ["fuel", "nova"]})
+
+
+def _drop_nova(work, new: str | None) -> None:
+    """Rename component `nova` to `new` (its file and its name), or delete it (None)."""
+    files: dict[str, str | None] = {"components/nova.yaml": None}
+    if new is not None:
+        component = yaml.safe_load((work / "components/nova.yaml").read_text())
+        files[f"components/{new}.yaml"] = yaml.safe_dump({**component, "name": new})
+    commit_files(work, files, f"nova -> {new}")
+
+
+@pytest.mark.parametrize(
+    ("new", "refusal"),
+    [
+        ("nova2", "components/nova2.yaml:2: key 'name': component 'nova' cannot be renamed"),
+        (None, "components/nova.yaml: component 'nova' cannot be deleted"),
+    ],
+)
+def test_a_catalog_push_cannot_drop_an_attached_component(gitops_store, tmp_path, new, refusal):
+    _attach_nova(gitops_store)
+    before = head(gitops_store, "catalog.git")
+    work = clone(gitops_store, tmp_path, "catalog.git")
+    _drop_nova(work, new)
+    code, stderr = push(work)
+    assert code != 0
+    assert f"{refusal}: environments attach it: 2; detach it first" in stderr, stderr
+    assert head(gitops_store, "catalog.git") == before
+    env = clone(gitops_store, tmp_path / "env", "environments/2.git")
+    commit_files(env, {"global/values/nova_conf.yaml": "a: 1\n"})
+    assert push(env)[0] == 0  # environment.yaml still names only components that exist
+
+
+def test_a_catalog_push_may_drop_a_component_no_environment_attaches(gitops_store, tmp_path):
+    _attach_nova(gitops_store)
+    gitops_store.environments.update(2, {"components": ["fuel"]})
+    work = clone(gitops_store, tmp_path, "catalog.git")
+    _drop_nova(work, "nova2")
+    assert push(work)[0] == 0
+    commit_files(work, {"components/nova2.yaml": None})
+    code, stderr = push(work)
+    assert code == 0, stderr
+
+
 def test_the_refusal_lists_the_first_problems_only(gitops_store, tmp_path):
     work = clone(gitops_store, tmp_path)
     commit_files(work, {f"global/values/nope{i:03}.yaml": "a: 1\n" for i in range(300)})
