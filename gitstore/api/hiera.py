@@ -39,6 +39,7 @@ def node_document(env_id: int, node: str):
     # `secrets` role (grant it to the Puppet master's user) and masks them for everyone else.
     reveal, resources, who = may_reveal(env_id), _resources_arg(), g.get("user")
     hiera = app_store().hiera
+    revealed: list[tuple[str, ...]] = []
 
     def read_at(version: str | None) -> Served:
         result = hiera.node_document(env_id, node, version, resources, reveal=reveal, who=who)
@@ -46,11 +47,19 @@ def node_document(env_id: int, node: str):
         # when it repeats the answer (and to read a pinned document again).
         audit = hiera.reveal_of(result)
         request.environ[HIERA_READ] = (env_id, node, version, resources, reveal, who, audit)
+        revealed[:] = [audit[2]]
         return result
 
     response = blocking_read(env_id, read_at, lambda result: served(result, weak=True))
-    if reveal:
-        # Plain-text secrets: `public` would let a shared cache keep them for other callers.
+    if reveal and any(revealed):
+        # Plain-text secrets: never in a shared cache, and never used again without asking the
+        # server (a `secrets` role withdrawn must reach the master: no max-age, not even for
+        # a pinned commit). The module revalidates every compile with If-None-Match anyway.
+        response.headers["Cache-Control"] = REVEALED
+    elif reveal:  # revealed nothing, but what a masked caller gets may differ: never shared
         cache_control = response.headers.get("Cache-Control", "")
         response.headers["Cache-Control"] = cache_control.replace("public", "private")
     return response
+
+
+REVEALED = "private, no-cache"

@@ -151,6 +151,18 @@ def test_bad_fields_are_named_inline(guarded):
     assert "not a dotted path" in page and "level &#39;7&#39; is not" in page and "value:" in page
 
 
+@pytest.mark.parametrize("level", ["\u00b2", "\u0663", "-1", " 0"])
+def test_a_level_that_is_not_ascii_digits_is_named_inline(guarded, level):
+    # `'²'.isdigit()` holds and `int('²')` fails: a 500; `'٣'` was read as level 3.
+    _, client = guarded
+    sign_in(client, "writer1")
+    response = client.get(EDIT, query_string={"level": level})
+    assert response.status_code == 200, response.get_data(as_text=True)[:300]
+    assert "is not one of this node&#39;s levels" in response.get_data(as_text=True)
+    page = client.post(EDIT, data=_edit(client, level=level)).get_data(as_text=True)
+    assert "is not one of this node&#39;s levels" in page
+
+
 def test_a_stale_preview_is_refused_and_shown_again(guarded):
     store, client = guarded
     sign_in(client, "writer1")

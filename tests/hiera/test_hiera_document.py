@@ -120,8 +120,11 @@ def test_pinned_version_serves_that_commit_and_is_immutable(writable):
         pinned = client.get(f"{URL}/{COMPUTE}?version={pin}")
         assert pinned.get_json()["resources"]["override/node"] == {"libvirt_type": "lxc"}
         assert pinned.get_json()["commit"] == sha
-    assert (
-        client.get(f"{URL}/{COMPUTE}?version={sha}").headers["Cache-Control"].endswith("immutable")
+    # An open store reveals its secrets to everyone: the pinned document holds them, so it is
+    # asked for again before each use rather than `immutable` (a pin's data never changes,
+    # but who may read its secrets can).
+    assert client.get(f"{URL}/{COMPUTE}?version={sha}").headers["Cache-Control"] == (
+        "private, no-cache"
     )
     assert client.get(f"{URL}/{COMPUTE}").get_json()["resources"]["override/node"] == {
         "libvirt_type": "kvm"
@@ -237,4 +240,12 @@ def test_secrets_are_revealed_only_to_the_secrets_role(writable):
     response, astute = astute_as("puppet")
     assert astute["access"]["password"] == "admin"
     assert "X-Gitstore-Masked" not in response.headers
-    assert response.headers["Cache-Control"].startswith("private")  # no shared cache
+    # No shared cache, and no use without asking the server again (a withdrawn `secrets`
+    # role must reach the master): a pinned revealed document was `immutable` for a year.
+    assert response.headers["Cache-Control"] == "private, no-cache"
+    sha = response.headers["X-Gitstore-Commit"]
+    pinned = client.get(
+        f"{URL}/{COMPUTE}?resources=astute&version={sha}",
+        headers={"Authorization": f"Bearer {tokens['puppet']}"},
+    )
+    assert pinned.headers["Cache-Control"] == "private, no-cache"

@@ -32,7 +32,7 @@ from gitstore.errors import (
     Unauthorized,
 )
 from gitstore.keypaths import KEY_OPS, get_path, split_dotted
-from gitstore.names import is_commit_id
+from gitstore.names import is_commit_id, is_number
 from gitstore.yamlio import load_strict
 
 log = logging.getLogger("gitstore.api.console")
@@ -156,9 +156,10 @@ def logout():
 
 
 def _safe_next(target: str | None) -> str:
-    """Only a path of this console: never another site (an open redirect)."""
+    """Only a path of this console: never another site (an open redirect), never a control
+    character (a line break made the redirect a 500 after the session was set)."""
     default = url_for("console.environments")
-    if not target or not target.startswith("/ui/") or "\\" in target:
+    if not target or not target.startswith("/ui/") or "\\" in target or not target.isprintable():
         return default
     parts = urlsplit(target)
     return target if not parts.scheme and not parts.netloc else default
@@ -243,7 +244,7 @@ def _edit_form(document: dict) -> dict:
         problems.append(f"resource {resource!r} is not one of this node's resources")
     if op not in KEY_OPS:
         problems.append(f"operation {op!r} is not one of {', '.join(KEY_OPS)}")
-    if not level.isdigit() or int(level) >= len(chain):
+    if not is_number(level) or int(level) >= len(chain):
         problems.append(f"level {level!r} is not one of this node's levels")
     path = _checked(lambda: split_dotted(key), problems) if key else None
     if request.method == "POST" and not key:
