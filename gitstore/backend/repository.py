@@ -259,17 +259,30 @@ class Repository:
         return damaged(self.path, f"{self.name} ({folder})", damage, object_id)
 
     def snapshot(self, version: str | int | None = None) -> Snapshot:
-        """The tree of `version` (None: the head of main)."""
-        return self._snapshot_of(self._resolve(version))
+        """The tree of `version` (None: the head of main). Its `version` number is None for a
+        commit off main's first-parent chain (a review branch's): its depth there is the number
+        of another commit of main."""
+        commit = self._resolve(version)
+        text = "" if version is None else str(version).strip()
+        numbered = not text or is_number(text) or self._on_main_chain(str(commit.id))
+        return self._snapshot_of(commit, numbered)
+
+    def _on_main_chain(self, commit_id: str) -> bool:
+        head = self.head()
+        if head is None:
+            return False
+        chain, depth = self._chain(head), self.depth(commit_id)
+        return depth <= len(chain) and chain[depth - 1] == commit_id
 
     def snapshot_at_head(self, head: str) -> Snapshot:
         """The tree of `head`, a head of main the caller has just read (`head()`): what
         `snapshot()` makes, without reading the ref a second time."""
         return self._snapshot_of(self._head_commit(head))
 
-    def _snapshot_of(self, commit: pygit2.Commit) -> Snapshot:
+    def _snapshot_of(self, commit: pygit2.Commit, numbered: bool = True) -> Snapshot:
         try:
-            return Snapshot(self.git, commit, self.name, self.depth(str(commit.id)))
+            number = self.depth(str(commit.id)) if numbered else None
+            return Snapshot(self.git, commit, self.name, number)
         except (KeyError, pygit2.GitError) as exc:
             raise self._damaged(
                 f"commit {str(commit.id)[:12]} or its history is incomplete ({exc})"

@@ -72,7 +72,7 @@ class Snapshot:
         repo: pygit2.Repository,
         commit: pygit2.Commit,
         name: str,
-        version: int,
+        version: int | None,
         *,
         tracked: bool = False,
     ):
@@ -91,7 +91,8 @@ class Snapshot:
         return self._commit_id
 
     @property
-    def version(self) -> int:
+    def version(self) -> int | None:
+        """The commit's number on main (`version=N`); None off main's first-parent chain."""
         self._pinned = True
         return self._version
 

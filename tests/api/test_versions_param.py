@@ -211,3 +211,26 @@ def test_reads_never_write(fuel_store, client, inventory):
 def test_a_read_that_has_no_version_refuses_one_naming_it(client, url):
     # They answered 200 whatever `version` said (`labels?version=garbage` listed the labels).
     assert_error(client.get(f"{url}?version=2"), 400, "version", "takes no")
+
+
+def test_a_commit_off_main_has_no_version_number(fuel_store, client):
+    # A review branch's commit was given its depth on its own chain: the number of another
+    # commit of main ("version 8" named two commits).
+    repo = fuel_store.environment_repo(1)
+    url = f"{ENV}/resources/astute/values"
+    assert client.put(url, json={"on": "main"}).status_code == 204
+    base = repo.head()
+    assert client.put(url, json={"on": "branch"}).status_code == 204
+    branch = repo.head()
+    subprocess.run(["git", "update-ref", "refs/heads/review", branch], cwd=repo.path, check=True)
+    subprocess.run(["git", "update-ref", "refs/heads/main", base], cwd=repo.path, check=True)
+    assert client.put(url, json={"on": "main again"}).status_code == 204
+    on_main = client.get(url)
+    at_branch = client.get(f"{url}?version=review")
+    assert at_branch.get_json() == {"on": "branch"}
+    assert at_branch.headers["X-Gitstore-Commit"] == branch
+    assert "X-Gitstore-Version" not in at_branch.headers
+    number = on_main.headers["X-Gitstore-Version"]
+    assert client.get(f"{url}?version={number}").headers["X-Gitstore-Commit"] != branch
+    by_id = client.get(f"{url}?version={base}")
+    assert int(by_id.headers["X-Gitstore-Version"]) == int(number) - 1
