@@ -102,10 +102,11 @@ def check_document(path: str, document: Any) -> None:
         raise InvalidInput(_too_big(path, size, limits.document_bytes, "document_bytes"), path=path)
 
 
-def check_stored(path: str, data: bytes, document: Any) -> None:
-    """Refuse a document as a push stores it (`data`, parsed to `document`): REST's rule, by
-    its exact size and its keys, so a pushed document never refuses every later key write."""
-    check_encoded(path, data)
+def check_stored(path: str, size: int, document: Any) -> None:
+    """Refuse a document as a push stores it (`size` bytes, parsed to `document`): REST's
+    rule, by its exact size and its keys, so a pushed document never refuses every later key
+    write."""
+    _check_size(path, size)
     limit = current().document_keys
     if _measure(document, limit, math.inf)[0] > limit:
         raise InvalidInput(_too_many_keys(path, limit), path=path)
@@ -156,9 +157,13 @@ def spliced_within(data: bytes, key_bound: Callable[[bytes], int]) -> bool:
 
 def check_encoded(path: str, data: bytes) -> None:
     """Refuse the YAML of a document over `document_bytes` (what was estimated, now exact)."""
+    _check_size(path, len(data))
+
+
+def _check_size(path: str, size: int) -> None:
     limit = current().document_bytes
-    if len(data) > limit:
-        raise InvalidInput(_too_big(path, len(data), limit, "document_bytes"), path=path)
+    if size > limit:
+        raise InvalidInput(_too_big(path, size, limit, "document_bytes"), path=path)
 
 
 _HOW = f"raise it in <root>/{LIMITS_FILE}, see docs/security.md"

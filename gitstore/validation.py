@@ -73,8 +73,7 @@ def validate_tree(
     """
     if kind not in (ENVIRONMENT, CATALOG):
         raise InvalidInput(f"unknown repository kind {kind!r}; use catalog or environment")
-    tree = TreeCheck(snapshot, kind, catalog, env_id)
-    tree.served = served
+    tree = TreeCheck(snapshot, kind, catalog, env_id, served)
     for rule in rules:
         rule(tree)
     return sorted(tree.problems, key=lambda p: (p["file"], p.get("line") or 0))
@@ -210,13 +209,18 @@ class TreeCheck:
     """One commit under validation: its files, their parsed documents, the problems found."""
 
     def __init__(
-        self, snapshot: Snapshot, kind: str, catalog: CatalogView | None, env_id: int | None
+        self,
+        snapshot: Snapshot,
+        kind: str,
+        catalog: CatalogView | None,
+        env_id: int | None,
+        served: Served | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.kind = kind
         self.catalog = catalog
         self.env_id = env_id
-        self.served: Served | None = None
+        self.served = served
         self.problems: list[Problem] = []
         self._reported: set[tuple] = set()
         entries = [(p, e) for p, e in snapshot.walk_entries() if not p.startswith(".")]
@@ -522,7 +526,7 @@ def _within_limits(tree: TreeCheck, path: str, doc: dict) -> bool:
     """Whether a resource document keeps `document_bytes` and `document_keys`, the limits of a
     REST write (docs/security.md): one rule for both ways in."""
     try:
-        limits.check_stored(path, tree.snapshot.read(path) or b"", doc)
+        limits.check_stored(path, tree.snapshot.size(path) or 0, doc)
     except InvalidInput as exc:
         tree.report(path, exc.message.removeprefix(f"{path}: "))
         return False

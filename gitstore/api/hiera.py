@@ -8,7 +8,7 @@ although the body names the newer commit.
 
 from __future__ import annotations
 
-from flask import Blueprint, g, request
+from flask import Blueprint, Response, g, request
 
 from gitstore.api.blocking import blocking_read
 from gitstore.api.fastpath import HIERA_READ
@@ -17,6 +17,8 @@ from gitstore.errors import InvalidInput
 from gitstore.served import Served
 
 bp = Blueprint("hiera", __name__, url_prefix="/api/v1/hiera")
+#: The caching of a document that reveals secrets.
+REVEALED = "private, no-cache"
 
 
 def _resources_arg() -> list[str] | None:
@@ -39,7 +41,6 @@ def node_document(env_id: int, node: str):
     # `secrets` role (grant it to the Puppet master's user) and masks them for everyone else.
     reveal, resources, who = may_reveal(env_id), _resources_arg(), g.get("user")
     hiera = app_store().hiera
-    revealed: list[tuple[str, ...]] = []
 
     def read_at(version: str | None) -> Served:
         result = hiera.node_document(env_id, node, version, resources, reveal=reveal, who=who)
@@ -47,19 +48,18 @@ def node_document(env_id: int, node: str):
         # when it repeats the answer (and to read a pinned document again).
         audit = hiera.reveal_of(result)
         request.environ[HIERA_READ] = (env_id, node, version, resources, reveal, who, audit)
-        revealed[:] = [audit[2]]
         return result
 
-    response = blocking_read(env_id, read_at, lambda result: served(result, weak=True))
-    if reveal and any(revealed):
-        # Plain-text secrets: never in a shared cache, and never used again without asking the
-        # server (a `secrets` role withdrawn must reach the master: no max-age, not even for
-        # a pinned commit). The module revalidates every compile with If-None-Match anyway.
-        response.headers["Cache-Control"] = REVEALED
-    elif reveal:  # revealed nothing, but what a masked caller gets may differ: never shared
-        cache_control = response.headers.get("Cache-Control", "")
-        response.headers["Cache-Control"] = cache_control.replace("public", "private")
-    return response
+    def respond(result: Served) -> Response:
+        response = served(result, weak=True)
+        if result.revealed:
+            # Plain-text secrets: never in a shared cache, and never used again without asking
+            # the server (a `secrets` role withdrawn must reach the master: no max-age, not
+            # even for a pinned commit). The module revalidates every compile anyway.
+            response.headers["Cache-Control"] = REVEALED
+        elif reveal:  # revealed nothing, but what a masked caller gets may differ: never shared
+            cache_control = response.headers.get("Cache-Control", "")
+            response.headers["Cache-Control"] = cache_control.replace("public", "private")
+        return response
 
-
-REVEALED = "private, no-cache"
+    return blocking_read(env_id, read_at, respond)

@@ -216,16 +216,17 @@ def bound_requests(app: Flask) -> None:
 #: urlencoded body at once: 5 million empty fields (15 MB, `a=&a=&...`) took 700 MB and 3 s
 #: of a worker, from anyone, before the session or CSRF check could refuse it.
 MAX_FORM_FIELDS = 200
-_FORMS = {"application/x-www-form-urlencoded": b"&", "multipart/form-data": None}
 
 
 def _bound_form() -> None:
     """Refuse a form of more than MAX_FORM_FIELDS fields before anything parses it (its body
     is read once, bounded by body_bytes, and kept: the form is parsed from it)."""
-    mimetype = request.mimetype
-    if mimetype not in _FORMS:
+    if request.mimetype == "application/x-www-form-urlencoded":
+        separator = b"&"
+    elif request.mimetype == "multipart/form-data":
+        separator = b"--" + request.mimetype_params.get("boundary", "").encode()
+    else:
         return
-    separator = _FORMS[mimetype] or b"--" + request.mimetype_params.get("boundary", "").encode()
     if request_body().count(separator) > MAX_FORM_FIELDS:
         raise InvalidInput(
             f"a form holds at most {MAX_FORM_FIELDS} fields; this one holds more", key="form"
