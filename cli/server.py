@@ -6,10 +6,12 @@ they work on a folder, never through a server.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import os
 import shutil
+import socket
 import ssl
 import tempfile
 from pathlib import Path
@@ -307,6 +309,7 @@ def serve(
     config[SERVED_HOSTS] = [host, *allowed_hosts]
     tls = _tls_options(certfile, keyfile, ca_certs)
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    _check_port(host, port)
     options = {
         "bind": bind,
         "workers": workers or _default_workers(),
@@ -507,6 +510,33 @@ def _keystone_checked(root: Path, keystone: KeystoneSettings) -> KeystoneSetting
         )
     log.info(f"accepting Keystone tokens validated by {keystone.auth_url or 'the config file'}")
     return keystone
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail at once, naming the port and `--port`, when the address cannot be listened on.
+
+    gunicorn retries a busy address every second, forever, logging an error each time. The
+    probe binds as gunicorn does (SO_REUSEADDR, so a port left in TIME_WAIT passes) and lets
+    go at once; port 0 (any free port) needs no probe.
+    """
+    if port == 0:
+        return
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise click.ClickException(f"cannot listen on {host}: {exc.strerror}") from None
+    family, kind, proto, _, address = addresses[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            in_use = exc.errno == errno.EADDRINUSE
+            taken = "is already in use" if in_use else f"cannot be listened on ({exc.strerror})"
+            raise click.ClickException(
+                f"port {port} on {host} {taken}; choose another with --port, "
+                f"e.g. --port {port + 1 if port < 65535 else 8000}"
+            ) from None
 
 
 def _tls_options(certfile: str | None, keyfile: str | None, ca_certs: str | None) -> dict:
