@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
@@ -70,3 +71,46 @@ def test_python_chooses_the_interpreter(tmp_path):
     planned = _make("-n", "install", "PYTHON=/opt/py/bin/python3.12", f"VENV={tmp_path / 'v'}")
 
     assert f"|| /opt/py/bin/python3.12 -m venv {tmp_path / 'v'}" in planned.stdout
+
+
+#: What a fresh Debian machine lacks that the tests need, by the package that brings it.
+FRESH_MACHINE_LACKS = ("puppet", "hiera-eyaml", "graphviz", "wrk", "openssl")
+
+
+def test_make_test_without_the_system_tools_stops_at_once_saying_what_to_install(tmp_path):
+    """`make test` on a machine without puppet & co. used to install the Python packages and
+    fail 3 minutes later in the first Puppet test. Here no tool is on PATH and the user is not
+    root and has no sudo: nothing can be installed, so it must stop before pip and pytest."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    venv = tmp_path / "venv"
+    as_user = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    began = time.monotonic()
+    result = subprocess.run(
+        [*(as_user if os.geteuid() == 0 else []), "/usr/bin/make", "--no-print-directory",
+         "test", f"VENV={venv}"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        env={"PATH": str(empty), "LANG": "C.UTF-8"},
+    )  # fmt: skip
+    took = time.monotonic() - began
+
+    assert result.returncode != 0
+    (line, *rest) = result.stderr.splitlines()
+    assert all(line.startswith("make: ***") for line in rest), result.stderr
+    needed, _, command = line.partition("; install them with: ")
+    assert needed.startswith("the tests need packages that are not installed: "), line
+    assert command.startswith("sudo apt-get install -y "), line
+    for package in FRESH_MACHINE_LACKS:
+        assert package in needed.split() and package in command.split(), line
+    assert "pytest" not in result.stdout + result.stderr
+    assert not venv.exists()
+    assert took < 10
+
+
+def test_make_test_and_ci_share_one_system_dependency_step(tmp_path):
+    planned = _make("-n", "test", f"VENV={tmp_path / 'venv'}").stdout.splitlines()
+
+    steps = [i for i, line in enumerate(planned) if "system-deps.sh" in line or "pip" in line]
+    assert "system-deps.sh" in planned[steps[0]]  # before pip installs anything
+    assert "tools/system-deps.sh" in (REPO / ".ci" / "run").read_text()
+    assert "apt-get install" not in (REPO / ".ci" / "run").read_text()
