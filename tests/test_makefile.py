@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -105,6 +107,28 @@ def test_make_test_without_the_system_tools_stops_at_once_saying_what_to_install
     assert "pytest" not in result.stdout + result.stderr
     assert not venv.exists()
     assert took < 10
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the root path: apt-get without sudo")
+def test_as_root_the_missing_packages_are_installed_with_apt_get(tmp_path):
+    """apt-get and npm stand-ins that only record their arguments: root installs at once."""
+    tools, calls = tmp_path / "bin", tmp_path / "calls"
+    tools.mkdir()
+    for name in ("apt-get", "npm"):
+        (tools / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {calls}\n')
+        (tools / name).chmod(0o755)
+    result = subprocess.run(
+        ["/bin/bash", str(REPO / "tools" / "system-deps.sh")],
+        capture_output=True, text=True, timeout=60, env={"PATH": str(tools)},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    update, install, *_ = calls.read_text().splitlines()
+    assert update == "apt-get update -qq"
+    assert install.startswith("apt-get install -y -qq ")
+    for package in FRESH_MACHINE_LACKS:
+        assert package in install.split()
+    assert "npm" not in install.split()  # a stand-in npm is on PATH: never apt's on top of it
 
 
 def test_make_test_and_ci_share_one_system_dependency_step(tmp_path):
