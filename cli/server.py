@@ -516,27 +516,27 @@ def _check_port(host: str, port: int) -> None:
     """Fail at once, naming the port and `--port`, when the address cannot be listened on.
 
     gunicorn retries a busy address every second, forever, logging an error each time. The
-    probe binds as gunicorn does (SO_REUSEADDR, so a port left in TIME_WAIT passes) and lets
-    go at once; port 0 (any free port) needs no probe.
+    probe binds as gunicorn does (the family by the address, SO_REUSEADDR, so a port left in
+    TIME_WAIT passes) and lets go at once; port 0 (any free port) needs no probe.
     """
     if port == 0:
         return
-    try:
-        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        raise click.ClickException(f"cannot listen on {host}: {exc.strerror}") from None
-    family, kind, proto, _, address = addresses[0]
-    with socket.socket(family, kind, proto) as probe:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(address)
+            probe.bind((host, port))
         except OSError as exc:
-            in_use = exc.errno == errno.EADDRINUSE
-            taken = "is already in use" if in_use else f"cannot be listened on ({exc.strerror})"
-            raise click.ClickException(
-                f"port {port} on {host} {taken}; choose another with --port, "
-                f"e.g. --port {port + 1 if port < 65535 else 8000}"
-            ) from None
+            raise click.ClickException(_unusable(host, port, exc)) from None
+
+
+def _unusable(host: str, port: int, exc: OSError) -> str:
+    """Why gitstore cannot listen on host:port, and which option to change."""
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {host}: {exc.strerror}; check --host"
+    taken = "is already in use" if exc.errno == errno.EADDRINUSE else f"is refused ({exc.strerror})"
+    other = port + 1 if port < 65535 else 8000
+    return f"port {port} on {host} {taken}; choose another with --port, e.g. --port {other}"
 
 
 def _tls_options(certfile: str | None, keyfile: str | None, ca_certs: str | None) -> dict:
