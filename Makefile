@@ -1,7 +1,9 @@
 # The two set-up commands of the README, and a few helpers.
 #   make demo   install into .venv (runtime dependencies only), build ./demo-store from
 #               sample_repo/, serve it on :8000
-#   make test   install into .venv (with the test extra), run the test suite
+#   make test   install the system tools the tests need (tools/system-deps.sh: apt-get as root
+#               or through sudo -n, else one line saying what to install), then into .venv
+#               (with the test extra), then run the test suite
 # Variables: PYTHON (>= 3.11), VENV, DEMO_STORE, HOST, PORT, WORKERS, PYTEST_ARGS.
 
 # The interpreter the virtualenv is built from: the system's /usr/bin/python3 when it is 3.11 or
@@ -22,7 +24,7 @@ PORT ?= 8000
 WORKERS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: install install-runtime demo demo-port demo-store test lint clean-demo
+.PHONY: install install-runtime demo demo-port demo-store system-deps test lint clean-demo
 
 install: $(TEST_STAMP)
 
@@ -53,8 +55,15 @@ demo-store: $(RUNTIME_STAMP)
 demo: demo-port demo-store
 	$(BIN)/gitstore serve --root $(DEMO_STORE) --host $(HOST) --port $(PORT) --workers $(WORKERS)
 
+# Before installing anything: a machine without the tests' system tools (puppet, chromium,
+# ...) gets them, or stops here in seconds with one line naming them, not minutes later in the
+# first test that needs one. Shared with .ci/run.
+system-deps:
+	@tools/system-deps.sh
+
 # pytest exits non-zero on any failure, and with 5 when it collects no tests: both fail make.
-test: $(TEST_STAMP)
+# The system tools come first (make builds prerequisites left to right).
+test: system-deps $(TEST_STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)

@@ -182,16 +182,20 @@ class KeystoneSession:
     def endpoint(self) -> str:
         """gitstore's URL from the catalog (service type `config`)."""
         interface = self.auth.interface or "public"
-        url = self._call(
-            self.session.get_endpoint,
-            service_type=SERVICE_TYPE,
-            interface=interface,
-            region_name=self.auth.region_name,
-        )
+        try:
+            url = self._call(
+                self.session.get_endpoint,
+                service_type=SERVICE_TYPE,
+                interface=interface,
+                region_name=self.auth.region_name,
+            )
+        except NotFound:  # keystoneauth's EndpointNotFound: the same answer, with the hint
+            url = None
         if not url:
+            region = f" in region {self.auth.region_name}" if self.auth.region_name else ""
             raise NotFound(
                 f"the Keystone catalog has no {interface} endpoint of service type "
-                f"{SERVICE_TYPE!r}: give --url, or register gitstore with "
+                f"{SERVICE_TYPE!r}{region}: give --url, or register gitstore with "
                 "`gitstore keystone register`",
                 key="url",
             )

@@ -72,7 +72,7 @@ _OPTIONS = [
         type=click.FloatRange(min=0.1),
         default=5.0,
         show_default=True,
-        help="Seconds to wait for Keystone before answering 503.",
+        help="Seconds to wait for Keystone, in all, before answering 503.",
     ),
     click.option(
         "--keystone-config",

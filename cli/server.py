@@ -6,10 +6,12 @@ they work on a folder, never through a server.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import os
 import shutil
+import socket
 import ssl
 import tempfile
 from pathlib import Path
@@ -307,6 +309,7 @@ def serve(
     config[SERVED_HOSTS] = [host, *allowed_hosts]
     tls = _tls_options(certfile, keyfile, ca_certs)
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    _check_port(host, port)
     options = {
         "bind": bind,
         "workers": workers or _default_workers(),
@@ -507,6 +510,33 @@ def _keystone_checked(root: Path, keystone: KeystoneSettings) -> KeystoneSetting
         )
     log.info(f"accepting Keystone tokens validated by {keystone.auth_url or 'the config file'}")
     return keystone
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail at once, naming the port and `--port`, when the address cannot be listened on.
+
+    gunicorn retries a busy address every second, forever, logging an error each time. The
+    probe binds as gunicorn does (the family by the address, SO_REUSEADDR, so a port left in
+    TIME_WAIT passes) and lets go at once; port 0 (any free port) needs no probe.
+    """
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise click.ClickException(_unusable(host, port, exc)) from None
+
+
+def _unusable(host: str, port: int, exc: OSError) -> str:
+    """Why gitstore cannot listen on host:port, and which option to change."""
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {host}: {exc.strerror}; check --host"
+    taken = "is already in use" if exc.errno == errno.EADDRINUSE else f"is refused ({exc.strerror})"
+    other = port + 1 if port < 65535 else 8000
+    return f"port {port} on {host} {taken}; choose another with --port, e.g. --port {other}"
 
 
 def _tls_options(certfile: str | None, keyfile: str | None, ca_certs: str | None) -> dict:

@@ -217,3 +217,26 @@ def test_ctrl_c_stops_the_server_promptly_every_time(sample_root, workdir):
         assert took < CTRL_C_SECONDS
         assert "Perhaps out of memory" not in server.log.read_text(errors="replace")
         assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+
+
+def test_serve_on_a_busy_port_exits_at_once_naming_the_port(sample_root, tmp_path):
+    """gunicorn alone retries a busy address every second, forever."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        began = time.monotonic()
+        result = subprocess.run(
+            [str(GITSTORE), "serve", "--root", str(sample_root), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env=isolated_env(tmp_path),
+            stdin=subprocess.DEVNULL,
+        )
+        took = time.monotonic() - began
+    assert result.returncode == 1, result.stderr
+    assert f"Error: port {port} on 127.0.0.1 is already in use" in result.stderr
+    assert f"choose another with --port, e.g. --port {port + 1}" in result.stderr
+    assert "Connection in use" not in result.stderr  # gunicorn never tried
+    assert took < 10

@@ -169,8 +169,7 @@ class Policy:
     def keystone_identity(self, who: keystone.KeystoneUser) -> Identity:
         """The identity a Keystone user gets from the keystone rules; Forbidden if none."""
         grants = parse_grants(list(keystone.grants_for(who, self.keystone)))
-        where = f"project {who.project}" if who.project else "unscoped"
-        return Identity(who.name, grants, f"keystone ({where})")
+        return Identity(who.name, grants, f"keystone ({who.scope})")
 
 
 class AccessFile:

@@ -11,7 +11,8 @@ backend sent), checks them against the store's access file (`gitstore.access.pol
 - Anonymous: 401 unless the app allows anonymous reads (`GITSTORE_ALLOW_ANONYMOUS_READ`).
 - The console's signed session cookie (`sessions.py`) identifies its user when no header
   does; a request other than a read must then carry the session's CSRF token, else 403.
-- Bad credentials: 401 with `WWW-Authenticate`; counted per client address, and more than 20
+- Bad credentials: 401 with `WWW-Authenticate` (a `Keystone uri=...` challenge too on a server
+  started with `--keystone-url`); counted per client address, and more than 20
   in a minute are answered 429 until the minute has passed (`gitstore.access.ratelimit`).
 - Valid credentials without the role: 403 naming the role needed.
 - Keystone tokens (servers started with `--keystone-url`): validated by
@@ -97,7 +98,9 @@ def register(app: Flask) -> None:
             app.config[key] = parse_flag(os.environ.get(key, "0"), key)
     settings = app.config.get(KEYSTONE)
     if settings is not None:
-        app.extensions[_VALIDATOR] = KeystoneValidator(settings)
+        validator = KeystoneValidator(settings)
+        validator.warm_up()  # in each worker as it starts: no client waits for it
+        app.extensions[_VALIDATOR] = validator
     app.before_request(_authorise)
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, jsonify, request
+from flask import Flask, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from gitstore import errors
+from gitstore import KEYSTONE, errors
 
 log = logging.getLogger("gitstore.api")
 
@@ -50,8 +50,9 @@ def error_response(status: int, message: str, details: list | None = None, heade
         body["errors"] = details
     response = jsonify(body)
     response.status_code = status
-    for name, value in (headers or {}).items():
-        response.headers[name] = value
+    pairs = headers.items() if isinstance(headers, dict) else headers or ()
+    for name, value in pairs:
+        response.headers.add(name, value)
     return response
 
 
@@ -85,13 +86,22 @@ def _too_large() -> str:
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="gitstore"'}
 
 
-def _headers(exc: errors.GitstoreError) -> dict[str, str] | None:
+def _headers(exc: errors.GitstoreError) -> dict[str, str] | list[tuple[str, str]] | None:
     """The headers an error's own attributes call for."""
     if isinstance(exc, errors.TooManyRequests | errors.Busy) and exc.retry_after is not None:
         return {"Retry-After": str(exc.retry_after)}
     if isinstance(exc, errors.Unauthorized) and exc.challenge:
-        return dict(CHALLENGE)
+        return _challenges()
     return None
+
+
+def _challenges() -> list[tuple[str, str]]:
+    """Basic, and on a server that accepts Keystone tokens the challenge keystonemiddleware
+    sends (`Keystone uri="<identity URL>"`), by which OpenStack clients find Keystone."""
+    settings = current_app.config.get(KEYSTONE)
+    uri = settings.challenge_uri() if settings is not None else None
+    keystone = [("WWW-Authenticate", f'Keystone uri="{uri}"')] if uri else []
+    return [*keystone, *CHALLENGE.items()]
 
 
 def register(app: Flask) -> None:

@@ -7,8 +7,10 @@ Identities (domain Default) and how the access file's keystone rules map them:
 | admin         | admin, admin           | admin               |
 | alice         | cloud-1, member        | writer:env:1        |
 | puppet        | service, reader        | reader, secrets     |  (by user name: a service user)
+| admin         | system all, admin      | admin               |  (a system-scoped token)
 | bob           | demo, member           | none: unmapped, 403 |
 | gitstore      | service, service       | (validates tokens for gitstore serve) |
+| no-role       | service, member        | (a service user Keystone refuses validations) |
 """
 
 from __future__ import annotations
@@ -32,11 +34,14 @@ USERS = {
     "bob": ("bob-pw", "demo", ["member"]),
     "puppet": ("puppet-pw", "service", ["reader"]),
     SERVICE_USER: (SERVICE_PASSWORD, "service", ["service"]),
+    # a would-be service user without the service role: Keystone refuses it validations
+    "no-role": ("no-role-pw", "service", ["member"]),
 }
 RULES = [
     {"project": "admin", "role": "admin", "grants": ["admin"]},
     {"project": "cloud-1", "role": "member", "grants": ["writer:env:1"]},
     {"user": "puppet", "grants": ["reader", "secrets"]},
+    {"system": "all", "role": "admin", "grants": ["admin"]},
 ]
 #: A gitstore user beside the Keystone ones: its token must work while Keystone is down.
 LOCAL_USER = "local-reader"

@@ -53,6 +53,15 @@ class Keystone:
             auth["scope"] = {"project": {"name": project, "domain": {"id": "default"}}}
         return self._issue({"auth": auth})
 
+    def system_token(self, user: str, password: str) -> str:
+        """A system-scoped token of `user` (`"system": {"all": true}`, as Keystone's
+        secure-RBAC administrators use; bootstrap gives admin the admin role on the system)."""
+        identity = {
+            "methods": ["password"],
+            "password": {"user": {"name": user, "domain": {"id": "default"}, "password": password}},
+        }
+        return self._issue({"auth": {"identity": identity, "scope": {"system": {"all": True}}}})
+
     def app_credential_token(self, credential_id: str, secret: str) -> str:
         identity = {
             "methods": ["application_credential"],
@@ -79,6 +88,10 @@ class Keystone:
     def validations(self) -> int:
         """How many token validations (`GET /v3/auth/tokens`) Keystone has answered so far."""
         return self.requests("GET /v3/auth/tokens ")
+
+    def lines(self) -> list[str]:
+        """Every `METHOD PATH AGENT` line Keystone logged so far."""
+        return [line for line in self.log.read_text(errors="replace").splitlines() if line]
 
     def requests(self, prefix: str) -> int:
         """How many requests Keystone logged whose `METHOD PATH AGENT` line starts so."""

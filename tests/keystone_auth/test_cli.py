@@ -114,6 +114,18 @@ def test_wrong_keystone_password_is_one_line(registered, cloud):
     ]
 
 
+def test_no_endpoint_in_the_catalog_says_to_give_url_or_register(cloud, tmp_path):
+    """keystoneauth's own words were "public endpoint for config service in Nowhere region not
+    found". No region holds gitstore's endpoint here, as no catalog does before `register`."""
+    env = {**_os_env(cloud, "alice", "cloud-1"), "OS_REGION_NAME": "Nowhere"}
+    done = _gitstore(tmp_path, env, "config", "get", "-e", "1", "-r", "globals")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "Error: the Keystone catalog has no public endpoint of service type 'config' in region "
+        "Nowhere: give --url, or register gitstore with `gitstore keystone register`"
+    ]
+
+
 def test_os_interface_internal_takes_the_internal_endpoint(registered, cloud):
     _, base = registered
     env = {**_os_env(cloud, "alice", "cloud-1"), "OS_INTERFACE": "internal"}

@@ -52,9 +52,29 @@ def test_a_rule_names_a_domain_for_user_and_project(tmp_path):
         policy.keystone_identity(_who("deployer"))  # the same name in domain Default
 
 
+def test_a_system_rule_matches_system_scoped_tokens_only(tmp_path):
+    policy = _with_section(tmp_path, {"rules": RULES}).policy()
+    system = KeystoneUser("root", "Default", None, None, frozenset({"admin"}), system="all")
+    identity = policy.keystone_identity(system)
+    assert [str(g) for g in identity.grants] == ["admin"]
+    assert identity.via == "keystone (system all)"
+    unscoped = KeystoneUser("root", "Default", None, None, frozenset({"admin"}))
+    with pytest.raises(Forbidden, match="no project \\(unscoped\\)"):
+        policy.keystone_identity(unscoped)
+    with pytest.raises(Forbidden, match="system 'all'; roles: member\\) matches no rule"):
+        policy.keystone_identity(
+            KeystoneUser("eve", "Default", None, None, frozenset({"member"}), system="all")
+        )
+
+
 @pytest.mark.parametrize(
     ("section", "named"),
     [
+        ({"rules": [{"system": "domain", "grants": ["admin"]}]}, "system must be one of: all"),
+        (
+            {"rules": [{"system": "all", "project": "x", "grants": ["admin"]}]},
+            "project or to the system, not both",
+        ),
         ({"rules": [{"project": "x", "grants": ["boss"]}]}, "role 'boss'"),
         ({"rules": [{"grants": ["reader"]}]}, "keystone.rules[0] must name a user"),
         ({"rules": [{"user": "x", "grants": []}]}, "keystone.rules[0].grants"),

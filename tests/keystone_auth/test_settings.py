@@ -59,6 +59,9 @@ def test_keystone_settings_from_an_openstack_style_config_file(cloud, tmp_path):
         )
         assert answer.status_code == 200, answer.text
         assert answer.json()["user"] == "alice"
+        anonymous = requests.get(server.url + "/api/v1/access/whoami", timeout=60)
+        challenges = anonymous.raw.headers.getlist("WWW-Authenticate")
+        assert challenges[0] == f'Keystone uri="{cloud.keystone.auth_url}"'  # the file's
     finally:
         server.stop()
     log = server.log.read_text()

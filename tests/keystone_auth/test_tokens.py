@@ -119,13 +119,17 @@ def test_a_revoked_token_gets_401_within_the_cache_time(cloud, tmp_path):
 
 def test_keystone_stopped_is_503_for_keystone_tokens_only(server, cloud):
     """Keystone's process stopped (SIGSTOP: it accepts connections and never answers), then
-    continued: Keystone tokens not yet validated get 503, gitstore's own tokens keep working."""
+    continued: Keystone tokens not yet validated get 503 within --keystone-timeout (2 s; a
+    retry made it 2 x 2 + 0.5 s), gitstore's own tokens keep working."""
     fresh = cloud.token("alice")
     keystone = cloud.keystone.process
     keystone.send_signal(signal.SIGSTOP)
     try:
+        began = time.monotonic()
         answer = _get(server, VALUES.format(env=1), fresh)
+        waited = time.monotonic() - began
         assert answer.status_code == 503, answer.text
+        assert waited < 2 + 1.5, f"a frozen Keystone held the request {waited:.1f} s"
         assert "cannot be reached" in answer.json()["message"]
         assert "gitstore's own tokens" in answer.json()["message"]
         assert _get(server, VALUES.format(env=1), server.local_token).status_code == 200
@@ -153,7 +157,8 @@ def test_keystone_gone_is_503_and_gitstore_tokens_still_work(cloud, tmp_path):
 
 
 def test_a_refused_service_login_is_503_naming_it_in_the_log(cloud, tmp_path):
-    """gitstore's own service user with a wrong password: no Keystone token can be checked."""
+    """gitstore's own service user with a wrong password: no Keystone token can be checked,
+    and clients are told so (not that Keystone cannot be reached)."""
     store, local_token = keystone_store(tmp_path / "store")
     args = serve_args(cloud)
     args[args.index("--keystone-password") + 1] = "wrong"
@@ -161,7 +166,31 @@ def test_a_refused_service_login_is_503_naming_it_in_the_log(cloud, tmp_path):
     try:
         answer = _get(refused, VALUES.format(env=1), cloud.token("alice"))
         assert answer.status_code == 503, answer.text
+        message = answer.json()["message"]
+        assert "refused the login of gitstore's service user 'gitstore'" in message
+        assert "--keystone-password" in message and "cannot be reached" not in message
         assert _get(refused, VALUES.format(env=1), local_token).status_code == 200
     finally:
         stop_process(refused.process)
-    assert "Identity server rejected authorization" in refused.log.read_text()
+    log = refused.log.read_text()
+    assert "refused the login of gitstore's service user 'gitstore'" in log
+    assert "Keystone answered 401" in log  # with Keystone's own words after it
+
+
+def test_a_service_user_without_the_service_role_is_503_saying_so(cloud, tmp_path):
+    """A service user that logs in but may not validate others' tokens (Keystone's 403)."""
+    store, _ = keystone_store(tmp_path / "store")
+    args = serve_args(cloud)
+    args[args.index("--keystone-username") + 1] = "no-role"
+    args[args.index("--keystone-password") + 1] = cloud.password("no-role")
+    refused = serve(store.root, tmp_path, *args)
+    try:
+        answer = _get(refused, VALUES.format(env=1), cloud.token("alice"))
+    finally:
+        stop_process(refused.process)
+    assert answer.status_code == 503, answer.text
+    message = answer.json()["message"]
+    assert "refused gitstore's service user 'no-role', project 'service' the right to " \
+        "validate tokens (it needs the service or admin role)" in message  # fmt: skip
+    assert "cannot be reached" not in message
+    assert "Keystone answered 403" in refused.log.read_text()
