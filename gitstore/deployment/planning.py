@@ -164,7 +164,7 @@ def encoded_nodes(doc: dict, finished: bool) -> dict[str, bytes]:
     for key, node in records.node_files(doc):
         entries = sum(len(g["tasks"]) for g in node["graphs"])
         reserve = 0 if finished else entries * plan_size.HISTORY_VALUES
-        if not limits.within_document_keys(node, reserve=reserve):
+        if records.values(node) + reserve > limit.document_keys:
             too_many = (
                 f"more than {limit.document_keys} keys and list items, the limit document_keys"
             )

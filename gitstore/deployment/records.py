@@ -122,6 +122,18 @@ def node_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, dict]]:
         yield key, {"node": key, "graphs": graphs}
 
 
+def values(node: Mapping[str, Any]) -> int:
+    """Keys and list items of a node file, counted from its known shape (entries hold only
+    scalars and `requires`, a list of strings): a walk of every value of 1,000 node files
+    took seconds."""
+    count = len(node) + len(node["graphs"])
+    for graph in node["graphs"]:
+        count += len(graph) + len(graph["tasks"]) + len(graph["history"])
+        count += sum(len(e) + len(e["requires"]) for e in graph["tasks"])
+        count += sum(map(len, graph["history"]))
+    return count
+
+
 def _history_by_node(history: Iterable[Mapping[str, Any]]) -> dict[str, list]:
     found: dict[str, list] = {}
     for entry in history:
