@@ -510,6 +510,9 @@ class HttpClient:
     def get_transaction(self, transaction_id):
         return self._v1("GET", f"/transactions/{int(transaction_id)}")
 
+    def get_transaction_node(self, transaction_id, node):
+        return self._v1("GET", f"/transactions/{int(transaction_id)}/nodes/{_segment(node)}")
+
     def list_transactions(self, env_id=None):
         params = {} if env_id is None else {"cluster_id": int(env_id)}
         return self.request("GET", "/transactions", params=params, root=V1_ROOT)[0]

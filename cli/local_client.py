@@ -253,6 +253,9 @@ class LocalClient:
     def get_transaction(self, transaction_id):
         return self.store.transactions.get(transaction_id).data
 
+    def get_transaction_node(self, transaction_id, node):
+        return self.store.transactions.node(transaction_id, node).data
+
     def list_transactions(self, env_id=None):
         return self.store.transactions.list(env_id).data
 

@@ -29,7 +29,6 @@ import os
 import socket
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitstore import files, limits
@@ -40,8 +39,6 @@ from gitstore.deployment import executors, planning, records
 from gitstore.deployment.executors import ERROR, READY, RunContext
 from gitstore.errors import Conflict, Damaged, Forbidden, GitstoreError, InvalidInput, NotFound
 from gitstore.merge import execution
-from gitstore.merge import graphs as merging
-from gitstore.names import is_number
 from gitstore.served import Served
 
 if TYPE_CHECKING:
@@ -53,94 +50,6 @@ log = logging.getLogger("gitstore.transactions")
 LOCK_FILE = "transactions.lock"
 PENDING, RUNNING = planning.PENDING, "running"
 UNFINISHED = (PENDING, RUNNING)
-DEFAULT_EXECUTOR = executors.DryRun.name
-_BODY_FIELDS = ("cluster", "graphs", "dry_run", "noop_run", "force", "executor")
-_GRAPH_FIELDS = ("type", "nodes", "tasks")
-
-
-# -- the request -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class GraphRequest:
-    type: str
-    nodes: list[int] | None
-    tasks: list[str] | None
-
-
-@dataclass(frozen=True)
-class Request:
-    cluster: int
-    graphs: list[GraphRequest]
-    dry_run: bool
-    noop_run: bool
-    force: bool
-    executor: str
-
-
-def parse_request(body: Any) -> Request:
-    """An execute body `{cluster, graphs: [{type, nodes?, tasks?}], dry_run?, noop_run?,
-    force?, executor?}`, checked field by field."""
-    if not isinstance(body, dict):
-        raise InvalidInput("execute body must be a JSON object")
-    unknown = sorted(set(body) - set(_BODY_FIELDS))
-    if unknown:
-        raise InvalidInput(f"unknown execute field {unknown[0]!r}", key=unknown[0])
-    cluster = body.get("cluster")
-    if isinstance(cluster, bool) or not isinstance(cluster, int) or cluster < 1:
-        raise InvalidInput("field 'cluster' must be a cluster id", key="cluster")
-    graphs = body.get("graphs")
-    if not isinstance(graphs, list) or not graphs:
-        raise InvalidInput(
-            "field 'graphs' must be a non-empty list of {type, nodes?, tasks?}", key="graphs"
-        )
-    flags = {}
-    for name in ("dry_run", "noop_run", "force"):
-        if not isinstance(body.get(name, False), bool):
-            raise InvalidInput(f"field {name!r} must be true or false", key=name)
-        flags[name] = body.get(name, False)
-    executor = body.get("executor", DEFAULT_EXECUTOR)
-    if not isinstance(executor, str) or not executor:
-        raise InvalidInput("field 'executor' must be an executor name", key="executor")
-    return Request(cluster, [_graph_request(g) for g in graphs], executor=executor, **flags)
-
-
-def _graph_request(item: Any) -> GraphRequest:
-    if not isinstance(item, dict):
-        raise InvalidInput(
-            "each of 'graphs' must be an object {type, nodes?, tasks?}", key="graphs"
-        )
-    unknown = sorted(set(item) - set(_GRAPH_FIELDS))
-    if unknown:
-        raise InvalidInput(f"unknown field {unknown[0]!r} in 'graphs'", key="graphs")
-    if "type" not in item:
-        raise InvalidInput(
-            "each of 'graphs' needs its 'type' (e.g. default, provision): none is assumed",
-            key="type",
-        )
-    graph_type = item["type"]
-    if not isinstance(graph_type, str) or not merging.GRAPH_TYPE.match(graph_type):
-        raise InvalidInput(f"graph type {graph_type!r} must match [a-zA-Z0-9_-]+", key="type")
-    for name in ("nodes", "tasks"):
-        if name in item and item[name] is None:
-            raise InvalidInput(
-                f"'{name}' of a graph must be a list (leave it out for all {name})", key=name
-            )
-    nodes = item.get("nodes")
-    if nodes is not None:
-        if not isinstance(nodes, list) or not all(_is_node_id(n) for n in nodes):
-            raise InvalidInput("'nodes' of a graph must be a list of node ids", key="nodes")
-        nodes = list(dict.fromkeys(int(n) for n in nodes))
-    tasks = item.get("tasks")
-    if tasks is not None and (
-        not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks)
-    ):
-        raise InvalidInput("'tasks' of a graph must be a list of task ids", key="tasks")
-    return GraphRequest(graph_type, nodes, tasks)
-
-
-def _is_node_id(value: Any) -> bool:
-    if isinstance(value, str):
-        return is_number(value)
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 # -- the service -------------------------------------------------------------------------
@@ -212,7 +121,7 @@ class Transactions:
         `background` runs the executor in a thread and answers at once (the REST 202); without
         it the call returns when the run has ended.
         """
-        request = parse_request(body)
+        request = planning.parse_request(body)
         runner = executors.executor(request.executor)  # an unknown name is 400 in any case
         if request.dry_run:
             runner = executors.DryRun()
