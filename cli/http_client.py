@@ -441,6 +441,9 @@ class HttpClient:
     def create_node(self, env_id, body):
         return self._v1("POST", f"/clusters/{int(env_id)}/nodes", body)
 
+    def create_nodes(self, env_id, bodies):
+        return self._v1("POST", f"/clusters/{int(env_id)}/nodes", bodies)
+
     def update_node(self, env_id, node, body):
         return self._v1("PATCH", f"/clusters/{int(env_id)}/nodes/{_segment(node)}", body)
 

@@ -205,6 +205,9 @@ class LocalClient:
     def create_node(self, env_id, body):
         return self.store.nodes.create(env_id, body, self.author).data
 
+    def create_nodes(self, env_id, bodies):
+        return self.store.nodes.create_many(env_id, bodies, self.author).data
+
     def update_node(self, env_id, node, body):
         return self.store.nodes.update(env_id, node, body, self.author).data
 
