@@ -144,3 +144,24 @@ def test_a_transaction_recorded_whole_is_still_read(cluster, graph_store):
     assert node["graphs"][0]["tasks"] == old["graphs"][0]["tasks_graph"]["1"]
     assert node["graphs"][0]["history"] == old["graphs"][0]["history"]
     assert cluster.post(EXECUTE, json=DRY).get_json()["id"] == 8  # ids go on after it
+
+
+def test_newtons_graph_on_40_nodes_is_recorded_and_read_node_by_node(
+    api, graph_store, newton_tasks
+):
+    """One document per transaction held Newton's graph on at most ~15 nodes (issue 35)."""
+    graph_store.graphs.create("release", 1, "default", {"tasks": newton_tasks})
+    roles = [["controller"]] * 3 + [["ceph-osd"]] * 5 + [["compute"]] * 32
+    body = [
+        {"fqdn": f"node-{n}.example", "roles": r, "status": "ready"}
+        for n, r in enumerate(roles, start=1)
+    ]
+    assert api.post(f"{API}/clusters/1/nodes", json=body).status_code == 201
+    answer = api.post(EXECUTE, json=DRY)
+    assert answer.status_code == 202, answer.get_json()
+    transaction = answer.get_json()["id"]
+    compute = api.get(f"{API}/transactions/{transaction}/nodes/40").get_json()["graphs"][0]
+    assert "top-role-compute" in [e["id"] for e in compute["tasks"]]
+    assert {h["status"] for h in compute["history"]} == {"skipped"}
+    network = next(e for e in compute["tasks"] if e["id"] == "openstack-network-start")
+    assert {"name": "top-role-compute", "node_id": "9"} in network["requires"]
