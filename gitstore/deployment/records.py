@@ -218,17 +218,14 @@ def node_bytes(snapshot: Snapshot, transaction_id: int) -> int:
 def _add_nodes(snapshot: Snapshot, transaction_id: int, graphs: list[dict]) -> None:
     for graph in graphs:
         graph.update(tasks_graph={}, history=[])
-    for entry in snapshot.list(f"{folder(transaction_id)}/{NODES}"):
-        key = entry.name.removesuffix(".json")
+    names = [e.name for e in snapshot.list(f"{folder(transaction_id)}/{NODES}")]
+    for key in sorted((n.removesuffix(".json") for n in names), key=_rank):
         node = _read_node_file(snapshot, transaction_id, key)
         for graph, part in zip(graphs, node.get("graphs") or [], strict=False):
             if part.get("tasks"):
                 graph["tasks_graph"][key] = [_expanded(e) for e in part["tasks"]]
             graph["history"] += part.get("history") or []
-    for graph in graphs:
-        # Sync points first, then the master, then nodes by id: the order of `tasks_graph`.
-        keys = sorted(graph["tasks_graph"], key=_rank)
-        graph["tasks_graph"] = {k: graph["tasks_graph"][k] for k in keys}
+    for graph in graphs:  # in the order they ran (a tie: sync points, master, nodes by id)
         graph["history"].sort(key=lambda h: h.get("time_start") or "")
 
 
