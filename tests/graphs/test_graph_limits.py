@@ -1,6 +1,6 @@
 """The size of a deployment graph is bounded when it is written (`graph_tasks`, `graph_links` of
-gitstore/limits.py), so an accepted graph can be executed; an execution whose record would
-exceed `document_keys` on the nodes it runs on is 400 naming the graph, before anything is
+gitstore/limits.py), so an accepted graph can be executed; an execution one of whose node
+records would exceed `document_keys` is 400 naming the graph and the node, before anything is
 recorded."""
 
 from __future__ import annotations
