@@ -109,6 +109,14 @@ def request(server: harness.Server, method: str, path: str, body=None) -> tuple[
         return exc.code, json.loads(exc.read() or b"null")
 
 
+def peak_mb(pid: int) -> float:
+    """The most memory process `pid` has held (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def commits(root: Path, env_id: int) -> int:
     repo = root / "environments" / f"{env_id}.git"
     out = subprocess.run(
@@ -176,7 +184,7 @@ def _execution_rows(server: harness.Server, nodes: int) -> list[tuple]:
     body = {"cluster": 1, "graphs": [{"type": "default"}], "dry_run": True}
     spent, status, answer = timed(server, "POST", f"{API}/graphs/execute", body)
     expect(status, 202, answer, "the dry run")
-    largest = max(harness.rss_mb(pid) for pid in server.workers())
+    peak = max(peak_mb(pid) for pid in server.workers())
     transaction = answer["id"]
     reads = []
     for node in range(nodes, max(nodes - 20, 0), -1):
@@ -192,7 +200,7 @@ def _execution_rows(server: harness.Server, nodes: int) -> list[tuple]:
     return [
         (
             f"dry run of Newton's graph on {nodes} nodes",
-            f"{spent:.1f} s (recorded); largest worker {largest:.0f} MB",
+            f"{spent:.1f} s (recorded); worker peak {peak:.0f} MB",
             "<= 30 s",
         ),
         ("one node's task statuses", f"{statistics.median(reads) * 1000:.1f} ms", "<= 50 ms"),
@@ -213,7 +221,7 @@ def main() -> None:
     width = max(len(row[0]) for row in table)
     print(harness.machine_load())
     for what, measured, target in table:
-        print(f"{what:<{width}}  {measured:<32}  {target}")
+        print(f"{what:<{width}}  {measured:<44}  {target}")
 
 
 if __name__ == "__main__":
