@@ -64,8 +64,8 @@ def now() -> str:
 
 class Clock:
     """`now` for the entries of one run: within one millisecond the same string is given
-    again (a dry run on 1,000 nodes stamps 400,000 times, nearly all in a millisecond already
-    stamped: formatting each cost ~1 s and a string each)."""
+    again (a dry run stamps two times per task and node, nearly all in a millisecond already
+    stamped: formatting each cost time and a string each)."""
 
     def __init__(self) -> None:
         self._last: tuple[int, str] = (-1, "")

@@ -150,9 +150,9 @@ class Cluster:
 
 class NodeIndex:
     """The node records of environment commits, kept by the id of their `inventory/nodes`
-    tree, and each record by its blob id: a write reads the inventory of the commit it starts
-    from, and at 1,000 nodes reading every file cost ~25 ms of every node create. Values are
-    shared: never mutate them."""
+    tree, and each record by its blob id: every write reads the inventory of the commit it
+    starts from, and reading every file made a node create cost more the more nodes there
+    were. Values are shared: never mutate them."""
 
     def __init__(self, trees: int = 32, files: int = 50_000) -> None:
         self._trees = LRUCache(trees, name="node_trees")

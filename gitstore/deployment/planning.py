@@ -2,9 +2,9 @@
 before it is built, and the plan itself (docs/graphs.md, "Execute").
 
 A record is refused by size before the plan exists: `merge.plan_size` estimates each node's
-file from two representatives of every class of nodes with the same tags, in milliseconds,
-where building the plan of 1,000 nodes takes seconds and hundreds of MB. The real node files
-are checked again before anything is recorded (`encoded_nodes`).
+file from two representatives of every class of nodes with the same tags, where building the
+whole plan costs what a real run does. The real node files are checked again before anything is
+recorded (`encoded_nodes`).
 """
 
 from __future__ import annotations

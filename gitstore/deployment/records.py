@@ -14,9 +14,9 @@ file's `graphs` follow the summary's order; `tasks` are that node's `tasks_graph
 each `requires` item written `"<task>@<key>"`, and `history` the node's history entries in the
 order they ran. A listing reads only summaries; one node's view reads its own file.
 
-Node files are JSON (which YAML also reads): machine-written records of ~4,000 values per node
-that a person never edits, dumped by the C encoder in a fraction of what a YAML dump of 1,000 of
-them takes (0.7 s against ~25 s), and parsed in under a millisecond each.
+Node files are JSON (which YAML also reads): machine-written records of thousands of values per
+node that a person never edits, which the C JSON encoder and parser handle many times faster
+than YAML's (docs/graphs.md, "Stored per node").
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def plans_of(doc: Mapping[str, Any]) -> dict:
 
 def node_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, dict]]:
     """(node key, file document) of each node, requires written compactly, made one at a time
-    (on 1,000 nodes all of them at once are millions of values)."""
+    so that only one node's copy is held at once."""
     keys: dict[str, None] = {}
     for graph in doc["graphs"]:
         keys.update(dict.fromkeys(graph["tasks_graph"]))
@@ -124,8 +124,7 @@ def node_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, dict]]:
 
 def values(node: Mapping[str, Any]) -> int:
     """Keys and list items of a node file, counted from its known shape (entries hold only
-    scalars and `requires`, a list of strings): a walk of every value of 1,000 node files
-    took seconds."""
+    scalars and `requires`, a list of strings) rather than by walking every value."""
     count = len(node) + len(node["graphs"])
     for graph in node["graphs"]:
         count += len(graph) + len(graph["tasks"]) + len(graph["history"])

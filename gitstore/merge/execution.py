@@ -124,7 +124,7 @@ class _Links:
         for before, later in dependency_edges(tasks, LOCAL_FIELDS):
             self.local[later].append(before)
         self.cross: dict[Vertex, list[Vertex]] = {}
-        # A graph names a few selectors and task names; a plan on 1,000 nodes resolves each
+        # A graph names a few selectors and task names; a plan on many nodes resolves each
         # once per node without these. A link to one vertex is one shared (read-only) dict.
         self._chosen: dict[str, set | None] = {}
         self._named: dict[str, list[str]] = {}

@@ -1,11 +1,12 @@
 """How big a plan's record will be, estimated before the plan is built, pure.
 
-A plan on 1,000 nodes is millions of values (Newton's graph links every compute node to every
-other one through selector-less `cross_depends`), so building it to find out it is too big cost
-a worker seconds and hundreds of MB. Nodes that carry the same tags get the same tasks and the
-same kinds of links, so the plan of two representatives of each such class, with each link to
-another class's representative standing for that class's nodes, gives each node's share closely
-enough to refuse a record that would be too big, in milliseconds.
+A plan grows with the nodes twice over (Newton's graph links every compute node to every other
+one through selector-less `cross_depends`), so building it to find out it is too big held a
+worker for as long as a real run and as much memory. Nodes that carry the same tags get the same
+tasks and the same kinds of links, so the plan of two representatives of each such class, with
+each link to another class's representative standing for that class's nodes, gives each node's
+share closely enough to refuse a record that would be too big, at the cost of a plan on a
+handful of nodes.
 """
 
 from __future__ import annotations

@@ -160,8 +160,8 @@ _TAG_FIELDS = ("roles", "pending_roles", "tags_added", "tags_removed")
 
 
 def _carried(nodes: Sequence[Mapping[str, Any]], meta: Metadata) -> dict[int, set[str]]:
-    """Each node's base tags, worked out once per combination of roles and tags (a cluster of
-    1,000 nodes has a handful)."""
+    """Each node's base tags, worked out once per combination of roles and tags (a large
+    cluster has a handful)."""
     found: dict[tuple, set[str]] = {}
     carried = {}
     for node in nodes:
