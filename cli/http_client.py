@@ -441,6 +441,9 @@ class HttpClient:
     def create_node(self, env_id, body):
         return self._v1("POST", f"/clusters/{int(env_id)}/nodes", body)
 
+    def create_nodes(self, env_id, bodies):
+        return self._v1("POST", f"/clusters/{int(env_id)}/nodes", bodies)
+
     def update_node(self, env_id, node, body):
         return self._v1("PATCH", f"/clusters/{int(env_id)}/nodes/{_segment(node)}", body)
 
@@ -509,6 +512,9 @@ class HttpClient:
 
     def get_transaction(self, transaction_id):
         return self._v1("GET", f"/transactions/{int(transaction_id)}")
+
+    def get_transaction_node(self, transaction_id, node):
+        return self._v1("GET", f"/transactions/{int(transaction_id)}/nodes/{_segment(node)}")
 
     def list_transactions(self, env_id=None):
         params = {} if env_id is None else {"cluster_id": int(env_id)}

@@ -205,6 +205,9 @@ class LocalClient:
     def create_node(self, env_id, body):
         return self.store.nodes.create(env_id, body, self.author).data
 
+    def create_nodes(self, env_id, bodies):
+        return self.store.nodes.create_many(env_id, bodies, self.author).data
+
     def update_node(self, env_id, node, body):
         return self.store.nodes.update(env_id, node, body, self.author).data
 
@@ -252,6 +255,9 @@ class LocalClient:
 
     def get_transaction(self, transaction_id):
         return self.store.transactions.get(transaction_id).data
+
+    def get_transaction_node(self, transaction_id, node):
+        return self.store.transactions.node(transaction_id, node).data
 
     def list_transactions(self, env_id=None):
         return self.store.transactions.list(env_id).data

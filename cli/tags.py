@@ -298,6 +298,26 @@ def node_create(
     output.emit_entity(client.create_node(env_id, body), fmt)
 
 
+@node.command("create-many")
+@_env
+@click.option(
+    "--file",
+    "source",
+    type=click.File("rb"),
+    required=True,
+    help="A YAML or JSON list of node bodies ({fqdn, roles?, id?, ...}); - reads stdin.",
+)
+@output.entity_format
+@pass_client
+def node_create_many(client: Client, env_id: int, source: Any, fmt: str) -> None:
+    """Add every node of a file to an environment, in one commit (all or none)."""
+    name = getattr(source, "name", "--file")
+    bodies = values.jsonable(values.parse_stream(values.read_text(source, name), "yaml", name))
+    if not isinstance(bodies, list):
+        raise click.BadParameter("the file must hold a list of node bodies", param_hint="--file")
+    output.emit_list(client.create_nodes(env_id, bodies), NODE_COLUMNS, fmt)
+
+
 @node.command("update")
 @click.argument("node_ref", metavar="NODE")
 @_env

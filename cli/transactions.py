@@ -1,4 +1,4 @@
-"""`gitstore tx list|show|wait`: follow graph executions (transactions, docs/graphs.md).
+"""`gitstore tx list|show|node|wait`: follow graph executions (transactions, docs/graphs.md).
 
 `graph execute --url ...` answers as soon as the server has started the run; these commands
 look at it afterwards: `wait` polls until it ends and exits 1 if it failed.
@@ -50,6 +50,26 @@ def tx_show(client: Client, transaction_id: int, fmt: str) -> None:
         summary(transaction)
     else:
         output.emit(transaction, fmt)
+
+
+@tx.command("node")
+@click.argument("transaction_id", type=click.IntRange(min=1))
+@click.argument("node")
+@output.entity_format
+@pass_client
+def tx_node(client: Client, transaction_id: int, node: str, fmt: str) -> None:
+    """Show NODE's tasks in transaction ID and their states (NODE: a node id, `master`, or
+    `null` for the sync points); only that node's record is read."""
+    found = client.get_transaction_node(transaction_id, node)
+    if fmt != "table":
+        output.emit(found, fmt)
+        return
+    click.echo(f"transaction {found['id']} on {_node_name(found['node'])}: {found['status']}")
+    for graph in found["graphs"]:
+        click.echo(f"  graph {graph['type']}: {graph['status']}")
+        for entry in graph["history"]:
+            message = f": {entry['message']}" if entry.get("message") else ""
+            click.echo(f"    {entry['task_name']} {entry['status']}{message}")
 
 
 @tx.command("wait")
@@ -106,6 +126,12 @@ def summary(transaction: dict) -> None:
         f"{state or transaction['status']}"
     )
     for item in transaction.get("graphs") or []:
+        if "tasks_graph" not in item:  # a large record: its nodes are read one at a time
+            click.echo(
+                f"  graph {item['type']}: {item['status']} on {len(item.get('nodes') or [])} "
+                f"nodes (each node: gitstore tx node {transaction['id']} NODE)"
+            )
+            continue
         click.echo(_planned(item) if nothing_ran else _ran(item))
         for failed in (h for h in item.get("history") or [] if h["status"] == "error"):
             where = failed["node_id"] if failed["node_id"] is not None else "sync"
@@ -141,4 +167,6 @@ def _planned(item: dict) -> str:
 
 
 def _node_name(node: Any) -> str:
+    if node in (None, "null"):
+        return "the sync points"
     return node if node == "master" else f"node {node}"

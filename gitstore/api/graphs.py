@@ -4,7 +4,7 @@
 `/api/v1/clusters/<id>/deployment_tasks/[own|plugins|release]`,
 `/api/v1/releases/<id>/deployment_tasks/`, `/api/v1/clusters/<id>/deploy_tasks/graph.gv`,
 `/api/v1/clusters/<id>/deployment_graphs/<type>/check`, `/api/v1/graphs/execute/`,
-`/api/v1/transactions/[<id>]`.
+`/api/v1/transactions/[<id>[/nodes/<node>]]`.
 
 Reads take `version` (the environment repository) and `catalog_version` (the catalog; for a
 release or plugin, `version` names the catalog when `catalog_version` is not given). Answers
@@ -229,3 +229,8 @@ def list_transactions():
 @bp.get("/transactions/<int:transaction_id>")
 def get_transaction(transaction_id: int):
     return served(app_store().transactions.get(transaction_id))
+
+
+@bp.get("/transactions/<int:transaction_id>/nodes/<node>")
+def get_transaction_node(transaction_id: int, node: str):
+    return served(app_store().transactions.node(transaction_id, node))

@@ -200,6 +200,14 @@ class Snapshot:
             return []
         return [Entry(entry.name, entry.type_str == "tree", entry.filemode) for entry in obj]
 
+    def file_ids(self, path: str) -> dict[str, str]:
+        """Name -> blob id of each regular file directly in folder `path`, from one read of the
+        folder: what a caller keyed by blob ids needs without a lookup per file."""
+        obj = self._object(path)
+        if not isinstance(obj, pygit2.Tree):
+            return {}
+        return {e.name: str(e.id) for e in obj if e.filemode in REGULAR_MODES}
+
     def walk(self, path: str = "") -> Iterator[str]:
         """Every file path below `path` (repository-relative), depth first, sorted: symlinks
         and gitlinks included (`walk_entries` tells them apart)."""

@@ -21,6 +21,7 @@ import importlib.metadata
 import logging
 import os
 import subprocess
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -57,16 +58,34 @@ class Runner(Protocol):
 
 
 def now() -> str:
+    """The time in UTC to the millisecond, ISO 8601."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def entry(task: str, node: str, status: str, started: str, **details: Any) -> dict:
+class Clock:
+    """`now` for the entries of one run: within one millisecond the same string is given
+    again (a dry run stamps two times per task and node, nearly all in a millisecond already
+    stamped: formatting each cost time and a string each)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[int, str] = (-1, "")
+
+    def now(self) -> str:
+        millisecond = time.time_ns() // 1_000_000
+        if self._last[0] != millisecond:
+            moment = datetime.fromtimestamp(millisecond / 1000, UTC)
+            stamp = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            self._last = (millisecond, stamp)
+        return self._last[1]
+
+
+def entry(task: str, node: str, status: str, started: str, ended: str, **details: Any) -> dict:
     return {
         "task_name": task,
         "node_id": None if node == SYNC else node,
         "status": status,
         "time_start": started,
-        "time_end": now(),
+        "time_end": ended,
         **{k: v for k, v in details.items() if v is not None},
     }
 
@@ -80,20 +99,15 @@ class Executor:
         history: list[dict] = []
         failed: str | None = None
         directory = graph.get("tasks_directory") or {}
+        clock = Clock()
         for node, step in execution_order(graph.get("tasks_graph") or {}):
-            started = now()
-            if failed is not None:
-                history.append(
-                    entry(step["id"], node, SKIPPED, started, message=f"not run: {failed} failed")
-                )
-                continue
-            if step.get("type") == SKIPPED:
-                history.append(
-                    entry(step["id"], node, SKIPPED, started, message="not selected for this run")
-                )
+            started = clock.now()
+            if failed is not None or step.get("type") == SKIPPED:
+                why = f"not run: {failed} failed" if failed else "not selected for this run"
+                history.append(entry(step["id"], node, SKIPPED, started, started, message=why))
                 continue
             result = self.run_task(node, step, directory.get(step["id"]) or {}, context)
-            history.append(entry(step["id"], node, started=started, **result))
+            history.append(entry(step["id"], node, started=started, ended=clock.now(), **result))
             if result["status"] == ERROR and step.get("fail_on_error", True) is not False:
                 failed = f"task {step['id']} on {_where(node)}"
         return history

@@ -17,12 +17,14 @@ the lock; the push gate is where such a push has to be checked.
 from __future__ import annotations
 
 import ipaddress
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, files
+from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
@@ -146,7 +148,47 @@ class Cluster:
         }
 
 
-def load_cluster(env: Snapshot, catalog: Snapshot) -> Cluster:
+class NodeIndex:
+    """The node records of environment commits, kept by the id of their `inventory/nodes`
+    tree, and each record by its blob id: every write reads the inventory of the commit it
+    starts from, and reading every file made a node create cost more the more nodes there
+    were. Values are shared: never mutate them."""
+
+    def __init__(self, trees: int = 32, files: int = 50_000) -> None:
+        self._trees = LRUCache(trees, name="node_trees")
+        self._files = LRUCache(files, name="node_files")
+
+    def read(self, env: Snapshot) -> dict[int, dict]:
+        """The nodes of `env` (a new dict of the shared records)."""
+        tree = env.object_id(INVENTORY_NODES)  # a tracked snapshot records the whole folder
+        if tree is None:
+            return {}
+        return dict(self._trees.get_or_compute(tree, lambda: self._load(env)))
+
+    def remember(self, env: Snapshot, nodes: dict[int, dict]) -> None:
+        """Record `nodes` as what `env`'s inventory holds (a writer that just committed them)."""
+        tree = env.object_id(INVENTORY_NODES)
+        if tree is not None:
+            self._trees.put(tree, dict(nodes))
+
+    def _load(self, env: Snapshot) -> dict[int, dict]:
+        nodes = {}
+        for name, blob in env.file_ids(INVENTORY_NODES).items():
+            stem = name.removesuffix(".yaml")
+            if not name.endswith(".yaml") or not is_number(stem):
+                continue
+            node = self._files.get((blob, stem))
+            if node is None:
+                doc = env.read_mapping(f"{INVENTORY_NODES}/{name}") or {}
+                node = {**doc, "id": int(stem)}
+                self._files.put((blob, stem), node)
+            nodes[int(stem)] = node
+        return dict(sorted(nodes.items()))
+
+
+def load_cluster(env: Snapshot, catalog: Snapshot, index: NodeIndex | None = None) -> Cluster:
+    """The cluster of one environment commit; `index` (the Nodes service's) spares reading
+    every node file again."""
     view = EnvironmentView(env)
     missing: list[str] = []
     release = _owner(OwnerCatalog(catalog, RELEASE), view.doc.get("release"), missing)
@@ -159,7 +201,8 @@ def load_cluster(env: Snapshot, catalog: Snapshot) -> Cluster:
     roles = env.read_mapping(CLUSTER_ROLES) or {}
     tags = env.read_mapping(CLUSTER_TAGS) or {}
     own = Metadata(dict(roles.get(ROLES) or {}), dict(tags.get(TAGS) or {}))
-    return Cluster(view, catalog, release, plugins, own, _read_nodes(env), missing)
+    nodes = index.read(env) if index is not None else _read_nodes(env)
+    return Cluster(view, catalog, release, plugins, own, nodes, missing)
 
 
 def _owner(view: OwnerCatalog, name: str | None, missing: list[str]) -> dict | None:
@@ -184,6 +227,27 @@ def _read_nodes(env: Snapshot) -> dict[int, dict]:
 
 
 # -- validation ---------------------------------------------------------------------------------
+def _checked_bodies(bodies: list) -> list[dict]:
+    """The fields of each new node; a bad one or a repeated id or fqdn names its place."""
+    if not bodies:
+        raise InvalidInput("a list of nodes to create must not be empty")
+    wanted: list[dict] = []
+    for index, body in enumerate(bodies):
+        try:
+            wanted.append(check_node_body(body, partial=False))
+        except InvalidInput as exc:
+            where = f"node {index + 1} of the list: " if len(bodies) > 1 else ""
+            raise InvalidInput(f"{where}{exc.message}", key=exc.key) from exc
+    for key in ("id", "fqdn"):
+        seen: set = set()
+        for index, fields in enumerate(wanted):
+            value = fields.get(key)
+            if value is not None and value in seen:
+                raise InvalidInput(f"node {index + 1} of the list repeats {key} {value!r}", key=key)
+            seen.add(value)
+    return wanted
+
+
 def check_node_body(body: Any, *, partial: bool) -> dict:
     """The settable fields of a node body, checked one by one (computed fields are dropped)."""
     if not isinstance(body, dict):
@@ -339,6 +403,7 @@ class Nodes:
         self._repos = repos
         self._journal = journal
         self._before_write: list[Callable[[], object]] = []
+        self._index = NodeIndex()
 
     def before_write(self, hook: Callable[[], object]) -> None:
         """Run `hook` before every inventory write: the Store subscribes the completion of
@@ -350,7 +415,7 @@ class Nodes:
         self, env_id: int, version: str | None = None, catalog_version: str | None = None
     ) -> Cluster:
         env = self._repos.environment_repo(env_id).snapshot(version)
-        cluster = load_cluster(env, self._repos.catalog().snapshot(catalog_version))
+        cluster = load_cluster(env, self._repos.catalog().snapshot(catalog_version), self._index)
         if version is None:  # a node moving into an upgrade seed is served by one side only
             for node_id in self._journal.in_flight(env_id):
                 cluster.nodes.pop(node_id, None)
@@ -395,26 +460,43 @@ class Nodes:
 
     # -- writing ---------------------------------------------------------------------------
     def create(self, env_id: int, body: Any, author: Author | None = None) -> Served:
-        fields = check_node_body(body, partial=False)
+        """Add a node (a body object), or several in one commit (a list of them: the answer
+        is the list of entities)."""
+        if isinstance(body, list):
+            return self.create_many(env_id, body, author)
+        written = self.create_many(env_id, [body], author)
+        return Served(written.data[0], written.commit, written.version)
+
+    def create_many(self, env_id: int, bodies: list, author: Author | None = None) -> Served:
+        """Add nodes in one commit; a bad one refuses them all, naming it."""
+        wanted = _checked_bodies(bodies)
         self._repos.environment_repo(env_id)  # 404 before taking the store lock
         with self._id_lock():
-            node_id = self._allocate(env_id, fields.get("id"))
+            ids = self._allocate_many(env_id, [fields.get("id") for fields in wanted])
 
             def edit(cluster: Cluster) -> Edit:
-                if any(n.get("fqdn") == fields["fqdn"] for n in cluster.nodes.values()):
-                    raise Conflict(
-                        f"environment {env_id} already has a node with fqdn {fields['fqdn']!r}",
-                        key="fqdn",
-                    )
-                node = {**_DEFAULTS, **fields, "id": node_id, "primary_tags": []}
-                return Edit(
-                    f"environment {env_id}: add node {node_id} ({node['fqdn']})",
-                    {node_id: node},
-                    checked=[node_id],
+                taken = {n.get("fqdn") for n in cluster.nodes.values()}
+                for fields in wanted:
+                    if fields["fqdn"] in taken:
+                        raise Conflict(
+                            f"environment {env_id} already has a node with fqdn {fields['fqdn']!r}",
+                            key="fqdn",
+                        )
+                nodes = {
+                    node_id: {**_DEFAULTS, **fields, "id": node_id, "primary_tags": []}
+                    for node_id, fields in zip(ids, wanted, strict=True)
+                }
+                first = nodes[ids[0]]
+                message = (
+                    f"environment {env_id}: add node {ids[0]} ({first['fqdn']})"
+                    if len(ids) == 1
+                    else f"environment {env_id}: add {len(ids)} nodes ({', '.join(map(str, ids))})"
                 )
+                return Edit(message, nodes, checked=ids)
 
             written = self.write(env_id, edit, author)
-        return written.served(written.cluster.entity(written.cluster.nodes[node_id]))
+        meta = written.cluster.meta
+        return written.served([written.cluster.entity(written.cluster.nodes[i], meta) for i in ids])
 
     def update(
         self, env_id: int, ref: int | str, body: Any, author: Author | None = None
@@ -473,19 +555,21 @@ class Nodes:
             hook()
 
         def operation(snapshot: Snapshot) -> ChangeSet:
-            cluster = load_cluster(snapshot, self._repos.catalog().snapshot())
+            cluster = load_cluster(snapshot, self._repos.catalog().snapshot(), self._index)
             change = edit(cluster)
             after = _apply(cluster, change)
             for node_id in change.checked:
                 check_roles(after.nodes[node_id], after.meta, env_id)
                 check_node_tags(after.nodes[node_id], after.meta, env_id)
             after = _settle(after)
-            outcome.update(cluster=after, value=change.result)
+            outcome.update(before=cluster, cluster=after, value=change.result)
             return _changes(cluster, after, change)
 
         repo = self._repos.environment_repo(env_id)
         result = repo.update(operation, author or self._repos.default_author)
-        return Written(outcome["cluster"], outcome["value"], result)
+        after = outcome["cluster"]
+        self._index.remember(repo.snapshot(result.commit), _as_read(outcome["before"], after))
+        return Written(after, outcome["value"], result)
 
     # -- node ids --------------------------------------------------------------------------
     def _id_lock(self):
@@ -499,31 +583,31 @@ class Nodes:
                 snapshot = self._repos.environment_repo(env_id).snapshot()
             except NotFound:
                 continue
-            for entry in snapshot.list(INVENTORY_NODES):
-                stem = entry.name.removesuffix(".yaml")
-                if is_number(stem):
-                    used[int(stem)] = env_id
+            used.update(dict.fromkeys(self._index.read(snapshot), env_id))
         return used
 
-    def _allocate(self, env_id: int, wanted: int | None) -> int:
+    def _allocate_many(self, env_id: int, wanted: list[int | None]) -> list[int]:
+        """An id for each new node: the one asked for, else the lowest unused ones."""
         used = self.used_ids()
-        if wanted is None:
-            return next(i for i in range(1, len(used) + 2) if i not in used)
-        if wanted in used:
-            raise Conflict(
-                f"node id {wanted} is taken by a node of environment {used[wanted]}", key="id"
-            )
-        return wanted
+        for node_id in wanted:
+            if node_id in used:
+                raise Conflict(
+                    f"node id {node_id} is taken by a node of environment {used[node_id]}",
+                    key="id",
+                )
+        taken = set(used) | {i for i in wanted if i is not None}
+        free = (i for i in itertools.count(1) if i not in taken)
+        return [node_id if node_id is not None else next(free) for node_id in wanted]
 
 
 def _apply(cluster: Cluster, change: Edit) -> Cluster:
-    """The cluster after `change` (nodes are copies: `_settle` may edit them)."""
+    """The cluster after `change`; the nodes it changes are new dicts, the others shared."""
     own = cluster.own
     if CLUSTER_ROLES in change.files or CLUSTER_TAGS in change.files:
         roles = change.files.get(CLUSTER_ROLES, {ROLES: own.roles})[ROLES]
         tags = change.files.get(CLUSTER_TAGS, {TAGS: own.tags})[TAGS]
         own = Metadata(roles, tags)
-    nodes = {i: dict(n) for i, n in cluster.nodes.items()}
+    nodes = dict(cluster.nodes)  # records are shared (NodeIndex): `_settle` replaces, never edits
     for node_id, node in change.nodes.items():
         if node is None:
             nodes.pop(node_id, None)
@@ -544,26 +628,37 @@ def _settle(cluster: Cluster) -> Cluster:
     """Drop tags that no longer exist from cluster roles and nodes, then elect primaries.
 
     Nothing is dropped while an owner named by `environment.yaml` is missing from the
-    catalog: its tags may come back. Node dicts are edited in place (`_apply` copied them).
+    catalog: its tags may come back. A node that changes is replaced by a new dict (the others
+    stay the shared records), so `_changes` finds what changed by identity.
     """
     meta = cluster.meta
     own = cluster.own
+    nodes = cluster.nodes
     if not cluster.missing:
-        for node in cluster.nodes.values():
-            for key in ("tags_added", "tags_removed"):
-                node[key] = [t for t in node.get(key) or [] if tagging.known_tag(t, meta)]
+        for node_id, node in nodes.items():
+            if node.get("tags_added") == [] and node.get("tags_removed") == []:
+                continue  # nothing to drop: the usual node
+            kept = {
+                key: [t for t in node.get(key) or [] if tagging.known_tag(t, meta)]
+                for key in ("tags_added", "tags_removed")
+            }
+            if any(kept[key] != (node.get(key) or []) for key in kept) or any(
+                key not in node for key in kept
+            ):
+                nodes[node_id] = {**node, **kept}
         for role, tag in tagging.missing_role_tags(own.roles, meta.tags):
             own = Metadata({**own.roles, role: _without_tag(own.roles[role], tag)}, own.tags)
-    elected = tagging.elect_primaries(list(cluster.nodes.values()), meta)
+    elected = tagging.elect_primaries(list(nodes.values()), meta)
     for node_id, primaries in elected.items():
-        cluster.nodes[node_id]["primary_tags"] = primaries
+        if nodes[node_id].get("primary_tags") != primaries:
+            nodes[node_id] = {**nodes[node_id], "primary_tags": primaries}
     return Cluster(
         cluster.env,
         cluster.catalog,
         cluster.release,
         cluster.plugins,
         own,
-        cluster.nodes,
+        nodes,
         cluster.missing,
     )
 
@@ -586,12 +681,23 @@ def _changes(before: Cluster, after: Cluster, change: Edit) -> ChangeSet:
     for node_id in before.nodes.keys() - after.nodes.keys():
         changes.delete(node_path(node_id))
     for node_id, node in after.nodes.items():
+        if node is before.nodes.get(node_id) and node_id not in change.nodes:
+            continue  # the same record: `_apply` and `_settle` replace what they change
         doc = stored_node(node)
         if node_id in change.nodes or stored_node(before.nodes.get(node_id) or {}) != doc:
             path = node_path(node_id)
             old = before.env.snapshot.read(path)
             changes.put(path, documents.encode(repo, path, doc, old))
     return changes
+
+
+def _as_read(before: Cluster, after: Cluster) -> dict[int, dict]:
+    """The records as a read of the committed files gives them (stored fields and the id):
+    the ones the write did not replace are the records it read."""
+    return {
+        i: n if n is before.nodes.get(i) else {**stored_node(n), "id": i}
+        for i, n in after.nodes.items()
+    }
 
 
 def _served(data: Any, cluster: Cluster) -> Served:

@@ -124,16 +124,26 @@ class _Links:
         for before, later in dependency_edges(tasks, LOCAL_FIELDS):
             self.local[later].append(before)
         self.cross: dict[Vertex, list[Vertex]] = {}
+        # A graph names a few selectors and task names; a plan on many nodes resolves each
+        # once per node without these. A link to one vertex is one shared (read-only) dict.
+        self._chosen: dict[str, set | None] = {}
+        self._named: dict[str, list[str]] = {}
+        self._links: dict[Vertex, dict] = {}
         for task in tasks:
             for node in placed.get(task["id"], ()):
                 self._add_cross(task, node)
 
     def requires(self, vertex: Vertex) -> list[dict]:
         found = self._local(vertex) + [v for v in self.cross.get(vertex, []) if v != vertex]
-        unique = list(dict.fromkeys(found))
-        return [
-            {"name": task_id, "node_id": None if node == SYNC else node} for task_id, node in unique
-        ]
+        return [self._link(v) for v in dict.fromkeys(found)]
+
+    def _link(self, vertex: Vertex) -> dict:
+        link = self._links.get(vertex)
+        if link is None:
+            task_id, node = vertex
+            link = {"name": task_id, "node_id": None if node == SYNC else node}
+            self._links[vertex] = link
+        return link
 
     def _local(self, vertex: Vertex) -> list[Vertex]:
         """Same-node predecessors, walking through tasks that are not placed on the node."""
@@ -182,9 +192,11 @@ class _Links:
         elif selector == "self":
             chosen = {node}
         else:
-            chosen = {str(n) for n in tagging.resolve(selector, self.tags_by_node)}
+            chosen = self._selected(selector)
         found = []
-        for other in resolve_name(item["name"], self.ids):
+        if item["name"] not in self._named:
+            self._named[item["name"]] = resolve_name(item["name"], self.ids)
+        for other in self._named[item["name"]]:
             nodes = self.placed.get(other, [])
             if chosen is not None:
                 nodes = [n for n in nodes if n in chosen]
@@ -192,6 +204,12 @@ class _Links:
                 nodes = nodes[:1]
             found += [(other, n) for n in nodes]
         return found
+
+    def _selected(self, selector: Any) -> set | None:
+        key = repr(selector)
+        if key not in self._chosen:
+            self._chosen[key] = {str(n) for n in tagging.resolve(selector, self.tags_by_node)}
+        return self._chosen[key]
 
 
 # -- running order ----------------------------------------------------------------------------

@@ -144,14 +144,32 @@ def elect_primaries(nodes: Sequence[Mapping[str, Any]], meta: Metadata) -> dict[
     pending-deletion holder keeps the tag until it leaves the cluster.
     """
     ordered = sorted(nodes, key=lambda n: int(n["id"]))
-    carried = {int(n["id"]): set(base_tags(n, meta.roles)) for n in ordered}
+    carried = _carried(ordered, meta)
     result: dict[int, list[str]] = {int(n["id"]): [] for n in ordered}
-    tags = sorted({t for ts in carried.values() for t in ts if has_primary(t, meta.tags)})
+    distinct = {id(ts): ts for ts in carried.values()}.values()  # shared by equal nodes
+    tags = sorted({t for ts in distinct for t in ts if has_primary(t, meta.tags)})
     for tag in tags:
         winner = _primary_for(tag, ordered, carried)
         if winner is not None:
             result[winner].append(tag)
     return result
+
+
+#: The node fields its base tags depend on.
+_TAG_FIELDS = ("roles", "pending_roles", "tags_added", "tags_removed")
+
+
+def _carried(nodes: Sequence[Mapping[str, Any]], meta: Metadata) -> dict[int, set[str]]:
+    """Each node's base tags, worked out once per combination of roles and tags (a large
+    cluster has a handful)."""
+    found: dict[tuple, set[str]] = {}
+    carried = {}
+    for node in nodes:
+        key = tuple(tuple(node.get(k) or ()) for k in _TAG_FIELDS)
+        if key not in found:
+            found[key] = set(base_tags(node, meta.roles))
+        carried[int(node["id"])] = found[key]
+    return carried
 
 
 def _primary_for(

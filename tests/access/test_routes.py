@@ -105,6 +105,7 @@ ROUTES = [
     Route("GET", "/api/v1/nodes", "reader", "store"),
     Route("GET", "/api/v1/status", "reader", "store"),
     Route("GET", "/api/v1/transactions", "reader", "store"),
+    Route("GET", "/api/v1/transactions/1/nodes/1", "reader", "store"),
     Route("GET", "/api/v1/graphs", "reader", "store"),
     Route("POST", "/api/v1/graphs/execute", "writer", "store"),
     # user and token management

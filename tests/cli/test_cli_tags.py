@@ -146,3 +146,25 @@ def test_tag_create_without_flags_and_update_of_other_meta_as_the_docs_show(fuel
         fuel.ok("tag", "update", "ceph", "-e", "1", "--meta", '{"label": "Ceph"}', "-f", "json")
     )
     assert updated["meta"] == {"has_primary": True, "label": "Ceph"}  # kept what was not given
+
+
+def test_node_create_many_adds_a_files_nodes_in_one_commit(fuel, tmp_path):
+    repo = fuel.store.environment_repo(1)
+    before = repo.head()
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(
+        "- {fqdn: node-1, roles: [controller], status: ready}\n- {fqdn: node-2, roles: [compute]}\n"
+    )
+    created = as_json(
+        fuel.ok("node", "create-many", "--env", "1", "--file", str(nodes), "-f", "json")
+    )
+    assert [(n["id"], n["fqdn"]) for n in created] == [(1, "node-1"), (2, "node-2")]
+    assert repo.commit_info(repo.head()).parents == (before,)
+    nodes.write_text("- {fqdn: node-3}\n- {fqdn: node-4, status: nope}\n")
+    assert_failure(
+        fuel("node", "create-many", "--env", "1", "--file", str(nodes)), "node 2 of the list"
+    )
+    nodes.write_text("{fqdn: node-5}\n")
+    assert_usage_error(
+        fuel("node", "create-many", "--env", "1", "--file", str(nodes)), "a list of node bodies"
+    )

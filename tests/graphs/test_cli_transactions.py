@@ -67,3 +67,13 @@ def test_wait_exits_1_when_the_run_failed(run, cluster):
     assert "transaction 1 of environment 1: error" in failed
     assert "boom on 1: the command exited with code 3" in failed
     assert "transaction 99 does not exist" in run("tx", "wait", "99", code=1).stderr
+
+
+def test_node_shows_one_nodes_tasks_and_their_states(run, cluster):
+    run("graph", "execute", "-e", "1", "--type", "boom", "--dry-run")
+    shown = run("tx", "node", "1", "1").stdout
+    assert "transaction 1 on node 1: ready" in shown
+    assert "boom skipped: dry run: nothing was run" in shown
+    as_json = json.loads(run("tx", "node", "1", "1", "-f", "json").stdout)
+    assert as_json["graphs"][0]["tasks"][0]["id"] == "boom"
+    assert "has no tasks on node '7'" in run("tx", "node", "1", "7", code=1).stderr

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from gitstore.api import create_app
-from gitstore.deployment.transactions import transaction_path
+from gitstore.deployment.records import summary_path
 
 from .conftest import API, CLUSTER, RELEASE, assert_error, task
 
@@ -92,7 +92,7 @@ def test_dry_run_records_the_plan_in_one_commit(cluster, graph_store):
     assert {h["status"] for h in graph["history"]} == {"skipped"}
     assert not cluster.log.exists()
     repo = graph_store.environment_repo(1)
-    assert repo.snapshot().read_mapping(transaction_path(doc["id"]))["status"] == "ready"
+    assert repo.snapshot().read_mapping(summary_path(doc["id"]))["status"] == "ready"
     assert repo.commit_info(repo.head()).parents == (before,)
     listed = cluster.get(f"{API}/transactions?cluster_id=1").get_json()
     assert [(t["id"], t["status"], t["graphs"]) for t in listed] == [

@@ -1,6 +1,6 @@
 """The size of a deployment graph is bounded when it is written (`graph_tasks`, `graph_links` of
-gitstore/limits.py), so an accepted graph can be executed; an execution whose record would
-exceed `document_keys` on the nodes it runs on is 400 naming the graph, before anything is
+gitstore/limits.py), so an accepted graph can be executed; an execution one of whose node
+records would exceed `document_keys` is 400 naming the graph and the node, before anything is
 recorded."""
 
 from __future__ import annotations
@@ -98,22 +98,25 @@ def test_a_merged_graph_over_the_limit_is_reported_by_check_and_execute(api, gra
 def test_a_plan_too_big_for_its_nodes_is_400_naming_the_graph(
     api, add_node, graph_store, low_document_keys, dry_run
 ):
+    """The limit applies to each node's file: 150 tasks on a node are over 2,000 values (each
+    task's entry, its link and its history entry), whatever the number of nodes."""
     for number in (1, 2, 3):
         add_node(f"node-{number}.example", ["controller"])
-    assert api.post(f"{CLUSTER}/deployment_graphs/wide", json={"tasks": chain(60)}).status_code
+    assert api.post(f"{CLUSTER}/deployment_graphs/wide", json={"tasks": chain(150)}).status_code
+    assert api.post(f"{CLUSTER}/deployment_graphs/narrow", json={"tasks": chain(100)}).status_code
     before = graph_store.environment_repo(1).head()
     body = {"cluster": 1, "graphs": [{"type": "wide"}], "dry_run": dry_run, "executor": "local"}
     error = assert_error(
         api.post(EXECUTE, json=body),
         400,
         "graph 'wide' on 3 nodes",
-        "more than 2000 keys and list items",
-        "document_keys",
+        "record of node 1",
+        "more than 2000, the limit document_keys",
     )
     assert "transactions/" not in error["message"]  # a file the client never sent
     assert graph_store.environment_repo(1).head() == before  # nothing recorded, nothing running
     assert api.get(f"{API}/transactions?cluster_id=1").get_json() == []
-    body["graphs"][0]["nodes"] = [1]  # on one node it fits
+    body["graphs"][0]["type"] = "narrow"  # 100 tasks on each of the three nodes fit
     assert api.post(EXECUTE, json={**body, "dry_run": True}).status_code == 202
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from gitstore import Store
 
 from .conftest import API, CLUSTER, assert_error
@@ -151,3 +153,41 @@ def test_primary_election_is_committed_and_reelected(api, tag_store, add_node):
     assert message.message.startswith("environment 1: remove node 2")
     older = api.get(f"{CLUSTER}/nodes/node-3?version={leaving.headers['X-Gitstore-Commit']}")
     assert older.get_json()["primary_tags"] == []  # versioned: the old commit says otherwise
+
+
+def test_a_list_of_nodes_is_added_in_one_commit(api, tag_store):
+    store = tag_store
+    repo = store.environment_repo(1)
+    before = repo.head()
+    body = [
+        {"fqdn": f"bulk-{n}.example", "roles": ["compute"], "status": "ready"} for n in range(5)
+    ]
+    body.append({"fqdn": "chosen.example", "id": 40, "roles": ["controller"]})
+    answer = api.post(f"{CLUSTER}/nodes", json=body)
+    assert answer.status_code == 201, answer.get_json()
+    created = answer.get_json()
+    assert [n["fqdn"] for n in created] == [b["fqdn"] for b in body]
+    assert created[-1]["id"] == 40 and len({n["id"] for n in created}) == 6
+    assert repo.commit_info(repo.head()).parents == (before,)  # one commit
+    assert "add 6 nodes" in repo.commit_info(repo.head()).message
+    listed = {n["fqdn"] for n in api.get(f"{CLUSTER}/nodes").get_json()}
+    assert {b["fqdn"] for b in body} <= listed
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        ([{"fqdn": "ok.example"}, {"fqdn": "bad", "status": "nope"}], 400, ["node 2 of the list"]),
+        ([{"fqdn": "a.example"}, {"fqdn": "a.example"}], 400, ["node 2", "repeats fqdn"]),
+        ([{"fqdn": "a.example", "id": 7}, {"fqdn": "b.example", "id": 7}], 400, ["repeats id 7"]),
+        ([], 400, ["must not be empty"]),
+        ([{"fqdn": "new.example"}, {"fqdn": "taken.example"}], 409, ["taken.example"]),
+        ([{"fqdn": "c.example", "roles": ["nope"]}], 400, ["role 'nope'"]),
+    ],
+)
+def test_a_bad_list_adds_nothing(api, tag_store, body, status, words):
+    store = tag_store
+    assert api.post(f"{CLUSTER}/nodes", json={"fqdn": "taken.example"}).status_code == 201
+    head = store.environment_repo(1).head()
+    assert_error(api.post(f"{CLUSTER}/nodes", json=body), status, *words)
+    assert store.environment_repo(1).head() == head

@@ -1,0 +1,228 @@
+"""Inventory and graph execution at 1,000 nodes, through `gitstore serve` (issues 35 and 40).
+
+Builds a store with Fuel's Newton release and its default graph (tests/data/fuel/), serves it
+and measures, over HTTP:
+
+- inventory creation one node per `POST` into environment 1 (controllers, ceph-osd, cinder and
+  compute nodes, as a Fuel cluster has them): total seconds and the median cost of the last 50
+  creates over the first 50 (target: flat, ~1.0);
+- the same nodes as one list `POST` into environment 2: seconds and commits (target: one);
+- a dry run of the Newton graph on environment 1's nodes (target: <= 30 s, recorded);
+- one node's task statuses from that transaction (target: <= 50 ms);
+- a dry run refused by size: a cluster graph whose every task waits for the one before it on
+  every node (60 tasks at 1,000 nodes: 60,000 links in each node's record, over the default
+  `document_keys`); seconds to the 400 and the largest growth of a worker's RSS (target: < 1 s,
+  no growth). Below ~850 nodes even 500 such tasks fit, so the bench lowers `document_keys` in
+  the store's `limits.yaml` to half what one node's record would hold (Newton still fits).
+
+`rows(nodes)` returns the table's rows for bench/scale.py; run it alone to print them:
+
+    .venv/bin/python bench/scale_transactions.py               # 1,000 nodes (~3-4 min)
+    .venv/bin/python bench/scale_transactions.py --nodes 200
+    .venv/bin/python bench/scale_transactions.py --smoke       # 60 nodes, for CI
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import harness
+import yaml
+
+from gitstore.store import Store
+
+FUEL = harness.PROJECT / "tests" / "data" / "fuel"
+RELEASE_FIELDS = ("name", "version", "operating_system", "state", "roles_metadata", "tags_metadata")
+API = "/api/v1"
+#: Links one node's record of the `wide` graph needs to be refused under default limits.
+WIDE_LINKS = 60_000
+DEFAULT_DOCUMENT_KEYS = 50_000
+
+
+def roles(number: int) -> list[str]:
+    """A Fuel cluster's mix: three controllers, a tenth ceph-osd, a few cinder, the rest compute."""
+    if number <= 3:
+        return ["controller"]
+    if number % 10 == 0:
+        return ["ceph-osd"]
+    if number % 25 == 1:
+        return ["cinder"]
+    return ["compute"]
+
+
+def node_body(number: int, env_id: int) -> dict:
+    return {
+        "fqdn": f"node-{number}.env-{env_id}.example",
+        "roles": roles(number),
+        "status": "ready",
+        "ip_addresses": {"mgmt": f"10.{env_id}.{number // 250}.{number % 250 + 1}"},
+    }
+
+
+def wide_tasks(nodes: int) -> int:
+    """Tasks of the graph refused by size: each on every node, waiting for the previous one on
+    every node (two links each, so within graph_links; at most graph_tasks)."""
+    return max(2, min(500, -(-WIDE_LINKS // nodes)))
+
+
+def build(root: Path, nodes: int) -> None:
+    """Newton as release 1 with its default graph; environments 1 and 2 use it; environment
+    1 also has the `wide` graph that is too big for any node's record."""
+    release = yaml.safe_load((FUEL / "release-newton-10.0.yaml").read_text())
+    store = Store.init(root)
+    store.releases.create({k: release[k] for k in RELEASE_FIELDS})
+    tasks = yaml.safe_load((FUEL / "release-graph-newton-10.0.yaml").read_text())
+    store.graphs.create("release", 1, "default", {"tasks": tasks})
+    for env_id in (1, 2):
+        store.environments.create({"id": env_id, "hierarchy_levels": ["nodes"], "release": 1})
+    wide = [
+        {
+            "id": f"w{i}",
+            "type": "shell",
+            "version": "2.1.0",
+            "roles": "*",
+            **({"requires": [f"w{i - 1}"], "cross_depends": [{"name": f"w{i - 1}"}]} if i else {}),
+        }
+        for i in range(wide_tasks(nodes))
+    ]
+    store.graphs.create("cluster", 1, "wide", {"tasks": wide})
+    per_node = wide_tasks(nodes) * nodes
+    if per_node <= DEFAULT_DOCUMENT_KEYS:
+        (root / "limits.yaml").write_text(f"document_keys: {per_node // 2}\n")
+
+
+def request(server: harness.Server, method: str, path: str, body=None) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body).encode()
+    call = urllib.request.Request(
+        server.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(call, timeout=600) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+def peak_mb(pid: int) -> float:
+    """The most memory process `pid` has held (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def commits(root: Path, env_id: int) -> int:
+    repo = root / "environments" / f"{env_id}.git"
+    out = subprocess.run(
+        ["git", "--git-dir", str(repo), "rev-list", "--count", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout)
+
+
+def timed(server: harness.Server, method: str, path: str, body=None) -> tuple[float, int, dict]:
+    started = time.perf_counter()
+    status, answer = request(server, method, path, body)
+    return time.perf_counter() - started, status, answer
+
+
+def expect(status: int, wanted: int, answer: dict, what: str) -> None:
+    if status != wanted:
+        raise SystemExit(f"{what}: {status} {json.dumps(answer)[:500]}")
+
+
+def rows(nodes: int = 1000, workdir: Path | None = None) -> list[tuple[str, str, str]]:
+    """(what, measured, target) for each row of the table."""
+    found = []
+    with harness.scratch("gitstore-scale-tx-", workdir) as folder:
+        root = folder / "store"
+        build(root, nodes)
+        with harness.Server(root) as server:
+            found += _inventory_rows(server, root, nodes)
+            found += _execution_rows(server, nodes)
+    return found
+
+
+def _inventory_rows(server: harness.Server, root: Path, nodes: int) -> list[tuple]:
+    costs = []
+    for number in range(1, nodes + 1):
+        spent, status, answer = timed(
+            server, "POST", f"{API}/clusters/1/nodes", node_body(number, 1)
+        )
+        expect(status, 201, answer, f"creating node {number}")
+        costs.append(spent)
+    window = min(50, nodes // 2)
+    first, last = statistics.median(costs[:window]), statistics.median(costs[-window:])
+    before = commits(root, 2)
+    bodies = [node_body(number, 2) for number in range(1, nodes + 1)]
+    spent, status, answer = timed(server, "POST", f"{API}/clusters/2/nodes", bodies)
+    expect(status, 201, answer, "creating the nodes in bulk")
+    return [
+        (f"create {nodes} nodes, one POST each", f"{sum(costs):.1f} s, {nodes} commits", "-"),
+        (
+            f"  cost of the last {window} / the first {window}",
+            f"{last * 1000:.1f} / {first * 1000:.1f} ms = {last / first:.2f}x",
+            "flat (~1.0x)",
+        ),
+        (
+            f"create {nodes} nodes, one POST of a list",
+            f"{spent:.2f} s, {commits(root, 2) - before} commit",
+            "one commit",
+        ),
+    ]
+
+
+def _execution_rows(server: harness.Server, nodes: int) -> list[tuple]:
+    body = {"cluster": 1, "graphs": [{"type": "default"}], "dry_run": True}
+    spent, status, answer = timed(server, "POST", f"{API}/graphs/execute", body)
+    expect(status, 202, answer, "the dry run")
+    peak = max(peak_mb(pid) for pid in server.workers())
+    transaction = answer["id"]
+    reads = []
+    for node in range(nodes, max(nodes - 20, 0), -1):
+        took, status, found = timed(server, "GET", f"{API}/transactions/{transaction}/nodes/{node}")
+        expect(status, 200, found, f"node {node}'s statuses")
+        reads.append(took)
+    workers = server.workers()
+    memory = {pid: harness.rss_mb(pid) for pid in workers}
+    wide = {"cluster": 1, "graphs": [{"type": "wide"}], "dry_run": True}
+    refused, status, answer = timed(server, "POST", f"{API}/graphs/execute", wide)
+    expect(status, 400, answer, "the refused dry run")
+    grown = max(harness.rss_mb(pid) - memory[pid] for pid in workers)
+    return [
+        (
+            f"dry run of Newton's graph on {nodes} nodes",
+            f"{spent:.1f} s (recorded); worker peak {peak:.0f} MB",
+            "<= 30 s",
+        ),
+        ("one node's task statuses", f"{statistics.median(reads) * 1000:.1f} ms", "<= 50 ms"),
+        (
+            f"dry run refused by size ({wide_tasks(nodes)} tasks, each waiting on {nodes} nodes)",
+            f"{refused:.2f} s, worker RSS +{grown:.0f} MB",
+            "< 1 s",
+        ),
+    ]
+
+
+def main() -> None:
+    parser = harness.options(__doc__)
+    parser.add_argument("--nodes", type=int, default=1000, help="nodes per environment")
+    args = parser.parse_args()
+    nodes = 60 if args.smoke else args.nodes
+    table = rows(nodes, args.workdir)
+    width = max(len(row[0]) for row in table)
+    print(harness.machine_load())
+    for what, measured, target in table:
+        print(f"{what:<{width}}  {measured:<44}  {target}")
+
+
+if __name__ == "__main__":
+    main()
