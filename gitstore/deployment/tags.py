@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gitstore.backend.repository import Author
+from gitstore.bodies import Body
 from gitstore.catalog.releases import (
     PLUGIN,
     RELEASE,
@@ -55,10 +56,22 @@ def _not_found(name: str, kind: str, owner_id: Any) -> NotFound:
     return NotFound(f"Tag '{name}' is not found for the {kind} {owner_id}", key="name")
 
 
+#: A tag body `{name, meta: {has_primary, ...}}`; `owner_type` and `owner_id` are a GET's
+#: echo (the route names the owner), taken and ignored so a read entity can be sent back.
+TAG_BODY = Body(
+    "tag",
+    ("name", "meta", "owner_type", "owner_id"),
+    example='{"name": "swift", "meta": {"has_primary": false}}',
+)
+#: `PUT /clusters/<id>/roles`: the cluster's own roles.
+ROLES_BODY = Body("cluster roles", (ROLES,), required=(ROLES,), example='{"roles_metadata": {}}')
+#: `POST|DELETE /clusters/<id>/nodes/<node>/tags`.
+NODE_TAGS_BODY = Body("node tags", ("tags",), required=("tags",), example='{"tags": ["mysql"]}')
+
+
 def _check_body(body: Any, name: str | None = None) -> tuple[str, dict]:
     """`{name, meta: {has_primary, ...}}`; on update the name may only repeat the route's."""
-    if not isinstance(body, dict):
-        raise InvalidInput("tag body must be a JSON object")
+    body = TAG_BODY.check(body)
     given = body.get("name", name)
     if name is not None and given != name:
         raise InvalidInput(f"tag {name!r} cannot be renamed to {given!r}", key="name")
@@ -213,8 +226,8 @@ class Tags:
 
     def put_roles(self, env_id: int, body: Any, author: Author | None = None) -> Served:
         """Replace the cluster's own `roles_metadata` (`inventory/roles.yaml`)."""
-        if not isinstance(body, dict) or not isinstance(body.get(ROLES), dict):
-            raise InvalidInput("body must be an object with a 'roles_metadata' mapping", key=ROLES)
+        if not isinstance(ROLES_BODY.check(body)[ROLES], dict):
+            raise InvalidInput("field 'roles_metadata' must be a mapping of roles", key=ROLES)
         roles = check_roles_metadata(body[ROLES], CLUSTER)
 
         def edit(cluster: Cluster) -> Edit:
@@ -451,10 +464,7 @@ def _deployed_tags(cluster: Cluster) -> dict[int, list[str]]:
 def _tag_list(tags: Any) -> list[str]:
     """Tags from a body (`{"tags": [...]}` or a bare list) or a query's `a,b` text."""
     if isinstance(tags, dict):
-        unknown = sorted(set(tags) - {"tags"})
-        if unknown:
-            raise InvalidInput(f"unknown field {unknown[0]!r} in the tags body", key=unknown[0])
-        tags = tags.get("tags")
+        tags = NODE_TAGS_BODY.check(tags)["tags"]
         if not isinstance(tags, list):
             raise InvalidInput(
                 f"body field 'tags' must be a list of tag names, not {tags!r}", key="tags"
