@@ -33,15 +33,20 @@ class Body:
         required one; `where` names a nested body (`documents[2]`) in messages."""
         named = where or f"the {self.what} body"
         if not isinstance(body, dict):
-            shape = self.example or "{" + ", ".join(self.fields) + "}"
-            raise InvalidInput(f"{named} must be a JSON object like {shape}", key=where or None)
+            like = f", like {self.example}" if self.example else ""
+            raise InvalidInput(
+                f"{named} must be a JSON object with fields {', '.join(map(repr, self.fields))}"
+                f"{like}",
+                key=where or None,
+            )
         unknown = sorted(str(key) for key in body if key not in self.fields)
         if unknown:
             raise InvalidInput(
-                f"unknown field {unknown[0]!r} in {named}; it takes {', '.join(self.fields)}",
+                f"{where + ': ' if where else ''}unknown {self.what} field {unknown[0]!r}; "
+                f"known fields: {', '.join(self.fields)}",
                 key=unknown[0],
             )
         for name in self.required:
             if name not in body:
-                raise InvalidInput(f"field {name!r} of {named} is required", key=name)
+                raise InvalidInput(f"field {name!r} is required in {named}", key=name)
         return dict(body)

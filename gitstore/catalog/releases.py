@@ -148,7 +148,10 @@ class OwnerCatalog:
         for entity in self.entities():
             if _matches(entity, ref):
                 return entity
-        raise NotFound(f"{self.kind.name} {ref!r} does not exist")
+        raise NotFound(
+            f"{self.kind.name} {ref!r} does not exist; list them with GET /api/v1/"
+            f"{self.kind.folder}"
+        )
 
     def folder_of(self, ref: int | str) -> str:
         """`releases/<name>`: where the entity's files (and graphs) live."""

@@ -53,6 +53,7 @@ _DERIVED = ("type", "relations", "id")
 GRAPH_BODY = Body("graph", (*METADATA, "tasks", *_DERIVED), example='{"tasks": [...]}')
 #: `PUT /clusters/<id>/deployment_tasks` with an object rather than the bare list of tasks.
 TASKS_BODY = Body("deployment tasks", ("tasks",), example='{"tasks": [...]}')
+_TASKS_BODY_IS = 'the deployment tasks body (a list of tasks, or {"tasks": [...]})'
 _CATALOG_KINDS = {RELEASE.name: RELEASE, PLUGIN.name: PLUGIN}
 #: Canonical graph documents by blob id (immutable, so shared by every request).
 _PARSED = LRUCache(max_entries=1024, name="graphs")
@@ -346,7 +347,7 @@ class Graphs:
     ) -> Answer:
         """Upsert the cluster's own graph of a type with `tasks` (its metadata is kept)."""
         if isinstance(tasks, dict):
-            tasks = TASKS_BODY.check(tasks).get("tasks")
+            tasks = TASKS_BODY.check(tasks, _TASKS_BODY_IS).get("tasks")
         if not isinstance(tasks, list):
             raise InvalidInput("body must be a list of tasks", key="tasks")
         fields = _graph_body({"tasks": tasks}, graph_type, partial=True)

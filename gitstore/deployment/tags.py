@@ -53,7 +53,16 @@ def tag_entity(name: str, meta: dict, owner_type: str, owner_id: int) -> dict:
 
 
 def _not_found(name: str, kind: str, owner_id: Any) -> NotFound:
-    return NotFound(f"Tag '{name}' is not found for the {kind} {owner_id}", key="name")
+    """Nailgun's message, and how to see the tags there are."""
+    return NotFound(
+        f"Tag '{name}' is not found for the {kind} {owner_id}; {_tags_step(kind, owner_id)}",
+        key="name",
+    )
+
+
+def _tags_step(kind: str, owner_id: Any) -> str:
+    option = "env" if kind == CLUSTER else kind
+    return f"list its tags with `gitstore tag list --{option} {owner_id}`"
 
 
 #: A tag body `{name, meta: {has_primary, ...}}`; `owner_type` and `owner_id` are a GET's
@@ -282,7 +291,7 @@ class Tags:
             node = dict(cluster.node(node_ref))
             for tag in unwanted:
                 if not tagging.known_tag(tag, cluster.meta):
-                    raise NotFound(f"Tag '{tag}' is not found for the cluster {env_id}")
+                    raise _not_found(tag, CLUSTER, env_id)
             role_names = set(tagging.node_roles(node))
             produced = {t for r in role_names for t in tagging.role_tags(r, cluster.meta.roles)}
             added = [t for t in node.get("tags_added") or [] if t not in unwanted]
