@@ -442,8 +442,9 @@ def _define_step(
             f"(PUT /api/v1/config/environments/{env})"
         )
     component = view.components[0] if view.components else "COMPONENT"
+    name = "NAME" if str(ref).isdigit() else ref  # an id names nothing to create
     return (
-        f"define it with `gitstore def create --component {component} --name {ref}` "
+        f"define it with `gitstore def create --component {component} --name {name}` "
         "(POST /api/v1/config/resource_definitions)"
     )
 

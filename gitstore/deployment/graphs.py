@@ -228,7 +228,8 @@ def merged_graph(cluster: Cluster, graph_type: str) -> dict:
     if not sources.exists:
         raise NotFound(
             f"cluster {cluster.env_id} has no graph of type {graph_type!r} (its "
-            "release, enabled plugins and itself define none)",
+            "release, enabled plugins and itself define none); list the types there are with "
+            f"`gitstore graph list --env {cluster.env_id}`",
             key="graph_type",
         )
     return sources.merged()
@@ -580,12 +581,19 @@ class Graphs:
 
 
 # -- helpers --------------------------------------------------------------------------------------
+def _no_graph(owner: Owner, graph_type: str) -> NotFound:
+    option = "env" if owner.kind == CLUSTER else owner.kind
+    return NotFound(
+        f"{owner.kind} {owner.id} has no graph of type {graph_type!r}; list its types with "
+        f"`gitstore graph list --{option} {owner.id}`",
+        key="graph_type",
+    )
+
+
 def _existing(owner: Owner, graph_type: str) -> dict:
     doc = owner.read(check_graph_type(graph_type))
     if doc is None:
-        raise NotFound(
-            f"{owner.kind} {owner.id} has no graph of type {graph_type!r}", key="graph_type"
-        )
+        raise _no_graph(owner, graph_type)
     return doc
 
 
@@ -596,9 +604,7 @@ def _requiring(
 
     def change(owner: Owner, old: dict | None) -> dict | None:
         if old is None:
-            raise NotFound(
-                f"{owner.kind} {owner.id} has no graph of type {graph_type!r}", key="graph_type"
-            )
+            raise _no_graph(owner, graph_type)
         return make(old)
 
     return change

@@ -112,3 +112,9 @@ def test_an_unknown_tag_names_the_tag_listing(client, fuel_store):
     fuel_store.environments.update(1, {"release": "r"})
     assert_error(client.get(f"{API}/clusters/1/tags/nope"), 404, "gitstore tag list --env 1")
     assert_error(client.get(f"{API}/releases/1/tags/nope"), 404, "gitstore tag list --release 1")
+
+
+def test_an_unknown_graph_type_names_the_graph_listing(client, fuel_store):
+    fuel_store.releases.create({"name": "r", "version": "1", "operating_system": "Ubuntu"})
+    missing = client.get(f"{API}/releases/1/deployment_graphs/nope")
+    assert_error(missing, 404, "gitstore graph list --release 1")
