@@ -189,7 +189,9 @@ def _check_document(document: Any, from_stdin: bool) -> None:
     what = type(document).__name__
     if from_stdin:
         raise InvalidInput(
-            f"<stdin>: the whole document must be a mapping, not {what}", path="<stdin>"
+            f"<stdin>: the whole document must be a mapping, not {what}; to set one key to "
+            "it, give --key KEY",
+            path="<stdin>",
         )
     raise click.UsageError(
         f"without --key the value must be a mapping (the whole document), not {what}"

@@ -60,8 +60,19 @@ class UnknownRevision(NotFound):
 
     def __init__(self, revision: str, repository: str = "") -> None:
         where = f" in {repository}" if repository else ""
-        super().__init__(f"unknown version {revision!r}{where}")
+        super().__init__(f"unknown version {revision!r}{where}; {_versions_step(repository)}")
         self.revision = revision
+
+
+def _versions_step(repository: str) -> str:
+    """Where the versions of `repository` ("environment 1", "catalog") are listed."""
+    kind, _, env_id = repository.partition(" ")
+    if kind == "environment" and env_id.isdigit():
+        return (
+            f"list its versions with `gitstore config history --env {env_id}` "
+            f"(GET /api/v1/config/environments/{env_id}/history)"
+        )
+    return "a version is a commit number (1 = the first), a commit id, a tag or a branch (main~2)"
 
 
 class Conflict(GitstoreError):

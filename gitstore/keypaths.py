@@ -75,13 +75,19 @@ def _dict_key(container: dict, segment: Any) -> Any:
     return str(segment) if key is _MISSING else key
 
 
+#: The next step of a refusal about a key path: see which keys the document has.
+SEE_KEYS = "; read the whole document to see its keys (`gitstore config get` without --key)"
+
+
 def get_path(document: Any, path: Sequence[Any]) -> Any:
     """The value at `path`; a missing key or index raises Conflict naming the path."""
     node = document
     for depth, segment in enumerate(path):
         node = _child(node, segment)
         if node is _MISSING:
-            raise Conflict(f"key {dotted(path[: depth + 1])!r} does not exist", key=dotted(path))
+            raise Conflict(
+                f"key {dotted(path[: depth + 1])!r} does not exist{SEE_KEYS}", key=dotted(path)
+            )
     return node
 
 
@@ -169,12 +175,12 @@ def _delete(document: dict, keys: list[Any], owned: set[int]) -> None:
         child = _child(parent, segment)
         if child is _MISSING:
             raise Conflict(
-                f"key {dotted(keys[: depth + 1])!r} does not exist", key=dotted(keys[:-1])
+                f"key {dotted(keys[: depth + 1])!r} does not exist{SEE_KEYS}", key=dotted(keys[:-1])
             )
         parent = _own(parent, segment, child, owned) if isinstance(child, dict | list) else child
     last = keys[-1]
     if _child(parent, last) is _MISSING:
-        raise Conflict(f"key {dotted(keys)!r} does not exist", key=dotted(keys))
+        raise Conflict(f"key {dotted(keys)!r} does not exist{SEE_KEYS}", key=dotted(keys))
     if isinstance(parent, dict):
         del parent[_dict_key(parent, last)]
     else:

@@ -141,14 +141,15 @@ class EnvironmentView:
         if len(pairs) > len(self.hierarchy):
             raise NotFound(
                 f"environment {self.env_id} has {len(self.hierarchy)} hierarchy "
-                f"levels {self.hierarchy}; the request names {len(pairs)}"
+                f"levels {self.hierarchy}; the request names {len(pairs)}; "
+                f"{self.add_level_step(pairs[len(self.hierarchy)][0])}"
             )
         checked = []
         for (level, value), expected in zip(pairs, self.hierarchy, strict=False):
             if level != expected:
                 raise NotFound(
                     f"environment {self.env_id}: level {level!r} is not next in the "
-                    f"hierarchy; expected {expected!r}"
+                    f"hierarchy; expected {expected!r}; {self.add_level_step(level)}"
                 )
             if level == NODES_LEVEL:
                 checked.append((level, self._known_node_now_or_then(value, write, head)))
@@ -166,6 +167,18 @@ class EnvironmentView:
                 raise
             return head().known_node(ref)
 
+    def add_level_step(self, level: str) -> str:
+        """What to do about a request naming `level`: order the levels as the hierarchy
+        does, or add the level to it."""
+        if level in self.hierarchy:
+            order = ",".join(f"{name}=..." for name in self.hierarchy)
+            return f"name the levels in hierarchy order: --level {order}"
+        levels = ",".join([*self.hierarchy, level])
+        return (
+            f"add the level with `gitstore env update {self.env_id} --levels {levels}` "
+            f"(PUT /api/v1/config/environments/{self.env_id})"
+        )
+
     def known_node(self, ref: str, *, write: bool = False) -> str:
         """The id of node `ref` (id or inventory fqdn); NotFound naming it when the environment
         does not know it (ConfigDB's "Cannot find a node with the given identifier").
@@ -181,12 +194,23 @@ class EnvironmentView:
         has_inventory = self.snapshot.object_id(INVENTORY_NODES) is not None
         if write and not has_inventory and is_number(node_id):
             return node_id
+        add = f"gitstore node create --env {self.env_id} --fqdn FQDN"
         if has_inventory:
-            why = "no inventory record has that id or fqdn and no level value holds its data"
+            why = (
+                "no inventory record has that id or fqdn and no level value holds its data; "
+                f"add the node to the inventory with `{add}` "
+                f"(POST /api/v1/clusters/{self.env_id}/nodes)"
+            )
         elif is_number(node_id):
-            why = "no level value holds its data (a write of values creates it)"
+            why = (
+                "no level value holds its data (a write of values creates it); upload its facts "
+                f"with `gitstore facts upload --env {self.env_id} --node {node_id}`"
+            )
         else:
-            why = "it is no node id, and without an inventory no fqdn is known"
+            why = (
+                "it is no node id, and without an inventory no fqdn is known; name it by id, "
+                f"or add it to the inventory with `{add}`"
+            )
         raise NotFound(
             f"cannot find node {ref!r} in environment {self.env_id}: {why}",
             key=NODES_LEVEL,

@@ -56,6 +56,20 @@ class Replication(Protocol):
         removed if this raises)."""
 
 
+def unknown_environment(env_id: int) -> NotFound:
+    """The NotFound of an environment id no repository holds, with the step that makes one
+    (or, for an id no environment can have, the list of those there are)."""
+    if not 1 <= int(env_id) <= MAX_ENVIRONMENT_ID:
+        return NotFound(
+            f"environment {env_id} does not exist (ids go from 1 to {MAX_ENVIRONMENT_ID}); "
+            "list them with `gitstore env list` (GET /api/v1/config/environments)"
+        )
+    return NotFound(
+        f"environment {env_id} does not exist; create it with `gitstore env create --id "
+        f"{env_id} --levels nodes` (POST /api/v1/config/environments)"
+    )
+
+
 class Repositories:
     """The repository handles of a store root."""
 
@@ -94,7 +108,7 @@ class Repositories:
     def environment_path(self, env_id: int) -> Path:
         """`environments/<id>.git`; an id no environment can have is NotFound, never an OSError."""
         if not 0 <= int(env_id) <= MAX_ENVIRONMENT_ID:
-            raise NotFound(f"environment {env_id} does not exist")
+            raise unknown_environment(env_id)
         return self.root / ENVIRONMENTS / f"{int(env_id)}.git"
 
     def environment_repo(self, env_id: int) -> Repository:
@@ -103,7 +117,7 @@ class Repositories:
             return known[0]
         path = self.environment_path(env_id)
         if not (path / "HEAD").exists():
-            raise NotFound(f"environment {env_id} does not exist")
+            raise unknown_environment(env_id)
         repo = self._repository(path, f"environment {env_id}")
         self._by_id[env_id] = (repo, os.path.join(path, "HEAD"))
         return repo
@@ -207,7 +221,7 @@ class Repositories:
         """Move an environment's repository aside (never destroyed); its id then answers 404."""
         source = self.environment_path(env_id)
         if not (source / "HEAD").exists():
-            raise NotFound(f"environment {env_id} does not exist")
+            raise unknown_environment(env_id)
         if self.replication is not None:
             self.replication.archiving(self.served_as(source), self.environment_repo(env_id))
         return self._move_to_archive(env_id, source)
@@ -220,7 +234,7 @@ class Repositories:
         try:
             os.rename(source, target)
         except FileNotFoundError as exc:
-            raise NotFound(f"environment {env_id} does not exist") from exc
+            raise unknown_environment(env_id) from exc
         with self._lock:
             self._repos.pop(source, None)
             self._by_id.pop(env_id, None)

@@ -106,7 +106,7 @@ def test_only_the_cli_imports_click():
 
 
 def test_merge_is_pure():
-    allowed = ("gitstore.merge", "gitstore.errors")
+    allowed = ("gitstore.merge", "gitstore.errors", "gitstore.bodies")
     found = sorted(
         f"{module} imports {name}"
         for module, names in IMPORTS.items()
@@ -149,6 +149,7 @@ LAYERS = [
     (
         "gitstore.errors",
         "gitstore.names",
+        "gitstore.bodies",
         "gitstore.files",
         "gitstore.metrics",
         "gitstore.logs",
@@ -182,6 +183,7 @@ FACADE = (
     "gitstore",
     "gitstore.errors",
     "gitstore.names",
+    "gitstore.bodies",
     "gitstore.yamlio",
     "gitstore.keypaths",
     "gitstore.layout",

@@ -18,12 +18,18 @@ from typing import Any
 from flask import Blueprint
 
 from gitstore.api.http import app_store, author, json_body, written
+from gitstore.bodies import Body
 from gitstore.errors import InvalidInput
 
 bp = Blueprint("batch", __name__, url_prefix="/api/v1/config/environments")
 
 MAX_MESSAGE = 500
 MAX_DOCUMENTS = 1000
+BATCH_BODY = Body(
+    "documents", ("documents", "message"), required=("documents",), example='{"documents": [...]}'
+)
+#: One item of `documents`.
+ITEM_BODY = Body("documents item", ("levels", "resource", "kind", "document"))
 
 
 @bp.put("/<int:env_id>/documents")
@@ -34,7 +40,7 @@ def write_documents(env_id: int):
 
 def parse_batch(body: Any) -> tuple[dict[tuple, dict], str]:
     """The facade's `{(pairs, resource, kind): document}` and the commit message."""
-    if not isinstance(body, dict) or not isinstance(body.get("documents"), list):
+    if not isinstance(BATCH_BODY.check(body)["documents"], list):
         raise InvalidInput("body must be an object with a list 'documents'", key="documents")
     items = body["documents"]
     if not 0 < len(items) <= MAX_DOCUMENTS:
@@ -51,8 +57,7 @@ def parse_batch(body: Any) -> tuple[dict[tuple, dict], str]:
 
 
 def _item(item: Any, where: str) -> tuple[tuple, dict]:
-    if not isinstance(item, dict):
-        raise InvalidInput(f"{where} must be an object", key=where)
+    item = ITEM_BODY.check(item, where)
     levels = item.get("levels", [])
     if not isinstance(levels, list) or not all(
         isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p) for p in levels

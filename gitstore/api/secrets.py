@@ -10,7 +10,10 @@ from __future__ import annotations
 from flask import Blueprint
 
 from gitstore.api.http import app_store, json_body, served, version_arg
-from gitstore.errors import InvalidInput
+from gitstore.bodies import Body
+
+#: `POST .../secrets/encrypt`: the document to seal, and the file it is meant for.
+ENCRYPT_BODY = Body("encrypt", ("path", "document"), required=("path", "document"))
 
 bp = Blueprint("secrets", __name__, url_prefix="/api/v1/config/environments")
 
@@ -21,9 +24,7 @@ def _secrets():
 
 @bp.post("/<int:env_id>/secrets/encrypt")
 def encrypt(env_id: int):
-    body = json_body()
-    if not isinstance(body, dict) or set(body) - {"path", "document"}:
-        raise InvalidInput("body must be an object with fields 'path' and 'document'", key="path")
+    body = ENCRYPT_BODY.check(json_body())
     return served(_secrets().encrypt(env_id, body.get("path"), body.get("document")))
 
 

@@ -176,7 +176,7 @@ def _expected_version(env_id: int, address: Address) -> str | None:
     if etag_of(document, [], current) != token:
         raise PreconditionFailed(
             f"the document changed since the read that returned ETag {token!r} (or that "
-            "ETag is of another read): read it again and reapply the edit",
+            "ETag is of another read): GET it again for its new ETag and reapply the edit",
             key="If-Match",
         )
     return current.commit

@@ -13,6 +13,7 @@ from gitstore import documents, keypaths, schemas
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
+from gitstore.bodies import Body
 from gitstore.catalog import usage
 from gitstore.catalog.usage import holders_text
 from gitstore.catalog.view import (
@@ -28,9 +29,12 @@ from gitstore.served import Served
 if TYPE_CHECKING:
     from gitstore.repositories import Repositories
 
-_COMPONENT_FIELDS = ("id", "name", "resource_definitions")
-_DEFINITION_FIELDS = ("id", "name", "component_id", "content", *DEFINITION_EXTRAS)
-_NESTED_FIELDS = ("id", "name", "content", *DEFINITION_EXTRAS)
+COMPONENT_BODY = Body("component", ("id", "name", "resource_definitions"))
+DEFINITION_BODY = Body(
+    "resource definition", ("id", "name", "component_id", "content", *DEFINITION_EXTRAS)
+)
+#: An item of a component body's `resource_definitions`.
+NESTED_DEFINITION_BODY = Body("resource definition", ("id", "name", "content", *DEFINITION_EXTRAS))
 
 
 def _stored_definition(entity: dict) -> dict:
@@ -56,19 +60,6 @@ def component_entity(component: dict) -> dict:
             definition_entity(d, cid) for d in component.get("resource_definitions") or []
         ],
     }
-
-
-def _require_object(body: Any, what: str, fields: tuple[str, ...]) -> dict:
-    """`body` as a dict holding only `fields` (an unknown field is a 400 naming it)."""
-    if not isinstance(body, dict):
-        raise InvalidInput(f"{what} body must be a JSON object")
-    unknown = sorted(str(k) for k in body if k not in fields)
-    if unknown:
-        raise InvalidInput(
-            f"unknown {what} field {unknown[0]!r}; known fields: {', '.join(fields)}",
-            key=unknown[0],
-        )
-    return body
 
 
 def _check_same_id(body: dict, entity: dict, what: str) -> None:
@@ -150,7 +141,7 @@ class Components(_CatalogService):
         return Served(entity, view.snapshot.commit_id, view.snapshot.version)
 
     def create(self, body: Any, author: Author | None = None) -> Served:
-        body = _require_object(body, "component", _COMPONENT_FIELDS)
+        body = COMPONENT_BODY.check(body)
         if body.get("id") is not None:
             raise InvalidInput("field 'id' of a component is allocated by the store", key="id")
         name = check_component_name(body.get("name"))
@@ -176,7 +167,7 @@ class Components(_CatalogService):
 
     def update(self, ref: int | str, body: Any, author: Author | None = None) -> Served:
         """Change the fields given: `name`, and `resource_definitions` (the new list)."""
-        body = _require_object(body, "component", _COMPONENT_FIELDS)
+        body = COMPONENT_BODY.check(body)
         new_name = check_component_name(body["name"]) if "name" in body else None
         items = (
             _definition_items(body["resource_definitions"])
@@ -289,11 +280,11 @@ def _definition_items(value: Any) -> list[tuple[int | None, dict]]:
             "field 'resource_definitions' must be a list", key="resource_definitions"
         )
     items: list[tuple[int | None, dict]] = []
-    for item in value:
+    for index, item in enumerate(value):
         if isinstance(item, int) and not isinstance(item, bool):
             items.append((item, {}))
             continue
-        item = _require_object(item, "resource definition", _NESTED_FIELDS)
+        item = NESTED_DEFINITION_BODY.check(item, f"resource_definitions[{index}]")
         def_id = item.get("id")
         if def_id is not None and (isinstance(def_id, bool) or not isinstance(def_id, int)):
             raise InvalidInput(
@@ -349,7 +340,7 @@ class ResourceDefinitions(_CatalogService):
         return Served(view.definition(ref), view.snapshot.commit_id, view.snapshot.version)
 
     def create(self, body: Any, author: Author | None = None) -> Served:
-        body = _require_object(body, "resource definition", _DEFINITION_FIELDS)
+        body = DEFINITION_BODY.check(body)
         if body.get("id") is not None:
             raise InvalidInput(
                 "field 'id' of a resource definition is allocated by the store", key="id"
@@ -375,7 +366,7 @@ class ResourceDefinitions(_CatalogService):
 
     def update(self, ref: int | str, body: Any, author: Author | None = None) -> Served:
         """Change the fields given; moving to another component is `component_id`."""
-        body = _require_object(body, "resource definition", _DEFINITION_FIELDS)
+        body = DEFINITION_BODY.check(body)
         fields = _check_definition_fields(body, partial=True)
         move_to = _component_ref(body) if "component_id" in body else _UNCHANGED
 

@@ -21,6 +21,7 @@ from gitstore import documents
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
+from gitstore.bodies import Body
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import EnvironmentView
 from gitstore.merge.tags import TAG_NAME, missing_role_tags
@@ -66,6 +67,33 @@ _METADATA = (ROLES, TAGS)
 _ORDER = ("id", "name", "version", "operating_system", "state", "description")
 
 
+#: A release body: gitstore's fields and the others of Nailgun's release, kept as given.
+#: `attributes_metadata` is named so that its own refusal (`check_entity`) explains where the
+#: settings go; Nailgun's `deployment_tasks` are graphs here (`.../deployment_graphs/<type>`).
+RELEASE_BODY = Body(
+    "release",
+    (
+        *("id", "name", "version", "operating_system", "state", "description"),
+        *(ROLES, TAGS, NAILGUN_SETTINGS),
+        *("can_update_from_versions", "modes", "modes_metadata", "networks_metadata"),
+        *("network_roles_metadata", "volumes_metadata", "vmware_attributes_metadata"),
+        *("components_metadata", "wizard_metadata", "extensions", "is_deployable", "roles"),
+        *("node_attributes", "nic_attributes", "bond_attributes", "required_component_types"),
+    ),
+)
+#: A plugin body: gitstore's fields and the others of Nailgun's plugin, kept as given.
+PLUGIN_BODY = Body(
+    "plugin",
+    (
+        *("id", "name", "version", "description", ROLES, TAGS),
+        *("title", "package_version", "fuel_version", "releases", "groups", "authors"),
+        *("licenses", "homepage", "is_hotpluggable", "attributes_metadata", "volumes_metadata"),
+        *("network_roles_metadata", "components_metadata", "nic_attributes_metadata"),
+        *("bond_attributes_metadata", "node_attributes_metadata"),
+    ),
+)
+
+
 @dataclass(frozen=True)
 class OwnerKind:
     """How one kind of catalog owner is laid out and validated."""
@@ -77,12 +105,21 @@ class OwnerKind:
     required: tuple[str, ...]
     #: Role tags must be defined by this owner (a plugin's roles may name release tags).
     strict_role_tags: bool
+    body: Body
 
 
 RELEASE = OwnerKind(
-    "release", "releases", "release.yaml", True, ("name", "version", "operating_system"), True
+    "release",
+    "releases",
+    "release.yaml",
+    True,
+    ("name", "version", "operating_system"),
+    True,
+    RELEASE_BODY,
 )
-PLUGIN = OwnerKind("plugin", "plugins", "plugin.yaml", False, ("name", "version"), False)
+PLUGIN = OwnerKind(
+    "plugin", "plugins", "plugin.yaml", False, ("name", "version"), False, PLUGIN_BODY
+)
 
 
 class OwnerCatalog:
@@ -111,7 +148,10 @@ class OwnerCatalog:
         for entity in self.entities():
             if _matches(entity, ref):
                 return entity
-        raise NotFound(f"{self.kind.name} {ref!r} does not exist")
+        raise NotFound(
+            f"{self.kind.name} {ref!r} does not exist; list them with GET /api/v1/"
+            f"{self.kind.folder}"
+        )
 
     def folder_of(self, ref: int | str) -> str:
         """`releases/<name>`: where the entity's files (and graphs) live."""
@@ -332,7 +372,7 @@ class Owners:
 
     # -- writing ---------------------------------------------------------------------------
     def create(self, body: Any, author: Author | None = None) -> Served:
-        body = _require_object(body, self.kind.name)
+        body = self.kind.body.check(body)
         wanted_id = _check_id(body.get("id"))
 
         def operation(view: OwnerCatalog):
@@ -349,7 +389,7 @@ class Owners:
 
     def update(self, ref: int | str, body: Any, author: Author | None = None) -> Served:
         """Change the fields given (PUT and PATCH alike); the id never changes."""
-        body = _require_object(body, self.kind.name)
+        body = self.kind.body.check(body)
 
         def edit(current: dict, view: OwnerCatalog) -> tuple[dict, str]:
             if body.get("id") is not None and body["id"] != current["id"]:
@@ -466,12 +506,6 @@ def owner_names(environment_doc: dict, kind: OwnerKind) -> list[str]:
         release = environment_doc.get("release")
         return [release] if release else []
     return list(environment_doc.get("plugins") or [])
-
-
-def _require_object(body: Any, what: str) -> dict:
-    if not isinstance(body, dict):
-        raise InvalidInput(f"{what} body must be a JSON object")
-    return dict(body)
 
 
 def _check_id(value: Any) -> int | None:

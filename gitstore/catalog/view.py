@@ -32,7 +32,10 @@ class CatalogView:
         for component in self.components:
             if matches(component, ref):
                 return component
-        raise NotFound(f"component {ref!r} does not exist")
+        raise NotFound(
+            f"component {ref!r} does not exist; list them with `gitstore component list` "
+            "(GET /api/v1/config/components)"
+        )
 
     def definitions(self) -> list[dict]:
         """Every definition as an API entity (with `component_id`), sorted by id."""
@@ -48,7 +51,10 @@ class CatalogView:
         for definition in self.definitions():
             if matches(definition, ref):
                 return definition
-        raise NotFound(f"resource definition {ref!r} does not exist")
+        raise NotFound(
+            f"resource definition {ref!r} does not exist; list them with `gitstore def list` "
+            "(GET /api/v1/config/resource_definitions)"
+        )
 
     def definitions_of(self, component_names: list[str]) -> list[dict]:
         ids = {c.get("id") for c in self.components if c.get("name") in component_names}

@@ -9,6 +9,7 @@ from gitstore import documents
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
+from gitstore.bodies import Body
 from gitstore.catalog.releases import owner_fields, owner_refs
 from gitstore.catalog.view import CatalogView
 from gitstore.errors import Conflict, Damaged, InvalidInput, NotFound
@@ -28,16 +29,13 @@ if TYPE_CHECKING:
 #: relations subscribe (a deleted side frees its peer); configdb knows nothing of upgrades.
 Deleted = Callable[[int, dict], None]
 
-_FIELDS = (
-    "id",
-    "name",
-    "components",
-    "hierarchy_levels",
-    "merge",
-    "release",
-    "plugins",
-    "secret_keys",
+ENVIRONMENT_BODY = Body(
+    "environment",
+    ("id", "name", "components", "hierarchy_levels", "merge", "release", "plugins", "secret_keys"),
+    example='{"id": 1, "components": ["fuel"], "hierarchy_levels": ["nodes"]}',
 )
+#: `PUT .../hierarchy_levels/<name>`: the new name; `parent` and `values` are a GET's echo.
+LEVEL_BODY = Body("hierarchy level", ("name", "parent", "values"), required=("name",))
 
 
 def environment_entity(doc: dict, catalog: CatalogView) -> dict:
@@ -60,11 +58,7 @@ def environment_entity(doc: dict, catalog: CatalogView) -> dict:
 
 
 def _check_body(body: Any, *, partial: bool) -> dict:
-    if not isinstance(body, dict):
-        raise InvalidInput("environment body must be a JSON object")
-    unknown = sorted(set(body) - set(_FIELDS))
-    if unknown:
-        raise InvalidInput(f"unknown environment fields: {', '.join(unknown)}", key=unknown[0])
+    body = ENVIRONMENT_BODY.check(body)
     fields: dict[str, Any] = {}
     if "id" in body and body["id"] is not None:
         env_id = body["id"]
@@ -321,15 +315,14 @@ def _level_entity(view: EnvironmentView, name: str) -> dict:
     for entity in view.level_entities():
         if entity["name"] == name:
             return entity
-    raise NotFound(f"environment {view.env_id} has no hierarchy level {name!r}")
+    raise NotFound(
+        f"environment {view.env_id} has no hierarchy level {name!r} (its levels: "
+        f"{', '.join(view.hierarchy) or 'none'}); {view.add_level_step(name)}"
+    )
 
 
 def _check_level_body(body: Any) -> str:
-    if not isinstance(body, dict) or "name" not in body:
-        raise InvalidInput("hierarchy level body must be an object with field 'name'", key="name")
-    unknown = sorted(str(k) for k in body if k not in ("name", "parent", "values"))
-    if unknown:
-        raise InvalidInput(f"unknown hierarchy level field {unknown[0]!r}", key=unknown[0])
+    body = LEVEL_BODY.check(body)
     return check_level_name(body["name"])
 
 

@@ -68,7 +68,7 @@ class Config:
         if definition is None or definition["name"] not in attached:
             raise NotFound(
                 f"resource {ref!r} is not defined for environment {view.env_id} "
-                "(no attached component has it)"
+                f"(no attached component has it); {_define_step(view, catalog, definition, ref)}"
             )
         return definition["name"]
 
@@ -235,7 +235,10 @@ class Config:
         """Replace one values or overrides document (if unchanged since version `expected`)."""
         _check_kind(kind)
         if not isinstance(document, dict):
-            raise InvalidInput("the document must be a JSON object (a mapping)")
+            raise InvalidInput(
+                'the document must be a JSON object (a mapping) like {"key": "value"}; to set '
+                'one key, PATCH .../keys/set with [["key", value]] (`gitstore config set --key`)'
+            )
 
         def change(view, pairs, name, path, current):
             count = len(document)
@@ -407,15 +410,43 @@ def _check_unchanged(repo, expected: str, path: str, head: Snapshot) -> None:
         then = repo.snapshot(expected)
     except NotFound as exc:
         raise PreconditionFailed(
-            f"If-Match {expected!r} names no version of {repo.name}", key="If-Match"
+            f"If-Match {expected!r} names no version of {repo.name}; send the ETag, "
+            "X-Gitstore-Commit or X-Gitstore-Version of a read of the document "
+            "(`--if-version` takes the version `gitstore config get` printed)",
+            key="If-Match",
         ) from exc
     if then.object_id(path) != head.object_id(path):
         raise PreconditionFailed(
             f"{path} changed since version {expected} (now version {head.version}, commit "
-            f"{head.commit_id[:12]}): read it again and reapply the edit",
+            f"{head.commit_id[:12]}): read it again (`gitstore config get`, or a GET) and "
+            f"reapply the edit to what you read, with If-Match: {head.version} "
+            f"(`--if-version {head.version}`)",
             path=path,
             key="If-Match",
         )
+
+
+def _define_step(
+    view: EnvironmentView, catalog: CatalogView, definition: dict | None, ref: str | int
+) -> str:
+    """How to make resource `ref` readable in the environment: attach the component that
+    defines it, or define it in a component the environment has."""
+    env = view.env_id
+    owner = None
+    if definition is not None and definition.get("component_id") is not None:
+        owner = catalog.component(definition["component_id"])["name"]
+    if owner is not None:
+        components = ",".join([*view.components, owner])
+        return (
+            f"attach its component with `gitstore env update {env} --components {components}` "
+            f"(PUT /api/v1/config/environments/{env})"
+        )
+    component = view.components[0] if view.components else "COMPONENT"
+    name = "NAME" if str(ref).isdigit() else ref  # an id names nothing to create
+    return (
+        f"define it with `gitstore def create --component {component} --name {name}` "
+        "(POST /api/v1/config/resource_definitions)"
+    )
 
 
 def _check_kind(kind: str) -> None:

@@ -29,6 +29,7 @@ from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
+from gitstore.bodies import Body
 from gitstore.catalog.releases import PLUGIN, RELEASE, OwnerCatalog, OwnerKind
 from gitstore.deployment.inventory import Cluster, load_cluster
 from gitstore.errors import Conflict, InvalidInput, NotFound
@@ -48,6 +49,11 @@ FOLDER = "graphs"
 VIEWS = ("merged", "own", "plugins", "release")
 #: Entity fields a client may send back from a GET; they are derived, never stored.
 _DERIVED = ("type", "relations", "id")
+#: A graph body: Nailgun's graph fields; the derived ones are a GET's echo, dropped.
+GRAPH_BODY = Body("graph", (*METADATA, "tasks", *_DERIVED), example='{"tasks": [...]}')
+#: `PUT /clusters/<id>/deployment_tasks` with an object rather than the bare list of tasks.
+TASKS_BODY = Body("deployment tasks", ("tasks",), example='{"tasks": [...]}')
+_TASKS_BODY_IS = 'the deployment tasks body (a list of tasks, or {"tasks": [...]})'
 _CATALOG_KINDS = {RELEASE.name: RELEASE, PLUGIN.name: PLUGIN}
 #: Canonical graph documents by blob id (immutable, so shared by every request).
 _PARSED = LRUCache(max_entries=1024, name="graphs")
@@ -222,7 +228,8 @@ def merged_graph(cluster: Cluster, graph_type: str) -> dict:
     if not sources.exists:
         raise NotFound(
             f"cluster {cluster.env_id} has no graph of type {graph_type!r} (its "
-            "release, enabled plugins and itself define none)",
+            "release, enabled plugins and itself define none); list the types there are with "
+            f"`gitstore graph list --env {cluster.env_id}`",
             key="graph_type",
         )
     return sources.merged()
@@ -340,8 +347,8 @@ class Graphs:
         self, env_id: int, graph_type: str, tasks: Any, author: Author | None = None
     ) -> Answer:
         """Upsert the cluster's own graph of a type with `tasks` (its metadata is kept)."""
-        if isinstance(tasks, dict) and "tasks" in tasks:
-            tasks = tasks["tasks"]
+        if isinstance(tasks, dict):
+            tasks = TASKS_BODY.check(tasks, _TASKS_BODY_IS).get("tasks")
         if not isinstance(tasks, list):
             raise InvalidInput("body must be a list of tasks", key="tasks")
         fields = _graph_body({"tasks": tasks}, graph_type, partial=True)
@@ -574,12 +581,19 @@ class Graphs:
 
 
 # -- helpers --------------------------------------------------------------------------------------
+def _no_graph(owner: Owner, graph_type: str) -> NotFound:
+    option = "env" if owner.kind == CLUSTER else owner.kind
+    return NotFound(
+        f"{owner.kind} {owner.id} has no graph of type {graph_type!r}; list its types with "
+        f"`gitstore graph list --{option} {owner.id}`",
+        key="graph_type",
+    )
+
+
 def _existing(owner: Owner, graph_type: str) -> dict:
     doc = owner.read(check_graph_type(graph_type))
     if doc is None:
-        raise NotFound(
-            f"{owner.kind} {owner.id} has no graph of type {graph_type!r}", key="graph_type"
-        )
+        raise _no_graph(owner, graph_type)
     return doc
 
 
@@ -590,9 +604,7 @@ def _requiring(
 
     def change(owner: Owner, old: dict | None) -> dict | None:
         if old is None:
-            raise NotFound(
-                f"{owner.kind} {owner.id} has no graph of type {graph_type!r}", key="graph_type"
-            )
+            raise _no_graph(owner, graph_type)
         return make(old)
 
     return change
@@ -600,8 +612,7 @@ def _requiring(
 
 def _graph_body(body: Any, graph_type: str, *, partial: bool = False) -> dict:
     """The stored fields of a graph body (derived fields dropped, tasks made canonical)."""
-    if not isinstance(body, dict):
-        raise InvalidInput("graph body must be a JSON object")
+    body = GRAPH_BODY.check(body)
     if body.get("type") not in (None, graph_type):
         raise InvalidInput(
             f"body names graph type {body['type']!r} but the URL {graph_type!r}", key="type"

@@ -28,6 +28,7 @@ from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
+from gitstore.bodies import Body
 from gitstore.catalog.releases import PLUGIN, RELEASE, ROLES, TAGS, OwnerCatalog
 from gitstore.errors import Conflict, Damaged, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, EnvironmentView
@@ -72,6 +73,12 @@ NODE_FIELDS = (
 )
 #: Fields a client may send back from a GET but never sets: they are computed.
 COMPUTED_FIELDS = ("primary_tags", "tags", "cluster")
+#: A node body: the node file's fields, and the computed ones a GET shows (dropped).
+NODE_BODY = Body(
+    "node",
+    tuple(dict.fromkeys((*NODE_FIELDS, *COMPUTED_FIELDS))),
+    example='{"fqdn": "node-1.domain.tld"}',
+)
 _LISTS = ("roles", "pending_roles", "tags_added", "tags_removed")
 _FLAGS = ("online", "pending_addition", "pending_deletion")
 _DEFAULTS: dict[str, Any] = {
@@ -132,7 +139,10 @@ class Cluster:
         for node in self.nodes.values():
             if node.get("fqdn") == text:
                 return node
-        raise NotFound(f"node {text!r} is not in environment {self.env_id}")
+        raise NotFound(
+            f"node {text!r} is not in environment {self.env_id}; list its nodes with "
+            f"`gitstore node list --env {self.env_id}` (GET /api/v1/clusters/{self.env_id}/nodes)"
+        )
 
     def tags_by_node(self, nodes: list[dict] | None = None) -> dict[int, list[str]]:
         meta = self.meta
@@ -250,14 +260,7 @@ def _checked_bodies(bodies: list) -> list[dict]:
 
 def check_node_body(body: Any, *, partial: bool) -> dict:
     """The settable fields of a node body, checked one by one (computed fields are dropped)."""
-    if not isinstance(body, dict):
-        raise InvalidInput("node body must be a JSON object")
-    unknown = sorted(set(body) - set(NODE_FIELDS) - set(COMPUTED_FIELDS))
-    if unknown:
-        raise InvalidInput(
-            f"unknown node field {unknown[0]!r}; known fields: {', '.join(NODE_FIELDS)}",
-            key=unknown[0],
-        )
+    body = NODE_BODY.check(body)
     fields = {k: v for k, v in body.items() if k not in COMPUTED_FIELDS}
     if not partial and "fqdn" not in fields:
         raise InvalidInput("node field 'fqdn' is required", key="fqdn")
@@ -359,7 +362,11 @@ def check_node_tags(node: dict, meta: Metadata, env_id: int) -> None:
             if tag.startswith(tagging.PRIMARY_PREFIX) and tag not in meta.tags:
                 raise InvalidInput(f"tag {tag!r}: primary tags are elected, not assigned", key=key)
             if not tagging.known_tag(tag, meta):
-                raise NotFound(f"Tag '{tag}' is not found for the cluster {env_id}", key=key)
+                raise NotFound(
+                    f"Tag '{tag}' is not found for the cluster {env_id}; list its tags with "
+                    f"`gitstore tag list --env {env_id}`",
+                    key=key,
+                )
 
 
 def stored_node(node: dict) -> dict:

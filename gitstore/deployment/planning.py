@@ -20,6 +20,7 @@ import yaql
 from yaql.language.exceptions import YaqlException
 
 from gitstore import limits
+from gitstore.bodies import Body
 from gitstore.deployment import executors, records
 from gitstore.deployment.graphs import graph_problems, merged_graph
 from gitstore.deployment.inventory import Cluster
@@ -31,8 +32,9 @@ from gitstore.names import is_number
 
 PENDING = "pending"
 DEFAULT_EXECUTOR = executors.DryRun.name
-_BODY_FIELDS = ("cluster", "graphs", "dry_run", "noop_run", "force", "executor")
-_GRAPH_FIELDS = ("type", "nodes", "tasks")
+EXECUTE_BODY = Body("execute", ("cluster", "graphs", "dry_run", "noop_run", "force", "executor"))
+#: An item of an execute body's `graphs`.
+GRAPH_REQUEST = Body("graph request", ("type", "nodes", "tasks"))
 _YAQL = threading.local()
 
 
@@ -57,11 +59,7 @@ class Request:
 def parse_request(body: Any) -> Request:
     """An execute body `{cluster, graphs: [{type, nodes?, tasks?}], dry_run?, noop_run?,
     force?, executor?}`, checked field by field."""
-    if not isinstance(body, dict):
-        raise InvalidInput("execute body must be a JSON object")
-    unknown = sorted(set(body) - set(_BODY_FIELDS))
-    if unknown:
-        raise InvalidInput(f"unknown execute field {unknown[0]!r}", key=unknown[0])
+    body = EXECUTE_BODY.check(body)
     cluster = body.get("cluster")
     if isinstance(cluster, bool) or not isinstance(cluster, int) or cluster < 1:
         raise InvalidInput("field 'cluster' must be a cluster id", key="cluster")
@@ -82,13 +80,7 @@ def parse_request(body: Any) -> Request:
 
 
 def _graph_request(item: Any) -> GraphRequest:
-    if not isinstance(item, dict):
-        raise InvalidInput(
-            "each of 'graphs' must be an object {type, nodes?, tasks?}", key="graphs"
-        )
-    unknown = sorted(set(item) - set(_GRAPH_FIELDS))
-    if unknown:
-        raise InvalidInput(f"unknown field {unknown[0]!r} in 'graphs'", key="graphs")
+    item = GRAPH_REQUEST.check(item, "an item of 'graphs'")
     if "type" not in item:
         raise InvalidInput(
             "each of 'graphs' needs its 'type' (e.g. default, provision): none is assumed",

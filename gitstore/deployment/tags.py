@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gitstore.backend.repository import Author
+from gitstore.bodies import Body
 from gitstore.catalog.releases import (
     PLUGIN,
     RELEASE,
@@ -52,13 +53,34 @@ def tag_entity(name: str, meta: dict, owner_type: str, owner_id: int) -> dict:
 
 
 def _not_found(name: str, kind: str, owner_id: Any) -> NotFound:
-    return NotFound(f"Tag '{name}' is not found for the {kind} {owner_id}", key="name")
+    """Nailgun's message, and how to see the tags there are."""
+    return NotFound(
+        f"Tag '{name}' is not found for the {kind} {owner_id}; {_tags_step(kind, owner_id)}",
+        key="name",
+    )
+
+
+def _tags_step(kind: str, owner_id: Any) -> str:
+    option = "env" if kind == CLUSTER else kind
+    return f"list its tags with `gitstore tag list --{option} {owner_id}`"
+
+
+#: A tag body `{name, meta: {has_primary, ...}}`; `owner_type` and `owner_id` are a GET's
+#: echo (the route names the owner), taken and ignored so a read entity can be sent back.
+TAG_BODY = Body(
+    "tag",
+    ("name", "meta", "owner_type", "owner_id"),
+    example='{"name": "swift", "meta": {"has_primary": false}}',
+)
+#: `PUT /clusters/<id>/roles`: the cluster's own roles.
+ROLES_BODY = Body("cluster roles", (ROLES,), required=(ROLES,), example='{"roles_metadata": {}}')
+#: `POST|DELETE /clusters/<id>/nodes/<node>/tags`.
+NODE_TAGS_BODY = Body("node tags", ("tags",), required=("tags",), example='{"tags": ["mysql"]}')
 
 
 def _check_body(body: Any, name: str | None = None) -> tuple[str, dict]:
     """`{name, meta: {has_primary, ...}}`; on update the name may only repeat the route's."""
-    if not isinstance(body, dict):
-        raise InvalidInput("tag body must be a JSON object")
+    body = TAG_BODY.check(body)
     given = body.get("name", name)
     if name is not None and given != name:
         raise InvalidInput(f"tag {name!r} cannot be renamed to {given!r}", key="name")
@@ -213,8 +235,8 @@ class Tags:
 
     def put_roles(self, env_id: int, body: Any, author: Author | None = None) -> Served:
         """Replace the cluster's own `roles_metadata` (`inventory/roles.yaml`)."""
-        if not isinstance(body, dict) or not isinstance(body.get(ROLES), dict):
-            raise InvalidInput("body must be an object with a 'roles_metadata' mapping", key=ROLES)
+        if not isinstance(ROLES_BODY.check(body)[ROLES], dict):
+            raise InvalidInput("field 'roles_metadata' must be a mapping of roles", key=ROLES)
         roles = check_roles_metadata(body[ROLES], CLUSTER)
 
         def edit(cluster: Cluster) -> Edit:
@@ -269,7 +291,7 @@ class Tags:
             node = dict(cluster.node(node_ref))
             for tag in unwanted:
                 if not tagging.known_tag(tag, cluster.meta):
-                    raise NotFound(f"Tag '{tag}' is not found for the cluster {env_id}")
+                    raise _not_found(tag, CLUSTER, env_id)
             role_names = set(tagging.node_roles(node))
             produced = {t for r in role_names for t in tagging.role_tags(r, cluster.meta.roles)}
             added = [t for t in node.get("tags_added") or [] if t not in unwanted]
@@ -344,60 +366,95 @@ def graph_tasks(cluster: Cluster, graph_type: str) -> list[dict]:
 
 
 def cluster_warnings(cluster: Cluster) -> list[dict]:
-    """Mandatory tags nobody carries, primaries not elected, unknown owners, roles and tags."""
+    """Warnings before a deployment, in this order: owners missing from the catalog, roles no
+    owner defines, tags of the nodes' roles nobody carries, primary tags nobody carries, tags
+    roles name but no owner defines, primary tags without a staying primary.
+
+    Nodes pending deletion carry nothing that counts: they are about to leave.
+    """
     meta = cluster.meta
-    warnings = [
-        {
-            "kind": "missing_owner",
-            "message": f"environment {cluster.env_id} names "
-            f"{what}, which the catalog does not hold",
-        }
-        for what in cluster.missing
-    ]
     staying = [n for n in cluster.nodes.values() if not n.get("pending_deletion")]
     carried = {int(n["id"]): set(tagging.base_tags(n, meta.roles)) for n in staying}
     all_carried = set().union(*carried.values()) if carried else set()
-    roles = sorted({r for n in staying for r in tagging.node_roles(n)})
-    for role in roles:
+    warnings = [
+        _warning(
+            "missing_owner",
+            f"environment {cluster.env_id} names {what}, which the catalog does not hold",
+        )
+        for what in cluster.missing
+    ]
+    warnings += _role_warnings(cluster, staying, all_carried)
+    reported = {w["tag"] for w in warnings if "tag" in w}
+    warnings += _unassigned_primary_tags(cluster, reported)
+    warnings += [
+        _warning("unknown_tag", f"Role {role} contains non-existent tag {tag}", tag=tag, role=role)
+        for role, tag in tagging.missing_role_tags(meta.roles, meta.tags)
+    ]
+    warnings += _missing_primaries(cluster, staying, carried)
+    return warnings
+
+
+def _warning(kind: str, message: str, **fields: str) -> dict:
+    return {"kind": kind, **fields, "message": message}
+
+
+def _role_warnings(cluster: Cluster, staying: list[dict], all_carried: set[str]) -> list[dict]:
+    """Roles of staying nodes that no owner defines, and their tags that no node carries."""
+    meta = cluster.meta
+    warnings = []
+    for role in sorted({r for n in staying for r in tagging.node_roles(n)}):
         if role not in meta.roles:
-            warnings.append(
-                {
-                    "kind": "unknown_role",
-                    "role": role,
-                    "message": f"role {role!r} of a node is defined by no owner",
-                }
-            )
+            message = f"role {role!r} of a node is defined by no owner"
+            warnings.append(_warning("unknown_role", message, role=role))
             continue
         for tag in tagging.role_tags(role, meta.roles):
             if tag not in all_carried:
-                warnings.append(
-                    {
-                        "kind": "tag_unassigned",
-                        "tag": tag,
-                        "role": role,
-                        "message": f"tag {tag!r} of role {role!r} is carried by no node",
-                    }
+                message = (
+                    f"tag {tag!r} of role {role!r} is carried by no node; give it back: "
+                    f"gitstore tag assign --env {cluster.env_id} --node NODE {tag}"
                 )
-    for role, tag in tagging.missing_role_tags(meta.roles, meta.tags):
-        warnings.append(
-            {
-                "kind": "unknown_tag",
-                "tag": tag,
-                "role": role,
-                "message": f"Role {role} contains non-existent tag {tag}",
-            }
+                warnings.append(_warning("tag_unassigned", message, tag=tag, role=role))
+    return warnings
+
+
+def _unassigned_primary_tags(cluster: Cluster, reported: set[str]) -> list[dict]:
+    """Tags with `has_primary` that no node at all carries: the services a deployment of
+    the release needs a primary of (controller, database, ...) are missing. A tag only
+    leaving nodes carry is `no_primary`'s (one warning per cause)."""
+    meta = cluster.meta
+    anywhere = {t for n in cluster.nodes.values() for t in tagging.base_tags(n, meta.roles)}
+    warnings = []
+    for tag in sorted(meta.tags):
+        if tag in reported or tag in anywhere or not tagging.has_primary(tag, meta.tags):
+            continue
+        roles = sorted(r for r in meta.roles if tag in tagging.role_tags(r, meta.roles))
+        step = (
+            f"add a node with role {roles[0]!r}: gitstore node create --env {cluster.env_id} "
+            f"--fqdn FQDN --roles {roles[0]}"
+            if roles
+            else f"assign it: gitstore tag assign --env {cluster.env_id} --node NODE {tag}"
         )
-    for tag in sorted(t for t in all_carried if tagging.has_primary(t, meta.tags)):
-        if not any(
+        message = f"tag {tag!r} has a primary (has_primary) but no node carries it; {step}"
+        warnings.append(_warning("tag_unassigned", message, tag=tag))
+    return warnings
+
+
+def _missing_primaries(
+    cluster: Cluster, staying: list[dict], carried: dict[int, set[str]]
+) -> list[dict]:
+    """Tags with `has_primary` some node carries (a leaving one too) and no staying node is
+    primary for: a leaving holder keeps the tag until it leaves, then nobody has it."""
+    meta = cluster.meta
+    anywhere = {t for n in cluster.nodes.values() for t in tagging.base_tags(n, meta.roles)}
+    warnings = []
+    for tag in sorted(t for t in anywhere if tagging.has_primary(t, meta.tags)):
+        if any(
             tag in tagging.valid_primaries(n, carried[int(n["id"])], meta.tags) for n in staying
         ):
-            warnings.append(
-                {
-                    "kind": "no_primary",
-                    "tag": tag,
-                    "message": f"tag {tag!r} has no primary node yet",
-                }
-            )
+            continue
+        only_leaving = not any(tag in tags for tags in carried.values())
+        why = " (only nodes pending deletion carry it)" if only_leaving else " yet"
+        warnings.append(_warning("no_primary", f"tag {tag!r} has no primary node{why}", tag=tag))
     return warnings
 
 
@@ -416,10 +473,7 @@ def _deployed_tags(cluster: Cluster) -> dict[int, list[str]]:
 def _tag_list(tags: Any) -> list[str]:
     """Tags from a body (`{"tags": [...]}` or a bare list) or a query's `a,b` text."""
     if isinstance(tags, dict):
-        unknown = sorted(set(tags) - {"tags"})
-        if unknown:
-            raise InvalidInput(f"unknown field {unknown[0]!r} in the tags body", key=unknown[0])
-        tags = tags.get("tags")
+        tags = NODE_TAGS_BODY.check(tags)["tags"]
         if not isinstance(tags, list):
             raise InvalidInput(
                 f"body field 'tags' must be a list of tag names, not {tags!r}", key="tags"

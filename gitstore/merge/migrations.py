@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from gitstore.bodies import Body
 from gitstore.errors import InvalidInput
 
 OPS = ("set", "delete", "rename", "text_to_list")
@@ -31,7 +32,8 @@ ROOTS = ("editable", "generated")
 RELEASE_OWNED_SECTIONS = ("repo_setup",)
 METADATA = "metadata"
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$")
-_RULE_FIELDS = {"since", "op", "path", "value", "to"}
+RULES_BODY = Body("upgrade rules", ("rules",), example='{"rules": [...]}')
+RULE_BODY = Body("upgrade rule", ("since", "op", "path", "value", "to"))
 
 Version = tuple[int, ...]
 
@@ -54,9 +56,7 @@ def parse_version(text: Any, what: str = "version") -> Version:
 # -- rules ------------------------------------------------------------------------------------
 def check_rules(document: Any) -> dict:
     """An `upgrade.yaml` document `{rules: [...]}` whose every rule is well formed."""
-    if not isinstance(document, dict) or set(document) - {"rules"}:
-        raise InvalidInput("upgrade rules must be an object {rules: [...]}", key="rules")
-    rules = document.get("rules") or []
+    rules = RULES_BODY.check(document).get("rules") or []
     if not isinstance(rules, list):
         raise InvalidInput("field 'rules' must be a list", key="rules")
     for index, rule in enumerate(rules):
@@ -65,11 +65,7 @@ def check_rules(document: Any) -> dict:
 
 
 def _check_rule(rule: Any, where: str) -> None:
-    if not isinstance(rule, dict):
-        raise InvalidInput(f"{where} must be an object {{since, op, path}}", key="rules")
-    unknown = sorted(set(rule) - _RULE_FIELDS)
-    if unknown:
-        raise InvalidInput(f"{where}: unknown field {unknown[0]!r}", key="rules")
+    rule = RULE_BODY.check(rule, where)
     parse_version(rule.get("since"), f"{where}.since")
     if rule.get("op") not in OPS:
         raise InvalidInput(f"{where}.op must be one of {', '.join(OPS)}", key="rules")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitstore import yamlio
 from gitstore.backend.repository import Author
+from gitstore.bodies import Body
 from gitstore.errors import InvalidInput, NotFound
 from gitstore.plans import heat
 from gitstore.plans.drivers import Driver
@@ -35,20 +36,19 @@ if TYPE_CHECKING:
 FAMILIES = ("templates", "roles")
 
 
-def _fields(body: Any, what: str, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
-    """`body` as a JSON object with the `required` fields and only known ones."""
-    if not isinstance(body, dict):
-        raise InvalidInput(f"{what} body must be a JSON object")
-    known = required + optional
-    unknown = [str(key) for key in body if key not in known]
-    if unknown:
-        raise InvalidInput(
-            f"unknown {what} field {unknown[0]!r}; known fields: {', '.join(known)}", key=unknown[0]
-        )
-    for name in required:
-        if name not in body:
-            raise InvalidInput(f"{what} field {name!r} is required", key=name)
-    return body
+#: Bodies of the versioned stores (`templates`, `roles`) and of plans, by what they do.
+_NEW_VERSION = {
+    family: Body(family[:-1], ("name", "content", "description"), required=("name", "content"))
+    for family in FAMILIES
+}
+_NEXT_VERSION = {
+    family: Body(family[:-1], ("content", "description"), required=("content",))
+    for family in FAMILIES
+}
+PLAN_BODY = Body("plan", ("name", "description"), required=("name",))
+PLAN_ROLE_BODY = Body("plan role", ("uuid",), required=("uuid",))
+#: An item of `PATCH /plans/<uuid>`'s list of parameter values.
+PARAMETER_BODY = Body("parameter value", ("name", "value"), required=("name", "value"))
 
 
 def parameter_values(body: Any) -> dict[str, Any]:
@@ -57,10 +57,7 @@ def parameter_values(body: Any) -> dict[str, Any]:
         raise InvalidInput("body must be a JSON list of {name, value} objects")
     values: dict[str, Any] = {}
     for index, item in enumerate(body):
-        if not isinstance(item, dict) or set(item) != {"name", "value"}:
-            raise InvalidInput(
-                f"item {index} must be an object with exactly 'name' and 'value'", key=str(index)
-            )
+        item = PARAMETER_BODY.check(item, f"item {index}")
         if not isinstance(item["name"], str) or not item["name"]:
             raise InvalidInput(f"item {index}: name must be a non-empty string", key="name")
         if item["name"] in values:
@@ -106,10 +103,9 @@ class Plans:
 
     def create_version(self, family: str, body: Any, author: Author | None = None) -> Served:
         """`{name, content, description?}` -> version 1 of a new name."""
-        fields = _fields(body, family[:-1], ("name", "content"), ("description",))
-        item = self._family(family).create(
-            fields["name"], fields["content"], fields.get("description"), author
-        )
+        store = self._family(family)
+        fields = _NEW_VERSION[family].check(body)
+        item = store.create(fields["name"], fields["content"], fields.get("description"), author)
         return _served(item.entity(), item.revision)
 
     def update_version(
@@ -117,10 +113,9 @@ class Plans:
     ) -> tuple[Served, bool]:
         """`{content, description?}` -> (the new version, True), or (the latest, False) when
         the content repeats the latest."""
-        fields = _fields(body, family[:-1], ("content",), ("description",))
-        item = self._family(family).update(
-            uuid, fields["content"], fields.get("description"), author
-        )
+        store = self._family(family)
+        fields = _NEXT_VERSION[family].check(body)
+        item = store.update(uuid, fields["content"], fields.get("description"), author)
         return _served(item.entity(), item.revision), bool(item.revision.changed)
 
     def upload(
@@ -161,7 +156,7 @@ class Plans:
         return self._plan_answer(self.deployments.retrieve(uuid, at=version), reveal, who)
 
     def create_plan(self, body: Any, author: Author | None = None) -> Served:
-        fields = _fields(body, "plan", ("name",), ("description",))
+        fields = PLAN_BODY.check(body)
         plan = self.deployments.create(fields["name"], fields.get("description"), author)
         return self._plan_answer(plan)
 
@@ -170,7 +165,7 @@ class Plans:
 
     def add_role(self, uuid: str, body: Any, author: Author | None = None) -> Served:
         """`{uuid}` of a role version -> the plan holding it."""
-        role_uuid = _fields(body, "plan role", ("uuid",), ())["uuid"]
+        role_uuid = PLAN_ROLE_BODY.check(body)["uuid"]
         if not isinstance(role_uuid, str):
             raise InvalidInput("uuid must be a string", key="uuid")
         return self._plan_answer(self.deployments.add_role(uuid, role_uuid, author))

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitstore.backend.repository import Author
+from gitstore.bodies import Body
 from gitstore.deployment.inventory import NODE_FIELDS, Cluster, Edit, check_roles, load_cluster
 from gitstore.deployment.journal import Intent, MoveJournal
 from gitstore.errors import Conflict, GitstoreError, InvalidInput, NotAllowed, NotFound
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 MOVABLE = ("ready", "provisioned", "error")
 PAUSE = "GITSTORE_TEST_PAUSE"
 PAUSE_FILE = "GITSTORE_TEST_PAUSE_FILE"
-_ASSIGN_FIELDS = ("nodes_ids", "reprovision", "roles")
+ASSIGN_BODY = Body("assign", ("nodes_ids", "reprovision", "roles"), required=("nodes_ids",))
 
 _log = logging.getLogger(__name__)
 
@@ -57,14 +58,7 @@ _log = logging.getLogger(__name__)
 # -- the request ------------------------------------------------------------------------------
 def check_assign_body(body: Any) -> dict:
     """`{nodes_ids: [int, ...], reprovision?: bool, roles?: [str, ...]}`."""
-    if not isinstance(body, dict):
-        raise InvalidInput("assign body must be an object {nodes_ids, reprovision?, roles?}")
-    unknown = sorted(set(body) - set(_ASSIGN_FIELDS))
-    if unknown:
-        raise InvalidInput(
-            f"assign: unknown field {unknown[0]!r}; known: {', '.join(_ASSIGN_FIELDS)}",
-            key=unknown[0],
-        )
+    body = ASSIGN_BODY.check(body)
     ids = body.get("nodes_ids")
     if (
         not isinstance(ids, list)

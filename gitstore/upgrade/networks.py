@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
+from gitstore.bodies import Body
 from gitstore.errors import InvalidInput
 from gitstore.served import Served
 from gitstore.upgrade.settings import write_file
@@ -30,31 +31,28 @@ if TYPE_CHECKING:
 NETWORKS = "network/networks.yaml"
 VIPS = "network/vips.yaml"
 FIELDS = ("node_groups", "networks", "vips")
-_NETWORK_FIELDS = ("name", "node_group", "cidr", "gateway", "ip_ranges", "vlan", "meta")
-_VIP_FIELDS = ("name", "network", "ip", "namespace")
+NETWORK_BODY = Body("network", FIELDS)
+NETWORK_ENTRY = Body(
+    "network entry", ("name", "node_group", "cidr", "gateway", "ip_ranges", "vlan", "meta")
+)
+VIP_ENTRY = Body("VIP", ("name", "network", "ip", "namespace"))
 
 
 # -- shapes -----------------------------------------------------------------------------------
 def check_network(body: Any) -> dict:
     """`{node_groups, networks, vips}`, each a list of well-formed, consistent entries."""
-    if not isinstance(body, dict):
-        raise InvalidInput("network body must be an object {node_groups, networks, vips}")
-    unknown = sorted(set(body) - set(FIELDS))
-    if unknown:
-        raise InvalidInput(
-            f"network: unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}", key=unknown[0]
-        )
+    body = NETWORK_BODY.check(body)
     for name in FIELDS:
         if not isinstance(body.get(name, []), list):
             raise InvalidInput(f"network field {name!r} must be a list", key=name)
     groups = _check_groups(body.get("node_groups") or [])
     networks = [
-        _check_entry(n, f"networks[{i}]", _NETWORK_FIELDS, _NETWORK_CHECKS)
+        _check_entry(n, f"networks[{i}]", NETWORK_ENTRY, _NETWORK_CHECKS)
         for i, n in enumerate(body.get("networks") or [])
     ]
     _check_network_refs(networks, groups)
     vips = [
-        _check_entry(v, f"vips[{i}]", _VIP_FIELDS, _VIP_CHECKS)
+        _check_entry(v, f"vips[{i}]", VIP_ENTRY, _VIP_CHECKS)
         for i, v in enumerate(body.get("vips") or [])
     ]
     _check_vip_refs(vips, {n["name"] for n in networks})
@@ -74,19 +72,12 @@ def _check_groups(groups: list) -> list[str]:
 
 
 def _check_entry(
-    entry: Any, where: str, fields: tuple[str, ...], checks: dict[str, Callable[[Any, str], Any]]
+    entry: Any, where: str, body: Body, checks: dict[str, Callable[[Any, str], Any]]
 ) -> dict:
-    if not isinstance(entry, dict):
-        raise InvalidInput(f"{where} must be an object", key=where.split("[")[0])
-    unknown = sorted(set(entry) - set(fields))
-    if unknown:
-        raise InvalidInput(
-            f"{where}: unknown field {unknown[0]!r}; known: {', '.join(fields)}",
-            key=where.split("[")[0],
-        )
+    entry = body.check(entry, where)
     for name, check in checks.items():
         check(entry.get(name), f"{where}.{name}")
-    return {name: entry[name] for name in fields if name in entry}
+    return entry
 
 
 def _check_network_refs(networks: list[dict], groups: list[str]) -> None:

@@ -26,6 +26,7 @@ from gitstore import documents
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
+from gitstore.bodies import Body
 from gitstore.catalog.releases import RELEASE, OwnerCatalog
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.layout import ENVIRONMENT_FILE, GLOBAL, INVENTORY_NODES, EnvironmentView
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 CLOSED_STATES = ("deprecated", "manageonly")
 #: Top-level folders a seed does not inherit (values folders of levels are dropped too).
 NOT_INHERITED = (INVENTORY_NODES, "transactions", f"{GLOBAL}/values")
-_CLONE_FIELDS = ("name", "release_id")
+CLONE_BODY = Body("clone", ("name", "release_id"))
 SETTINGS_FILES = (("editable", EDITABLE), ("generated", GENERATED))
 #: Bytes every sealed value starts with: a cheap test before a file is parsed.
 SEALED_MARK = b"ENC["
@@ -65,13 +66,7 @@ SEALED_MARK = b"ENC["
 
 def check_clone_body(body: Any) -> dict:
     """`{name: str, release_id: int}`."""
-    if not isinstance(body, dict):
-        raise InvalidInput("clone body must be an object {name, release_id}")
-    unknown = sorted(set(body) - set(_CLONE_FIELDS))
-    if unknown:
-        raise InvalidInput(
-            f"clone: unknown field {unknown[0]!r}; known: name, release_id", key=unknown[0]
-        )
+    body = CLONE_BODY.check(body)
     name = body.get("name")
     if (
         not isinstance(name, str)

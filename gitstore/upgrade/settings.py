@@ -25,6 +25,7 @@ from gitstore import documents
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
+from gitstore.bodies import Body
 from gitstore.catalog.releases import RELEASE, OwnerCatalog
 from gitstore.errors import InvalidInput
 from gitstore.layout import EnvironmentView
@@ -42,6 +43,7 @@ GENERATED = "settings/generated.yaml"
 RELEASE_SETTINGS = "settings.yaml"
 RELEASE_RULES = "upgrade.yaml"
 PARTS = ("editable", "generated")
+SETTINGS_BODY = Body("settings", PARTS)
 _PASSWORD_LENGTH = 24
 _PASSWORD_ALPHABET = string.ascii_letters + string.digits
 #: The operating system's randomness: generated values are credentials.
@@ -51,13 +53,7 @@ _RANDOM = SystemRandom()
 # -- shapes -----------------------------------------------------------------------------------
 def check_settings(body: Any, what: str) -> dict:
     """`{editable?, generated?}` with each part a mapping (sections of editable too)."""
-    if not isinstance(body, dict):
-        raise InvalidInput(f"{what} must be an object {{editable, generated}}")
-    unknown = sorted(set(body) - set(PARTS))
-    if unknown:
-        raise InvalidInput(
-            f"{what}: unknown field {unknown[0]!r}; known: editable, generated", key=unknown[0]
-        )
+    body = SETTINGS_BODY.check(body, f"the {what} body")
     for part in PARTS:
         if part in body and not isinstance(body[part], dict):
             raise InvalidInput(f"{what}: field {part!r} must be an object", key=part)

@@ -15,6 +15,7 @@ from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet, Graft
 from gitstore.backend.repository import Author, Repository
 from gitstore.backend.snapshot import Snapshot
+from gitstore.bodies import Body
 from gitstore.configdb.scopes import parse_scope
 from gitstore.errors import (
     Conflict,
@@ -44,6 +45,10 @@ DEFAULT_LIMIT = 100
 #: never edit them.
 _MASKED_EXPLAINS = LRUCache(max_entries=256, name="masked_explains")
 MAX_LIMIT = 10_000
+
+
+LABEL_BODY = Body("label", ("name", "version", "message"), example='{"name": "before-upgrade"}')
+REVERT_BODY = Body("revert", ("to", "commit", "paths", "message"), example='{"to": "3"}')
 
 
 class Versions:
@@ -188,11 +193,7 @@ class Versions:
 
     def create_label(self, env_id: int, body: Any, author: Author | None = None) -> Served:
         """Name a version (default: the head); Conflict if the name is taken."""
-        if not isinstance(body, dict):
-            raise InvalidInput("body must be an object with field 'name'", key="name")
-        unknown = sorted(set(body) - {"name", "version", "message"})
-        if unknown:
-            raise InvalidInput(f"unknown label fields: {', '.join(unknown)}", key=unknown[0])
+        body = LABEL_BODY.check(body)
         name = check_label_name(body.get("name"))
         message = _optional_text(body, "message") or f"label {name}"
         repo = self._repo(env_id)
@@ -260,11 +261,7 @@ def _optional_text(body: dict, field: str) -> str | None:
 
 
 def _check_revert_body(body: Any) -> tuple[str | None, str | None, list[str], str | None]:
-    if not isinstance(body, dict):
-        raise InvalidInput("body must be an object with 'to' or 'commit'")
-    unknown = sorted(set(body) - {"to", "commit", "paths", "message"})
-    if unknown:
-        raise InvalidInput(f"unknown revert fields: {', '.join(unknown)}", key=unknown[0])
+    body = REVERT_BODY.check(body)
     to, commit = _optional_text(body, "to"), _optional_text(body, "commit")
     if (to is None) == (commit is None):
         raise InvalidInput(

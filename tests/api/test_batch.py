@@ -51,7 +51,7 @@ def test_default_kind_levels_and_message(client, fuel_store):
     [
         ([], ["'documents'"]),
         ({"documents": []}, ["1 to 1000"]),
-        ({"documents": ["x"]}, ["documents[0] must be an object"]),
+        ({"documents": ["x"]}, ["documents[0] must be a JSON object"]),
         ({"documents": [{"resource": "astute", "document": []}]}, ["documents[0].document"]),
         ({"documents": [{"resource": 3, "document": {}}]}, ["documents[0].resource"]),
         (

@@ -293,3 +293,13 @@ def test_unknown_nodes_fail_naming_them(gs, astute):
     )
     assert_failure(typo, "node-9.domain.tld")
     assert not gs.store.environment_repo(1).snapshot().exists("nodes/node-9.domain.tld")
+
+
+def test_refusals_print_their_next_step_in_both_modes(gs_readonly):
+    missing_env = gs_readonly("config", "get", "-e", "9", "-r", "astute")
+    assert_failure(missing_env, "gitstore env create --id 9")
+    assert len(missing_env.stderr.strip().splitlines()) == 1
+    off_hierarchy = gs_readonly("config", "get", "-e", "1", "-l", "role=x", "-r", "astute")
+    assert_failure(off_hierarchy, "gitstore env update 1 --levels nodes,role")
+    unknown = gs_readonly("config", "get", "-e", "1", "-r", "nosuch")
+    assert_failure(unknown, "gitstore def create --component fuel --name nosuch")

@@ -169,8 +169,15 @@ def test_tags_check_warns_but_never_blocks(api, add_node, tag_store):
                 "kind": "tag_unassigned",
                 "tag": "keystone",
                 "role": "controller",
-                "message": "tag 'keystone' of role 'controller' is carried by no node",
-            }
+                "message": "tag 'keystone' of role 'controller' is carried by no node; give it "
+                "back: gitstore tag assign --env 1 --node NODE keystone",
+            },
+            {
+                "kind": "tag_unassigned",
+                "tag": "mongo",
+                "message": "tag 'mongo' has a primary (has_primary) but no node carries it; add "
+                "a node with role 'mongo': gitstore node create --env 1 --fqdn FQDN --roles mongo",
+            },
         ]
     }
     add_node("node-2", ["compute"], tags_added=["mongo"])
@@ -190,3 +197,36 @@ def test_tags_check_warns_but_never_blocks(api, add_node, tag_store):
     }
     api.patch(f"{CLUSTER}/nodes/1", json={"tags_removed": []})  # any write re-elects
     assert api.get(f"{CLUSTER}/tags_check").get_json() == {"warnings": []}
+
+
+def _warned(api) -> set[tuple[str, str]]:
+    return {
+        (w["kind"], w.get("tag")) for w in api.get(f"{CLUSTER}/tags_check").get_json()["warnings"]
+    }
+
+
+def test_tags_check_warns_of_a_primary_tag_no_node_carries(api, add_node):
+    """Newton's controller role produces `controller` (has_primary); with only a compute node,
+    nobody carries it: the seed's "mandatory tags not assigned"."""
+    add_node("node-1", ["compute"])
+    warned = _warned(api)
+    assert ("tag_unassigned", "controller") in warned
+    assert ("tag_unassigned", "compute") not in warned  # no has_primary: optional
+    message = next(
+        w["message"]
+        for w in api.get(f"{CLUSTER}/tags_check").get_json()["warnings"]
+        if w.get("tag") == "controller"
+    )
+    assert "gitstore node create --env 1" in message
+    add_node("node-2", ["controller"])
+    assert ("tag_unassigned", "controller") not in _warned(api)
+
+
+def test_tags_check_warns_of_no_primary_when_only_a_leaving_node_carries_the_tag(api, add_node):
+    add_node("node-1", ["controller"])
+    add_node("node-2", ["compute"], tags_added=["mongo"])
+    assert ("no_primary", "mongo") not in _warned(api)
+    api.patch(f"{CLUSTER}/nodes/2", json={"pending_deletion": True})
+    warned = _warned(api)
+    assert ("no_primary", "mongo") in warned
+    assert ("tag_unassigned", "mongo") not in warned  # one warning per cause
