@@ -16,6 +16,7 @@ hundreds of megabytes in every answer, dump and merge that walks them (docs/secu
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -308,6 +309,82 @@ def load_strict(data: bytes | str, *, path: str) -> Any:
         found["message"] = _describe(exc)
         where = f" line {found['line']}" if "line" in found else ""
         raise InvalidInput(f"{path}:{where} {found['message']}", path=path, errors=[found]) from exc
+
+
+@dataclass(frozen=True)
+class RepeatedKey:
+    """A key written twice in one mapping of a facts file: YAML keeps the value at `line`."""
+
+    path: tuple[str, ...]
+    first_line: int
+    line: int
+
+    def describe(self, file: str) -> str:
+        dotted = ".".join(self.path)
+        return (
+            f"{file}: key {dotted} is repeated (lines {self.first_line} and {self.line}); "
+            f"the value of line {self.line} is kept"
+        )
+
+
+def load_facts(data: bytes | str, *, path: str) -> tuple[Any, list[RepeatedKey]]:
+    """Parse a machine-written facts file as its producers read it: a key repeated in one
+    mapping keeps its last value (PyYAML, Ruby Psych), and each repetition is reported.
+
+    Fuel 9.x writes `network_scheme.roles` with repeated keys; such a file must upload, while
+    documents people author stay strict (`load(strict=True)`).
+    """
+    document = load(data, path=path)
+    return document, repeated_keys(data)
+
+
+def repeated_keys(data: bytes | str) -> list[RepeatedKey]:
+    """Every key repeated in one mapping of `data`, in file order (none if it does not parse)."""
+    try:
+        root = yaml.compose(data, Loader=_Loader)
+        check_aliases(root)  # the walk below visits an alias's target once per alias
+    except yaml.YAMLError:
+        return []
+    found: list[RepeatedKey] = []
+    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
+    seen_nodes: set[int] = set()
+    while stack:
+        node, prefix = stack.pop()
+        if node is None or id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, (*prefix, str(i))) for i, child in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            _mapping_repeats(node, prefix, found, stack)
+    return sorted(found, key=lambda repeat: repeat.line)
+
+
+def _mapping_repeats(node: Any, prefix: tuple[str, ...], found: list, stack: list) -> None:
+    lines: dict[Any, int] = {}
+    for key_node, value_node in node.value:
+        stack.append((value_node, (*prefix, str(getattr(key_node, "value", "?")))))
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+            continue
+        key = _key_identity(key_node)
+        line = key_node.start_mark.line + 1
+        if key in lines:
+            found.append(RepeatedKey((*prefix, key_node.value), lines[key], line))
+        lines[key] = line
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_KEY_BUILDER = yaml.constructor.SafeConstructor()
+
+
+def _key_identity(node: Any) -> Any:
+    """The key a scalar node builds (`1` and `01` are one key, as the loader makes them)."""
+    if node.tag == _STR_TAG:
+        return node.value
+    try:
+        return (node.tag, _KEY_BUILDER.construct_object(node))
+    except (yaml.YAMLError, ValueError):
+        return (node.tag, node.value)
 
 
 def load_all_first(data: bytes | str, *, path: str = "<stdin>") -> tuple[Any, int]:
