@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -241,6 +242,44 @@ def row_worker_memory(scale: Scale) -> list[Row]:
     ]
 
 
+def _git(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com"}
+    env.update(GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@example.com")
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if check and done.returncode:
+        raise SystemExit(f"git {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return done
+
+
+def row_push_gate(scale: Scale) -> list[Row]:
+    """A push changing every node's file, the last one with a secret in plain text: the
+    gate must read them all and refuse it."""
+    env = scale.big
+    work = env.root.parent / "push"
+    work.mkdir()
+    _git("clone", "-q", f"{env.server.url}/git/environments/1.git", "clone", cwd=work)
+    clone = work / "clone"
+    files = sorted((clone / "nodes").glob("*/values/astute.yaml"))
+    for path in files:
+        with path.open("a") as out:
+            out.write("bench_push: 1\n")
+    text = files[-1].read_text()
+    files[-1].write_text(re.sub(r"password: ENC\[[^]]*\]", "password: plain", text, count=1))
+    _git("commit", "-qam", f"change {len(files)} nodes", cwd=clone)
+    started = time.perf_counter()
+    done = _git("push", "-q", "origin", "HEAD:main", cwd=clone, check=False)
+    seconds = time.perf_counter() - started
+    refused = done.returncode != 0 and "plain text" in done.stderr
+    return [
+        Row(
+            f"the push gate over a {len(files)}-file push (refusing a plain-text secret)",
+            f"{seconds:.1f} s, {'refused' if refused else 'NOT refused'}",
+            "<= 30 s, refused",
+            seconds <= 30 and refused,
+        )
+    ]
+
+
 #: The rows of the table, in order. Other scale benches append theirs.
 ROWS: list[Callable[[Scale], list[Row]]] = [
     row_bulk_upload,
@@ -249,6 +288,7 @@ ROWS: list[Callable[[Scale], list[Row]]] = [
     row_hiera,
     row_global_write,
     row_worker_memory,
+    row_push_gate,
 ]
 
 

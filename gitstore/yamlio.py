@@ -16,6 +16,7 @@ hundreds of megabytes in every answer, dump and merge that walks them (docs/secu
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,7 +241,8 @@ def load(data: bytes | str, *, path: str = "<document>", strict: bool = False) -
     for input a person wrote, where YAML would otherwise keep the last value without a word.
     """
     if strict:
-        return _parsed(data, _StrictLoader, path)
+        block = _unrepeated_block(data)
+        return _parsed(data, _StrictLoader, path) if block is _UNPARSED else block
     try:
         return yamlblock.read(data if isinstance(data, str) else data.decode())
     except (yamlblock.NotPlainBlock, UnicodeDecodeError):
@@ -249,6 +251,45 @@ def load(data: bytes | str, *, path: str = "<document>", strict: bool = False) -
     # walk of every node was a third of parsing a 27 KB astute.yaml.
     loader = _Loader if (b"*" if isinstance(data, bytes) else "*") in data else _QuickLoader
     return _parsed(data, loader, path)
+
+
+#: A line that yamlblock reads as one mapping key: `key:` or `- key:` (`yamlblock._PLAIN_KEY`).
+_KEY_LINE = re.compile(
+    r"^ *(?:- +)?(?!---)(?:[A-Za-z0-9_./=+]|-[A-Za-z0-9_./=+-])[A-Za-z0-9_./=+-]*:(?: |$)",
+    re.MULTILINE,
+)
+
+
+def _unrepeated_block(data: bytes | str) -> Any:
+    """`data` read by the line reader when it certainly repeats no key, else `_UNPARSED`.
+
+    In the text the line reader accepts, every mapping key starts a line of its own, so a
+    document holding as many keys as the text has key lines repeats none; any other count (a
+    repeated key, or a line that only looks like a key) goes to the strict PyYAML loader, which
+    decides and names the line. The push gate reads every pushed file strictly: PyYAML's
+    Python constructor took ~60% of a 1,000-file push's gate time (docs/performance.md).
+    """
+    try:
+        text = data if isinstance(data, str) else data.decode()
+        document = yamlblock.read(text)
+    except (yamlblock.NotPlainBlock, UnicodeDecodeError):
+        return _UNPARSED
+    if len(_KEY_LINE.findall(text)) != _key_count(document):
+        return _UNPARSED
+    return document
+
+
+def _key_count(document: Any) -> int:
+    count = 0
+    stack = [document]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            count += len(item)
+            stack.extend(value for value in item.values() if type(value) in (dict, list))
+        elif type(item) is list:
+            stack.extend(value for value in item if type(value) in (dict, list))
+    return count
 
 
 def _parsed(data: bytes | str, loader: type, path: str) -> Any:
@@ -299,6 +340,9 @@ def load_strict(data: bytes | str, *, path: str) -> Any:
 
     A failure is InvalidInput whose `errors` holds one `{file, line?, message}` problem.
     """
+    block = _unrepeated_block(data)
+    if block is not _UNPARSED:
+        return block
     try:
         return yaml.load(data, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
