@@ -41,7 +41,7 @@ SMALL = 3
 ASTUTE = "/api/v1/config/environments/1/nodes/{node}/resources/astute/values?effective"
 KEY = ASTUTE + "&key=fqdn"
 HIERA = "/api/v1/hiera/1/{node}"
-GLOBAL_KEY = "/api/v1/config/environments/1/resources/astute/values/keys/set"
+GLOBAL_KEY = "/api/v1/config/environments/1/resources/{resource}/values/keys/set"
 WARM_SAMPLES = 20
 COLD_SAMPLES = 10
 WRITES = 5
@@ -215,15 +215,21 @@ def _put(server: harness.Server, path: str, body: dict) -> float:
 
 
 def row_global_write(scale: Scale) -> list[Row]:
-    def median_write(env: Env) -> float:
-        took = [
-            _put(env.server, GLOBAL_KEY, [["bench_scale", number]]) for number in range(WRITES + 1)
-        ]
+    """A key written at the global level: into `astute`, whose global document holds the
+    cluster's lists, and into `globals`, which holds none."""
+
+    def median_write(env: Env, resource: str) -> float:
+        path = GLOBAL_KEY.format(resource=resource)
+        took = [_put(env.server, path, [["bench_scale", number]]) for number in range(WRITES + 1)]
         return statistics.median(took[1:])
 
     nodes = len(scale.big.nodes)
-    big, small = median_write(scale.big), median_write(scale.small)
-    return [_compare(f"a global key write, {nodes} vs {SMALL} nodes", big, small, 1.2)]
+    rows = []
+    for resource, note in (("globals", ""), ("astute", ", the document with the cluster's lists")):
+        big, small = median_write(scale.big, resource), median_write(scale.small, resource)
+        what = f"a global key write ({resource}{note}), {nodes} vs {SMALL} nodes"
+        rows.append(_compare(what, big, small, 1.2))
+    return rows
 
 
 def row_worker_memory(scale: Scale) -> list[Row]:

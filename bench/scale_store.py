@@ -6,7 +6,8 @@ of the cluster (`nodes`, `network_metadata.nodes`) as Fuel writes them: the same
 file, ~1.5 MB per file at 1,000 nodes. Files are made as text, so the repeated keys of
 `network_scheme.roles` stay as Fuel wrote them.
 
-`write_cluster(folder, count)` writes `folder/<id>/astute.yaml` for `count` nodes; the scale
+`write_cluster(folder, count)` writes `folder/<id>/astute.yaml` (and the small `globals.yaml`
+Fuel's `globals` task writes beside it) for `count` nodes; the scale
 bench uploads that folder with `gitstore facts upload --dir` (one commit).
 """
 
@@ -128,4 +129,14 @@ def write_cluster(folder: Path, count: int) -> list[Node]:
         target.mkdir(parents=True, exist_ok=True)
         with open(target / "astute.yaml", "w") as out:
             out.writelines(entries[key] for key in template)
+        (target / "globals.yaml").write_text(_globals(node))
     return nodes
+
+
+def _globals(node: Node) -> str:
+    """What Fuel's `globals` task computes for the node alone (sample_repo's node 1 has one)."""
+    return (
+        f"node_name: node-{node.id}\nnode_role: {node.role}\nroles:\n  - {node.role}\n"
+        f"primary_controller: {str(node.role == 'primary-controller').lower()}\n"
+        f"internal_address: {node.address(0)}\nstorage_address: {node.address(1)}\n"
+    )

@@ -82,7 +82,7 @@ def test_bulk_upload_is_one_commit_and_every_node_reads_what_its_file_said(gs, t
     before = commits(gs.store)
     result = gs.ok("facts", "upload", "-e", "1", "--dir", str(folder))
     assert commits(gs.store) == before + 1
-    assert "uploaded 4 nodes (4 files) to environment 1" in result.stdout
+    assert "uploaded 4 nodes (8 files) to environment 1" in result.stdout
     assert result.stderr.count("warning:") == 8  # two repeated role keys in each file
     for node in nodes:
         expected = yaml.safe_load((folder / str(node.id) / "astute.yaml").read_text())
