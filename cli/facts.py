@@ -16,6 +16,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -53,6 +54,8 @@ class Upload:
     result: Served | None = None
     #: A bulk upload's documents by node, and how many nodes and files it read.
     nodes_documents: dict[str, dict[str, dict]] = field(default_factory=dict)
+    #: The file each document was read from, by (node, resource); `documents`' node is "".
+    paths: dict[tuple[str, str], Path] = field(default_factory=dict)
     nodes: int = 0
     files: int = 0
 
@@ -153,7 +156,8 @@ def upload_facts(
         f"facts: upload {NODES_LEVEL}/{node} values ({len(names)} resources: "
         f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
     )
-    body = {"message": message, "nodes": {node: values.jsonable(report.documents)}}
+    paths = {(node, name): path for (_, name), path in report.paths.items()}
+    body = _body(message, {node: report.documents}, paths, share=False)
     report.result = _served(client.upload_facts(env_id, body))
     return report
 
@@ -164,19 +168,80 @@ def upload_nodes(client: Client, env_id: int, directory: Path, component: str = 
     names = sorted({name for documents in report.nodes_documents.values() for name in documents})
     component_ref = ensure_catalog(client, component, names)
     ensure_environment(client, env_id, component_ref)
-    shared = _shared_entries(report.nodes_documents)
-    nodes = {
-        node: {name: values.jsonable(doc) for name, doc in documents.items()}
-        for node, documents in report.nodes_documents.items()
-    }
-    body = {
-        "message": f"facts: upload {len(nodes)} nodes ({', '.join(names[:5])}"
-        f"{', ...' if len(names) > 5 else ''})",
-        "shared": {name: values.jsonable(entries) for name, entries in shared.items()},
-        "nodes": nodes,
-    }
+    message = (
+        f"facts: upload {report.nodes} nodes ({', '.join(names[:5])}"
+        f"{', ...' if len(names) > 5 else ''})"
+    )
+    body = _body(message, report.nodes_documents, report.paths, share=True)
     report.result = _served(client.upload_facts(env_id, body))
     return report
+
+
+def _body(
+    message: str, nodes: dict[str, dict[str, dict]], paths: dict[tuple, Path], *, share: bool
+) -> dict:
+    """The body of `PUT .../facts`. A document JSON cannot carry as read (a date, a key that
+    is no string) is sent as its file's text, which the server reads as the CLI did, so the
+    round trip stays exact; its resource then shares nothing."""
+    safety = _JsonSafety()
+    as_text = {(node, name) for node, docs in nodes.items() for name, doc in docs.items()}
+    as_text = {(node, name) for node, name in as_text if not safety.safe(nodes[node][name])}
+    unshared = {name for _, name in as_text}
+    plain = {
+        node: {name: doc for name, doc in docs.items() if name not in unshared}
+        for node, docs in nodes.items()
+    }
+    shared = _shared_entries(plain) if share else {}
+    body_nodes = {}
+    for node, docs in nodes.items():
+        body_nodes[node] = {
+            name: paths[(node, name)].read_text(encoding="utf-8")
+            if (node, name) in as_text
+            else values.jsonable(plain[node].get(name, doc))
+            for name, doc in docs.items()
+        }
+    body: dict = {"message": message, "nodes": body_nodes}
+    if shared:
+        body["shared"] = {name: values.jsonable(entries) for name, entries in shared.items()}
+    return body
+
+
+class _JsonSafety:
+    """Whether JSON carries a document as read, each top-level value judged once (the values
+    of entries every node holds alike are shared objects)."""
+
+    def __init__(self) -> None:
+        self._judged: dict[int, bool] = {}
+
+    def safe(self, document: dict) -> bool:
+        return all(type(key) is str for key in document) and all(
+            self._value(value) for value in document.values()
+        )
+
+    def _value(self, value: Any) -> bool:
+        judged = self._judged.get(id(value))
+        if judged is None:
+            judged = self._judged[id(value)] = _json_safe(value)
+        return judged
+
+
+def _json_safe(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if any(type(key) is not str for key in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind not in _JSON_SCALARS:
+            return False
+    return True
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
 
 
 def _served(answer: dict) -> Served:
@@ -205,6 +270,7 @@ def read_nodes(directory: Path) -> Upload:
 
 
 def _node_documents(reader: FactsReader, node: str, folder: Path, report: Upload) -> dict:
+    """The node's documents by resource; InvalidInput naming node and file of a bad one."""
     files = yaml_files(folder)
     if not files:
         raise InvalidInput(f"node {node}: no *.yaml files in {folder}; nothing uploaded")
@@ -221,6 +287,7 @@ def _node_documents(reader: FactsReader, node: str, folder: Path, report: Upload
             raise InvalidInput(f"node {node}: {path}: {reason}; nothing uploaded") from None
         report.warnings.extend(repeat.describe(str(path)) for repeat in read.repeats)
         documents[name] = read.document
+        report.paths[(node, name)] = path
     return documents
 
 
@@ -279,6 +346,7 @@ def read_documents(directory: Path, files: list[Path]) -> Upload:
                 continue
             report.warnings.extend(repeat.describe(str(path)) for repeat in read.repeats)
             report.documents[name] = read.document
+            report.paths[("", name)] = path
     return report
 
 

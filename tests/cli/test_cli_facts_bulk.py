@@ -143,3 +143,19 @@ def test_bulk_input_that_holds_nothing_is_refused(gs, tmp_path, layout, fragment
     for node in layout:
         (folder / node).mkdir()
     assert_failure(gs("facts", "upload", "-e", "1", "--dir", str(folder)), fragment)
+
+
+def test_values_json_cannot_carry_round_trip_exactly(gs, tmp_path):
+    """A date and an integer key read back as PyYAML read them, one node or many."""
+    text = "built: 2016-05-04\nvlans:\n  101: mgmt\nuid: '1'\n"
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "astute.yaml").write_text(text)
+    gs.ok("facts", "upload", "-e", "1", "-n", "1", "--dir", str(single))
+    assert own(gs.store, "1") == yaml.safe_load(text)
+    folder = tmp_path / "many"
+    for node in ("2", "3"):
+        (folder / node).mkdir(parents=True)
+        (folder / node / "astute.yaml").write_text(text.replace("'1'", f"'{node}'"))
+    gs.ok("facts", "upload", "-e", "1", "--dir", str(folder))
+    assert own(gs.store, "3") == yaml.safe_load(text.replace("'1'", "'3'"))
