@@ -70,7 +70,7 @@ class FactsReader:
         return FactsFile(document, repeats)
 
     def _read_cut(self, data: bytes) -> FactsFile:
-        if not data.strip() or data[:1] in b" \t\r\n#-%" or data.startswith(b"---"):
+        if not data or data[:1] in b" \t\r\n#-%" or data.startswith(b"---"):
             raise _Uncut
         starts = [0] + [match.end() for match in _ENTRY_START.finditer(data)]
         ends = starts[1:] + [len(data)]

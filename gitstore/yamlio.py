@@ -378,6 +378,9 @@ def load_facts(data: bytes | str, *, path: str) -> tuple[Any, list[RepeatedKey]]
     Fuel 9.x writes `network_scheme.roles` with repeated keys; such a file must upload, while
     documents people author stay strict (`load(strict=True)`).
     """
+    block = _unrepeated_block(data)
+    if block is not _UNPARSED:
+        return block, []  # as many keys as key lines: none repeats, no need to look
     document = load(data, path=path)
     return document, repeated_keys(data)
 
@@ -386,7 +389,8 @@ def repeated_keys(data: bytes | str) -> list[RepeatedKey]:
     """Every key repeated in one mapping of `data`, in file order (none if it does not parse)."""
     try:
         root = yaml.compose(data, Loader=_Loader)
-        check_aliases(root)  # the walk below visits an alias's target once per alias
+        if ("*" if isinstance(data, str) else b"*") in data:
+            check_aliases(root)  # an alias bomb; without a `*` there is no alias to expand
     except yaml.YAMLError:
         return []
     found: list[RepeatedKey] = []
