@@ -114,9 +114,11 @@ def _node_ids(view: EnvironmentView, nodes: dict[str, dict]) -> dict[str, str]:
         ((_, node_id),) = view.check_levels([(NODES_LEVEL, ref)], write=True)
         if node_id in named:
             raise InvalidInput(
-                f"node {ref!r} is node {named[node_id]!r} named twice", key=NODES_LEVEL
+                f"nodes {named[node_id]!r} and {ref!r} are one node ({node_id}) named twice",
+                key=NODES_LEVEL,
             )
-        ids[ref] = named[node_id] = node_id
+        ids[ref] = node_id
+        named[node_id] = ref
     return ids
 
 

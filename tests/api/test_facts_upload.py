@@ -90,6 +90,8 @@ def test_an_unknown_node_is_refused_with_an_inventory(client, inventory, env_com
     assert env_commits() == before
     del body["nodes"]["9"]
     assert client.put(FACTS, json=body).status_code == 200
+    body["nodes"]["1"] = {"astute": "a: 2\n"}
+    assert_error(client.put(FACTS, json=body), 400, "'node-1.domain.tld' and '1' are one node")
 
 
 def test_malformed_bodies_are_400_naming_the_part(client):
@@ -102,3 +104,22 @@ def test_malformed_bodies_are_400_naming_the_part(client):
     ]
     for body, fragment in cases:
         assert_error(client.put(FACTS, json=body), 400, fragment)
+
+
+def test_a_later_upload_of_one_node_agreeing_with_the_global_lists_leaves_them_out(
+    client, fuel_store
+):
+    listing = [{"uid": "1"}, {"uid": "2"}]
+    body = {"shared": {"astute": {"nodes": listing}}, "nodes": {"1": {"astute": {}}, "2": {}}}
+    body["nodes"]["2"] = {"astute": {"uid": "2"}}
+    assert client.put(FACTS, json=body).status_code == 200
+    one = {"nodes": {"2": {"astute": {"nodes": listing, "uid": "two"}}}}
+    answer = client.put(FACTS, json=one)
+    assert answer.status_code == 200 and answer.json["stored_once"] == {}
+    assert stored(fuel_store, "2") == {"uid": "two"}
+    assert stored(fuel_store, None) == {"nodes": listing}
+    other = {"nodes": {"2": {"astute": {"nodes": listing[:1], "uid": "two"}}}}
+    assert client.put(FACTS, json=other).status_code == 200
+    assert stored(fuel_store, None) == {}
+    assert stored(fuel_store, "1") == {"nodes": listing}  # given back what it relied on
+    assert stored(fuel_store, "2", effective=True) == {"nodes": listing[:1], "uid": "two"}
