@@ -90,3 +90,13 @@ def test_bad_input_names_the_file():
         FactsReader().read(b"a: 1\nb: \xff\n", "n/astute.yaml")
     with pytest.raises(InvalidInput, match="n/x.yaml: document must be a mapping, not list"):
         FactsReader().read(b"- 1\n", "n/x.yaml")
+
+
+def test_a_key_repeated_in_a_list_item_is_named_by_its_index():
+    data = b"transformations:\n- action: add-br\n  name: br-mgmt\n  name: br-ex\n"
+    read = FactsReader().read(data, "f")
+    assert read.document == yaml.safe_load(data)
+    assert read.repeats == [RepeatedKey(("transformations", "0", "name"), 3, 4)]
+    assert read.repeats[0].describe("f") == (
+        "f: key transformations.0.name is repeated (lines 3 and 4); the value of line 4 is kept"
+    )

@@ -123,3 +123,13 @@ def test_a_later_upload_of_one_node_agreeing_with_the_global_lists_leaves_them_o
     assert stored(fuel_store, None) == {}
     assert stored(fuel_store, "1") == {"nodes": listing}  # given back what it relied on
     assert stored(fuel_store, "2", effective=True) == {"nodes": listing[:1], "uid": "two"}
+
+
+def test_an_upload_that_changes_nothing_makes_no_commit(client, env_commits):
+    body = {"nodes": {"1": {"astute": FIXTURE}}}
+    first = client.put(FACTS, json=body)
+    before = env_commits()
+    again = client.put(FACTS, json=body)
+    assert again.status_code == 200, again.json
+    assert env_commits() == before
+    assert again.json["commit"] == first.json["commit"]
