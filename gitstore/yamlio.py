@@ -266,8 +266,8 @@ def _unrepeated_block(data: bytes | str) -> Any:
     In the text the line reader accepts, every mapping key starts a line of its own, so a
     document holding as many keys as the text has key lines repeats none; any other count (a
     repeated key, or a line that only looks like a key) goes to the strict PyYAML loader, which
-    decides and names the line. The push gate reads every pushed file strictly: PyYAML's
-    Python constructor took ~60% of a 1,000-file push's gate time (docs/performance.md).
+    decides and names the line. The push gate reads every pushed file strictly, and PyYAML's
+    Python constructor was most of a large push's gate time (docs/performance.md, "Scale").
     """
     try:
         text = data if isinstance(data, str) else data.decode()
