@@ -6,8 +6,14 @@ becomes that node's values of the resource named by its relative path (`astute.y
 resource definitions and the environment (hierarchy `[nodes]`) are created when missing; when
 several nodes race to create them, whoever loses a creation finds the winner's and goes on.
 
+Without `--node`, `--dir` holds one folder per node (named by id or fqdn): every node's files
+land in ONE commit, and one bad file refuses them all. Facts are machine-written, so they are
+read as their producers read them: a repeated key keeps its last value, with a warning naming
+the file, the key path and both lines (`gitstore.factfiles`). Both forms go through
+`PUT .../facts` (`gitstore.configdb.facts`), which stores a cluster's lists once.
+
 Exit status of `upload`: 0 all files uploaded; 1 nothing uploaded (an error); 3 some files were
-skipped (each reported by path on stderr) and the rest uploaded.
+skipped (each reported by path on stderr) and the rest uploaded (`--node` only).
 """
 
 from __future__ import annotations
@@ -105,16 +111,7 @@ def upload(
 ) -> None:
     """Upload every *.yaml under --dir as the node's values (or every node's), in one commit."""
     if node is None:
-        if directory is None:
-            raise click.UsageError(
-                "give --node (one node's files) or --dir with one folder per node"
-            )
-        report = upload_nodes(client, env_id, directory, component)
-        _warn(report)
-        click.echo(
-            f"uploaded {report.nodes} nodes ({report.files} files) to environment {env_id} "
-            f"(version {report.result.version}, commit {(report.result.commit or '')[:12]})"
-        )
+        _upload_folders(client, env_id, directory, component)
         return
     report = upload_facts(client, env_id, node, directory or DEFAULT_DIR, component)
     _warn(report)
@@ -131,6 +128,18 @@ def upload(
 
 
 DEFAULT_DIR = Path("/etc/hiera")
+
+
+def _upload_folders(client: Client, env_id: int, directory: Path | None, component: str) -> None:
+    if directory is None:
+        raise click.UsageError("give --node (one node's files) or --dir with one folder per node")
+    report = upload_nodes(client, env_id, directory, component)
+    _warn(report)
+    result = report.result
+    click.echo(
+        f"uploaded {report.nodes} nodes ({report.files} files) to environment {env_id} "
+        f"(version {result.version}, commit {(result.commit or '')[:12]})"
+    )
 
 
 def _warn(report: Upload) -> None:
