@@ -8,8 +8,9 @@ row of `ROWS` measures one thing and prints a line of the table:
 
     what | measured | target | ok
 
-Rows are functions of the `Scale` built here: another bench adds its rows by appending to
-`ROWS` (or calling `table(scale, rows)` with its own), so one run prints one table.
+Rows are functions of the `Scale` built here (`Row` lists): another bench adds its rows by
+appending to `ROWS` before `main()`, or runs `main(rows=[...])` with its own list, so one run
+builds the environments once and prints one table.
 
 Usage:
   .venv/bin/python bench/scale.py [--nodes 1000] [--workdir DIR]
@@ -54,6 +55,7 @@ class Env:
     root: Path
     nodes: list[scale_store.Node]
     server: harness.Server
+    facts: Path  # the folder uploaded: one sub-folder of files per node
     upload: dict = field(default_factory=dict)
 
 
@@ -87,7 +89,7 @@ def build(folder: Path, count: int, workers: int | None) -> Env:
     root = folder / "store"
     subprocess.run(gitstore("--root", str(root), "init"), check=True, capture_output=True)
     server = harness.Server(root, workers=workers).__enter__()
-    env = Env(root, nodes, server)
+    env = Env(root, nodes, server, facts)
     env.upload = bulk_upload(env, facts)
     return env
 
@@ -311,7 +313,8 @@ def table(scale: Scale, rows: list[Callable[[Scale], list[Row]]]) -> list[Row]:
     return found
 
 
-def main() -> None:
+def main(rows: list[Callable[[Scale], list[Row]]] | None = None) -> None:
+    """Build both environments, print the table of `rows` (default `ROWS`)."""
     parser = harness.options(__doc__)
     parser.add_argument("--nodes", type=int, default=1000, help="nodes of the big environment")
     args = parser.parse_args()
@@ -323,12 +326,12 @@ def main() -> None:
         small = build(folder / "small", SMALL, args.workers or 2)
         try:
             print(f"built {count} nodes in {built:.0f} s (target <= 300 s)", flush=True)
-            rows = table(Scale(big, small, args.smoke), ROWS)
+            found = table(Scale(big, small, args.smoke), ROWS if rows is None else rows)
         finally:
             for env in (big, small):
                 env.server.__exit__(None, None, None)
-    failed = [row.what for row in rows if row.ok is False]
-    print(f"RATIO scale = {len(failed)} rows over target / {len(rows)}")
+    failed = [row.what for row in found if row.ok is False]
+    print(f"RATIO scale = {len(failed)} rows over target / {len(found)}")
     if os.environ.get("GITSTORE_BENCH_STRICT") and failed:
         raise SystemExit(1)
 
