@@ -6,8 +6,14 @@ becomes that node's values of the resource named by its relative path (`astute.y
 resource definitions and the environment (hierarchy `[nodes]`) are created when missing; when
 several nodes race to create them, whoever loses a creation finds the winner's and goes on.
 
+Without `--node`, `--dir` holds one folder per node (named by id or fqdn): every node's files
+land in ONE commit, and one bad file refuses them all. Facts are machine-written, so they are
+read as their producers read them: a repeated key keeps its last value, with a warning naming
+the file, the key path and both lines (`gitstore.factfiles`). Both forms go through
+`PUT .../facts` (`gitstore.configdb.facts`), which stores a cluster's lists once.
+
 Exit status of `upload`: 0 all files uploaded; 1 nothing uploaded (an error); 3 some files were
-skipped (each reported by path on stderr) and the rest uploaded.
+skipped (each reported by path on stderr) and the rest uploaded (`--node` only).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -24,6 +31,7 @@ from cli.client import Client
 from cli.connection import pass_client
 from gitstore import Query, yamlio
 from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.factfiles import FactsReader
 from gitstore.layout import NODES_LEVEL
 from gitstore.names import check_level_value, check_resource_name
 from gitstore.served import Served
@@ -48,10 +56,19 @@ class Upload:
 
     documents: dict[str, dict] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     result: Served | None = None
+    #: A bulk upload's documents by node, and how many nodes and files it read.
+    nodes_documents: dict[str, dict[str, dict]] = field(default_factory=dict)
+    #: The file each document was read from, by (node, resource); `documents`' node is "".
+    paths: dict[tuple[str, str], Path] = field(default_factory=dict)
+    nodes: int = 0
+    files: int = 0
 
 
-def _node_callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
+def _node_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
     try:
         return check_level_value(value, NODES_LEVEL)
     except InvalidInput as exc:
@@ -70,16 +87,16 @@ def _node_callback(ctx: click.Context, param: click.Parameter, value: str) -> st
 @click.option(
     "--node",
     "-n",
-    required=True,
     callback=_node_callback,
-    help="The node: its id (or fqdn, once the inventory knows it).",
+    help="The node: its id (or fqdn, once the inventory knows it). Without it, --dir holds "
+    "one folder per node.",
 )
 @click.option(
     "--dir",
     "directory",
-    default="/etc/hiera",
-    show_default=True,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The node's files (default /etc/hiera); without --node, one folder per node (named "
+    "by its id or fqdn) holding that node's files.",
 )
 @click.option(
     "--component",
@@ -89,9 +106,15 @@ def _node_callback(ctx: click.Context, param: click.Parameter, value: str) -> st
     help="Component owning the resources (created if missing).",
 )
 @pass_client
-def upload(client: Client, env_id: int, node: str, directory: Path, component: str) -> None:
-    """Upload every *.yaml under --dir as the node's values, in one commit."""
-    report = upload_facts(client, env_id, node, directory, component)
+def upload(
+    client: Client, env_id: int, node: str | None, directory: Path | None, component: str
+) -> None:
+    """Upload every *.yaml under --dir as the node's values (or every node's), in one commit."""
+    if node is None:
+        _upload_folders(client, env_id, directory, component)
+        return
+    report = upload_facts(client, env_id, node, directory or DEFAULT_DIR, component)
+    _warn(report)
     for path, reason in report.skipped:
         click.echo(f"skipped {path}: {reason}", err=True)
     result = report.result
@@ -102,6 +125,26 @@ def upload(client: Client, env_id: int, node: str, directory: Path, component: s
     if report.skipped:
         click.echo(f"{len(report.skipped)} files skipped", err=True)
         click.get_current_context().exit(PARTIAL_EXIT)
+
+
+DEFAULT_DIR = Path("/etc/hiera")
+
+
+def _upload_folders(client: Client, env_id: int, directory: Path | None, component: str) -> None:
+    if directory is None:
+        raise click.UsageError("give --node (one node's files) or --dir with one folder per node")
+    report = upload_nodes(client, env_id, directory, component)
+    _warn(report)
+    result = report.result
+    click.echo(
+        f"uploaded {report.nodes} nodes ({report.files} files) to environment {env_id} "
+        f"(version {result.version}, commit {(result.commit or '')[:12]})"
+    )
+
+
+def _warn(report: Upload) -> None:
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
 
 
 def upload_facts(
@@ -117,14 +160,167 @@ def upload_facts(
         raise InvalidInput(f"nothing to upload from {directory}: {reasons}")
     component_ref = ensure_catalog(client, component, sorted(report.documents))
     ensure_environment(client, env_id, component_ref)
-    pairs = ((NODES_LEVEL, node),)
-    batch = {(pairs, name, "values"): doc for name, doc in sorted(report.documents.items())}
+    names = sorted(report.documents)
     message = (
-        f"facts: upload {NODES_LEVEL}/{node} values ({len(batch)} resources: "
-        f"{', '.join(sorted(report.documents)[:5])}{', ...' if len(batch) > 5 else ''})"
+        f"facts: upload {NODES_LEVEL}/{node} values ({len(names)} resources: "
+        f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
     )
-    report.result = client.write_many(env_id, batch, message)
+    paths = {(node, name): path for (_, name), path in report.paths.items()}
+    body = _body(message, {node: report.documents}, paths, share=False)
+    report.result = _served(client.upload_facts(env_id, body))
     return report
+
+
+def upload_nodes(client: Client, env_id: int, directory: Path, component: str = "fuel") -> Upload:
+    """Every node folder under `directory` in one commit; one bad file refuses them all."""
+    report = read_nodes(directory)
+    names = sorted({name for documents in report.nodes_documents.values() for name in documents})
+    component_ref = ensure_catalog(client, component, names)
+    ensure_environment(client, env_id, component_ref)
+    message = (
+        f"facts: upload {report.nodes} nodes ({', '.join(names[:5])}"
+        f"{', ...' if len(names) > 5 else ''})"
+    )
+    body = _body(message, report.nodes_documents, report.paths, share=True)
+    report.result = _served(client.upload_facts(env_id, body))
+    return report
+
+
+def _body(
+    message: str, nodes: dict[str, dict[str, dict]], paths: dict[tuple, Path], *, share: bool
+) -> dict:
+    """The body of `PUT .../facts`. A document JSON cannot carry as read (a date, a key that
+    is no string) is sent as its file's text, which the server reads as the CLI did, so the
+    round trip stays exact; its resource then shares nothing."""
+    safety = _JsonSafety()
+    as_text = {(node, name) for node, docs in nodes.items() for name, doc in docs.items()}
+    as_text = {(node, name) for node, name in as_text if not safety.safe(nodes[node][name])}
+    unshared = {name for _, name in as_text}
+    plain = {
+        node: {name: doc for name, doc in docs.items() if name not in unshared}
+        for node, docs in nodes.items()
+    }
+    shared = _shared_entries(plain) if share else {}
+    body_nodes = {}
+    for node, docs in nodes.items():
+        body_nodes[node] = {
+            name: paths[(node, name)].read_text(encoding="utf-8")
+            if (node, name) in as_text
+            else values.jsonable(plain[node].get(name, doc))
+            for name, doc in docs.items()
+        }
+    body: dict = {"message": message, "nodes": body_nodes}
+    if shared:
+        body["shared"] = {name: values.jsonable(entries) for name, entries in shared.items()}
+    return body
+
+
+class _JsonSafety:
+    """Whether JSON carries a document as read, each top-level value judged once (the values
+    of entries every node holds alike are shared objects)."""
+
+    def __init__(self) -> None:
+        self._judged: dict[int, bool] = {}
+
+    def safe(self, document: dict) -> bool:
+        return all(type(key) is str for key in document) and all(
+            self._value(value) for value in document.values()
+        )
+
+    def _value(self, value: Any) -> bool:
+        judged = self._judged.get(id(value))
+        if judged is None:
+            judged = self._judged[id(value)] = _json_safe(value)
+        return judged
+
+
+def _json_safe(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if any(type(key) is not str for key in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind not in _JSON_SCALARS:
+            return False
+    return True
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _served(answer: dict) -> Served:
+    return Served(None, answer.get("commit"), answer.get("version"))
+
+
+def read_nodes(directory: Path) -> Upload:
+    """Each node folder's documents; InvalidInput naming the node and file of a bad one."""
+    folders = sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not folders:
+        raise NotFound(f"no node folders under {directory} (one per node, named by id or fqdn)")
+    reader = FactsReader()
+    report = Upload()
+    with click.progressbar(
+        folders, label="reading facts", file=sys.stderr, hidden=len(folders) <= HANDFUL
+    ) as bar:
+        for folder in bar:
+            try:
+                node = check_level_value(folder.name, NODES_LEVEL)
+            except InvalidInput as exc:
+                raise InvalidInput(f"{folder}: not a node name: {exc.message}") from None
+            report.nodes_documents[node] = _node_documents(reader, node, folder, report)
+            report.files += len(report.nodes_documents[node])
+    report.nodes = len(report.nodes_documents)
+    return report
+
+
+def _node_documents(reader: FactsReader, node: str, folder: Path, report: Upload) -> dict:
+    """The node's documents by resource; InvalidInput naming node and file of a bad one."""
+    files = yaml_files(folder)
+    if not files:
+        raise InvalidInput(f"node {node}: no *.yaml files in {folder}; nothing uploaded")
+    documents = {}
+    for path in files:
+        try:
+            name = check_resource_name(path.relative_to(folder).with_suffix("").as_posix())
+            read = reader.read(path.read_bytes(), str(path))
+        except InvalidInput as exc:
+            reason = exc.message.removeprefix(f"{path}: ")
+            raise InvalidInput(f"node {node}: {path}: {reason}; nothing uploaded") from None
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise InvalidInput(f"node {node}: {path}: {reason}; nothing uploaded") from None
+        report.warnings.extend(repeat.describe(str(path)) for repeat in read.repeats)
+        documents[name] = read.document
+        report.paths[(node, name)] = path
+    return documents
+
+
+def _shared_entries(nodes: dict[str, dict[str, dict]]) -> dict[str, dict]:
+    """Per resource, the top-level entries every node holding it has alike, taken out of the
+    nodes' documents: the reader shares the value of a text it has seen, so `is` finds them
+    without comparing (and a cluster's lists are sent once)."""
+    shared: dict[str, dict] = {}
+    names = {name for documents in nodes.values() for name in documents}
+    for name in sorted(names):
+        holders = [documents for documents in nodes.values() if name in documents]
+        if len(holders) < 2:
+            continue
+        first = holders[0][name]
+        common = {
+            key: value
+            for key, value in first.items()
+            if all(key in other[name] and other[name][key] is value for other in holders[1:])
+        }
+        if common:
+            shared[name] = common
+            for documents in holders:
+                documents[name] = {k: v for k, v in documents[name].items() if k not in common}
+    return shared
 
 
 def yaml_files(directory: Path) -> list[Path]:
@@ -138,8 +334,10 @@ def yaml_files(directory: Path) -> list[Path]:
 
 
 def read_documents(directory: Path, files: list[Path]) -> Upload:
-    """Parse each file; those that fail or are not mappings are skipped with a reason."""
+    """Parse each file as its producer would (a repeated key keeps its last value, with a
+    warning); those that fail or are not mappings are skipped with a reason."""
     report = Upload()
+    reader = FactsReader()
     with click.progressbar(
         files, label="reading facts", file=sys.stderr, hidden=len(files) <= HANDFUL
     ) as bar:
@@ -147,8 +345,7 @@ def read_documents(directory: Path, files: list[Path]) -> Upload:
             relative = path.relative_to(directory)
             try:
                 name = check_resource_name(relative.with_suffix("").as_posix())
-                text = values.decoded(path.read_bytes(), str(path))
-                document = yamlio.load_mapping(text, path=str(path), strict=True)
+                read = reader.read(path.read_bytes(), str(path))
             except InvalidInput as exc:
                 # the parser's message starts with the path too: name the file once
                 report.skipped.append((str(path), exc.message.removeprefix(f"{path}: ")))
@@ -156,7 +353,9 @@ def read_documents(directory: Path, files: list[Path]) -> Upload:
             except OSError as exc:
                 report.skipped.append((str(path), exc.strerror or str(exc)))
                 continue
-            report.documents[name] = values.jsonable(document)
+            report.warnings.extend(repeat.describe(str(path)) for repeat in read.repeats)
+            report.documents[name] = read.document
+            report.paths[("", name)] = path
     return report
 
 

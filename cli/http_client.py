@@ -374,6 +374,9 @@ class HttpClient:
         body = {"message": message, "documents": items}
         return self._written("PUT", f"/environments/{int(env_id)}/documents", body)
 
+    def upload_facts(self, env_id: int, body: dict) -> dict:
+        return self.request("PUT", f"/environments/{int(env_id)}/facts", body=body)[0]
+
     # -- versions --------------------------------------------------------------------------
     def history(self, env_id, **params):
         return self.request("GET", f"/environments/{int(env_id)}/history", params=params)[0]

@@ -152,6 +152,9 @@ class LocalClient:
     def write_many(self, env_id: int, documents: dict[Address, dict], message: str) -> Served:
         return self.store.config.write_many(env_id, documents, message, self.author)
 
+    def upload_facts(self, env_id: int, body: dict) -> dict:
+        return self.store.facts.upload_body(env_id, body, self.author)
+
     # -- versions --------------------------------------------------------------------------
     def history(self, env_id, **params):
         return self.store.versions.history(env_id, **params).data

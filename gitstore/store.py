@@ -24,6 +24,7 @@ from gitstore.catalog.releases import Plugins, Releases
 from gitstore.cluster.member import Member
 from gitstore.cluster.settings import ClusterSettings
 from gitstore.configdb.environments import Environments
+from gitstore.configdb.facts import Facts
 from gitstore.configdb.hiera import Hiera
 from gitstore.configdb.importer import Importer
 from gitstore.configdb.values import Config
@@ -95,6 +96,7 @@ class Store:
         self.transactions = Transactions(repos, self.nodes, local_executor=local_executor)
         self.environments = Environments(repos, self.secrets, self.graphs, self.nodes)
         self.config = Config(repos, self.secrets)
+        self.facts = Facts(self.config)
         self.hiera = Hiera(repos, self.secrets, self.tags)
         self.importer = Importer(repos, self.secrets)
         self.versions = Versions(repos, self.config, self.secrets)

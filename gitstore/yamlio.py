@@ -16,6 +16,8 @@ hundreds of megabytes in every answer, dump and merge that walks them (docs/secu
 from __future__ import annotations
 
 import io
+import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -239,7 +241,8 @@ def load(data: bytes | str, *, path: str = "<document>", strict: bool = False) -
     for input a person wrote, where YAML would otherwise keep the last value without a word.
     """
     if strict:
-        return _parsed(data, _StrictLoader, path)
+        block = _unrepeated_block(data)
+        return _parsed(data, _StrictLoader, path) if block is _UNPARSED else block
     try:
         return yamlblock.read(data if isinstance(data, str) else data.decode())
     except (yamlblock.NotPlainBlock, UnicodeDecodeError):
@@ -248,6 +251,45 @@ def load(data: bytes | str, *, path: str = "<document>", strict: bool = False) -
     # walk of every node was a third of parsing a 27 KB astute.yaml.
     loader = _Loader if (b"*" if isinstance(data, bytes) else "*") in data else _QuickLoader
     return _parsed(data, loader, path)
+
+
+#: A line that yamlblock reads as one mapping key: `key:` or `- key:` (`yamlblock._PLAIN_KEY`).
+_KEY_LINE = re.compile(
+    r"^ *(?:- +)?(?!---)(?:[A-Za-z0-9_./=+]|-[A-Za-z0-9_./=+-])[A-Za-z0-9_./=+-]*:(?: |$)",
+    re.MULTILINE,
+)
+
+
+def _unrepeated_block(data: bytes | str) -> Any:
+    """`data` read by the line reader when it certainly repeats no key, else `_UNPARSED`.
+
+    In the text the line reader accepts, every mapping key starts a line of its own, so a
+    document holding as many keys as the text has key lines repeats none; any other count (a
+    repeated key, or a line that only looks like a key) goes to the strict PyYAML loader, which
+    decides and names the line. The push gate reads every pushed file strictly, and PyYAML's
+    Python constructor was most of a large push's gate time (docs/performance.md, "Scale").
+    """
+    try:
+        text = data if isinstance(data, str) else data.decode()
+        document = yamlblock.read(text)
+    except (yamlblock.NotPlainBlock, UnicodeDecodeError):
+        return _UNPARSED
+    if len(_KEY_LINE.findall(text)) != _key_count(document):
+        return _UNPARSED
+    return document
+
+
+def _key_count(document: Any) -> int:
+    count = 0
+    stack = [document]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            count += len(item)
+            stack.extend(value for value in item.values() if type(value) in (dict, list))
+        elif type(item) is list:
+            stack.extend(value for value in item if type(value) in (dict, list))
+    return count
 
 
 def _parsed(data: bytes | str, loader: type, path: str) -> Any:
@@ -298,6 +340,9 @@ def load_strict(data: bytes | str, *, path: str) -> Any:
 
     A failure is InvalidInput whose `errors` holds one `{file, line?, message}` problem.
     """
+    block = _unrepeated_block(data)
+    if block is not _UNPARSED:
+        return block
     try:
         return yaml.load(data, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
@@ -308,6 +353,86 @@ def load_strict(data: bytes | str, *, path: str) -> Any:
         found["message"] = _describe(exc)
         where = f" line {found['line']}" if "line" in found else ""
         raise InvalidInput(f"{path}:{where} {found['message']}", path=path, errors=[found]) from exc
+
+
+@dataclass(frozen=True)
+class RepeatedKey:
+    """A key written twice in one mapping of a facts file: YAML keeps the value at `line`."""
+
+    path: tuple[str, ...]
+    first_line: int
+    line: int
+
+    def describe(self, file: str) -> str:
+        dotted = ".".join(self.path)
+        return (
+            f"{file}: key {dotted} is repeated (lines {self.first_line} and {self.line}); "
+            f"the value of line {self.line} is kept"
+        )
+
+
+def load_facts(data: bytes | str, *, path: str) -> tuple[Any, list[RepeatedKey]]:
+    """Parse a machine-written facts file as its producers read it: a key repeated in one
+    mapping keeps its last value (PyYAML, Ruby Psych), and each repetition is reported.
+
+    Fuel 9.x writes `network_scheme.roles` with repeated keys; such a file must upload, while
+    documents people author stay strict (`load(strict=True)`).
+    """
+    block = _unrepeated_block(data)
+    if block is not _UNPARSED:
+        return block, []  # as many keys as key lines: none repeats, no need to look
+    document = load(data, path=path)
+    return document, repeated_keys(data)
+
+
+def repeated_keys(data: bytes | str) -> list[RepeatedKey]:
+    """Every key repeated in one mapping of `data`, in file order (none if it does not parse)."""
+    try:
+        root = yaml.compose(data, Loader=_Loader)
+        if ("*" if isinstance(data, str) else b"*") in data:
+            check_aliases(root)  # an alias bomb; without a `*` there is no alias to expand
+    except yaml.YAMLError:
+        return []
+    found: list[RepeatedKey] = []
+    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
+    seen_nodes: set[int] = set()
+    while stack:
+        node, prefix = stack.pop()
+        if node is None or id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, (*prefix, str(i))) for i, child in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            _mapping_repeats(node, prefix, found, stack)
+    return sorted(found, key=lambda repeat: repeat.line)
+
+
+def _mapping_repeats(node: Any, prefix: tuple[str, ...], found: list, stack: list) -> None:
+    lines: dict[Any, int] = {}
+    for key_node, value_node in node.value:
+        stack.append((value_node, (*prefix, str(getattr(key_node, "value", "?")))))
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+            continue
+        key = _key_identity(key_node)
+        line = key_node.start_mark.line + 1
+        if key in lines:
+            found.append(RepeatedKey((*prefix, key_node.value), lines[key], line))
+        lines[key] = line
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_KEY_BUILDER = yaml.constructor.SafeConstructor()
+
+
+def _key_identity(node: Any) -> Any:
+    """The key a scalar node builds (`1` and `01` are one key, as the loader makes them)."""
+    if node.tag == _STR_TAG:
+        return node.value
+    try:
+        return (node.tag, _KEY_BUILDER.construct_object(node))
+    except (yaml.YAMLError, ValueError):
+        return (node.tag, node.value)
 
 
 def load_all_first(data: bytes | str, *, path: str = "<stdin>") -> tuple[Any, int]:

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import random
+from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitstore import yamlio
 from gitstore.errors import InvalidInput
+
+COMPUTE = Path(__file__).resolve().parent / "data" / "fuel" / "astute" / "compute.yaml"
 
 COMMENTED = b"""\
 # Deployment facts for the controller nodes.
@@ -259,3 +264,24 @@ def test_shared_anchors_of_ordinary_documents_still_load():
         "h": ["a", "b"],
     }
     assert yamlio.load("a: &a [" + ", ".join(["x"] * 5000) + "]\nb: *a\n")["b"][4999] == "x"
+
+
+def test_strict_reading_of_plain_block_text_agrees_with_the_strict_loader():
+    """`load_strict` reads plain block text with the line reader when it counts as many keys
+    as key lines; repeated keys at any depth (in lists too) must still be refused."""
+    rng = random.Random(40)
+    base = yamlio.dump(yaml.safe_load(COMPUTE.read_text())).decode()
+    base_lines = base.splitlines(keepends=True)
+    for _ in range(80):
+        lines = list(base_lines)
+        for _ in range(2):
+            index = rng.randrange(len(lines))
+            lines.insert(index + rng.choice((1, 2, 3)), lines[index])  # often a repeated key
+        text = "".join(lines)
+        try:
+            expected = yaml.load(text, Loader=yamlio._StrictLoader)
+        except yaml.YAMLError:
+            with pytest.raises(InvalidInput):
+                yamlio.load_strict(text, path="f")
+            continue
+        assert yamlio.load_strict(text, path="f") == expected

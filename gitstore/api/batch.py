@@ -1,7 +1,8 @@
 """`PUT /api/v1/config/environments/<id>/documents`: several documents in one commit.
 
-The REST form of `Config.write_many`, used by `gitstore facts upload` so that a node's facts
-land as one commit however many files it has. Body::
+The REST form of `Config.write_many`: documents at any addresses, values or overrides, as one
+commit (facts uploads have their own route, `facts.py`, which reads machine-written YAML and
+stores a cluster's lists once). Body::
 
     {"message": "facts: upload nodes/1 values (2 resources)",       (optional)
      "documents": [{"levels": [["nodes", "1"]], "resource": "astute",

@@ -103,12 +103,33 @@ def json_body() -> Any:
         )
     _check_values(raw)
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, object_pairs_hook=_unrepeated)
+    except _Repeated as exc:
+        raise InvalidInput(f"request body is refused: {exc}", key=exc.key) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"request body is not valid JSON: {exc}") from exc
     except RecursionError as exc:
         raise InvalidInput("request body is not valid JSON: nested too deeply") from exc
     return check_plain_data(body)
+
+
+class _Repeated(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key {key!r} is repeated in one object")
+        self.key = key
+
+
+def _unrepeated(pairs: list[tuple[str, Any]]) -> dict:
+    """An object of the body; a key given twice is refused (JSON would keep the last value
+    without a word, as YAML would: documents people write are read strictly)."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Repeated(key)
+            seen.add(key)
+    return found
 
 
 #: The query flags (read with `flag`, which judges their repetitions by meaning: `?a&a=yes`).

@@ -376,13 +376,24 @@ class Config:
         author: Author | None = None,
     ) -> Served:
         """Write several documents in one commit: keys are (pairs, resource, kind)."""
+        return self.write_planned(env_id, lambda view: documents_by_path, message, author)
+
+    def write_planned(
+        self,
+        env_id: int,
+        plan: Callable[[EnvironmentView], dict[tuple, dict]],
+        message: str,
+        author: Author | None = None,
+    ) -> Served:
+        """Write, in one commit, the documents `plan` chooses from the head it is shown (again
+        on the new head after a lost race): keys are (pairs, resource, kind)."""
         repo = self._repos.environment_repo(env_id)
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
             sealer = self._secrets.sealer(env_id, view)
             changes = ChangeSet(message)
-            for (pairs, resource, kind), document in documents_by_path.items():
+            for (pairs, resource, kind), document in plan(view).items():
                 _check_kind(kind)
                 checked = view.check_levels(list(pairs), write=True)
                 name = self.resource_name(view, resource)

@@ -96,7 +96,7 @@ def test_progress_bar_for_more_than_a_handful_of_files(gs, tmp_path):
     ("args", "fragment"),
     [
         (["facts", "upload", "-n", "1"], "Missing option '--env'"),
-        (["facts", "upload", "-e", "1"], "Missing option '--node'"),
+        (["facts", "upload", "-e", "1"], "give --node"),
         (["facts", "upload", "-e", "1", "-n", "a/b"], "must not contain '/'"),
         (["facts", "upload", "-e", "1", "-n", "1", "--dir", "/nonexistent"], "does not exist"),
         (["facts", "download", "-e", "1", "-n", "1"], "Missing option '--dir'"),

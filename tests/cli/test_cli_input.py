@@ -102,7 +102,9 @@ def test_a_file_with_a_repeated_key_is_refused_naming_it(gs, files):
     assert_failure(gs("graph", "upload", "-e", "1", "--file", twice), expected)
 
 
-def test_facts_upload_skips_a_file_with_a_repeated_key(gs, files):
+def test_facts_upload_keeps_the_last_value_of_a_repeated_key_with_a_warning(gs, files):
+    """Facts are machine-written: read as their producers read them (issue 35 item 1)."""
     folder = files["twice"].parent
     result = gs("facts", "upload", "-e", "1", "-n", "1", "--dir", str(folder))
-    assert_failure(result, "line 3 YAML does not parse: key 'a' is repeated in one mapping")
+    assert result.exit_code == 0, result.stderr
+    assert f"warning: {files['twice']}: key a is repeated (lines 1 and 3)" in result.stderr

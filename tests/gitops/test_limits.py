@@ -22,7 +22,7 @@ from .test_push import clone, push, served_commit
 
 ASTUTE = "/api/v1/config/environments/1/resources/astute/values"
 #: The defaults of gitstore/limits.py, spelled out: these tests also ran against the code before it.
-DOCUMENT_KEYS, DOCUMENT_BYTES, BLOB_BYTES = 50_000, 4 * 1024 * 1024, 4 * 1024 * 1024
+DOCUMENT_KEYS, DOCUMENT_BYTES, BLOB_BYTES = 150_000, 4 * 1024 * 1024, 4 * 1024 * 1024
 
 
 @pytest.fixture(scope="module")
