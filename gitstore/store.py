@@ -26,6 +26,7 @@ from gitstore.cluster.settings import ClusterSettings
 from gitstore.configdb.environments import Environments
 from gitstore.configdb.hiera import Hiera
 from gitstore.configdb.importer import Importer
+from gitstore.configdb.roster import Roster, RosterCaches
 from gitstore.configdb.values import Config
 from gitstore.deployment.graphs import Graphs
 from gitstore.deployment.inventory import Nodes
@@ -96,6 +97,7 @@ class Store:
         self.environments = Environments(repos, self.secrets, self.graphs, self.nodes)
         self.config = Config(repos, self.secrets)
         self.hiera = Hiera(repos, self.secrets, self.tags)
+        self.roster = Roster(repos, RosterCaches())
         self.importer = Importer(repos, self.secrets)
         self.versions = Versions(repos, self.config, self.secrets)
         self.settings = Settings(repos, self.secrets)

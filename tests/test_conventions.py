@@ -149,6 +149,7 @@ LAYERS = [
     (
         "gitstore.errors",
         "gitstore.names",
+        "gitstore.nodequery",
         "gitstore.files",
         "gitstore.metrics",
         "gitstore.logs",
@@ -182,6 +183,7 @@ FACADE = (
     "gitstore",
     "gitstore.errors",
     "gitstore.names",
+    "gitstore.nodequery",
     "gitstore.yamlio",
     "gitstore.keypaths",
     "gitstore.layout",

@@ -114,7 +114,7 @@ def json_body() -> Any:
 #: The query flags (read with `flag`, which judges their repetitions by meaning: `?a&a=yes`).
 FLAGS = frozenset(
     {"all", "effective", "explain", "fetch_related", "only_latest", "reveal", "show_lookup"}
-    | {"verify"}
+    | {"verify", "fragment"}
 )
 
 

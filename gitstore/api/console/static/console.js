@@ -1,0 +1,48 @@
+// The node page's one script; the page reads fine without it (docs/ui.md).
+// - A key's provenance is fetched when the key is opened (the tree does not carry it: a
+//   controller's ~1,600 keys would triple the page), from the tree's `data-why` URL.
+// - "Expand all" and "Collapse all" open or close every mapping of the values trees.
+"use strict";
+
+function keyPath(details) {
+  return details.dataset.path;
+}
+
+function loadProvenance(tree, details) {
+  if (details.dataset.loaded) return;
+  details.dataset.loaded = "1";
+  const box = document.createElement("div");
+  box.className = "why";
+  box.setAttribute("aria-live", "polite");
+  box.textContent = "Loading the provenance…";
+  details.append(box);
+  const url = tree.dataset.why + (tree.dataset.why.includes("?") ? "&" : "?") +
+    "fragment=1&key=" + encodeURIComponent(keyPath(details));
+  fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    .then((response) => response.ok ? response.text()
+      : Promise.reject(new Error(response.status + " " + response.statusText)))
+    .then((html) => { box.innerHTML = html; },
+      (error) => {
+        box.textContent = "The provenance could not be loaded (" + error.message + ").";
+        delete details.dataset.loaded;  // opening the key again tries again
+      });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const tree of document.querySelectorAll("ul.tree[data-why]")) {
+    // `toggle` does not bubble: listen while it passes down (capture).
+    tree.addEventListener("toggle", (event) => {
+      const details = event.target;
+      if (details.open && details.classList.contains("key")) loadProvenance(tree, details);
+    }, true);
+  }
+  for (const button of document.querySelectorAll("button[data-open]")) {
+    button.hidden = false;
+    button.addEventListener("click", () => {
+      const open = button.dataset.open === "all";
+      for (const details of document.querySelectorAll("ul.tree details:not(.key)")) {
+        details.open = open;
+      }
+    });
+  }
+});
