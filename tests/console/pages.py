@@ -20,6 +20,8 @@ class Rows(HTMLParser):
         self._row: dict[str, str] | None = None
         self._depth = 0
         self._field: str | None = None
+        self._field_depth = 0  # the row depth of the field's element: its text ends with it
+        self._fresh = False  # no text of the field's element read yet
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -32,8 +34,10 @@ class Rows(HTMLParser):
         elif self._row is not None:
             self._depth += tag not in ("br", "input", "img")
             classes = set((attrs.get("class") or "").split())
-            if classes & FIELDS:
+            if classes & FIELDS and self._field is None:
                 self._field = sorted(classes & FIELDS)[0]
+                self._field_depth = self._depth
+                self._fresh = True
 
     def handle_endtag(self, tag):
         if self._row is None:
@@ -42,13 +46,16 @@ class Rows(HTMLParser):
             self.rows.append(self._row)
             self._row = None
             return
+        if self._field is not None and self._depth == self._field_depth:
+            self._field = None  # the field's element ends: its text is whole
         self._depth -= 1
 
     def handle_data(self, data):
         if self._row is not None and self._field and data.strip():
-            field = self._field
-            self._row[field] = (self._row.get(field, "") + " " + data.strip()).strip()
-            self._field = None
+            field, old = self._field, self._row.get(self._field, "")
+            # fields of a class join with a space; pieces of one (a <mark> inside) as they read
+            self._row[field] = (old + " " + data.strip()).strip() if self._fresh else old + data
+            self._fresh = False
 
 
 def rows(client, url: str, wanted: str) -> Rows:
