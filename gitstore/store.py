@@ -17,6 +17,7 @@ from pathlib import Path
 from gitstore import limits
 from gitstore.access.policy import AccessFile
 from gitstore.access.ratelimit import FailureLog
+from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, Repository
 from gitstore.catalog.components import Components, ResourceDefinitions
@@ -49,6 +50,8 @@ from gitstore.watch.heads import Heads
 from gitstore.watch.service import Watch
 from gitstore.watch.slots import Slots
 
+#: The most SVG text the console's graph drawings keep (Fuel's default graph is ~360 KB).
+DRAWINGS_BYTES = 32 * 1024 * 1024
 #: How long a cluster member waits for a commit named by `?index=` that it has not yet.
 CLUSTER_INDEX_WAIT_SECONDS = 10.0
 
@@ -119,6 +122,8 @@ class Store:
         catch_up = CLUSTER_INDEX_WAIT_SECONDS if self.cluster else 0.0
         slots = Slots(lambda: limits.current().waiting_requests)
         self.watch = Watch(repos, Heads(repos), slots, catch_up)
+        #: The console's drawings of deployment graphs (SVG by the SHA-256 of their DOT).
+        self.drawings = LRUCache(32, DRAWINGS_BYTES, name="graph_drawings")
 
     def _subscribe(self) -> None:
         """The notifications that cut what would otherwise be loops between services."""

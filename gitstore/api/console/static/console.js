@@ -1,12 +1,9 @@
-// The node page's one script; the page reads fine without it (docs/ui.md).
-// - A key's provenance is fetched when the key is opened (the tree does not carry it: a
-//   controller's ~1,600 keys would triple the page), from the tree's `data-why` URL.
-// - "Expand all" and "Collapse all" open or close every mapping of the values trees.
+// The console's one script; every page reads fine without it (docs/ui.md).
+// - Node page: a key's provenance is fetched when the key is opened (the tree does not carry
+//   it: a controller's ~1,600 keys would triple the page), from the tree's `data-why` URL;
+//   "Expand all" and "Collapse all" open or close every mapping of the values trees.
+// - Graph page: the drawing opens fitted to its box; zoom buttons scale it in steps.
 "use strict";
-
-function keyPath(details) {
-  return details.dataset.path;
-}
 
 function loadProvenance(tree, details) {
   if (details.dataset.loaded) return;
@@ -17,7 +14,7 @@ function loadProvenance(tree, details) {
   box.textContent = "Loading the provenance…";
   details.append(box);
   const url = tree.dataset.why + (tree.dataset.why.includes("?") ? "&" : "?") +
-    "fragment=1&key=" + encodeURIComponent(keyPath(details));
+    "fragment=1&key=" + encodeURIComponent(details.dataset.path);
   fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
     .then((response) => response.ok ? response.text()
       : Promise.reject(new Error(response.status + " " + response.statusText)))
@@ -28,7 +25,24 @@ function loadProvenance(tree, details) {
       });
 }
 
+function zoomable(figure, controls) {
+  const svg = figure.querySelector("svg");
+  if (!svg) return;
+  let scale = 1;  // 1: the drawing is as wide as its box
+  const show = () => { svg.style.width = (scale * 100) + "%"; };
+  controls.hidden = false;
+  controls.addEventListener("click", (event) => {
+    const step = event.target.dataset && event.target.dataset.zoom;
+    if (!step) return;
+    scale = step === "fit" ? 1 : Math.min(Math.max(scale * (step === "in" ? 2 : 0.5), 1), 32);
+    show();
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  const figure = document.querySelector("figure.graph");
+  const controls = document.querySelector("p.zoom");
+  if (figure && controls) zoomable(figure, controls);
   for (const tree of document.querySelectorAll("ul.tree[data-why]")) {
     // `toggle` does not bubble: listen while it passes down (capture).
     tree.addEventListener("toggle", (event) => {
