@@ -6,6 +6,7 @@ from html.parser import HTMLParser
 
 #: Elements whose text the parser keeps, by class (cells of the console's tables and lists).
 FIELDS = {"old", "new", "author", "message", "value", "source", "roles", "tags", "primary"}
+FIELDS |= {"fqdn", "status"}
 
 
 class Rows(HTMLParser):

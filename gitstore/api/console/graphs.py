@@ -8,8 +8,9 @@ then says so and still lists the tasks. `dot` lays the graph out with straight e
 rank and crossing passes (`LAYOUT`): Fuel's default graph of 204 tasks took 6.8-15 s with
 Graphviz's defaults and takes 0.6 s so (docs/performance.md). Drawings are kept in the Store's
 `drawings` cache by the SHA-256 of their DOT (which names every task, edge and link), so a
-graph is drawn once per worker and commit that changes it. The drawing has no fixed size: it
-opens fitted to its box, and the page's script adds zoom buttons. The nodes table shows each
+graph is drawn once per worker and commit that changes it. The style sheet shrinks a drawing
+wider than its box to fit it (Fuel's is 13,000 pixels wide), and the page's script adds zoom
+buttons. The nodes table shows each
 node's roles, tags and primary tags.
 """
 
@@ -34,9 +35,6 @@ DOT_SECONDS = 10.0
 LAYOUT = ("-Gsplines=line", "-Gnslimit=1", "-Gnslimit1=1", "-Gmclimit=0.2")
 #: What precedes the `<svg` element in Graphviz's output (XML prolog, doctype, comments).
 _PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.S)
-#: The opening `<svg ...>` tag, and its fixed size attributes.
-_SVG_TAG = re.compile(r"<svg\b[^>]*>")
-_SIZE = re.compile(r'\s(?:width|height)="[^"]*"')
 
 
 class DrawingFailed(Exception):
@@ -138,10 +136,4 @@ def _run_dot(data: bytes) -> str:
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()[:300]
         raise DrawingFailed(f"Graphviz (dot) failed: {message}")
-    return _fitted(_PROLOG.sub("", done.stdout.decode("utf-8"), count=1))
-
-
-def _fitted(svg: str) -> str:
-    """The drawing without its fixed width and height (its viewBox stays): it scales to the
-    width of its box instead of opening, at 100 %, on a corner of a 13,000-pixel picture."""
-    return _SVG_TAG.sub(lambda tag: _SIZE.sub("", tag.group(0)), svg, count=1)
+    return _PROLOG.sub("", done.stdout.decode("utf-8"), count=1)

@@ -2,7 +2,8 @@
 // - Node page: a key's provenance is fetched when the key is opened (the tree does not carry
 //   it: a controller's ~1,600 keys would triple the page), from the tree's `data-why` URL;
 //   "Expand all" and "Collapse all" open or close every mapping of the values trees.
-// - Graph page: the drawing opens fitted to its box; zoom buttons scale it in steps.
+// - Graph page: the drawing opens fitted to its box (the style sheet); zoom buttons scale
+//   it in steps.
 "use strict";
 
 function loadProvenance(tree, details) {
@@ -28,14 +29,15 @@ function loadProvenance(tree, details) {
 function zoomable(figure, controls) {
   const svg = figure.querySelector("svg");
   if (!svg) return;
-  let scale = 1;  // 1: the drawing is as wide as its box
-  const show = () => { svg.style.width = (scale * 100) + "%"; };
+  const fitted = svg.getBoundingClientRect().width;  // the style sheet fits it to the box
+  let scale = 1;
   controls.hidden = false;
   controls.addEventListener("click", (event) => {
     const step = event.target.dataset && event.target.dataset.zoom;
     if (!step) return;
     scale = step === "fit" ? 1 : Math.min(Math.max(scale * (step === "in" ? 2 : 0.5), 1), 32);
-    show();
+    svg.style.maxWidth = scale === 1 ? "" : "none";
+    svg.style.width = scale === 1 ? "" : (fitted * scale) + "px";
   });
 }
 

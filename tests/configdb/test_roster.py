@@ -1,0 +1,82 @@
+"""The roster: every node a commit knows (inventory records and `nodes` folders) with fqdn,
+roles and status, records first and facts for the rest, computed once per nodes tree."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from fuel_data import ASTUTE, newton_release
+
+from gitstore import Author
+
+ALICE = Author("alice", "alice@example.com")
+
+
+def _facts(name: str, **fields) -> dict:
+    doc = yaml.safe_load((ASTUTE / f"{name}.yaml").read_text())
+    doc.update(fields)
+    return doc
+
+
+@pytest.fixture
+def nodes(fuel_store):
+    """Node 1: facts of a controller; node 2: facts of a compute with `roles` and an override
+    of its status; node 3: an inventory record only; node 12: a record and facts that differ."""
+    fuel_store.releases.create(newton_release())
+    fuel_store.environments.update(1, {"release": 1})
+    put = fuel_store.config.put
+    put(1, [("nodes", "1")], "astute", "values", _facts("controller", fqdn="c1.x"), ALICE)
+    compute = _facts("compute", fqdn="n2.x", roles=["compute", "cinder"], status="ready")
+    put(1, [("nodes", "2")], "astute", "values", compute, ALICE)
+    put(1, [("nodes", "2")], "astute", "overrides", {"status": "error"}, ALICE)
+    fuel_store.nodes.create(1, {"id": 3, "fqdn": "rec-3.x", "roles": ["compute"]})
+    record = {"id": 12, "fqdn": "rec-12.x", "roles": ["controller"], "status": "ready"}
+    fuel_store.nodes.create(1, record)
+    put(1, [("nodes", "12")], "astute", "values", _facts("compute", fqdn="facts-12.x"), ALICE)
+    return fuel_store
+
+
+def _row(rows: list, node_id: str) -> dict:
+    return next(row for row in rows if row["id"] == node_id)
+
+
+def test_rows_come_from_records_and_facts_in_id_order(nodes):
+    rows = nodes.roster.rows(1).data
+    assert [row["id"] for row in rows] == ["1", "2", "3", "12"]
+    one, two, three, twelve = (_row(rows, n) for n in ("1", "2", "3", "12"))
+    assert (one["fqdn"], one["roles"], one["status"]) == (
+        "c1.x",
+        ["primary-controller"],
+        "discover",
+    )
+    assert one["source"] == "facts"
+    # Fuel's `roles` list wins over its single `role`; the node's override wins over its values
+    assert (two["roles"], two["status"]) == (["compute", "cinder"], "error")
+    assert (three["fqdn"], three["roles"], three["source"]) == ("rec-3.x", ["compute"], "inventory")
+    # a record's fields win over the node's facts
+    assert (twelve["roles"], twelve["status"], twelve["fqdn"]) == (
+        ["controller"],
+        "ready",
+        "rec-12.x",
+    )
+    assert twelve["source"] == "inventory"
+
+
+def test_the_rows_are_computed_once_per_nodes_tree(nodes):
+    first = nodes.roster.rows(1)
+    facts = len(nodes.roster._caches.facts)
+    nodes.config.put(1, [], "astute", "values", {"debug": True}, ALICE)  # a global write
+    second = nodes.roster.rows(1)
+    assert second.commit != first.commit
+    assert second.data is first.data  # the same list: nothing was read again
+    nodes.config.put(1, [("nodes", "2")], "astute", "overrides", {"status": "ready"}, ALICE)
+    third = nodes.roster.rows(1).data
+    assert _row(third, "2")["status"] == "ready"
+    assert len(nodes.roster._caches.facts) == facts + 1  # only node 2's facts were read again
+
+
+def test_a_version_reads_the_rows_of_then(nodes):
+    then = nodes.environment_repo(1).head()
+    nodes.config.put(1, [("nodes", "1")], "astute", "overrides", {"fqdn": "renamed.x"}, ALICE)
+    assert _row(nodes.roster.rows(1, then).data, "1")["fqdn"] == "c1.x"
+    assert _row(nodes.roster.rows(1).data, "1")["fqdn"] == "renamed.x"
