@@ -7,18 +7,22 @@ what a record does not say comes from the node's own `astute` facts, as Fuel's a
 them (`nodes/<id>/values/astute.yaml`, its `overrides` on top): `fqdn`, `roles` (or Fuel's one
 `role`) and `status`.
 
-Reading that from 1,000 real facts files parses 20-30 MB of YAML, so rows are computed once and
-kept by immutable ids in caches the Store owns (`RosterCaches`): a node's facts by the blob ids
-they were read from, so a commit that changes one node's facts reads one file again, and the
-whole list by the ids of the `nodes` and `inventory/nodes` trees, so a commit that touches
-neither (a global write) reads nothing.
+Parsing 1,000 real facts files whole is 20-30 MB of YAML and seconds of a worker, so only the
+lines of those top-level entries are parsed (`top_level_entries`; a file that is not a plain
+block mapping is parsed whole), and rows are computed once and kept by immutable ids in caches
+the Store owns (`RosterCaches`): a node's facts by the blob ids they were read from, so a
+commit that changes one node's facts reads one file again, and the whole list by the ids of
+the `nodes` and `inventory/nodes` trees, so a commit that touches neither (a global write)
+reads nothing.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gitstore import yamlio
 from gitstore.backend.cache import LRUCache
 from gitstore.errors import GitstoreError
 from gitstore.layout import INVENTORY_NODES, NODES_LEVEL
@@ -111,7 +115,8 @@ def _summary(snapshot: Snapshot, paths: list[str]) -> dict:
     merged: dict = {}
     for path in paths:
         try:
-            merged.update(snapshot.read_mapping(path) or {})
+            found = top_level_entries(snapshot.read(path) or b"")
+            merged.update(snapshot.read_mapping(path) or {} if found is None else found)
         except GitstoreError:
             continue
     roles = merged.get("roles")
@@ -122,6 +127,39 @@ def _summary(snapshot: Snapshot, paths: list[str]) -> dict:
         "roles": [str(role) for role in roles if isinstance(role, str | int)],
         "status": _scalar(merged.get("status")),
     }
+
+
+def top_level_entries(data: bytes) -> dict | None:
+    """The top-level `fqdn`, `role`, `roles` and `status` entries of a facts file, parsed from
+    their own lines (a 27 KB astute.yaml in ~1/30 of the time of parsing it whole); None when
+    the file is not a block mapping whose keys start at column 0, as Fuel and YAML emitters
+    write them, or those lines do not parse alone (an alias): the caller parses it whole."""
+    if not _BLOCK_MAPPING.match(data):
+        return None
+    parts = []
+    for found in _WANTED.finditer(data):
+        line_end = data.find(b"\n", found.end())
+        after = _NEXT_TOP.search(data, line_end + 1) if line_end >= 0 else None
+        end = len(data) if line_end < 0 else after.start() if after else len(data)
+        parts.append(data[found.start() : end].rstrip(b"\n"))
+    if not parts:
+        return {}
+    try:
+        entries = yamlio.load(b"\n".join(parts) + b"\n", path="facts")
+    except GitstoreError:
+        return None
+    return entries if isinstance(entries, dict) else None
+
+
+#: A document that opens (after comments and `---`) with a plain key at column 0.
+_BLOCK_MAPPING = re.compile(
+    rb"\A(?:[ \t]*(?:#[^\n]*)?\r?\n)*(?:---[ \t]*\r?\n)?[A-Za-z_][\w./-]*:[ \r\n]"
+)
+#: An entry the roster reads, at column 0 (a nested key is indented).
+_WANTED = re.compile(rb"^(?:fqdn|role|roles|status):(?=[ \r\n]|\Z)", re.M)
+#: The line after an entry's last: the next top-level key or a document marker (a `- item` at
+#: column 0 belongs to the entry above, as PyYAML writes lists).
+_NEXT_TOP = re.compile(rb"^(?:[^\s#-]|---|\.\.\.)", re.M)
 
 
 def _scalar(value: Any) -> str | None:

@@ -8,6 +8,7 @@ import yaml
 from fuel_data import ASTUTE, newton_release
 
 from gitstore import Author
+from gitstore.configdb.roster import top_level_entries
 
 ALICE = Author("alice", "alice@example.com")
 
@@ -80,3 +81,27 @@ def test_a_version_reads_the_rows_of_then(nodes):
     nodes.config.put(1, [("nodes", "1")], "astute", "overrides", {"fqdn": "renamed.x"}, ALICE)
     assert _row(nodes.roster.rows(1, then).data, "1")["fqdn"] == "c1.x"
     assert _row(nodes.roster.rows(1).data, "1")["fqdn"] == "renamed.x"
+
+
+@pytest.mark.parametrize("path", sorted(ASTUTE.glob("*.yaml")), ids=lambda path: path.name)
+def test_the_entries_read_from_their_lines_equal_the_whole_parse(path):
+    data = path.read_bytes()
+    whole = yaml.safe_load(data)
+    expected = {key: whole[key] for key in ("fqdn", "role", "roles", "status") if key in whole}
+    assert top_level_entries(data) == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"a: 1\nroles:\n- x\n- y\nb: 2\nstatus: ready", {"roles": ["x", "y"], "status": "ready"}),
+        (b"# c\n---\nfqdn: n\n  # x\nrole: r\n", {"fqdn": "n", "role": "r"}),
+        (b"x: |\n  fqdn: not-a-key\nstatus: s\n", {"status": "s"}),
+        (b"a:\n  fqdn: nested\n", {}),
+        (b"{fqdn: flow}", None),  # not a block mapping: parsed whole by the caller
+        (b"- a\n", None),
+        (b"base: &b x\nfqdn: *b\n", None),  # an alias needs the whole document
+    ],
+)
+def test_the_entries_of_unusual_files_or_none(data, expected):
+    assert top_level_entries(data) == expected

@@ -1,9 +1,11 @@
 """`/ui/`: the read-only web console, server-rendered HTML readable without JavaScript.
 
-Pages: the environments, one environment (levels, nodes, resources, labels, recent commits)
-and one node (every resource's effective values as a tree, each key with the level that won,
-its file and line, and the commit that set it). Every page takes `?version=` (a version
-number, commit or label) and carries it in its links: the whole console travels in time.
+Pages: the environments, one environment (levels, a page of its nodes, resources, labels,
+recent commits), one node (every resource's effective values as a tree) and a key's
+provenance at a node (the level that won, its file and line, the commit that set it), which
+the node page fetches when a key is opened rather than carrying it for every key. Every page
+takes `?version=` (a version number, commit or label) and carries it in its links: the whole
+console travels in time.
 Access is the REST reads' (`auth.needed` maps `/ui/environments/<id>` to that environment);
 an unknown environment or node is the usual JSON error (404); a blank `?version=`
 (the form left empty) is the head. `?reveal=1` on a node page opens secret values for a
