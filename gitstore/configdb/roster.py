@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 #: The resource whose node-level documents hold a node's facts (Fuel's astute.yaml).
 FACTS_RESOURCE = "astute"
+#: The top-level entries of a node's facts that the roster reads.
+FIELD_KEYS = (b"fqdn", b"role", b"roles", b"status")
 #: The fields of a row besides `id` and `source`, as the inventory names them.
 FIELDS = ("fqdn", "roles", "pending_roles", "status")
 
@@ -114,8 +116,11 @@ def _summary(snapshot: Snapshot, paths: list[str]) -> dict:
     """fqdn, roles and status of a node's facts (overrides win); a broken file says nothing."""
     merged: dict = {}
     for path in paths:
+        data = snapshot.read(path)
+        if data is None:
+            continue
         try:
-            found = top_level_entries(snapshot.read(path) or b"")
+            found = top_level_entries(data)
             merged.update(snapshot.read_mapping(path) or {} if found is None else found)
         except GitstoreError:
             continue
@@ -131,17 +136,20 @@ def _summary(snapshot: Snapshot, paths: list[str]) -> dict:
 
 def top_level_entries(data: bytes) -> dict | None:
     """The top-level `fqdn`, `role`, `roles` and `status` entries of a facts file, parsed from
-    their own lines (a 27 KB astute.yaml in ~1/30 of the time of parsing it whole); None when
+    their own lines (a 27 KB astute.yaml in a tenth of the time of parsing it whole); None when
     the file is not a block mapping whose keys start at column 0, as Fuel and YAML emitters
     write them, or those lines do not parse alone (an alias): the caller parses it whole."""
     if not _BLOCK_MAPPING.match(data):
         return None
-    parts = []
-    for found in _WANTED.finditer(data):
-        line_end = data.find(b"\n", found.end())
-        after = _NEXT_TOP.search(data, line_end + 1) if line_end >= 0 else None
-        end = len(data) if line_end < 0 else after.start() if after else len(data)
-        parts.append(data[found.start() : end].rstrip(b"\n"))
+    text, parts = b"\n" + data, []
+    for spellings in _WANTED:
+        # the last: YAML keeps a repeated key's last value
+        start = max(text.rfind(spelling) for spelling in spellings)
+        if start < 0:
+            continue
+        line_end = text.find(b"\n", start + 1)
+        after = _NEXT_TOP.search(text, line_end + 1) if line_end >= 0 else None
+        parts.append(text[start + 1 : after.start() if after else len(text)].rstrip(b"\n"))
     if not parts:
         return {}
     try:
@@ -155,8 +163,9 @@ def top_level_entries(data: bytes) -> dict | None:
 _BLOCK_MAPPING = re.compile(
     rb"\A(?:[ \t]*(?:#[^\n]*)?\r?\n)*(?:---[ \t]*\r?\n)?[A-Za-z_][\w./-]*:[ \r\n]"
 )
-#: An entry the roster reads, at column 0 (a nested key is indented).
-_WANTED = re.compile(rb"^(?:fqdn|role|roles|status):(?=[ \r\n]|\Z)", re.M)
+#: The entries the roster reads, at column 0 (a nested key is indented) and followed by a
+#: space or a line break (`role:` is not `roles:`).
+_WANTED = [[b"\n" + key + b":" + end for end in (b" ", b"\n", b"\r")] for key in FIELD_KEYS]
 #: The line after an entry's last: the next top-level key or a document marker (a `- item` at
 #: column 0 belongs to the entry above, as PyYAML writes lists).
 _NEXT_TOP = re.compile(rb"^(?:[^\s#-]|---|\.\.\.)", re.M)

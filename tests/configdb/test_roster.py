@@ -98,6 +98,7 @@ def test_the_entries_read_from_their_lines_equal_the_whole_parse(path):
         (b"# c\n---\nfqdn: n\n  # x\nrole: r\n", {"fqdn": "n", "role": "r"}),
         (b"x: |\n  fqdn: not-a-key\nstatus: s\n", {"status": "s"}),
         (b"a:\n  fqdn: nested\n", {}),
+        (b"fqdn:\n  first\nstatus: s\nfqdn: last\n", {"fqdn": "last", "status": "s"}),
         (b"{fqdn: flow}", None),  # not a block mapping: parsed whole by the caller
         (b"- a\n", None),
         (b"base: &b x\nfqdn: *b\n", None),  # an alias needs the whole document

@@ -165,8 +165,9 @@ def _open(browser, url: str) -> tuple[playwright.Page, list[str]]:
 def test_page_loads_clean_accessible_and_keyboard_reachable(server, browser, axe, shots, name):
     page, problems = _open(browser, server.url + PAGES[name])
     try:
-        if name == "node":  # the picture shows a key open to its provenance
+        if name == "node":  # the picture shows a key open to its provenance (fetched)
             page.locator('details[data-path="net.mtu"] > summary').click()
+            page.locator('details[data-path="net.mtu"] dd.file').wait_for()
         page.screenshot(path=str(shots / f"ui-{name}.png"))
         assert "hunter2-secret" not in page.content()
         page.add_script_tag(path=str(axe))
