@@ -65,3 +65,51 @@ def rows(client, url: str, wanted: str) -> Rows:
     parser = Rows(wanted)
     parser.feed(response.get_data(as_text=True))
     return parser
+
+
+class _Tree(HTMLParser):
+    """The dotted paths of the leaves of a node page's values trees, in page order (a leaf's
+    path is its key and those of the mappings around it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: list[str] = []
+        self._stack: list[list] = []  # [key, is a mapping] per open <details>
+        self._in_summary = False
+        self._in_key = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "details":
+            self._stack.append(["", "map" in (attrs.get("class") or "").split()])
+        elif tag == "summary" and self._stack:
+            self._in_summary, self._key_seen = True, False
+        elif tag == "code" and self._in_summary and not self._key_seen:
+            self._in_key = True
+
+    def handle_endtag(self, tag):
+        if tag == "code" and self._in_key:
+            self._in_key, self._key_seen = False, True
+        elif tag == "summary":
+            self._in_summary = False
+        elif tag == "details" and self._stack:
+            if not self._stack[-1][1]:
+                self.paths.append(".".join(key for key, _ in self._stack))
+            self._stack.pop()
+
+    def handle_data(self, data):
+        if self._in_key:
+            self._stack[-1][0] += data
+
+
+def leaf_paths(page: str) -> list[str]:
+    parser = _Tree()
+    parser.feed(page)
+    return parser.paths
+
+
+def leaf(path: str) -> str:
+    """A Playwright selector of the leaf `path` of a values tree (the first resource's that
+    has it)."""
+    steps = "/ul/li/".join(f"details[summary/code[1]='{key}']" for key in path.split("."))
+    return f"xpath=(//ul[contains(@class,'tree')]/li/{steps})[1]"

@@ -7,15 +7,13 @@ deployment graph of 204 tasks, drawn and fitted to its box."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import scale_env
 from access.helpers import serve
 from chromium import CHROMIUM, FLAGS
 from playwright import sync_api as playwright
 
-from console.pages import rows
+from console.pages import leaf, leaf_paths, rows
 from gitstore import SAMPLE_DIR, Author, Store
 from gitstore.api import create_app
 
@@ -98,7 +96,7 @@ def test_a_controller_page_is_small_and_carries_no_provenance(client, scale):
     response = client.get(CONTROLLER)
     page = response.get_data(as_text=True)
     assert response.status_code == 200 and len(response.data) <= MAX_NODE_PAGE_BYTES
-    assert page.count('<details class="key"') > 400
+    assert len(leaf_paths(page)) > 400
     assert 'class="provenance"' not in page  # fetched when a key is opened
     head = scale.environment_repo(1).head()
     assert f'href="{ENV}/commits/{head}"' in page
@@ -106,7 +104,7 @@ def test_a_controller_page_is_small_and_carries_no_provenance(client, scale):
 
 def test_the_filter_box_keeps_matching_keys_and_values(client):
     page = client.get(f"{CONTROLLER}?filter=node-2.scale").get_data(as_text=True)
-    paths = re.findall(r'data-path="([^"]+)"', page)
+    paths = leaf_paths(page)
     assert "fqdn" in paths and len(paths) < 20
     page = client.get(f"{CONTROLLER}?filter=no-such-text-anywhere").get_data(as_text=True)
     assert "No key or value contains" in page
@@ -168,7 +166,7 @@ def test_the_node_list_filters_and_pages_in_a_browser(server, page):
 
 def test_a_key_of_a_controller_loads_its_provenance_when_opened(server, page):
     page.goto(server.url + CONTROLLER)
-    key = page.locator('details[data-path="fqdn"]')
+    key = page.locator(leaf("fqdn"))
     assert key.locator("dd.file").count() == 0
     key.locator("summary").press("Enter")
     assert key.locator("dd.file").inner_text() == "nodes/2/values/astute.yaml:71"
@@ -181,7 +179,7 @@ def test_a_key_of_a_controller_loads_its_provenance_when_opened(server, page):
 
 def test_collapse_all_and_expand_all(server, page):
     page.goto(server.url + CONTROLLER)
-    mappings = "ul.tree details:not(.key)"
+    mappings = "ul.tree details.map"
     count_open = f"() => document.querySelectorAll('{mappings}[open]').length"
     total = page.evaluate(f"() => document.querySelectorAll('{mappings}').length")
     assert total > 50 and page.evaluate(count_open) == total

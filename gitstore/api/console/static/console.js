@@ -6,6 +6,15 @@
 //   it in steps.
 "use strict";
 
+// A key's dotted path: its own key and those of the mappings around it, up the tree.
+function keyPath(details) {
+  const keys = [];
+  for (let here = details; here; here = here.parentElement.closest("ul.tree details")) {
+    keys.unshift(here.querySelector(":scope > summary > code").textContent);
+  }
+  return keys.join(".");
+}
+
 function loadProvenance(tree, details) {
   if (details.dataset.loaded) return;
   details.dataset.loaded = "1";
@@ -15,7 +24,7 @@ function loadProvenance(tree, details) {
   box.textContent = "Loading the provenance…";
   details.append(box);
   const url = tree.dataset.why + (tree.dataset.why.includes("?") ? "&" : "?") +
-    "fragment=1&key=" + encodeURIComponent(details.dataset.path);
+    "fragment=1&key=" + encodeURIComponent(keyPath(details));
   fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
     .then((response) => response.ok ? response.text()
       : Promise.reject(new Error(response.status + " " + response.statusText)))
@@ -49,14 +58,14 @@ document.addEventListener("DOMContentLoaded", () => {
     // `toggle` does not bubble: listen while it passes down (capture).
     tree.addEventListener("toggle", (event) => {
       const details = event.target;
-      if (details.open && details.classList.contains("key")) loadProvenance(tree, details);
+      if (details.open && !details.classList.contains("map")) loadProvenance(tree, details);
     }, true);
   }
   for (const button of document.querySelectorAll("button[data-open]")) {
     button.hidden = false;
     button.addEventListener("click", () => {
       const open = button.dataset.open === "all";
-      for (const details of document.querySelectorAll("ul.tree details:not(.key)")) {
+      for (const details of document.querySelectorAll("ul.tree details.map")) {
         details.open = open;
       }
     });
