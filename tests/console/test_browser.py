@@ -269,3 +269,19 @@ def test_sign_in_edit_preview_and_save_in_a_browser(driver, guarded_server, tmp_
     assert repo.parent(repo.head()) == head
     assert repo.snapshot().info().author == "writer1"
     assert problems == []
+
+
+def test_a_sign_in_without_a_return_page_lands_on_a_readable_page(driver, guarded_server, tmp_path):
+    """writer1 holds grants on environment 1 only: the environment list would be a JSON 403."""
+    _, server = guarded_server
+    context = _launch(driver, tmp_path / "profile")
+    try:
+        page = context.new_page()
+        page.goto(f"{server.url}/ui/login")
+        page.get_by_label("User").fill("writer1")
+        page.get_by_label("Password").fill(password_of("writer1"))
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(f"{server.url}/ui/environments/1")
+        assert page.locator("h1").inner_text().startswith("Environment 1")
+    finally:
+        context.close()
