@@ -3,10 +3,7 @@ and the node inventory: `/api/v1/clusters/<id>/nodes/`, `/api/v1/nodes`."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from urllib.parse import urlencode
-
-from flask import Blueprint, Response, request
+from flask import Blueprint, request
 
 from gitstore.api.blocking import blocking_read
 from gitstore.api.http import (
@@ -20,10 +17,10 @@ from gitstore.api.http import (
     version_arg,
     written,
 )
+from gitstore.api.paging import node_page
 from gitstore.errors import InvalidInput
 from gitstore.names import is_number
 from gitstore.nodequery import NodeQuery
-from gitstore.served import Served
 
 bp = Blueprint("clusters", __name__, url_prefix="/api/v1")
 
@@ -96,7 +93,7 @@ def get_cluster(env_id: int):
 @bp.get("/clusters/<int:env_id>/nodes")
 def list_nodes(env_id: int):
     query, nodes = NodeQuery.parse(request.args), app_store().nodes
-    return _page(query, nodes.list(env_id, version_arg(), version_arg("catalog_version")))
+    return node_page(query, nodes.list(env_id, version_arg(), version_arg("catalog_version")))
 
 
 @bp.post("/clusters/<int:env_id>/nodes")
@@ -127,18 +124,4 @@ def find_nodes():
     if cluster is not None and not is_number(cluster):
         raise InvalidInput(f"cluster_id {cluster!r} must be an integer", key="cluster_id")
     fqdn, query = request.args.get("fqdn"), NodeQuery.parse(request.args)
-    return _page(query, app_store().nodes.find(fqdn, int(cluster) if cluster else None))
-
-
-def _page(query: NodeQuery, result: Served) -> Response:
-    """The nodes of `result` that `query` selects; a filtered or paged answer says how many
-    match in `X-Total-Count`, and a page that is not the last links the next (`Link`)."""
-    chosen = query.select(result.data)
-    response = served(replace(result, data=chosen.nodes))
-    if query.filtered or query.limit is not None:
-        response.headers["X-Total-Count"] = str(chosen.total)
-    if chosen.next_marker is not None:
-        args = request.args.to_dict()
-        args["marker"] = chosen.next_marker
-        response.headers["Link"] = f'<{request.path}?{urlencode(args)}>; rel="next"'
-    return response
+    return node_page(query, app_store().nodes.find(fqdn, int(cluster) if cluster else None))

@@ -8,6 +8,7 @@ import yaml
 from fuel_data import ASTUTE, newton_release
 
 from gitstore import Author
+from gitstore.api import create_app
 from gitstore.configdb.roster import top_level_entries
 
 ALICE = Author("alice", "alice@example.com")
@@ -106,3 +107,33 @@ def test_the_entries_read_from_their_lines_equal_the_whole_parse(path):
 )
 def test_the_entries_of_unusual_files_or_none(data, expected):
     assert top_level_entries(data) == expected
+
+
+# -- GET /api/v1/config/environments/<id>/nodes ---------------------------------------------
+ROSTER = "/api/v1/config/environments/1/nodes"
+
+
+@pytest.fixture
+def api(nodes):
+    return create_app({"TESTING": True}, store=nodes).test_client()
+
+
+def test_rest_lists_the_roster_filtered_and_paged(api):
+    whole = api.get(ROSTER)
+    assert whole.status_code == 200 and "X-Total-Count" not in whole.headers
+    assert [row["id"] for row in whole.get_json()] == ["1", "2", "3", "12"]
+    assert {row["source"] for row in whole.get_json()} == {"facts", "inventory"}
+    page = api.get(f"{ROSTER}?role=compute&limit=1")
+    assert [row["id"] for row in page.get_json()] == ["2"]
+    assert page.headers["X-Total-Count"] == "2"
+    assert page.headers["Link"] == f'<{ROSTER}?role=compute&limit=1&marker=2>; rel="next"'
+    assert [row["id"] for row in api.get(f"{ROSTER}?role=compute&marker=2").get_json()] == ["3"]
+    assert [row["id"] for row in api.get(f"{ROSTER}?fqdn_contains=N2.X").get_json()] == ["2"]
+
+
+@pytest.mark.parametrize(
+    ("query", "word"), [("tag=controller", "tag"), ("limit=1001", "limit"), ("marker=-1", "marker")]
+)
+def test_rest_refuses_a_bad_argument_naming_it(api, query, word):
+    response = api.get(f"{ROSTER}?{query}")
+    assert response.status_code == 400 and word in response.get_json()["message"]

@@ -57,6 +57,9 @@ def test_the_first_page_lists_fifty_nodes_with_fqdn_roles_and_status(client):
         assert row["status"] == scale_env.status(node)
     page = client.get(ENV).get_data(as_text=True)
     assert "Nodes 1–50 of 1000" in page and "Page 1 of 20" in page
+    rest = client.get("/api/v1/config/environments/1/nodes?limit=50").get_json()
+    shown = [(r["node"], r["fqdn"], r["roles"], r["status"]) for r in listed]
+    assert shown == [(n["id"], n["fqdn"], ", ".join(n["roles"]), n["status"]) for n in rest]
 
 
 def test_filters_and_pages_select_nodes(client):
