@@ -78,6 +78,12 @@ def test_filters_and_pages_select_nodes(client):
     assert 'rel="next"' in page and 'rel="prev"' in page
 
 
+def test_a_page_past_the_last_is_empty_and_says_so(client):
+    page = client.get(f"{ENV}?page=21").get_data(as_text=True)
+    assert "No node on page 21: the list has 20 pages of 1000." in page
+    assert rows(client, f"{ENV}?page=21", "node").rows == []
+
+
 @pytest.mark.parametrize(
     ("query", "word"),
     [("per_page=501", "per_page"), ("page=0", "page"), ("page=x", "page"), ("per_page=²", "")],
