@@ -45,10 +45,12 @@ FIELDS = ("fqdn", "roles", "pending_roles", "status")
 class RosterCaches:
     """The roster's caches: built by the Store, which owns, sizes and clears them."""
 
-    #: (repository, `nodes` tree id, `inventory/nodes` tree id) -> the rows (a list, shared).
-    rows: LRUCache = field(default_factory=lambda: LRUCache(64, name="roster_rows"))
-    #: (values blob id, overrides blob id) -> a node's facts summary (a small dict, shared).
-    facts: LRUCache = field(default_factory=lambda: LRUCache(200_000, name="roster_facts"))
+    #: (repository, `nodes` tree id, `inventory/nodes` tree id) -> the rows (a list, shared;
+    #: under 1 MB at 1,000 nodes): the heads of a few environments and a few pinned versions.
+    rows: LRUCache = field(default_factory=lambda: LRUCache(16, name="roster_rows"))
+    #: (values blob id, overrides blob id) -> a node's facts summary (a small dict, shared):
+    #: 20,000 nodes' worth, ~10 MB.
+    facts: LRUCache = field(default_factory=lambda: LRUCache(20_000, name="roster_facts"))
 
 
 class Roster:
