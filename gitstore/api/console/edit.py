@@ -316,7 +316,7 @@ def revert(env_id: int, commit: str):
     a commit (reads never write, DESIGN.md section 7)."""
     _require_writer(env_id)
     store = app_store()
-    target = store.versions.history(env_id, limit=1, version=commit).data["entries"][0]
+    target = store.versions.commits(env_id, limit=1, version=commit).data["entries"][0]
     if request.method == "GET":
         return _revert_page(env_id, target)
     sessions.check_csrf()
