@@ -17,6 +17,7 @@ from pathlib import Path
 from gitstore import limits
 from gitstore.access.policy import AccessFile
 from gitstore.access.ratelimit import FailureLog
+from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, Repository
 from gitstore.catalog.components import Components, ResourceDefinitions
@@ -27,6 +28,7 @@ from gitstore.configdb.environments import Environments
 from gitstore.configdb.facts import Facts
 from gitstore.configdb.hiera import Hiera
 from gitstore.configdb.importer import Importer
+from gitstore.configdb.roster import Roster, RosterCaches
 from gitstore.configdb.values import Config
 from gitstore.deployment.graphs import Graphs
 from gitstore.deployment.inventory import Nodes
@@ -49,6 +51,8 @@ from gitstore.watch.heads import Heads
 from gitstore.watch.service import Watch
 from gitstore.watch.slots import Slots
 
+#: The most SVG text the console's graph drawings keep (Fuel's default graph is ~360 KB).
+DRAWINGS_BYTES = 32 * 1024 * 1024
 #: How long a cluster member waits for a commit named by `?index=` that it has not yet.
 CLUSTER_INDEX_WAIT_SECONDS = 10.0
 
@@ -98,6 +102,7 @@ class Store:
         self.config = Config(repos, self.secrets)
         self.facts = Facts(self.config)
         self.hiera = Hiera(repos, self.secrets, self.tags)
+        self.roster = Roster(repos, RosterCaches())
         self.importer = Importer(repos, self.secrets)
         self.versions = Versions(repos, self.config, self.secrets)
         self.settings = Settings(repos, self.secrets)
@@ -119,6 +124,8 @@ class Store:
         catch_up = CLUSTER_INDEX_WAIT_SECONDS if self.cluster else 0.0
         slots = Slots(lambda: limits.current().waiting_requests)
         self.watch = Watch(repos, Heads(repos), slots, catch_up)
+        #: The console's drawings of deployment graphs (SVG by the SHA-256 of their DOT).
+        self.drawings = LRUCache(32, DRAWINGS_BYTES, name="graph_drawings")
 
     def _subscribe(self) -> None:
         """The notifications that cut what would otherwise be loops between services."""

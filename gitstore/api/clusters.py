@@ -17,8 +17,10 @@ from gitstore.api.http import (
     version_arg,
     written,
 )
+from gitstore.api.paging import node_page
 from gitstore.errors import InvalidInput
 from gitstore.names import is_number
+from gitstore.nodequery import NodeQuery
 
 bp = Blueprint("clusters", __name__, url_prefix="/api/v1")
 
@@ -90,8 +92,8 @@ def get_cluster(env_id: int):
 # -- nodes ------------------------------------------------------------------------------------
 @bp.get("/clusters/<int:env_id>/nodes")
 def list_nodes(env_id: int):
-    nodes = app_store().nodes
-    return served(nodes.list(env_id, version_arg(), version_arg("catalog_version")))
+    query, nodes = NodeQuery.parse(request.args), app_store().nodes
+    return node_page(query, nodes.list(env_id, version_arg(), version_arg("catalog_version")))
 
 
 @bp.post("/clusters/<int:env_id>/nodes")
@@ -121,5 +123,5 @@ def find_nodes():
     cluster = request.args.get("cluster_id")
     if cluster is not None and not is_number(cluster):
         raise InvalidInput(f"cluster_id {cluster!r} must be an integer", key="cluster_id")
-    fqdn = request.args.get("fqdn")
-    return served(app_store().nodes.find(fqdn, int(cluster) if cluster else None))
+    fqdn, query = request.args.get("fqdn"), NodeQuery.parse(request.args)
+    return node_page(query, app_store().nodes.find(fqdn, int(cluster) if cluster else None))

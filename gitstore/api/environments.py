@@ -1,8 +1,8 @@
-"""`/api/v1/config/environments` and their hierarchy levels."""
+"""`/api/v1/config/environments`, their hierarchy levels and the nodes each knows."""
 
 from __future__ import annotations
 
-from flask import Blueprint
+from flask import Blueprint, request
 
 from gitstore.api.blocking import blocking_read
 from gitstore.api.http import (
@@ -15,6 +15,9 @@ from gitstore.api.http import (
     served,
     version_arg,
 )
+from gitstore.api.paging import node_page
+from gitstore.errors import InvalidInput
+from gitstore.nodequery import NodeQuery
 
 bp = Blueprint("environments", __name__, url_prefix="/api/v1/config/environments")
 
@@ -45,6 +48,19 @@ def update_environment(env_id: int):
 def delete_environment(env_id: int):
     app_store().environments.delete(env_id)
     return no_content()
+
+
+@bp.get("/<int:env_id>/nodes")
+def list_nodes(env_id: int):
+    """Every node the environment knows, inventory records and facts-only nodes alike."""
+    query = NodeQuery.parse(request.args)
+    if query.tag is not None:
+        raise InvalidInput(
+            "tag filters the inventory's node list (/api/v1/clusters/<id>/nodes); this list "
+            "has fqdn, roles and status only",
+            key="tag",
+        )
+    return node_page(query, app_store().roster.rows(env_id, version_arg()))
 
 
 @bp.get("/<int:env_id>/hierarchy_levels")

@@ -135,7 +135,7 @@ def _unrepeated(pairs: list[tuple[str, Any]]) -> dict:
 #: The query flags (read with `flag`, which judges their repetitions by meaning: `?a&a=yes`).
 FLAGS = frozenset(
     {"all", "effective", "explain", "fetch_related", "only_latest", "reveal", "show_lookup"}
-    | {"verify"}
+    | {"verify", "fragment"}
 )
 
 

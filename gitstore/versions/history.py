@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from gitstore import keypaths
@@ -55,6 +56,11 @@ def entry(repo: Repository, commit_id: str) -> dict[str, Any]:
         "date": info.date,
         "message": info.message,
     }
+
+
+def recent(repo: Repository, walk: Walk) -> list[dict[str, Any]]:
+    """The common fields of the first `walk.limit` commits of the walk, newest first."""
+    return [entry(repo, commit_id) for commit_id in islice(commits(repo, walk), walk.limit)]
 
 
 # -- the change log -----------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from gitstore.secrets import mask as secret_masks
 from gitstore.served import Served
 from gitstore.versions.diffs import diff_environment
 from gitstore.versions.explain import explain
-from gitstore.versions.history import Walk, change_log, value_history
+from gitstore.versions.history import Walk, change_log, recent, value_history
 from gitstore.versions.labels import check_label_name, label_entity
 
 if TYPE_CHECKING:
@@ -99,6 +99,16 @@ class Versions:
         else:
             entries = change_log(repo, walk, pairs, name, key)  # key names only, no values
         return Served({"entries": entries}, start.commit_id, start.version, masked=masked)
+
+    def commits(self, env_id: int, *, limit: Any = None, version: str | None = None) -> Served:
+        """The newest commits of main's first-parent chain from `version` (None: the head):
+        version, commit, author, date and message, without what each changed (a history
+        entry's `changes` reads every document a commit touched: a whole upload of 1,000
+        nodes' facts for one entry)."""
+        repo = self._repo(env_id)
+        start = _snapshot(repo, version, "version")
+        walk = Walk(start.commit_id, None, _limit(limit))
+        return Served({"entries": recent(repo, walk)}, start.commit_id, start.version)
 
     def diff(
         self,

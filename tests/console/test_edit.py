@@ -52,6 +52,8 @@ def test_a_reader_sees_no_edit_control_and_a_forged_edit_is_403(guarded):
     sign_in(client, "reader")
     page = client.get(NODE).get_data(as_text=True)
     assert "/edit" not in page and 'class="edit"' not in page
+    why = client.get(NODE + "/why?resource=astute&key=net.mtu&fragment=1")
+    assert why.status_code == 200 and "/edit" not in why.get_data(as_text=True)
     assert "Revert" not in client.get("/ui/environments/1").get_data(as_text=True)
     assert client.get(EDIT).status_code == 403
     before = _commits(store)
@@ -80,8 +82,8 @@ def test_an_edit_without_the_right_csrf_token_is_403(guarded, token):
 def test_a_writer_edits_previews_and_saves_one_commit_as_themself(guarded):
     store, client = guarded
     sign_in(client, "writer1")
-    page = client.get(NODE).get_data(as_text=True)
-    assert 'href="/ui/environments/1/nodes/1/edit?resource=astute&amp;key=net.mtu"' in page
+    why = client.get(NODE + "/why?resource=astute&key=net.mtu&fragment=1").get_data(as_text=True)
+    assert 'href="/ui/environments/1/nodes/1/edit?resource=astute&amp;key=net.mtu"' in why
     form = client.get(EDIT + "?resource=astute&key=net.mtu").get_data(as_text=True)
     assert ">1500</textarea>" in form  # the effective value to start from
     before = {node: _effective(client, node) for node in (1, 2, 3)}

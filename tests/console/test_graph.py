@@ -119,14 +119,12 @@ def test_an_unknown_graph_type_is_a_json_404(layered):
 
 def test_a_dot_run_past_its_time_limit_is_stopped_and_said(layered, monkeypatch):
     monkeypatch.setattr(console_graphs, "DOT_SECONDS", 0.000001)
-    console_graphs._draw.cache_clear()  # a drawing kept from an earlier test would answer
     page = layered.get(GRAPH).get_data(as_text=True)
     assert "<svg" not in page and "took longer than" in page
 
 
 def test_a_server_without_graphviz_lists_the_tasks_and_says_why(layered, monkeypatch):
     monkeypatch.setattr(console_graphs, "DOT", "no-such-graphviz-dot")
-    console_graphs._draw.cache_clear()
     response = layered.get(GRAPH)
     page = response.get_data(as_text=True)
     assert response.status_code == 200 and "<svg" not in page

@@ -31,7 +31,7 @@ def _cookie_header(response) -> str:
 def test_sign_in_sets_a_strict_http_only_cookie_and_shows_the_user(guarded):
     _, client = guarded
     response = sign_in(client, "writer1")
-    assert response.status_code == 303 and response.headers["Location"] == "/ui/"
+    assert response.status_code == 303 and response.headers["Location"] == "/ui/environments/1"
     header = _cookie_header(response)
     assert "HttpOnly" in header and "SameSite=Strict" in header and "Path=/" in header
     assert "Max-Age=" in header and "Secure" not in header  # plain HTTP here
@@ -246,3 +246,17 @@ def test_a_form_of_too_many_fields_is_refused_before_it_is_parsed(guarded, conte
 def test_an_ordinary_sign_in_still_works_after_the_bound(guarded):
     _, client = guarded
     assert sign_in(client, "writer1").status_code == 303
+
+
+@pytest.mark.parametrize(
+    ("user", "landing"), [("reader", "/ui/"), ("writer1", "/ui/environments/1")]
+)
+def test_a_sign_in_without_a_return_page_lands_on_a_page_the_user_may_read(guarded, user, landing):
+    # A user whose grants name one environment landed on the store-wide list: a JSON 403.
+    _, client = guarded
+    form = client.get("/ui/login").get_data(as_text=True)
+    assert 'name="next"' not in form  # a browser posts the form as it is
+    response = sign_in(client, user)
+    assert response.status_code == 303 and response.headers["Location"] == landing
+    page = client.get(landing)
+    assert page.status_code == 200 and page.content_type.startswith("text/html")

@@ -172,3 +172,16 @@ def test_history_rejects_bad_queries(scripted):
         store.versions.history(1, path="nodes")
     with pytest.raises(NotFound, match="level"):
         store.versions.history(1, path="racks/1")
+
+
+def test_commits_are_the_history_entries_without_their_changes(scripted):
+    store, _ = scripted
+    history = store.versions.history(1, limit=5, version="10").data["entries"]
+    listed = store.versions.commits(1, limit=5, version="10")
+    assert listed.data["entries"] == [
+        {key: value for key, value in entry.items() if key != "changes"} for entry in history
+    ]
+    assert [entry["version"] for entry in listed.data["entries"]] == [10, 9, 8, 7, 6]
+    assert len(store.versions.commits(1, limit=500).data["entries"]) == len(SCRIPT) + 1
+    with pytest.raises(InvalidInput, match="limit"):
+        store.versions.commits(1, limit=0)

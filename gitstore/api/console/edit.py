@@ -111,24 +111,47 @@ def _author() -> Author:
 # -- sign-in ----------------------------------------------------------------------------------
 @bp.route("/login", methods=["GET", "POST"])
 def login():
-    target = _safe_next(request.values.get("next"))
+    asked = request.values.get("next")
+    target = _safe_next(asked)
     if _open_store() or request.method == "GET":
-        return render_template("console/login.html", next=target, version=None)
+        # the form carries a return page only when one was asked for (see `_landing`)
+        shown = target if asked else ""
+        return render_template("console/login.html", next=shown, version=None)
     sessions.check_csrf()
     name = request.form.get("user", "")
     try:
         identity = _authenticate(name, request.form.get("password", ""))
     except TooManyRequests as exc:
-        page = render_template("console/login.html", next=target, error=exc.message, version=None)
+        page = render_template(
+            "console/login.html", next=target if asked else "", error=exc.message, version=None
+        )
         return page, 429, {"Retry-After": str(exc.retry_after)}
     except Unauthorized as exc:
         page = render_template(
-            "console/login.html", next=target, error=exc.message, user=name, version=None
+            "console/login.html",
+            next=target if asked else "",
+            error=exc.message,
+            user=name,
+            version=None,
         )
         return page, 401
     sessions.sign_in(identity)
     log.info("console sign-in of user %r from %s", identity.name, request.remote_addr)
+    if target != asked:  # none asked for, or not a page of this console
+        target = _landing(identity)
     return redirect(target, 303)
+
+
+def _landing(identity) -> str:
+    """Where a sign-in without a page to go back to lands: the environment list for a reader
+    of the whole store, else the first environment the user may read (the list needs a
+    store-wide grant: it would be a 403), else the list, whose 403 names the role."""
+    if identity.has("reader", None):
+        return url_for("console.environments")
+    readable = [n for n in app_store().environment_ids() if identity.has("reader", n)]
+    if readable:
+        return url_for("console.environment", env_id=readable[0])
+    return url_for("console.environments")
 
 
 def _authenticate(name: str, password: str):
@@ -293,7 +316,7 @@ def revert(env_id: int, commit: str):
     a commit (reads never write, DESIGN.md section 7)."""
     _require_writer(env_id)
     store = app_store()
-    target = store.versions.history(env_id, limit=1, version=commit).data["entries"][0]
+    target = store.versions.commits(env_id, limit=1, version=commit).data["entries"][0]
     if request.method == "GET":
         return _revert_page(env_id, target)
     sessions.check_csrf()

@@ -1,9 +1,11 @@
 """`/ui/`: the read-only web console, server-rendered HTML readable without JavaScript.
 
-Pages: the environments, one environment (levels, nodes, resources, labels, recent commits)
-and one node (every resource's effective values as a tree, each key with the level that won,
-its file and line, and the commit that set it). Every page takes `?version=` (a version
-number, commit or label) and carries it in its links: the whole console travels in time.
+Pages: the environments, one environment (levels, a page of its nodes, resources, labels,
+recent commits), one node (every resource's effective values as a tree) and a key's
+provenance at a node (the level that won, its file and line, the commit that set it), which
+the node page fetches when a key is opened rather than carrying it for every key. Every page
+takes `?version=` (a version number, commit or label) and carries it in its links: the whole
+console travels in time.
 Access is the REST reads' (`auth.needed` maps `/ui/environments/<id>` to that environment);
 an unknown environment or node is the usual JSON error (404); a blank `?version=`
 (the form left empty) is the head. `?reveal=1` on a node page opens secret values for a
@@ -12,19 +14,17 @@ holder of the `secrets` role. The writes (sign-in, edit, revert) are in `edit.py
 
 from __future__ import annotations
 
-from typing import Any
-
-from flask import g, render_template
+from flask import g, render_template, request, url_for
 
 from gitstore.api.console.blueprint import bp, pinned
-from gitstore.api.console.render import provenance
-from gitstore.api.console.shared import attached_resources, known_nodes
+from gitstore.api.console.nodelist import node_page
+from gitstore.api.console.render import MAX_FILTER, provenance, values_tree
+from gitstore.api.console.shared import attached_resources, node_chain
 from gitstore.api.http import app_store, flag
+from gitstore.errors import InvalidInput, NotFound
 
 #: How many commits the environment page lists.
 RECENT = 10
-#: How many commits back the node page looks for the messages of the commits explain names.
-HISTORY = 500
 
 
 @bp.get("/")
@@ -33,11 +33,11 @@ def environments():
     rows = []
     for entity in store.environments.list().data:
         env_id = entity["id"]
-        last = store.versions.history(env_id, limit=1).data["entries"]
+        last = store.versions.commits(env_id, limit=1).data["entries"]
         rows.append(
             {
                 "entity": entity,
-                "nodes": len(known_nodes(env_id, None)),
+                "nodes": len(store.roster.rows(env_id).data),
                 "last": last[0] if last else None,
             }
         )
@@ -53,10 +53,10 @@ def environment(env_id: int):
         env=entity.data,
         commit=entity.commit,
         levels=store.environments.levels(env_id, version).data,
-        nodes=known_nodes(env_id, version),
+        nodes=node_page(store.roster.rows(env_id, version).data),
         resources=_resources(env_id, version),
         labels=store.versions.labels(env_id).data,
-        commits=store.versions.history(env_id, limit=RECENT, version=version).data["entries"],
+        commits=store.versions.commits(env_id, limit=RECENT, version=version).data["entries"],
         version=version,
     )
 
@@ -65,24 +65,62 @@ def environment(env_id: int):
 def node(env_id: int, node: str):
     store, version = app_store(), pinned()
     reveal = flag("reveal")  # auth.py lets it through only with the secrets role
-    who = g.get("user")
-    document = store.hiera.node_document(env_id, node, version, reveal=reveal, who=who).data
-    pairs = [tuple(pair) for pair in document["levels"]]
-    messages = _messages(env_id, version)
+    document = store.hiera.node_document(
+        env_id, node, version, reveal=reveal, who=g.get("user")
+    ).data
+    wanted = (request.args.get("filter") or "").strip()[:MAX_FILTER]
     resources = []
     for name, values in document["resources"].items():
-        explained = store.versions.explain(
-            env_id, pairs, name, None, version, effective=True, reveal=reveal, who=who
-        ).data
-        resources.append({"name": name, "tree": _tree(values, _by_path(explained), messages, ())})
+        tree, shown = values_tree(values, wanted)
+        resources.append({"name": name, "tree": tree, "shown": shown})
     return render_template(
         "console/node.html",
         env_id=env_id,
         node=document,
         resources=resources,
+        filter=wanted,
         version=version,
         reveal=reveal,
         at_head=version is None,  # edits (edit.py) start from the head only
+    )
+
+
+@bp.get("/environments/<int:env_id>/nodes/<node>/why")
+def why(env_id: int, node: str):
+    """The provenance of one key at the node (`?resource=&key=`): what a key of the node page
+    shows when opened. `?fragment=1` answers that part alone, which the page's script fetches;
+    the whole page, with a form to pick the key, serves a browser without JavaScript."""
+    store, version, fragment = app_store(), pinned(), flag("fragment")
+    reveal = flag("reveal")
+    resource, key = _arg("resource", fragment), _arg("key", fragment)
+    chain = node_chain(env_id, node, version)
+    shown = None
+    if resource and key:
+        explained = store.versions.explain(
+            env_id, list(chain.pairs), resource, key, version, reveal=reveal, who=g.get("user")
+        ).data
+        found = next((item for item in explained["keys"] if item["path"] == key), None)
+        if found is None:
+            raise NotFound(f"node {chain.node} has no key {key!r} in {resource}", key="key")
+        winner = found["layers"][found["winner"]] if found["winner"] is not None else None
+        commit = found["commit"]
+        url = (
+            url_for("console.commit", env_id=env_id, rev=commit, version=version)
+            if commit
+            else None
+        )
+        shown = provenance(found, winner, _message(env_id, commit), url)
+    return render_template(
+        "console/why_fragment.html" if fragment else "console/why.html",
+        env_id=env_id,
+        node=chain,
+        resource=resource,
+        key=key,
+        resources=_resources(env_id, version),
+        provenance=shown,
+        version=version,
+        reveal=reveal,
+        at_head=version is None,
     )
 
 
@@ -91,32 +129,16 @@ def _resources(env_id: int, version: str | None) -> list[str]:
     return [definition["name"] for definition in attached_resources(env_id, version)]
 
 
-def _messages(env_id: int, version: str | None) -> dict[str, str]:
-    """Commit id to message, for the provenance of keys (explain names commits only)."""
-    history = app_store().versions.history(env_id, limit=HISTORY, version=version).data
-    return {entry["commit"]: entry["message"] for entry in history["entries"]}
+def _arg(name: str, required: bool) -> str | None:
+    value = (request.args.get(name) or "").strip()
+    if not value and required:
+        raise InvalidInput(f"{name} is required", key=name)
+    return value or None
 
 
-def _by_path(explained: Any) -> dict[str, dict]:
-    return {item["path"]: item for item in explained["keys"]}
-
-
-def _tree(value: Any, explained: dict, messages: dict, path: tuple) -> dict:
-    """A node of the values tree: a mapping has children, anything else is a leaf whose
-    provenance is the explain entry of its dotted path."""
-    dotted = ".".join(str(segment) for segment in path)
-    if isinstance(value, dict) and value and dotted not in explained:
-        children = [_tree(child, explained, messages, (*path, key)) for key, child in value.items()]
-        return {"key": path[-1] if path else "", "path": dotted, "children": children}
-    why = explained.get(dotted)  # None for an empty mapping: explain lists leaves only
-    winner = why["layers"][why["winner"]] if why and why["winner"] is not None else None
-    message = messages.get(why["commit"] or "", "") if why else ""
-    return {
-        "key": path[-1] if path else "",
-        "path": dotted,
-        "value": value,
-        "winner": winner,
-        "why": why,
-        "message": message,
-        "provenance": provenance(why, winner, message) if why else "",
-    }
+def _message(env_id: int, commit: str | None) -> str:
+    """The message of the commit that set a key (explain names the commit only)."""
+    if not commit:
+        return ""
+    entries = app_store().versions.commits(env_id, limit=1, version=commit).data["entries"]
+    return entries[0]["message"] if entries else ""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import regex
@@ -36,15 +36,26 @@ MAX_KEYS = 500_000
 MODES = ("substring", "regex")
 
 
+#: Characters of a value shown on each side of its match (a hit shows an excerpt, not a
+#: whole list of 1,000 nodes), and the longest value shown whole.
+CONTEXT_CHARS = 40
+WHOLE_CHARS = 120
+
+#: Where a matcher found its text in a string, `(start, end)`; None: no match.
+Span = tuple[int, int] | None
+
+
 @dataclass(frozen=True)
 class Hit:
     """One leaf that matched: where (`node` None for global), which resource and key, and its
-    (masked) value."""
+    (masked) value; `excerpt` is the value as JSON around the match, `(before, match, after)`
+    (the match empty when only the key matched)."""
 
     node: str | None
     resource: str
     key: str
     value: Any
+    excerpt: tuple[str, str, str] = ("", "", "")
 
 
 @bp.get("/environments/<int:env_id>/search")
@@ -66,26 +77,44 @@ def search(env_id: int):
 
 
 def _find(
-    env_id: int, version: str | None, matches: Callable[[str], bool]
+    env_id: int, version: str | None, find: Callable[[str], Span]
 ) -> tuple[list[Hit], str | None]:
     """The hits, and why the search stopped early (None when it read every key)."""
     hits: list[Hit] = []
     for number, hit in enumerate(_leaves(env_id, version)):
         if number >= MAX_KEYS:
             return hits, f"the search stopped after {MAX_KEYS} keys"
-        if matches(hit.key) or matches(json.dumps(hit.value, sort_keys=True)):
-            if len(hits) == MAX_HITS:
-                return hits, f"only the first {MAX_HITS} matches are listed"
-            hits.append(hit)
+        text = json.dumps(hit.value, sort_keys=True)
+        in_value = find(text)
+        if in_value is None and find(hit.key) is None:
+            continue
+        if len(hits) == MAX_HITS:
+            return hits, f"only the first {MAX_HITS} matches are listed"
+        hits.append(replace(hit, excerpt=excerpt(text, in_value)))
     return hits, None
 
 
-def _matcher(text: str, mode: str) -> Callable[[str], bool]:
-    """A predicate on strings; InvalidInput (400) for a pattern that is too long, does not
-    compile, or takes longer than the time limit."""
+def excerpt(text: str, span: Span) -> tuple[str, str, str]:
+    """`text` around `span` as (before, match, after), with an ellipsis where it is cut; a
+    text without a span is shown from its start."""
+    start, end = span or (0, 0)
+    if len(text) <= WHOLE_CHARS:
+        return text[:start], text[start:end], text[end:]
+    if span is None:
+        return text[:WHOLE_CHARS] + "…", "", ""
+    left, right = max(start - CONTEXT_CHARS, 0), min(end + CONTEXT_CHARS, len(text))
+    match = text[start:end]
+    if len(match) > WHOLE_CHARS:
+        match = match[:WHOLE_CHARS] + "…"
+    before = ("…" if left else "") + text[left:start]
+    return before, match, text[end:right] + ("…" if right < len(text) else "")
+
+
+def _matcher(text: str, mode: str) -> Callable[[str], Span]:
+    """Where a string holds the text; InvalidInput (400) for a pattern that is too long, does
+    not compile, or takes longer than the time limit."""
     if mode == "substring":
-        needle = text.casefold()
-        return lambda haystack: needle in haystack.casefold()
+        return _substring(text)
     if len(text) > PATTERN_CHARS:
         raise InvalidInput(
             f"regular expression is {len(text)} characters long; at most {PATTERN_CHARS}",
@@ -109,7 +138,26 @@ def _matcher(text: str, mode: str) -> Callable[[str], bool]:
                 key="q",
             ) from exc
 
-    return lambda haystack: matches(haystack) is not None
+    def span(haystack: str) -> Span:
+        found = matches(haystack)
+        return None if found is None else found.span()
+
+    return span
+
+
+def _substring(text: str) -> Callable[[str], Span]:
+    needle = text.casefold()
+
+    def span(haystack: str) -> Span:
+        folded = haystack.casefold()
+        at = folded.find(needle)
+        if at < 0:
+            return None
+        if len(folded) != len(haystack):  # folding changed lengths (ß): no exact place
+            return 0, 0
+        return at, at + len(needle)
+
+    return span
 
 
 def _leaves(env_id: int, version: str | None) -> Iterator[Hit]:

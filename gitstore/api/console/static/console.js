@@ -1,0 +1,73 @@
+// The console's one script; every page reads fine without it (docs/ui.md).
+// - Node page: a key's provenance is fetched when the key is opened (the tree does not carry
+//   it: a controller's ~1,600 keys would triple the page), from the tree's `data-why` URL;
+//   "Expand all" and "Collapse all" open or close every mapping of the values trees.
+// - Graph page: the drawing opens fitted to its box (the style sheet); zoom buttons scale
+//   it in steps.
+"use strict";
+
+// A key's dotted path: its own key and those of the mappings around it, up the tree.
+function keyPath(details) {
+  const keys = [];
+  for (let here = details; here; here = here.parentElement.closest("ul.tree details")) {
+    keys.unshift(here.querySelector(":scope > summary > code").textContent);
+  }
+  return keys.join(".");
+}
+
+function loadProvenance(tree, details) {
+  if (details.dataset.loaded) return;
+  details.dataset.loaded = "1";
+  const box = document.createElement("div");
+  box.className = "why";
+  box.setAttribute("aria-live", "polite");
+  box.textContent = "Loading the provenance…";
+  details.append(box);
+  const url = tree.dataset.why + (tree.dataset.why.includes("?") ? "&" : "?") +
+    "fragment=1&key=" + encodeURIComponent(keyPath(details));
+  fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    .then((response) => response.ok ? response.text()
+      : Promise.reject(new Error(response.status + " " + response.statusText)))
+    .then((html) => { box.innerHTML = html; },
+      (error) => {
+        box.textContent = "The provenance could not be loaded (" + error.message + ").";
+        delete details.dataset.loaded;  // opening the key again tries again
+      });
+}
+
+function zoomable(figure, controls) {
+  const svg = figure.querySelector("svg");
+  if (!svg) return;
+  const fitted = svg.getBoundingClientRect().width;  // the style sheet fits it to the box
+  let scale = 1;
+  controls.hidden = false;
+  controls.addEventListener("click", (event) => {
+    const step = event.target.dataset && event.target.dataset.zoom;
+    if (!step) return;
+    scale = step === "fit" ? 1 : Math.min(Math.max(scale * (step === "in" ? 2 : 0.5), 1), 32);
+    svg.style.maxWidth = scale === 1 ? "" : "none";
+    svg.style.width = scale === 1 ? "" : (fitted * scale) + "px";
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const figure = document.querySelector("figure.graph");
+  const controls = document.querySelector("p.zoom");
+  if (figure && controls) zoomable(figure, controls);
+  for (const tree of document.querySelectorAll("ul.tree[data-why]")) {
+    // `toggle` does not bubble: listen while it passes down (capture).
+    tree.addEventListener("toggle", (event) => {
+      const details = event.target;
+      if (details.open && !details.classList.contains("map")) loadProvenance(tree, details);
+    }, true);
+  }
+  for (const button of document.querySelectorAll("button[data-open]")) {
+    button.hidden = false;
+    button.addEventListener("click", () => {
+      const open = button.dataset.open === "all";
+      for (const details of document.querySelectorAll("ul.tree details.map")) {
+        details.open = open;
+      }
+    });
+  }
+});
