@@ -30,7 +30,7 @@ def _layers(scope: str, values, overrides) -> list[Layer]:
 
 
 @st.composite
-def _edited(draw, document):
+def edited(draw, document):
     """`document` with a few keys set or deleted, at random depths: mostly the same keys,
     so the changes are often nested and the own layers often hold keys on their paths."""
     edited = copy.deepcopy(document or {})
@@ -56,9 +56,9 @@ def _shown(found) -> str:
 @settings(max_examples=800, deadline=None)
 @given(data=st.data(), mode=st.sampled_from(MODES), old_global=st.tuples(DOCUMENTS, LAYER_DATA))
 def test_a_scope_changes_as_its_parent_did_unless_its_own_layers_touch_it(data, mode, old_global):
-    new_global = (data.draw(_edited(old_global[0])), data.draw(st.one_of(
-        st.just(old_global[1]), LAYER_DATA, _edited(old_global[1]))))  # fmt: skip
-    near = st.one_of(st.none(), DOCUMENTS, _edited(old_global[0]), _edited(new_global[0]))
+    new_global = (data.draw(edited(old_global[0])), data.draw(st.one_of(
+        st.just(old_global[1]), LAYER_DATA, edited(old_global[1]))))  # fmt: skip
+    near = st.one_of(st.none(), DOCUMENTS, edited(old_global[0]), edited(new_global[0]))
     own = (data.draw(near), data.draw(near))
     parent_old = merge_layers(_layers("/", *old_global), mode)
     parent_new = merge_layers(_layers("/", *new_global), mode)
