@@ -28,14 +28,16 @@ def diff_environment(
     after: EnvironmentView,
     scopes: list[LevelPairs] | None = None,
     resource: str | None = None,
+    differ: ScopeDiffs | None = None,
 ) -> dict[str, dict[str, Any]]:
     """`{scope: {resource: {added, removed, changed}}}` for every scope that differs.
 
     `scopes` defaults to global plus every level value with data at either version; `resource`
-    limits the comparison to one resource.
+    limits the comparison to one resource. `differ`: a `ScopeDiffs` of the same two views, to
+    share what an earlier call of the same caller computed.
     """
     found: dict[str, dict[str, Any]] = {}
-    differ = ScopeDiffs(before, after)
+    differ = differ or ScopeDiffs(before, after)
     for pairs in default_scopes(before, after) if scopes is None else scopes:
         names = (
             [resource]
