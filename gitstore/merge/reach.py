@@ -14,17 +14,24 @@ follows from the parent's change and the keys its own layers hold:
 In a `shallow` merge a layer's top-level key replaces the inherited one whole, so a layer
 touches a path when it holds the path's top-level key (or knocks it out).
 
+A `KeyIndex` answers the same question from a few bytes per key instead of the parsed layer: a
+caller keeps one per layer blob, so asking whether 1,000 nodes' facts touch a changed key does
+not parse 1,000 files. Its answers may say "touched" where the layer does not (a hash
+collision: the caller then merges, which is exact), never the reverse.
+
 Pure functions over documents; tests/merge/test_reach.py compares them with full merges.
 """
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gitstore.merge.effective import KNOCKOUT, SHALLOW, Layer
 
-__all__ = ["restricted", "restricted_layers", "touches"]
+__all__ = ["KeyIndex", "restricted", "restricted_layers", "touches", "touches_indexed"]
 
 
 def touches(layers: Iterable[Layer], paths: Iterable[tuple], mode: str) -> bool:
@@ -34,6 +41,70 @@ def touches(layers: Iterable[Layer], paths: Iterable[tuple], mode: str) -> bool:
         return False
     depth = 1 if mode == SHALLOW else None
     return any(_holds(data, path[:depth]) for path in paths for data in datas)
+
+
+def touches_indexed(indexes: Iterable[KeyIndex], paths: Iterable[tuple], mode: str) -> bool:
+    """`touches` asked of the layers' `KeyIndex`es: True wherever `touches` is (and, rarely,
+    where it is not)."""
+    depth = 1 if mode == SHALLOW else None
+    return any(index.holds(path[:depth]) for path in paths for index in indexes)
+
+
+class KeyIndex:
+    """The key paths of one layer document, and which of them hold no mapping, as sorted
+    32-bit hashes: `holds` walks a path as `_holds` walks the document."""
+
+    __slots__ = ("_hashes",)
+
+    def __init__(self, document: Mapping[str, Any] | None) -> None:
+        found = set()
+        stack: list[tuple[tuple, Mapping]] = [((), document or {})]
+        while stack:
+            prefix, mapping = stack.pop()
+            for key, value in mapping.items():
+                path = (*prefix, key)
+                found.add(_key_hash(path))
+                if isinstance(value, Mapping):
+                    stack.append((path, value))
+                else:
+                    found.add(_leaf_hash(path))
+        self._hashes = array("I", sorted(found))
+
+    @property
+    def size(self) -> int:
+        """Bytes held (the weight of a cache of indexes)."""
+        return self._hashes.itemsize * len(self._hashes) + 64
+
+    def holds(self, path: tuple) -> bool:
+        for depth, segment in enumerate(path):
+            prefix = path[:depth]
+            if depth and self._has(_leaf_hash(prefix)):
+                return True
+            if (
+                isinstance(segment, str)
+                and segment
+                and self._has(_key_hash((*prefix, KNOCKOUT + segment)))
+            ):
+                return True
+            if not self._has(_key_hash((*prefix, segment))):
+                return False
+        return True
+
+    def _has(self, value: int) -> bool:
+        at = bisect_left(self._hashes, value)
+        return at < len(self._hashes) and self._hashes[at] == value
+
+
+_MASK = 0xFFFFFFFF
+
+
+def _key_hash(path: tuple) -> int:
+    """Equal keys hash equal (`1` and `True` too, as a dict finds them): no miss is possible."""
+    return hash(path) & _MASK
+
+
+def _leaf_hash(path: tuple) -> int:
+    return hash(("leaf", path)) & _MASK
 
 
 def _holds(data: Mapping, path: tuple) -> bool:

@@ -9,18 +9,29 @@ Most scopes are answered without merging them:
   (`gitstore.merge.reach`): then only the top-level keys the parent's change names are merged.
 
 So a global write costs one merge of the global document, then a look at each node's own keys
-along the changed paths: not a merge and a diff of every node's ~1,600 keys.
+along the changed paths: not a merge and a diff of every node's ~1,600 keys. That look asks a
+`KeyIndex` of each layer blob, kept by blob id: a few bytes per key, where the parsed documents
+of 1,000 nodes' facts do not fit the parse cache and would be parsed again by every diff.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gitstore.backend.cache import LRUCache
 from gitstore.configdb.scopes import default_scopes, effective_document, resources_at
-from gitstore.layout import KINDS, EnvironmentView, LevelPairs, scope_of
+from gitstore.layout import KINDS, EnvironmentView, LevelPairs, layer_file, scope_of
 from gitstore.merge.diff import Difference, differences, sections
-from gitstore.merge.effective import merge_onto
-from gitstore.merge.reach import restricted, restricted_layers, touches
+from gitstore.merge.effective import Layer, merge_onto
+from gitstore.merge.reach import KeyIndex, restricted, touches_indexed
+
+#: The `KeyIndex` of layer blobs by blob id (immutable: never stale). ~12 KB for a node's
+#: ~1,600 facts, so 16 MiB hold the layers of several thousand nodes.
+_KEY_INDEXES = LRUCache(max_entries=50_000, max_weight=16 * 1024 * 1024, name="key_indexes")
+#: Layer blobs `restricted` to some top-level keys, by (blob id, keys): what the nodes that
+#: touch a change merge, kept so the pages that show one change (REST diff, commit page,
+#: preview) parse each node's facts once. Weighed by their share of the blob's bytes.
+_RESTRICTED = LRUCache(max_entries=100_000, max_weight=16 * 1024 * 1024, name="restricted_layers")
 
 
 def diff_environment(
@@ -91,18 +102,50 @@ class ScopeDiffs:
         )
         return found, sections(found)
 
+    def _restricted(
+        self, pair: tuple, kind: str, resource: str, blob: str | None, keys: frozenset
+    ) -> dict | None:
+        """The layer file's document `restricted` to `keys` (None where the file is absent)."""
+        if blob is None:
+            return None
+        path = layer_file(pair, kind, resource)
+
+        def compute() -> tuple[dict | None, int]:
+            whole = self.after.snapshot.read_mapping(path) or {}
+            part = restricted(whole, keys)
+            share = (self.after.snapshot.size(path) or 0) * len(part) // max(len(whole), 1)
+            return part, 64 + share
+
+        return _RESTRICTED.get_or_compute((blob, keys), compute, lambda found: found[1])[0]
+
+    def _index(self, path: str, blob: str) -> KeyIndex:
+        """The `KeyIndex` of layer file `path` (blob `blob`), parsed only when not kept."""
+        return _KEY_INDEXES.get_or_compute(
+            blob,
+            lambda: KeyIndex(self.after.snapshot.read_mapping(path)),
+            lambda index: index.size,
+        )
+
     def _through_own_layers(
         self, pairs: tuple, resource: str, inherited: tuple, old: tuple, new: tuple
     ) -> tuple[list[Difference], dict]:
         """The scope's change when only its parent's document changed (`merge.reach`)."""
-        own = self.after.own_layers(pairs, resource)  # the same blobs at both versions
         paths = [path for _, path, _, _ in inherited[0]]
         mode = self.after.merge
-        if not touches(own, paths, mode):
+        blobs = new[-len(KINDS) :]  # the same blobs at both versions
+        indexes = [
+            self._index(layer_file(pairs[-1], kind, resource), blob)
+            for kind, blob in zip(KINDS, blobs, strict=True)
+            if blob is not None
+        ]
+        if not touches_indexed(indexes, paths, mode):
             return inherited
-        keys = {path[0] for path in paths}
+        keys = frozenset(path[0] for path in paths)
         parent = pairs[:-1]
-        layers = restricted_layers(own, keys)
+        layers = [
+            Layer(scope_of(pairs), kind, self._restricted(pairs[-1], kind, resource, blob, keys))
+            for kind, blob in zip(KINDS, blobs, strict=True)
+        ]
         cut = -len(KINDS)
         found = differences(
             merge_onto(

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from gitstore.merge.diff import differences
 from gitstore.merge.effective import DEEP, MODES, SHALLOW, Layer, merge_layers, merge_onto
-from gitstore.merge.reach import restricted, restricted_layers, touches
+from gitstore.merge.reach import (
+    KeyIndex,
+    restricted,
+    restricted_layers,
+    touches,
+    touches_indexed,
+)
 
 #: Few names, so that random layers often hold the keys a random change touches.
 KEYS = st.sampled_from(["a", "b", "c", "a", "b", "--a", "--b", "--", 1, True])
@@ -66,6 +72,8 @@ def test_a_scope_changes_as_its_parent_did_unless_its_own_layers_touch_it(data, 
     full = differences(merge_onto(parent_old, layers, mode), merge_onto(parent_new, layers, mode))
     inherited = differences(parent_old, parent_new)
     paths = [path for _, path, _, _ in inherited]
+    indexes = [KeyIndex(layer.data) for layer in layers]
+    assert touches_indexed(indexes, paths, mode) == touches(layers, paths, mode)
     if not touches(layers, paths, mode):
         assert _shown(full) == _shown(inherited)
         return
@@ -95,3 +103,18 @@ def test_a_knockout_or_a_scalar_above_the_changed_key_touches_it():
 def test_no_layer_touches_nothing():
     assert not touches(_layers("/n/", None, {}), [("a",)], DEEP)
     assert not touches(_layers("/n/", {"a": 1}, None), [], DEEP)
+
+
+@settings(max_examples=300, deadline=None)
+@given(document=DOCUMENTS, path=st.lists(KEYS, min_size=1, max_size=4).map(tuple))
+def test_a_key_index_answers_as_the_document_does(document, path):
+    layer = [Layer("/n/", "values", document)]
+    assert touches_indexed([KeyIndex(document)], [path], DEEP) == touches(layer, [path], DEEP)
+
+
+def test_a_key_index_walks_knockouts_leaves_and_nested_keys():
+    index = KeyIndex({"syslog": {"port": 514, "--level": None}, "debug": True, "x": {}})
+    assert index.holds(("syslog", "port")) and index.holds(("syslog", "level"))
+    assert index.holds(("debug", "deeper")) and index.holds(("x",))
+    assert not index.holds(("syslog", "facility")) and not index.holds(("x", "y"))
+    assert not KeyIndex(None).holds(("a",))
