@@ -75,6 +75,9 @@ class ScopeDiffs:
         self._same_mode = before.merge == after.merge
         #: (pairs, resource) -> (differences, their `sections`)
         self._found: dict[tuple, tuple[list[Difference], dict]] = {}
+        #: blob id -> the document parsed for its index by the scope being answered (a cold
+        #: index and a restriction of the same layer then parse it once)
+        self._parsed: dict[str, dict | None] = {}
 
     def change(self, pairs: LevelPairs, resource: str) -> dict:
         """`{added, removed, changed}` of the scope's effective document, `{}` if equal."""
@@ -111,7 +114,7 @@ class ScopeDiffs:
         path = layer_file(pair, kind, resource)
 
         def compute() -> tuple[dict | None, int]:
-            whole = self.after.snapshot.read_mapping(path) or {}
+            whole = self._read(path, blob) or {}
             part = restricted(whole, keys)
             share = (self.after.snapshot.size(path) or 0) * len(part) // max(len(whole), 1)
             return part, 64 + share
@@ -121,10 +124,13 @@ class ScopeDiffs:
     def _index(self, path: str, blob: str) -> KeyIndex:
         """The `KeyIndex` of layer file `path` (blob `blob`), parsed only when not kept."""
         return _KEY_INDEXES.get_or_compute(
-            blob,
-            lambda: KeyIndex(self.after.snapshot.read_mapping(path)),
-            lambda index: index.size,
+            blob, lambda: KeyIndex(self._read(path, blob)), lambda index: index.size
         )
+
+    def _read(self, path: str, blob: str) -> dict | None:
+        if blob not in self._parsed:
+            self._parsed[blob] = self.after.snapshot.read_mapping(path)
+        return self._parsed[blob]
 
     def _through_own_layers(
         self, pairs: tuple, resource: str, inherited: tuple, old: tuple, new: tuple
@@ -133,6 +139,7 @@ class ScopeDiffs:
         paths = [path for _, path, _, _ in inherited[0]]
         mode = self.after.merge
         blobs = new[-len(KINDS) :]  # the same blobs at both versions
+        self._parsed.clear()
         indexes = [
             self._index(layer_file(pairs[-1], kind, resource), blob)
             for kind, blob in zip(KINDS, blobs, strict=True)
