@@ -27,8 +27,10 @@ nodes; the commit page summarised, not 1,000 full entries.
 from __future__ import annotations
 
 import argparse
+import http.client
 import http.cookiejar
 import json
+import math
 import re
 import statistics
 import subprocess
@@ -189,8 +191,17 @@ class Figures:
 
 
 def _times(call, runs: int) -> Figures:
-    took, size, nodes = call()
-    later = [call()[0] for _ in range(runs)]
+    """A request that gets no answer (its worker killed at gunicorn's timeout) counts as
+    taking forever."""
+
+    def timed() -> tuple[float, int, int]:
+        try:
+            return call()
+        except (OSError, http.client.HTTPException):
+            return math.inf, 0, -1
+
+    took, size, nodes = timed()
+    later = [timed()[0] for _ in range(runs)]
     return Figures(took, statistics.median(later) if later else took, size, nodes)
 
 
@@ -307,8 +318,16 @@ def main(argv: list[str] | None = None) -> int:
             f" {row['ratio']:6.1f}x {big.size / 1024:6.0f} KB {big.nodes:6d}"
             f"  {'ok' if row['ok'] else 'over ' + str(row['target_s']) + ' s'}"
         )
-    print(f"machine: {harness.machine_load()}")
-    return 0 if all(row["ok"] for row in found) else 1
+    worst = max(max(row["big"].first, row["big"].median) for row in found)
+    ok = all(row["ok"] for row in found)
+    harness.report(
+        "scale_blast",
+        worst / TARGET_S,
+        f"<= 1.0, the slowest page over {TARGET_S:.0f} s",
+        ok,
+        f"slowest {worst:.2f} s at {nodes} nodes; {harness.machine_load()}",
+    )
+    return 0 if ok or args.smoke else 1
 
 
 if __name__ == "__main__":

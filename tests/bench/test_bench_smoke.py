@@ -27,6 +27,7 @@ BENCHES = [
     "limit",
     "docwrites",
     "cold",
+    "scale_blast",
 ]
 
 
