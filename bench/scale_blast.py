@@ -21,7 +21,7 @@ nodes; the commit page summarised, not 1,000 full entries.
 `rows(...)` returns the measured rows for `bench/scale.py`; run alone it prints them:
 
   .venv/bin/python bench/scale_blast.py [--nodes 1000] [--runs 3]
-  .venv/bin/python bench/scale_blast.py --smoke        # 60 nodes, one run (CI, seconds)
+  .venv/bin/python bench/scale_blast.py --smoke        # 20 nodes, one run (CI, seconds)
 """
 
 from __future__ import annotations
@@ -302,10 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3, help="requests after the first")
     parser.add_argument("--root", type=Path, help="a store built by this script before")
-    parser.add_argument("--smoke", action="store_true", help="60 nodes, one run")
+    parser.add_argument("--smoke", action="store_true", help="20 nodes, one run")
     parser.add_argument("--build-only", type=Path, help="build the store at this path and stop")
     args = parser.parse_args(argv)
-    nodes, runs = (60, 1) if args.smoke else (args.nodes, args.runs)
+    nodes, runs = (20, 1) if args.smoke else (args.nodes, args.runs)
     if args.build_only:
         build(args.build_only, nodes)
         return 0
