@@ -33,7 +33,7 @@ from gitstore.names import is_number
 from gitstore.secrets.mask import mask_scopes
 from gitstore.served import Served
 from gitstore.validation import ENVIRONMENT
-from gitstore.versions.diffs import diff_environment
+from gitstore.versions.diffs import ScopeDiffs, diff_environment
 
 if TYPE_CHECKING:
     from gitstore.configdb.values import Config
@@ -97,6 +97,8 @@ class Previews:
         def masked(scopes: dict) -> dict:
             return mask_scopes(scopes, lambda r: rules_of(layer_file(None, "values", r)))[0]
 
+        differ = ScopeDiffs(before, after)  # level values and node chains share their parents
+
         data = {
             "base": _version_of(before),
             "proposed": _version_of(after) if changed else None,
@@ -104,8 +106,8 @@ class Previews:
             "valid": not problems,
             "errors": problems,
             "files": [c.path for c in repo.changed_files(proposed)] if changed else [],
-            "scopes": masked(diff_environment(before, after)),
-            "nodes": _nodes_changed(before, after, masked),
+            "scopes": masked(diff_environment(before, after, differ=differ)),
+            "nodes": _nodes_changed(before, after, masked, differ),
         }
         return Served(data, before.snapshot.commit_id, before.snapshot.version)
 
@@ -130,7 +132,9 @@ def _version_of(view: EnvironmentView) -> dict[str, Any]:
     return {"commit": view.snapshot.commit_id, "version": view.snapshot.version}
 
 
-def _nodes_changed(before: EnvironmentView, after: EnvironmentView, masked) -> list[dict]:
+def _nodes_changed(
+    before: EnvironmentView, after: EnvironmentView, masked, differ: ScopeDiffs
+) -> list[dict]:
     """Every node whose effective values differ, each with its whole chain of levels."""
     nodes = {}
     for node_id in sorted(_node_ids(before) | _node_ids(after), key=_node_order):
@@ -142,7 +146,7 @@ def _nodes_changed(before: EnvironmentView, after: EnvironmentView, masked) -> l
     for node in nodes.values():
         by_scope.setdefault(scope_of(node.pairs), []).append(node)
     scopes = [list(pairs) for pairs in dict.fromkeys(n.pairs for n in nodes.values())]
-    changed = masked(diff_environment(before, after, scopes))
+    changed = masked(diff_environment(before, after, scopes, differ=differ))
     return [
         {"node": node.id, "fqdn": node.fqdn, "scope": scope, "resources": resources}
         for scope, resources in changed.items()

@@ -20,8 +20,22 @@ def dotted(path: tuple) -> str:
 
 def diff_documents(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict:
     """`{"added": {k: v}, "removed": {k: v}, "changed": {k: {"old", "new"}}}`, or `{}` if equal."""
+    return sections(differences(old, new))
+
+
+#: One difference as `differences` yields it: (section, key path, old value, new value).
+Difference = tuple[str, tuple, Any, Any]
+
+
+def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[Difference]:
+    """Every difference of two documents by key path, in the order `diff_documents` lists them."""
+    return list(_walk(old or {}, new or {}, ()))
+
+
+def sections(found: list[Difference]) -> dict:
+    """`differences` as `diff_documents` answers them (dotted keys), or `{}` when none."""
     result: dict[str, dict] = {section: {} for section in SECTIONS}
-    for section, path, before, after in _walk(old or {}, new or {}, ()):
+    for section, path, before, after in found:
         key = dotted(path)
         if section == "added":
             result["added"][key] = after
@@ -29,7 +43,7 @@ def diff_documents(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None)
             result["removed"][key] = before
         else:
             result["changed"][key] = {"old": before, "new": after}
-    return result if any(result.values()) else {}
+    return result if found else {}
 
 
 def changed_keys(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict:

@@ -28,6 +28,7 @@ BENCHES = [
     "docwrites",
     "cold",
     "scale_console",
+    "scale_blast",
 ]
 
 

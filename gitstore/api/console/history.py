@@ -19,9 +19,13 @@ from gitstore.api.console.shared import (
 )
 from gitstore.api.http import app_store
 from gitstore.errors import InvalidInput, NotFound
+from gitstore.names import is_number
 
 #: How many commits the history of one key lists at most.
 KEY_HISTORY = 200
+#: How many nodes of a blast radius one commit page lists, with their changes (`?page=N` for
+#: the next ones; the REST diff has them all).
+RADIUS_PAGE = 50
 
 
 @bp.get("/environments/<int:env_id>/nodes/<node>/diff")
@@ -85,10 +89,12 @@ def _key_entries(
 @bp.get("/environments/<int:env_id>/commits/<rev>")
 def commit(env_id: int, rev: str):
     """One commit: who, when, why, the files it changed, and the nodes whose effective values
-    it changed (its blast radius); a writer gets its revert control (`edit.revert`)."""
+    it changed (its blast radius: their count, and one page of them with their changes); a
+    writer gets its revert control (`edit.revert`)."""
     versions = app_store().versions
     entry = versions.history(env_id, limit=1, version=rev).data["entries"][0]
-    radius = _blast_radius(env_id, entry["commit"]) if entry["version"] > 1 else None
+    page = _page_number(pinned("page"))
+    radius = _blast_radius(env_id, entry["commit"], page) if entry["version"] > 1 else None
     return render_template(
         "console/commit.html",
         env_id=env_id,
@@ -98,16 +104,43 @@ def commit(env_id: int, rev: str):
     )
 
 
-def _blast_radius(env_id: int, commit: str) -> dict:
-    """`{"global": changes, "nodes": [(chain, changes)]}`: the effective values the commit
-    changed, globally and at each node known before or after it (a node's chain is read at
-    the commit, or before it for a node the commit removed)."""
+def _page_number(text: str | None) -> int:
+    if text is None:
+        return 1
+    if not is_number(text) or not 1 <= int(text) <= MAX_PAGE:
+        raise InvalidInput(f"page {text!r} must be an integer from 1 to {MAX_PAGE}", key="page")
+    return int(text)
+
+
+#: The largest `?page=` (a bound on the number a request may name, not on the nodes).
+MAX_PAGE = 100_000
+
+
+def _blast_radius(env_id: int, commit: str, page: int = 1) -> dict:
+    """The effective values the commit changed, globally and at each node known before or
+    after it (a node's chain is read at the commit, or before it for a node the commit
+    removed): `{"global": changes, "count": nodes changed, "nodes": [(chain, changes)] of
+    page `page`, "page", "pages", "first": the position of the page's first node}`."""
     parent = f"{commit}~1"
     chains = [_chain_then(env_id, node, commit, parent) for node in _nodes(env_id, commit, parent)]
     scopes = ["/", *(chain.path for chain in chains)]
     changed = app_store().versions.diff(env_id, parent, commit, levels=scopes).data["scopes"]
     nodes = [(chain, changed[chain.scope]) for chain in chains if chain.scope in changed]
-    return {"global": changed.get("/", {}), "nodes": nodes}
+    pages = max(1, -(-len(nodes) // RADIUS_PAGE))
+    if page > pages:
+        raise InvalidInput(
+            f"page {page} is past the last page ({pages}) of this commit's blast radius",
+            key="page",
+        )
+    first = (page - 1) * RADIUS_PAGE
+    return {
+        "global": changed.get("/", {}),
+        "count": len(nodes),
+        "nodes": nodes[first : first + RADIUS_PAGE],
+        "page": page,
+        "pages": pages,
+        "first": first + 1,
+    }
 
 
 def _nodes(env_id: int, commit: str, parent: str) -> list[str]:
