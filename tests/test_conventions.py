@@ -158,6 +158,7 @@ LAYERS = [
         "gitstore.yamlblock",
         "gitstore.yamlsplice",
         "gitstore.limits",
+        "gitstore.deadlines",
     ),
     ("gitstore.backend",),
     (

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
+from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store, author, json_body, no_version, served, version_arg
 
 bp = Blueprint("versions", __name__, url_prefix="/api/v1/config/environments")
@@ -33,6 +34,7 @@ def history(env_id: int):
             limit=args.get("limit"),
             since=version_arg("since"),
             version=version_arg(),
+            deadline=deadline(),
         )
     )
 
@@ -47,13 +49,14 @@ def diff(env_id: int):
             version_arg("to"),
             levels=scopes,
             resource=request.args.get("resource"),
+            deadline=deadline(),
         )
     )
 
 
 @bp.post("/<int:env_id>/revert")
 def revert(env_id: int):
-    result = _versions().revert(env_id, json_body(), author())
+    result = _versions().revert(env_id, json_body(), author(), deadline=deadline())
     return served(result, status=201 if result.data["changed"] else 200)
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import InvalidInput
 from gitstore.merge.execution import SKIPPED, SYNC, execution_order
 
@@ -48,6 +49,8 @@ class RunContext:
     cluster: int
     graph_type: str
     noop: bool = False
+    #: Each task run is a step of it: a dry run answered in its request stops at its deadline.
+    deadline: Deadline = UNBOUNDED
 
 
 class Runner(Protocol):
@@ -81,6 +84,7 @@ class Executor:
         failed: str | None = None
         directory = graph.get("tasks_directory") or {}
         for node, step in execution_order(graph.get("tasks_graph") or {}):
+            context.deadline.check()
             started = now()
             if failed is not None:
                 history.append(

@@ -37,6 +37,7 @@ from gitstore import documents, files, limits
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.deployment import executors
 from gitstore.deployment.executors import ERROR, READY, RunContext
 from gitstore.deployment.graphs import graph_problems, merged_graph
@@ -252,12 +253,18 @@ class Transactions:
 
     # -- executing -------------------------------------------------------------------------
     def execute(
-        self, body: Any, author: Author | None = None, *, background: bool = True
+        self,
+        body: Any,
+        author: Author | None = None,
+        *,
+        background: bool = True,
+        deadline: Deadline = UNBOUNDED,
     ) -> Served:
         """Record a transaction for the request and start running it.
 
         `background` runs the executor in a thread and answers at once (the REST 202); without
-        it the call returns when the run has ended.
+        it the call returns when the run has ended. Planning (and a dry run's whole run) are
+        steps of `deadline`; past it before the transaction is recorded, nothing is written.
         """
         request = parse_request(body)
         runner = executors.executor(request.executor)  # an unknown name is 400 in any case
@@ -270,11 +277,12 @@ class Transactions:
             )
         author = author or self._repos.default_author
         cluster = self._nodes.cluster(request.cluster)
-        doc = self._plan(cluster, request)
+        doc = self._plan(cluster, request, deadline)
         finished = isinstance(runner, executors.DryRun)
         if finished:
-            self._run_graphs(doc, runner)
+            self._run_graphs(doc, runner, deadline=deadline)
         _check_size(doc, finished)
+        deadline.check()
         with self._id_lock():
             doc["id"] = self._next_id()
             written = self._record(doc, author, check_running=True)
@@ -291,9 +299,10 @@ class Transactions:
             answer = doc
         return Served(answer, written.commit, written.version)
 
-    def _plan(self, cluster: Cluster, request: Request) -> dict:
+    def _plan(self, cluster: Cluster, request: Request, deadline: Deadline) -> dict:
         graphs = []
         for wanted in request.graphs:
+            deadline.check()
             merged = merged_graph(cluster, wanted.type)
             tasks = [merging.with_defaults(t) for t in merged["tasks"]]
             merging.raise_problems(
@@ -347,7 +356,11 @@ class Transactions:
                 return None
 
     def _run_graphs(
-        self, doc: dict, runner: executors.Runner, record: Callable[[], WriteResult] | None = None
+        self,
+        doc: dict,
+        runner: executors.Runner,
+        record: Callable[[], WriteResult] | None = None,
+        deadline: Deadline = UNBOUNDED,
     ) -> WriteResult | None:
         """Run the graphs in order (a failed one stops the rest), calling `record` after each
         graph; the last call records the finished transaction."""
@@ -356,7 +369,9 @@ class Transactions:
             if failed is not None:
                 graph.update(status=execution.SKIPPED)
                 continue
-            context = RunContext(doc["id"] or 0, doc["cluster"], graph["type"], doc["noop_run"])
+            context = RunContext(
+                doc["id"] or 0, doc["cluster"], graph["type"], doc["noop_run"], deadline
+            )
             graph["history"] = runner.run(graph, context)
             graph["status"] = ERROR if _aborted(graph) else READY
             last = index == len(doc["graphs"]) - 1

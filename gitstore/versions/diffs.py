@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gitstore.configdb.scopes import default_scopes, effective_document, resources_at
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.layout import EnvironmentView, LevelPairs, scope_of
 from gitstore.merge.diff import diff_documents
 
@@ -19,11 +20,12 @@ def diff_environment(
     after: EnvironmentView,
     scopes: list[LevelPairs] | None = None,
     resource: str | None = None,
+    deadline: Deadline = UNBOUNDED,
 ) -> dict[str, dict[str, Any]]:
     """`{scope: {resource: {added, removed, changed}}}` for every scope that differs.
 
     `scopes` defaults to global plus every level value with data at either version; `resource`
-    limits the comparison to one resource.
+    limits the comparison to one resource. Each document compared is a step of `deadline`.
     """
     found: dict[str, dict[str, Any]] = {}
     for pairs in default_scopes(before, after) if scopes is None else scopes:
@@ -33,6 +35,7 @@ def diff_environment(
             else sorted(resources_at(before, pairs) | resources_at(after, pairs))
         )
         for name in names:
+            deadline.check()
             change = _diff_scope(before, after, pairs, name)
             if change:
                 found.setdefault(scope_of(pairs), {})[name] = change

@@ -17,6 +17,7 @@ from gitstore.api.console.shared import (
     known_nodes,
     node_chain,
 )
+from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store
 from gitstore.errors import InvalidInput, NotFound
 
@@ -31,7 +32,11 @@ def node_diff(env_id: int, node: str):
     chain = node_chain(env_id, node, target)
     changes = None
     if source is not None:
-        answer = app_store().versions.diff(env_id, source, target, levels=[chain.path]).data
+        answer = (
+            app_store()
+            .versions.diff(env_id, source, target, levels=[chain.path], deadline=deadline())
+            .data
+        )
         changes = answer["scopes"].get(chain.scope, {})
     return render_template(
         "console/node_diff.html",
@@ -76,7 +81,13 @@ def _key_entries(
     return (
         app_store()
         .versions.history(
-            env_id, path=chain.path, resource=resource, key=key, limit=KEY_HISTORY, version=version
+            env_id,
+            path=chain.path,
+            resource=resource,
+            key=key,
+            limit=KEY_HISTORY,
+            version=version,
+            deadline=deadline(),
         )
         .data["entries"]
     )
@@ -87,7 +98,7 @@ def commit(env_id: int, rev: str):
     """One commit: who, when, why, the files it changed, and the nodes whose effective values
     it changed (its blast radius); a writer gets its revert control (`edit.revert`)."""
     versions = app_store().versions
-    entry = versions.history(env_id, limit=1, version=rev).data["entries"][0]
+    entry = versions.history(env_id, limit=1, version=rev, deadline=deadline()).data["entries"][0]
     radius = _blast_radius(env_id, entry["commit"]) if entry["version"] > 1 else None
     return render_template(
         "console/commit.html",
@@ -103,9 +114,14 @@ def _blast_radius(env_id: int, commit: str) -> dict:
     changed, globally and at each node known before or after it (a node's chain is read at
     the commit, or before it for a node the commit removed)."""
     parent = f"{commit}~1"
-    chains = [_chain_then(env_id, node, commit, parent) for node in _nodes(env_id, commit, parent)]
+    chains = []
+    for node in _nodes(env_id, commit, parent):
+        deadline().check()
+        chains.append(_chain_then(env_id, node, commit, parent))
     scopes = ["/", *(chain.path for chain in chains)]
-    changed = app_store().versions.diff(env_id, parent, commit, levels=scopes).data["scopes"]
+    changed = (
+        app_store().versions.diff(env_id, parent, commit, levels=scopes, deadline=deadline())
+    ).data["scopes"]
     nodes = [(chain, changed[chain.scope]) for chain in chains if chain.scope in changed]
     return {"global": changed.get("/", {}), "nodes": nodes}
 
