@@ -307,6 +307,7 @@ def serve(
         GITSTORE_LOCAL_EXECUTOR=enable_local_executor,
         GITSTORE_MIN_FREE_DISK=min_free_disk,
         GITSTORE_METRICS_ROLE=metrics_role,
+        GITSTORE_OFFLOAD_HEAVY=True,  # heavy reads in helper processes (gitstore.api.offload)
     )
     if keystone is not None:
         config[KEYSTONE] = _keystone_checked(root, keystone)

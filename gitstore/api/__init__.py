@@ -32,6 +32,7 @@ from gitstore.api import (
     membership,
     metrics,
     observe,
+    offload,
     openapi,
     status,
     values,
@@ -108,6 +109,9 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     errors.register(app)
     observe.register(app)  # first: a refused request too gets an id, a log line, a count
     deadlines.register(app, bounds)  # every request's clock starts before anything else runs
+    offload.register(
+        app, str(store.root), bounds.heavy_requests
+    )  # heavy reads in helper processes, if asked for
     http.bound_requests(app)  # before anything parses what no route reads
     membership.register(app)  # a replica sends writes to the primary, whoever asks
     auth.register(app)  # one access check before every request of every blueprint

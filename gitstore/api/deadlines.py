@@ -107,11 +107,17 @@ class _Turns:
         self._free = threading.BoundedSemaphore(self.count)
 
     def take(self, deadline: Deadline) -> None:
-        if not self._free.acquire(timeout=deadline.remaining()):
-            raise deadline.exceeded(
-                f" waiting for a turn: a worker runs {self.count} heavy requests at a time "
-                "(limit heavy_requests)"
-            )
+        """A turn, or DeadlineExceeded once none came in time (one that came as the deadline
+        passed is handed on at once: its work would be cut at its first step)."""
+        taken = self._free.acquire(timeout=deadline.remaining())
+        if taken and deadline.remaining() > 0:
+            return
+        if taken:
+            self._free.release()
+        raise deadline.exceeded(
+            f" waiting for a turn: a worker runs {self.count} heavy requests at a time "
+            "(limit heavy_requests)"
+        )
 
     def give_back(self) -> None:
         self._free.release()

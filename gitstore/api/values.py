@@ -27,6 +27,7 @@ from gitstore.api.http import (
     version_arg,
     written,
 )
+from gitstore.api.offload import heavy_service
 from gitstore.errors import NotFound, PreconditionFailed
 from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS
@@ -87,7 +88,7 @@ def read(env_id: int, rest: str):
     )
     if flag("explain"):
         return served(
-            app_store().versions.explain(
+            heavy_service("versions").explain(
                 env_id,
                 address.pairs,
                 address.resource,

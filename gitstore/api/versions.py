@@ -9,6 +9,7 @@ from flask import Blueprint, request
 
 from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store, author, json_body, no_version, served, version_arg
+from gitstore.api.offload import heavy_service
 
 bp = Blueprint("versions", __name__, url_prefix="/api/v1/config/environments")
 
@@ -26,7 +27,7 @@ def _scope_arg() -> str | None:
 def history(env_id: int):
     args = request.args
     return served(
-        _versions().history(
+        heavy_service("versions").history(
             env_id,
             path=_scope_arg(),
             resource=args.get("resource"),
@@ -43,7 +44,7 @@ def history(env_id: int):
 def diff(env_id: int):
     scopes = request.args.getlist("levels") + request.args.getlist("path")
     return served(
-        _versions().diff(
+        heavy_service("versions").diff(
             env_id,
             version_arg("from"),
             version_arg("to"),

@@ -18,7 +18,7 @@ from gitstore.api.console.shared import (
     node_chain,
 )
 from gitstore.api.deadlines import deadline
-from gitstore.api.http import app_store
+from gitstore.api.offload import heavy_service
 from gitstore.errors import InvalidInput, NotFound
 
 #: How many commits the history of one key lists at most.
@@ -33,8 +33,8 @@ def node_diff(env_id: int, node: str):
     changes = None
     if source is not None:
         answer = (
-            app_store()
-            .versions.diff(env_id, source, target, levels=[chain.path], deadline=deadline())
+            heavy_service("versions")
+            .diff(env_id, source, target, levels=[chain.path], deadline=deadline())
             .data
         )
         changes = answer["scopes"].get(chain.scope, {})
@@ -79,8 +79,8 @@ def _key_entries(
             f"the history of a key needs resource= and key=; {missing}= is empty", key=missing
         )
     return (
-        app_store()
-        .versions.history(
+        heavy_service("versions")
+        .history(
             env_id,
             path=chain.path,
             resource=resource,
@@ -97,7 +97,7 @@ def _key_entries(
 def commit(env_id: int, rev: str):
     """One commit: who, when, why, the files it changed, and the nodes whose effective values
     it changed (its blast radius); a writer gets its revert control (`edit.revert`)."""
-    versions = app_store().versions
+    versions = heavy_service("versions")
     entry = versions.history(env_id, limit=1, version=rev, deadline=deadline()).data["entries"][0]
     radius = _blast_radius(env_id, entry["commit"]) if entry["version"] > 1 else None
     return render_template(
@@ -120,7 +120,7 @@ def _blast_radius(env_id: int, commit: str) -> dict:
         chains.append(_chain_then(env_id, node, commit, parent))
     scopes = ["/", *(chain.path for chain in chains)]
     changed = (
-        app_store().versions.diff(env_id, parent, commit, levels=scopes, deadline=deadline())
+        heavy_service("versions").diff(env_id, parent, commit, levels=scopes, deadline=deadline())
     ).data["scopes"]
     nodes = [(chain, changed[chain.scope]) for chain in chains if chain.scope in changed]
     return {"global": changed.get("/", {}), "nodes": nodes}
