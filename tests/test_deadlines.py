@@ -191,8 +191,7 @@ def server(deep_store, tmp_path_factory):
 
 
 def _workers(server) -> set[int]:
-    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
-    return {int(pid) for pid in children.read_text().split()}
+    return set(_children(server.process.pid))
 
 
 def _timed(url: str) -> tuple[float, requests.Response]:
@@ -242,6 +241,22 @@ def test_served_lookups_stay_fast_while_walks_run_on_every_worker(server):
     # yielding, a lookup waits for a slice. Generous bounds: the machine is shared.
     assert statistics.median(loaded) < 5 * statistics.median(idle) + 0.05, (idle, loaded)
     assert max(loaded) < SERVED_DEADLINE / 2, (idle, loaded)
+
+
+def test_served_heavy_reads_run_in_helpers_of_lower_priority(server):
+    helpers = {worker: _children(worker) for worker in _workers(server)}
+    assert all(helpers.values())  # heavy_requests (1) per worker, and one finishing late
+    for pid in (pid for pids in helpers.values() for pid in pids):
+        assert "gitstore.api.offload" in Path(f"/proc/{pid}/cmdline").read_text()
+        assert int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16]) == 10
+    explained = requests.get(server.url + EXPLAIN + "&key=fqdn", timeout=30)
+    assert explained.status_code == 200 and explained.json()["keys"][0]["commit"]
+    unknown = requests.get(server.url + ENV + "/history?version=nope", timeout=30)
+    assert unknown.status_code == 404 and "'nope'" in unknown.json()["message"]
+
+
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 def _lookup_times(urls: list[str], rounds: int) -> list[float]:

@@ -242,7 +242,8 @@ def _serve(root: str) -> None:
 
 def _answer(store: Store, request: tuple) -> tuple:
     service, method, args, kwargs, seconds, ends, limit = request
-    kwargs["deadline"] = Deadline(seconds, limit, began=ends - seconds)
+    began = None if seconds is None else ends - seconds
+    kwargs["deadline"] = Deadline(seconds, limit, began=began)
     try:
         return "ok", getattr(getattr(store, service), method)(*args, **kwargs)
     except GitstoreError as exc:
