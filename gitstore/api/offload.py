@@ -33,7 +33,7 @@ from typing import Any
 
 from flask import Flask, current_app
 
-from gitstore import Deadline, Store, limits
+from gitstore import Deadline, Store, limits, logs
 from gitstore.api.http import app_store
 from gitstore.errors import GitstoreError
 
@@ -228,6 +228,7 @@ def _unpacked(answer: tuple) -> Any:
 def _serve(root: str) -> None:
     """Answer calls on stdin until it closes."""
     os.nice(NICENESS)
+    logs.configure(os.environ.get(logs.FORMAT_ENV) or logs.default_format())  # the server's
     store = Store(root)
     limits.configure(root, json.loads(os.environ.get(_LIMITS_ENV) or "{}"))
     source, sink = sys.stdin.buffer.fileno(), sys.stdout.buffer.fileno()
