@@ -56,7 +56,9 @@ def main() -> None:
         make_store.build(root, nodes=20, commits=commits, keys=100)
         print(f"store: {commits} commits in {time.monotonic() - started:.0f}s")
         (root / limits.LIMITS_FILE).write_text(f"history_seconds: {args.deadline}\n")
-        with harness.Server(root, workers=WORKERS, worker_class="gevent") as server:
+        # No planned restarts (`--max-requests`): a restart counted is a worker that died.
+        options = ("--max-requests", "0")
+        with harness.Server(root, workers=WORKERS, worker_class="gevent", extra=options) as server:
             _run(server, seconds, 1 if args.smoke else args.rounds, args.deadline)
 
 
@@ -91,7 +93,12 @@ def _run(server: harness.Server, seconds: float, rounds: int, deadline: float) -
     _report(alone, loaded, answers, deadline)
     log = server.log.read_text()
     print(f"WORKER TIMEOUT lines in the log: {log.count('WORKER TIMEOUT')}")
-    print(f"worker restarts: {len(set(server.workers()) - workers)}")
+    restarts = len(set(server.workers()) - workers)
+    print(f"worker restarts: {restarts}")
+    if restarts:  # say why: the master's lines about its workers
+        for line in log.splitlines():
+            if "gunicorn.error" in line and ("orker" in line or "exit" in line):
+                print("  " + line[:300])
 
 
 def _lookups(port: int, seconds: float) -> list[float]:
