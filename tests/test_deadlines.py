@@ -22,9 +22,9 @@ from deep_history import DEEP_HISTORY, LOOKUP, NODE_DOCUMENT, build
 from error_shape import assert_error
 
 from cli.server import TIMEOUT_MARGIN, worker_timeout
-from gitstore import limits
-from gitstore.api import create_app
-from gitstore.errors import InvalidInput
+from gitstore import Deadline, limits
+from gitstore.api import create_app, offload
+from gitstore.errors import DeadlineExceeded, InvalidInput, NotFound
 
 COMMITS = 20_000
 HISTORY_ROUTE = "/api/v1/config/environments/<int:env_id>/history"
@@ -268,3 +268,28 @@ def _lookup_times(urls: list[str], rounds: int) -> list[float]:
             times.append(time.monotonic() - started)
             assert response.status_code == 200
     return times
+
+
+# -- helper processes ---------------------------------------------------------------------------
+def test_a_helper_that_answers_late_leaves_its_request_cut_in_time_and_is_kept(deep_store):
+    helpers = offload.Helpers(str(deep_store.root), {}, 1)
+    helpers.start()
+    (helper,) = helpers._idle
+    try:
+        # Just started, the helper is still importing: it answers after the deadline.
+        started = time.monotonic()
+        with pytest.raises(DeadlineExceeded, match="history_seconds"):
+            helpers.service("versions").history(
+                1, key="fqdn", deadline=Deadline(0.2, "history_seconds")
+            )
+        assert time.monotonic() - started < 0.2 + offload.GRACE + 0.5
+        answer = helpers.service("versions").history(
+            1, key="fqdn", limit=1, deadline=Deadline(120, "history_seconds")
+        )
+        assert answer.data["entries"][0]["version"] == 1
+        assert helpers._idle == [helper] and helper.process.poll() is None  # kept, warm
+        with pytest.raises(NotFound, match="'nope'"):  # errors come back as themselves
+            helpers.service("versions").history(1, version="nope", deadline=Deadline(60, "x"))
+    finally:
+        for each in helpers._idle:
+            each.kill()

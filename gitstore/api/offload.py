@@ -180,6 +180,8 @@ class _Helper:
     def kill(self) -> None:
         self.process.kill()
         self.process.wait()
+        self.process.stdin.close()
+        self.process.stdout.close()
 
 
 def _write(fd: int, message: Any) -> None:
