@@ -48,6 +48,8 @@ STUCK = 60
 _LIMITS_ENV = "GITSTORE_OFFLOAD_LIMITS"
 _HEADER = struct.Struct("!I")
 _HELPERS = "gitstore.helpers"
+#: A helper's program (not `-m` of this module, which the package has imported already).
+_ENTRY = f"import sys; from {__name__} import serve_calls; serve_calls(sys.argv[1])"
 
 
 def register(app: Flask, root: str, count: int) -> None:
@@ -156,10 +158,11 @@ class _Helper:
     def start(cls, root: str, overrides: dict) -> _Helper:
         env = {**os.environ, _LIMITS_ENV: json.dumps(overrides)}
         process = subprocess.Popen(
-            [sys.executable, "-m", __name__, root],
+            [sys.executable, "-c", _ENTRY, root],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
+            preexec_fn=_lower_priority,  # from its first instruction: its imports too
         )
         return cls(process)
 
@@ -182,6 +185,10 @@ class _Helper:
         self.process.wait()
         self.process.stdin.close()
         self.process.stdout.close()
+
+
+def _lower_priority() -> None:
+    os.nice(NICENESS)  # between fork and exec: one system call, no lock taken
 
 
 def _write(fd: int, message: Any) -> None:
@@ -227,9 +234,8 @@ def _unpacked(answer: tuple) -> Any:
 
 
 # -- the helper process ----------------------------------------------------------------------
-def _serve(root: str) -> None:
+def serve_calls(root: str) -> None:
     """Answer calls on stdin until it closes."""
-    os.nice(NICENESS)
     logs.configure(os.environ.get(logs.FORMAT_ENV) or logs.default_format())  # the server's
     store = Store(root)
     limits.configure(root, json.loads(os.environ.get(_LIMITS_ENV) or "{}"))
@@ -254,7 +260,3 @@ def _answer(store: Store, request: tuple) -> tuple:
         return "error", (cls.__module__, cls.__qualname__, exc.message, exc.__dict__)
     except Exception as exc:  # noqa: BLE001 - a bug: reported to the worker, which logs a 500
         return "bug", f"{type(exc).__name__}: {exc}"
-
-
-if __name__ == "__main__":
-    _serve(sys.argv[1])
