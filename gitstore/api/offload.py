@@ -4,8 +4,9 @@ A gevent worker that walks 20,000 commits itself, even yielding between steps, s
 share of the CPU on the walk, and the kernel then lets its lookups wait: with walks on both
 workers of a 2-core machine, a warm lookup took 12 ms at the median instead of 0.3 ms
 (bench/deadlines.py). Walks in processes of their own at nice 10 leave the workers' share to
-the lookups. Each worker keeps `heavy_requests` helpers (its turns, `deadlines.py`), started
-with it; a helper serves one call at a time and exits when its worker does (its stdin closes).
+the lookups. Each worker keeps `heavy_requests` helpers (its turns, `deadlines.py`), started at
+its first heavy requests (a worker that gets none costs none); a helper serves one call at a
+time and exits when its worker does (its stdin closes).
 
 A call names a service of the `Store` and one of its methods; the helper runs it on a store of
 its own with the request's deadline, and answers the result (a `Served`) or the error. A helper
@@ -55,9 +56,7 @@ _ENTRY = f"import sys; from {__name__} import serve_calls; serve_calls(sys.argv[
 def register(app: Flask, root: str, count: int) -> None:
     """Give `app` `count` helper processes for its heavy reads, if its config asks for them."""
     if app.config.get(OFFLOAD_HEAVY):
-        helpers = Helpers(root, app.config.get("GITSTORE_LIMITS"), count)
-        helpers.start()
-        app.extensions[_HELPERS] = helpers
+        app.extensions[_HELPERS] = Helpers(root, app.config.get("GITSTORE_LIMITS"), count)
 
 
 def heavy_service(name: str) -> Any:
@@ -79,7 +78,7 @@ class Helpers:
         self._pid = os.getpid()
 
     def start(self) -> None:
-        """Start the helpers now, so that no request waits for one to start."""
+        """Start every helper now (otherwise each starts when a call first needs it)."""
         for _ in range(self.count):
             self._give_back(_Helper.start(self.root, self.overrides))
 
