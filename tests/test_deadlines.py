@@ -76,6 +76,8 @@ def test_a_diff_and_the_console_pages_have_deadlines_of_their_own(deep_store):
     assert commit.status_code == 503 and b"console_seconds" in commit.data
     search = client.get("/ui/environments/1/search?q=churn")
     assert search.status_code == 503 and b"console_seconds" in search.data
+    node = client.get("/ui/environments/1/nodes/node-1.domain.tld")
+    assert node.status_code == 503 and b"console_seconds" in node.data
 
 
 def test_cut_requests_are_counted_by_route_template(deep_store):

@@ -27,6 +27,7 @@ HEAVY = {
     "console.key_history": "history_seconds",
     "versions.diff": "diff_seconds",
     "console.node_diff": "diff_seconds",
+    "console.node": "console_seconds",
     "console.commit": "console_seconds",
     "console.search": "console_seconds",
     "graphs.execute": "graph_execute_seconds",

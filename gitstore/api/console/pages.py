@@ -19,7 +19,9 @@ from flask import g, render_template
 from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.console.render import provenance
 from gitstore.api.console.shared import attached_resources, known_nodes
+from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store, flag
+from gitstore.api.offload import heavy_service
 
 #: How many commits the environment page lists.
 RECENT = 10
@@ -71,9 +73,21 @@ def node(env_id: int, node: str):
     messages = _messages(env_id, version)
     resources = []
     for name, values in document["resources"].items():
-        explained = store.versions.explain(
-            env_id, pairs, name, None, version, effective=True, reveal=reveal, who=who
-        ).data
+        explained = (
+            heavy_service("versions")
+            .explain(
+                env_id,
+                pairs,
+                name,
+                None,
+                version,
+                effective=True,
+                reveal=reveal,
+                who=who,
+                deadline=deadline(),
+            )
+            .data
+        )
         resources.append({"name": name, "tree": _tree(values, _by_path(explained), messages, ())})
     return render_template(
         "console/node.html",
@@ -93,7 +107,11 @@ def _resources(env_id: int, version: str | None) -> list[str]:
 
 def _messages(env_id: int, version: str | None) -> dict[str, str]:
     """Commit id to message, for the provenance of keys (explain names commits only)."""
-    history = app_store().versions.history(env_id, limit=HISTORY, version=version).data
+    history = (
+        heavy_service("versions")
+        .history(env_id, limit=HISTORY, version=version, deadline=deadline())
+        .data
+    )
     return {entry["commit"]: entry["message"] for entry in history["entries"]}
 
 
