@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import ipaddress
 import logging
+import math
 import os
 import shutil
 import socket
@@ -34,6 +35,7 @@ from gitstore import (
     LoadReport,
     Store,
     cluster_settings,
+    limits,
     logs,
     metrics,
     parse_size,
@@ -58,6 +60,10 @@ KEEPALIVE_SECONDS = 5
 #: restart together): pygit2 keeps what it looked up, and a worker grew 44 MB over 160k
 #: distinct URLs.
 MAX_REQUESTS = 50_000
+#: Seconds gunicorn's worker timeout is set above the longest deadline (limits.yaml): a request
+#: is answered 503 at its deadline, so the worker is never killed for it (a worker whose loop
+#: is held that long is stuck, and is replaced).
+TIMEOUT_MARGIN = 30
 
 
 def register(group: click.Group) -> None:
@@ -303,6 +309,7 @@ def serve(
         GITSTORE_LOCAL_EXECUTOR=enable_local_executor,
         GITSTORE_MIN_FREE_DISK=min_free_disk,
         GITSTORE_METRICS_ROLE=metrics_role,
+        GITSTORE_OFFLOAD_HEAVY=True,  # heavy reads in helper processes (gitstore.api.offload)
     )
     if keystone is not None:
         config[KEYSTONE] = _keystone_checked(root, keystone)
@@ -316,6 +323,7 @@ def serve(
         "worker_class": _worker_class(worker_class),
         "threads": threads,
         "keepalive": KEEPALIVE_SECONDS,
+        "timeout": worker_timeout(root),
         "max_requests": max_requests,
         "max_requests_jitter": max_requests // 10,
         "accesslog": "-" if access_log else None,
@@ -338,6 +346,15 @@ def serve(
         _start_coordinator_process(root, membership)
         log.info(f"cluster member {node_name} of {cluster}")
     run_server(root, options, config)
+
+
+def worker_timeout(root: Path) -> int:
+    """gunicorn's worker timeout for the store at `root`: above every request deadline."""
+    try:
+        deadlines = limits.load(root).deadlines()
+    except GitstoreError as exc:
+        raise click.UsageError(exc.message) from None
+    return math.ceil(max(deadlines.values())) + TIMEOUT_MARGIN
 
 
 def _cluster_settings(

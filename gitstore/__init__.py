@@ -19,6 +19,8 @@ _EXPORTS = {
     "Author": "gitstore.backend.repository",
     "LRUCache": "gitstore.backend.cache",
     "Query": "gitstore.configdb.values",
+    "Deadline": "gitstore.deadlines",
+    "UNBOUNDED": "gitstore.deadlines",
     "LoadReport": "gitstore.configdb.importer",
     "SAMPLE_DIR": "gitstore.configdb.importer",
     "Answer": "gitstore.deployment.graphs",

@@ -19,7 +19,8 @@
     └── Unavailable               a needed facility is not configured (e.g. no keyring)
         ├── Damaged               a repository on disk is corrupt (bad ref, missing or
         │                         unreadable object): reads of it fail, others are served
-        └── Busy                  every slot for waiting requests of this process is taken
+        ├── Busy                  every slot for waiting requests of this process is taken
+        └── DeadlineExceeded      a request still running at its deadline (`Deadline`)
 
 The core knows no HTTP: `gitstore.api.errors` maps these classes to status codes in one table.
 Leaves carry structured attributes so front ends can render more than a string.
@@ -182,4 +183,21 @@ class Busy(Unavailable):
 
     def __init__(self, message: str, *, retry_after: int, **fields: Any) -> None:
         super().__init__(message, **fields)
+        self.retry_after = retry_after
+
+
+class DeadlineExceeded(Unavailable):
+    """A request still running at its deadline: `seconds` allowed by the limit named `limit`
+    (`gitstore.limits`); `retry_after` seconds is a fair wait before asking again.
+
+    Raised only at the steps of a long operation, and for a write only before its commit: a
+    write cut by its deadline has written nothing.
+    """
+
+    def __init__(
+        self, message: str, *, limit: str, seconds: float, retry_after: int, **fields: Any
+    ) -> None:
+        super().__init__(message, **fields)
+        self.limit = limit
+        self.seconds = seconds
         self.retry_after = retry_after

@@ -1,9 +1,11 @@
-"""Size limits that keep any one input from exhausting the server (docs/security.md, "Limits").
+"""Size limits that keep any one input from exhausting the server (docs/security.md, "Limits"),
+and the deadlines of requests (docs/operations.md, "Deadlines").
 
 Defaults suit any real deployment; an operator raises one in `<root>/limits.yaml` (a mapping of
-the names below to integers). The file lives in the store root because three kinds of process
-must agree on it: the server's workers, the push gate git runs for every push (which inherits
-no server flag), and the CLI on a local store. Each of them calls `configure(root)` once.
+the names below to integers; a deadline, `*_seconds`, may be a fraction). The file lives in the
+store root because three kinds of process must agree on it: the server's workers, the push gate
+git runs for every push (which inherits no server flag), and the CLI on a local store.
+Each of them calls `configure(root)` once.
 """
 
 from __future__ import annotations
@@ -49,8 +51,29 @@ class Limits:
     #: streams; 503 with Retry-After beyond it), kept under gunicorn's 1,000 connections per
     #: gevent worker so that the others are still answered.
     waiting_requests: int = 500
+    #: Seconds a request may run before it is answered 503 (`Deadline`): every request but
+    #: the heavy ones below, blocking queries and event streams (bounded by their `wait`).
+    request_seconds: float = 10
+    #: The history of an environment, a key or a node's value (REST and console).
+    history_seconds: float = 30
+    #: A diff between versions (REST, the console's node diff).
+    diff_seconds: float = 30
+    #: An explained effective document (`?effective&explain`).
+    explain_seconds: float = 30
+    #: The console's commit page (its blast radius) and search page.
+    console_seconds: float = 30
+    #: A graph execution (`POST /api/v1/graphs/execute`), a dry run's whole run included.
+    graph_execute_seconds: float = 60
+    #: Heavy requests (the five above) one worker process runs at a time; more wait for a
+    #: turn within their deadline, so that heavy reads cannot take every worker from lookups.
+    heavy_requests: int = 1
+
+    def deadlines(self) -> dict[str, float]:
+        """Every deadline limit by name."""
+        return {name: getattr(self, name) for name in _NAMES if name.endswith(_SECONDS)}
 
 
+_SECONDS = "_seconds"
 DEFAULT = Limits()
 _NAMES = {field.name for field in dataclasses.fields(Limits)}
 _current = DEFAULT
@@ -74,7 +97,14 @@ def _checked(settings: dict[str, Any], where: str) -> Limits:
             f"{where}: unknown limit {unknown[0]!r}; known: {', '.join(sorted(_NAMES))}"
         )
     for name, value in settings.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if str(name).endswith(_SECONDS):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise InvalidInput(
+                    f"{where}: limit {name!r} must be a positive number of seconds, not {value!r}"
+                )
+            if not math.isfinite(value):
+                raise InvalidInput(f"{where}: limit {name!r} must be finite, not {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidInput(f"{where}: limit {name!r} must be a positive integer, not {value!r}")
     return dataclasses.replace(DEFAULT, **settings)
 

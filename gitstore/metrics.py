@@ -79,6 +79,11 @@ def _build() -> dict[str, Any]:
         "objects": Counter(
             "gitstore_git_objects_written", "Git objects (blobs, trees, commits) written."
         ),
+        "deadlines": Counter(
+            "gitstore_deadline_exceeded",
+            "Requests answered 503 because they passed their deadline, by route template.",
+            ["route"],
+        ),
     }
 
 
@@ -320,6 +325,16 @@ def flush() -> None:
         _pending.cache = {}
         _buffer.add_cache(cache)
     _buffer.flush()
+
+
+def deadline_exceeded(route: str) -> None:
+    """A request cut by its deadline (`gitstore.deadlines`); also logged, as a warning."""
+    _metrics()["deadlines"].labels(route).inc()
+    log.warning(
+        "a request to %s passed its deadline",
+        route,
+        extra={"fields": {"event": "deadline", "route": route}},
+    )
 
 
 def secret_revealed() -> None:

@@ -161,6 +161,7 @@ LAYERS = [
         "gitstore.yamlblock",
         "gitstore.yamlsplice",
         "gitstore.limits",
+        "gitstore.deadlines",
     ),
     ("gitstore.backend",),
     (

@@ -19,6 +19,7 @@ from gitstore.api import (
     bench,
     catalog,
     console,
+    deadlines,
     environments,
     errors,
     events,
@@ -32,6 +33,7 @@ from gitstore.api import (
     membership,
     metrics,
     observe,
+    offload,
     openapi,
     status,
     values,
@@ -108,10 +110,15 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     app.url_map.strict_slashes = False
     errors.register(app)
     observe.register(app)  # first: a refused request too gets an id, a log line, a count
+    deadlines.register(app, bounds)  # every request's clock starts before anything else runs
+    offload.register(
+        app, str(store.root), bounds.heavy_requests
+    )  # heavy reads in helper processes, if asked for
     http.bound_requests(app)  # before anything parses what no route reads
     membership.register(app)  # a replica sends writes to the primary, whoever asks
     auth.register(app)  # one access check before every request of every blueprint
     hosts.register(app)  # an open store answers only the names it is served as
+    deadlines.take_turns(app)  # heavy requests wait for a turn, once they may be answered
     http.bind_reveal_rule_of(app)  # sealers compare secrets only for callers who may reveal
     for blueprint in [*BLUEPRINTS, *front_end_blueprints()]:
         app.register_blueprint(blueprint)

@@ -31,6 +31,7 @@ STATUS = {
     errors.TooManyRequests: 429,
     errors.Damaged: 503,
     errors.Busy: 503,
+    errors.DeadlineExceeded: 503,
     errors.MisdirectedRequest: 421,
     errors.Unavailable: 503,
     errors.GitstoreError: 400,
@@ -88,7 +89,10 @@ CHALLENGE = {"WWW-Authenticate": 'Basic realm="gitstore"'}
 
 def _headers(exc: errors.GitstoreError) -> dict[str, str] | list[tuple[str, str]] | None:
     """The headers an error's own attributes call for."""
-    if isinstance(exc, errors.TooManyRequests | errors.Busy) and exc.retry_after is not None:
+    if (
+        isinstance(exc, errors.TooManyRequests | errors.Busy | errors.DeadlineExceeded)
+        and exc.retry_after is not None
+    ):
         return {"Retry-After": str(exc.retry_after)}
     if isinstance(exc, errors.Unauthorized) and exc.challenge:
         return _challenges()
@@ -104,10 +108,13 @@ def _challenges() -> list[tuple[str, str]]:
     return [*keystone, *CHALLENGE.items()]
 
 
+def answer(exc: errors.GitstoreError):
+    """The response of an expected failure: its status, its JSON shape, its headers."""
+    return error_response(status_of(exc), exc.message, exc.errors or None, _headers(exc))
+
+
 def register(app: Flask) -> None:
-    @app.errorhandler(errors.GitstoreError)
-    def _gitstore_error(exc: errors.GitstoreError):
-        return error_response(status_of(exc), exc.message, exc.errors or None, _headers(exc))
+    app.register_error_handler(errors.GitstoreError, answer)
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):

@@ -20,6 +20,7 @@ from flask import Blueprint, Response, request
 from gitstore import DEFAULT_GRAPH_TYPE as DEFAULT_TYPE
 from gitstore import Answer
 from gitstore.api.blocking import blocking_read
+from gitstore.api.deadlines import deadline
 from gitstore.api.http import (
     MOVING,
     ONE_ENVIRONMENT,
@@ -211,7 +212,7 @@ def check_graph(env_id: int, graph_type: str):
 # -- execution -------------------------------------------------------------------------------------
 @bp.post("/graphs/execute")
 def execute():
-    result = app_store().transactions.execute(json_body(), author())
+    result = app_store().transactions.execute(json_body(), author(), deadline=deadline())
     response = served(result, status=202)
     response.headers[CATALOG_COMMIT] = result.data["source"]["catalog_commit"]
     return response

@@ -14,6 +14,7 @@ from werkzeug.exceptions import MethodNotAllowed
 from gitstore import Query
 from gitstore.api.blocking import PARAMETERS as BLOCKING_PARAMETERS
 from gitstore.api.blocking import blocking_read
+from gitstore.api.deadlines import deadline
 from gitstore.api.fastpath import HEADS, READ_AT
 from gitstore.api.http import (
     app_store,
@@ -26,6 +27,7 @@ from gitstore.api.http import (
     version_arg,
     written,
 )
+from gitstore.api.offload import heavy_service
 from gitstore.errors import NotFound, PreconditionFailed
 from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS
@@ -86,7 +88,7 @@ def read(env_id: int, rest: str):
     )
     if flag("explain"):
         return served(
-            app_store().versions.explain(
+            heavy_service("versions").explain(
                 env_id,
                 address.pairs,
                 address.resource,
@@ -95,6 +97,7 @@ def read(env_id: int, rest: str):
                 effective=query.effective,
                 reveal=query.reveal,
                 who=g.user,
+                deadline=deadline(),
             )
         )
     config, who, heads = app_store().config, g.user, _heads_read_for_this_request()

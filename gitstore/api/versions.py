@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
+from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store, author, json_body, no_version, served, version_arg
+from gitstore.api.offload import heavy_service
 
 bp = Blueprint("versions", __name__, url_prefix="/api/v1/config/environments")
 
@@ -25,7 +27,7 @@ def _scope_arg() -> str | None:
 def history(env_id: int):
     args = request.args
     return served(
-        _versions().history(
+        heavy_service("versions").history(
             env_id,
             path=_scope_arg(),
             resource=args.get("resource"),
@@ -33,6 +35,7 @@ def history(env_id: int):
             limit=args.get("limit"),
             since=version_arg("since"),
             version=version_arg(),
+            deadline=deadline(),
         )
     )
 
@@ -41,19 +44,20 @@ def history(env_id: int):
 def diff(env_id: int):
     scopes = request.args.getlist("levels") + request.args.getlist("path")
     return served(
-        _versions().diff(
+        heavy_service("versions").diff(
             env_id,
             version_arg("from"),
             version_arg("to"),
             levels=scopes,
             resource=request.args.get("resource"),
+            deadline=deadline(),
         )
     )
 
 
 @bp.post("/<int:env_id>/revert")
 def revert(env_id: int):
-    result = _versions().revert(env_id, json_body(), author())
+    result = _versions().revert(env_id, json_body(), author(), deadline=deadline())
     return served(result, status=201 if result.data["changed"] else 200)
 
 

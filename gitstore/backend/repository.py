@@ -42,6 +42,7 @@ from gitstore.backend.damage import damaged, first_unreadable, recorded
 from gitstore.backend.revisions import FileChange, TagInfo
 from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
 from gitstore.backend.trees import build_tree, store_blobs
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import Conflict, NotFound, Unavailable, UnknownRevision
 from gitstore.files import exclusive_lock, os_thread_local
 from gitstore.names import is_commit_id, is_number
@@ -465,7 +466,9 @@ class Repository:
         return revisions.tag_info(self.git, ref)
 
     # -- writing ---------------------------------------------------------------------------
-    def update(self, operation: Operation, author: Author) -> WriteResult:
+    def update(
+        self, operation: Operation, author: Author, deadline: Deadline = UNBOUNDED
+    ) -> WriteResult:
         """Apply `operation` to the head as one commit, re-applying it on a lost race.
 
         The operation first runs on the head of the moment, outside the write lock
@@ -479,11 +482,15 @@ class Repository:
         An operation that raises before the lock refuses the write at once: main was at the
         head it ran on, so the refusal is what that version of the store answers (a bad
         request never waits for the lock or holds it).
+
+        `deadline` is checked before each attempt to commit, never after: a write it cuts has
+        written nothing, and one that began its commit completes.
         """
         if self._write_guard is not None:
             self._write_guard()
         for attempt in range(MAX_ATTEMPTS):
             guess = self._speculate(operation) if self._guesses.worth_it() else None
+            deadline.check()
             result = self._in_round(_Ticket(operation, author, guess))
             if result is not None:
                 return result

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import InvalidInput
 from gitstore.merge.execution import SKIPPED, SYNC, execution_order
 
@@ -49,6 +50,8 @@ class RunContext:
     cluster: int
     graph_type: str
     noop: bool = False
+    #: Each task run is a step of it: a dry run answered in its request stops at its deadline.
+    deadline: Deadline = UNBOUNDED
 
 
 class Runner(Protocol):
@@ -101,6 +104,7 @@ class Executor:
         directory = graph.get("tasks_directory") or {}
         clock = Clock()
         for node, step in execution_order(graph.get("tasks_graph") or {}):
+            context.deadline.check()
             started = clock.now()
             if failed is not None or step.get("type") == SKIPPED:
                 why = f"not run: {failed} failed" if failed else "not selected for this run"

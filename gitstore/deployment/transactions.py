@@ -35,6 +35,7 @@ from gitstore import files, limits
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.deployment import executors, planning, records
 from gitstore.deployment.executors import ERROR, READY, RunContext
 from gitstore.errors import Conflict, Damaged, Forbidden, GitstoreError, InvalidInput, NotFound
@@ -114,12 +115,18 @@ class Transactions:
 
     # -- executing -------------------------------------------------------------------------
     def execute(
-        self, body: Any, author: Author | None = None, *, background: bool = True
+        self,
+        body: Any,
+        author: Author | None = None,
+        *,
+        background: bool = True,
+        deadline: Deadline = UNBOUNDED,
     ) -> Served:
         """Record a transaction for the request and start running it.
 
         `background` runs the executor in a thread and answers at once (the REST 202); without
-        it the call returns when the run has ended.
+        it the call returns when the run has ended. Planning (and a dry run's whole run) are
+        steps of `deadline`; past it before the transaction is recorded, nothing is written.
         """
         request = planning.parse_request(body)
         runner = executors.executor(request.executor)  # an unknown name is 400 in any case
@@ -134,11 +141,14 @@ class Transactions:
         cluster = self._nodes.cluster(request.cluster)
         chosen = [planning.Chosen.of(cluster, wanted) for wanted in request.graphs]
         planning.check_estimate(cluster.env_id, chosen)  # before the plan: it costs seconds
+        deadline.check()
         doc = planning.plan(cluster, request, chosen)
+        deadline.check()
         finished = isinstance(runner, executors.DryRun)
         if finished:
-            self._run_graphs(doc, runner)
+            self._run_graphs(doc, runner, deadline=deadline)
         nodes = planning.encoded_nodes(doc, finished)
+        deadline.check()
         with self._id_lock():
             doc["id"] = self._next_id()
             written = self._record(doc, author, nodes, check_running=True)
@@ -177,7 +187,11 @@ class Transactions:
                 return None
 
     def _run_graphs(
-        self, doc: dict, runner: executors.Runner, record: Callable[[], WriteResult] | None = None
+        self,
+        doc: dict,
+        runner: executors.Runner,
+        record: Callable[[], WriteResult] | None = None,
+        deadline: Deadline = UNBOUNDED,
     ) -> WriteResult | None:
         """Run the graphs in order (a failed one stops the rest), calling `record` after each
         graph; the last call records the finished transaction."""
@@ -186,7 +200,9 @@ class Transactions:
             if failed is not None:
                 graph.update(status=execution.SKIPPED)
                 continue
-            context = RunContext(doc["id"] or 0, doc["cluster"], graph["type"], doc["noop_run"])
+            context = RunContext(
+                doc["id"] or 0, doc["cluster"], graph["type"], doc["noop_run"], deadline
+            )
             graph["history"] = runner.run(graph, context)
             graph["status"] = ERROR if _aborted(graph) else READY
             last = index == len(doc["graphs"]) - 1

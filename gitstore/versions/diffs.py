@@ -20,6 +20,7 @@ from typing import Any
 
 from gitstore.backend.cache import LRUCache
 from gitstore.configdb.scopes import default_scopes, effective_document, resources_at
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.layout import KINDS, EnvironmentView, LevelPairs, layer_file, scope_of
 from gitstore.merge.diff import Difference, differences, sections
 from gitstore.merge.effective import Layer, merge_onto
@@ -40,12 +41,14 @@ def diff_environment(
     scopes: list[LevelPairs] | None = None,
     resource: str | None = None,
     differ: ScopeDiffs | None = None,
+    deadline: Deadline = UNBOUNDED,
 ) -> dict[str, dict[str, Any]]:
     """`{scope: {resource: {added, removed, changed}}}` for every scope that differs.
 
     `scopes` defaults to global plus every level value with data at either version; `resource`
     limits the comparison to one resource. `differ`: a `ScopeDiffs` of the same two views, to
-    share what an earlier call of the same caller computed.
+    share what an earlier call of the same caller computed. Each
+    document compared is a step of `deadline`.
     """
     found: dict[str, dict[str, Any]] = {}
     differ = differ or ScopeDiffs(before, after)
@@ -56,6 +59,7 @@ def diff_environment(
             else sorted(resources_at(before, pairs) | resources_at(after, pairs))
         )
         for name in names:
+            deadline.check()
             change = differ.change(pairs, name)
             if change:
                 found.setdefault(scope_of(pairs), {})[name] = change

@@ -15,6 +15,7 @@ from gitstore import keypaths, yamlio
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.repository import Repository
 from gitstore.configdb.scopes import effective_document
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import GitstoreError
 from gitstore.layout import EnvironmentView, LevelPairs
 from gitstore.merge.diff import dotted, leaf_paths, same_value
@@ -33,14 +34,23 @@ def explain(
     pairs: LevelPairs,
     resource: str,
     key: str | None = None,
+    deadline: Deadline = UNBOUNDED,
 ) -> dict[str, Any]:
-    """`{"keys": [{path, value, layers, winner, commit, author, date}]}` for the scope."""
+    """`{"keys": [{path, value, layers, winner, commit, author, date}]}` for the scope; each
+    commit walked is a step of `deadline` (a cut walk caches nothing)."""
     cache_key = (str(repo.path), view.snapshot.commit_id, tuple(pairs), resource, key)
-    return _ANSWERS.get_or_compute(cache_key, lambda: _explain(repo, view, pairs, resource, key))
+    return _ANSWERS.get_or_compute(
+        cache_key, lambda: _explain(repo, view, pairs, resource, key, deadline)
+    )
 
 
 def _explain(
-    repo: Repository, view: EnvironmentView, pairs: LevelPairs, resource: str, key: str | None
+    repo: Repository,
+    view: EnvironmentView,
+    pairs: LevelPairs,
+    resource: str,
+    key: str | None,
+    deadline: Deadline,
 ) -> dict[str, Any]:
     layers = view.layers(pairs, resource)
     merged = effective_document(view, pairs, resource)
@@ -52,7 +62,7 @@ def _explain(
         else ([base] if base else [])
     )
     keys = [_explain_key(view, layers, path, keypaths.get_path(merged, path)) for path in paths]
-    _attribute(repo, view.snapshot.commit_id, keys)
+    _attribute(repo, view.snapshot.commit_id, keys, deadline)
     for item in keys:
         item.pop("_path")
     return {"keys": keys}
@@ -103,7 +113,7 @@ def _line(view: EnvironmentView, file: str, path: tuple) -> int | None:
     return lines.get(tuple(str(segment) for segment in path))
 
 
-def _attribute(repo: Repository, start: str, keys: list[dict]) -> None:
+def _attribute(repo: Repository, start: str, keys: list[dict], deadline: Deadline) -> None:
     """Set commit, author and date of the last change of each key's winning value."""
     pending: dict[str, list[dict]] = {}
     for item in keys:
@@ -113,6 +123,7 @@ def _attribute(repo: Repository, start: str, keys: list[dict]) -> None:
     current: str | None = start
     ids = repo.object_ids(start, files)
     while current is not None and pending:
+        deadline.check()
         parent = repo.parent(current)
         parent_ids = repo.object_ids(parent, files) if parent else (None,) * len(files)
         for file, blob_id, old_id in zip(files, parent_ids, ids, strict=True):

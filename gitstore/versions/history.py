@@ -18,6 +18,7 @@ from gitstore import keypaths
 from gitstore.backend.repository import Repository
 from gitstore.backend.revisions import FileChange
 from gitstore.configdb.scopes import effective_document, folder, layer_paths, parse_data_path
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import GitstoreError
 from gitstore.layout import ENVIRONMENT_FILE, EnvironmentView, LevelPairs, scope_of
 from gitstore.merge.diff import changed_keys, related, same_value
@@ -30,17 +31,20 @@ _MISSING = object()
 
 @dataclass(frozen=True)
 class Walk:
-    """A walk from `start` back to `stop` (excluded) collecting at most `limit` entries."""
+    """A walk from `start` back to `stop` (excluded) collecting at most `limit` entries, each
+    commit a step of `deadline` (which yields to other requests and cuts the walk)."""
 
     start: str
     stop: str | None
     limit: int
+    deadline: Deadline = UNBOUNDED
 
 
 def commits(repo: Repository, walk: Walk) -> Iterator[str]:
     """Commit ids of the first-parent chain from `walk.start`, newest first, until `walk.stop`."""
     current: str | None = walk.start
     while current is not None and current != walk.stop:
+        walk.deadline.check()
         yield current
         current = repo.parent(current)
 
@@ -147,6 +151,7 @@ def value_history(
     ids = repo.object_ids(current, inputs)
     value = _value_at(repo, current, pairs, resource, path)
     while current is not None and current != walk.stop and len(entries) < walk.limit:
+        walk.deadline.check()
         parent = repo.parent(current)
         parent_ids = repo.object_ids(parent, inputs) if parent else None
         if parent is None:

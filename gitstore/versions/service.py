@@ -17,6 +17,7 @@ from gitstore.backend.repository import Author, Repository
 from gitstore.backend.snapshot import Snapshot
 from gitstore.bodies import Body
 from gitstore.configdb.scopes import parse_scope
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import (
     Conflict,
     GitstoreError,
@@ -73,8 +74,10 @@ class Versions:
         limit: Any = None,
         since: str | None = None,
         version: str | None = None,
+        deadline: Deadline = UNBOUNDED,
     ) -> Served:
-        """Commits that changed what is asked, newest first (see docs/versions.md)."""
+        """Commits that changed what is asked, newest first (see docs/versions.md); each commit
+        walked is a step of `deadline`."""
         repo = self._repo(env_id)
         start = _snapshot(repo, version, "version")
         view = EnvironmentView(start)
@@ -83,7 +86,7 @@ class Versions:
         pairs = view.check_levels(pairs, head=head) if pairs is not None else None
         name = self._config.resource_name(view, resource) if resource else None
         stop = _snapshot(repo, since, "since").commit_id if since else None
-        walk = Walk(start.commit_id, stop, _limit(limit))
+        walk = Walk(start.commit_id, stop, _limit(limit), deadline)
         if key is not None:
             keypaths.split_dotted(key)
         masked: tuple[str, ...] = ()
@@ -118,11 +121,12 @@ class Versions:
         *,
         levels: Sequence[str] = (),
         resource: str | None = None,
+        deadline: Deadline = UNBOUNDED,
     ) -> Served:
         """Effective values that differ between versions `source` and `target` (default head).
 
         `levels` names the scopes to compare (`nodes=1`, `role/compute/nodes/1`); by default
-        global and every level value with data.
+        global and every level value with data. Each document compared is a step of `deadline`.
         """
         if not source:
             raise InvalidInput("diff needs from=<version>", key="from")
@@ -134,7 +138,7 @@ class Versions:
         name = self._config.resource_name(after, resource) if resource else None
         rules_of = self._secrets.rules_of(after)
         shown, masked = secret_masks.mask_scopes(
-            diff_environment(before, after, scopes, name),
+            diff_environment(before, after, scopes, name, deadline),
             lambda resource: rules_of(layer_file(None, "values", resource)),
         )
         data = {"from": before.snapshot.commit_id, "to": after.snapshot.commit_id, "scopes": shown}
@@ -151,10 +155,12 @@ class Versions:
         effective: bool = True,
         reveal: bool = False,
         who: str | None = None,
+        deadline: Deadline = UNBOUNDED,
     ) -> Served:
         """Every key path of an effective document with the layers behind it.
 
         Secret values are masked unless `reveal` (recorded in the audit log as made by `who`).
+        Each commit walked to find who set a value is a step of `deadline`.
         """
         if not effective:
             raise Conflict("explain needs effective (add ?effective)")
@@ -162,7 +168,7 @@ class Versions:
         view = EnvironmentView(repo.snapshot(version))
         pairs = view.check_levels(pairs, head=self._config.head_view(env_id))
         name = self._config.resource_name(view, resource)
-        data = explain(repo, view, pairs, name, key)  # cached: never edit
+        data = explain(repo, view, pairs, name, key, deadline)  # cached: never edit
         commits = sorted({item["commit"] for item in data["keys"] if item["commit"]})
         inputs = ("explain", key, reveal, view.merge, *view.layer_inputs(pairs, name), *commits)
         secrets = self._secrets
@@ -220,6 +226,7 @@ class Versions:
         *,
         expected: str | None = None,
         dry_run: bool = False,
+        deadline: Deadline = UNBOUNDED,
     ) -> Served:
         """One new commit restoring files as at `to`, or undoing commit `commit`.
 
@@ -227,7 +234,7 @@ class Versions:
         already was the requested one (no commit was made). With `expected` (a version), the
         files the revert may touch must be as they were at that version (PreconditionFailed
         otherwise: the revert was reviewed against them). `dry_run` builds the commit without
-        serving it (`Repository.dry_run`).
+        serving it (`Repository.dry_run`). Past `deadline` before its commit, nothing is written.
         """
         to, commit, paths, message = _check_revert_body(body)
         repo = self._repo(env_id)
@@ -237,8 +244,11 @@ class Versions:
             operation = _undo(repo, _snapshot(repo, commit, "commit"), message)
         if expected is not None:
             operation = _unless_changed(repo, expected, operation)
-        write = repo.dry_run if dry_run else repo.update
-        result = write(operation, author or self._repos.default_author)
+        author = author or self._repos.default_author
+        if dry_run:
+            result = repo.dry_run(operation, author)
+        else:
+            result = repo.update(operation, author, deadline)
         data = {"commit": result.commit, "version": result.version, "changed": result.changed}
         return Served(data, result.commit, result.version)
 

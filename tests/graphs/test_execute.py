@@ -298,3 +298,17 @@ def test_the_local_executor_is_off_unless_the_server_enables_it(graph_store, tmp
         json={"cluster": 1, "executor": "local", "dry_run": True, "graphs": [{"type": "default"}]},
     )
     assert dry.status_code == 202
+
+
+def test_a_dry_run_past_its_deadline_is_a_503_and_records_nothing(cluster, graph_store):
+    before = graph_store.environment_repo(1).head()
+    hurried = create_app(
+        {"TESTING": True, "GITSTORE_LIMITS": {"graph_execute_seconds": 0.001}}, store=graph_store
+    ).test_client()
+    answer = hurried.post(
+        EXECUTE, json={"cluster": 1, "graphs": [{"type": "default"}], "dry_run": True}
+    )
+    assert_error(answer, 503, "graph_execute_seconds", "nothing was written")
+    assert answer.headers["Retry-After"] == "1"
+    assert graph_store.environment_repo(1).head() == before
+    assert cluster.get(f"{API}/transactions?cluster_id=1").get_json() == []

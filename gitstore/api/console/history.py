@@ -17,7 +17,8 @@ from gitstore.api.console.shared import (
     known_nodes,
     node_chain,
 )
-from gitstore.api.http import app_store
+from gitstore.api.deadlines import deadline
+from gitstore.api.offload import heavy_service
 from gitstore.errors import InvalidInput, NotFound
 from gitstore.names import is_number
 
@@ -35,7 +36,11 @@ def node_diff(env_id: int, node: str):
     chain = node_chain(env_id, node, target)
     changes = None
     if source is not None:
-        answer = app_store().versions.diff(env_id, source, target, levels=[chain.path]).data
+        answer = (
+            heavy_service("versions")
+            .diff(env_id, source, target, levels=[chain.path], deadline=deadline())
+            .data
+        )
         changes = answer["scopes"].get(chain.scope, {})
     return render_template(
         "console/node_diff.html",
@@ -78,9 +83,15 @@ def _key_entries(
             f"the history of a key needs resource= and key=; {missing}= is empty", key=missing
         )
     return (
-        app_store()
-        .versions.history(
-            env_id, path=chain.path, resource=resource, key=key, limit=KEY_HISTORY, version=version
+        heavy_service("versions")
+        .history(
+            env_id,
+            path=chain.path,
+            resource=resource,
+            key=key,
+            limit=KEY_HISTORY,
+            version=version,
+            deadline=deadline(),
         )
         .data["entries"]
     )
@@ -91,8 +102,8 @@ def commit(env_id: int, rev: str):
     """One commit: who, when, why, the files it changed, and the nodes whose effective values
     it changed (its blast radius: their count, and one page of them with their changes); a
     writer gets its revert control (`edit.revert`)."""
-    versions = app_store().versions
-    entry = versions.history(env_id, limit=1, version=rev).data["entries"][0]
+    versions = heavy_service("versions")
+    entry = versions.history(env_id, limit=1, version=rev, deadline=deadline()).data["entries"][0]
     page = _page_number(pinned("page"))
     radius = _blast_radius(env_id, entry["commit"], page) if entry["version"] > 1 else None
     return render_template(
@@ -122,9 +133,14 @@ def _blast_radius(env_id: int, commit: str, page: int = 1) -> dict:
     removed): `{"global": changes, "count": nodes changed, "nodes": [(chain, changes)] of
     page `page`, "page", "pages", "first": the position of the page's first node}`."""
     parent = f"{commit}~1"
-    chains = [_chain_then(env_id, node, commit, parent) for node in _nodes(env_id, commit, parent)]
+    chains = []
+    for node in _nodes(env_id, commit, parent):
+        deadline().check()
+        chains.append(_chain_then(env_id, node, commit, parent))
     scopes = ["/", *(chain.path for chain in chains)]
-    changed = app_store().versions.diff(env_id, parent, commit, levels=scopes).data["scopes"]
+    changed = (
+        heavy_service("versions").diff(env_id, parent, commit, levels=scopes, deadline=deadline())
+    ).data["scopes"]
     nodes = [(chain, changed[chain.scope]) for chain in chains if chain.scope in changed]
     pages = max(1, -(-len(nodes) // RADIUS_PAGE))
     if page > pages:

@@ -20,7 +20,9 @@ from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.console.nodelist import node_page
 from gitstore.api.console.render import MAX_FILTER, provenance, values_tree
 from gitstore.api.console.shared import attached_resources, node_chain
+from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store, flag
+from gitstore.api.offload import heavy_service
 from gitstore.errors import InvalidInput, NotFound
 
 #: How many commits the environment page lists.
@@ -90,15 +92,26 @@ def why(env_id: int, node: str):
     """The provenance of one key at the node (`?resource=&key=`): what a key of the node page
     shows when opened. `?fragment=1` answers that part alone, which the page's script fetches;
     the whole page, with a form to pick the key, serves a browser without JavaScript."""
-    store, version, fragment = app_store(), pinned(), flag("fragment")
+    version, fragment = pinned(), flag("fragment")
     reveal = flag("reveal")
     resource, key = _arg("resource", fragment), _arg("key", fragment)
     chain = node_chain(env_id, node, version)
     shown = None
     if resource and key:
-        explained = store.versions.explain(
-            env_id, list(chain.pairs), resource, key, version, reveal=reveal, who=g.get("user")
-        ).data
+        explained = (
+            heavy_service("versions")
+            .explain(
+                env_id,
+                list(chain.pairs),
+                resource,
+                key,
+                version,
+                reveal=reveal,
+                who=g.get("user"),
+                deadline=deadline(),
+            )
+            .data
+        )
         found = next((item for item in explained["keys"] if item["path"] == key), None)
         if found is None:
             raise NotFound(f"node {chain.node} has no key {key!r} in {resource}", key="key")

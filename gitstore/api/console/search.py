@@ -25,6 +25,7 @@ from flask import g, render_template
 from gitstore import PATTERN_RECURSION, Query, recursive_pattern
 from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.console.shared import attached_resources, known_nodes, leaves
+from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store
 from gitstore.errors import InvalidInput
 
@@ -81,7 +82,9 @@ def _find(
 ) -> tuple[list[Hit], str | None]:
     """The hits, and why the search stopped early (None when it read every key)."""
     hits: list[Hit] = []
+    steps = deadline()
     for number, hit in enumerate(_leaves(env_id, version)):
+        steps.check()
         if number >= MAX_KEYS:
             return hits, f"the search stopped after {MAX_KEYS} keys"
         text = json.dumps(hit.value, sort_keys=True)
