@@ -138,7 +138,7 @@ class Versions:
         name = self._config.resource_name(after, resource) if resource else None
         rules_of = self._secrets.rules_of(after)
         shown, masked = secret_masks.mask_scopes(
-            diff_environment(before, after, scopes, name, deadline),
+            diff_environment(before, after, scopes, name, deadline=deadline),
             lambda resource: rules_of(layer_file(None, "values", resource)),
         )
         data = {"from": before.snapshot.commit_id, "to": after.snapshot.commit_id, "scopes": shown}
