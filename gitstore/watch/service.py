@@ -29,6 +29,8 @@ DEFAULT_WAIT = 300.0
 REPLAY_BATCH = 100
 
 Answer = Callable[[str], Served]
+#: How often a replica looks for an environment the primary created (a rare wait: no watch).
+CREATION_POLL_SECONDS = 0.05
 
 
 class Watch:
@@ -46,8 +48,8 @@ class Watch:
 
     def index_commit(self, env_id: int, index: str, field: str = "index") -> str:
         """The commit id `index` (a commit id or a version number) names on `main`."""
-        repo = self._repos.environment_repo(env_id)
         deadline = time.monotonic() + self.catch_up
+        repo = self._environment_repo(env_id, deadline)
         while True:
             missing = None
             try:
@@ -67,6 +69,17 @@ class Watch:
                 raise InvalidInput(
                     f"{field} {index!r} names no commit of environment {env_id}", key=field
                 ) from missing
+
+    def _environment_repo(self, env_id: int, deadline: float):
+        """The environment's repository; on a cluster's replica, one created on the primary
+        (a new environment, a clone) is waited for until `deadline`."""
+        while True:
+            try:
+                return self._repos.environment_repo(env_id)
+            except NotFound:
+                if time.monotonic() >= deadline or self.heads.closing:
+                    raise
+            time.sleep(CREATION_POLL_SECONDS)  # gevent's sleep in a worker: parks the greenlet
 
     @staticmethod
     def _on_main(repo, commit: str) -> bool:
