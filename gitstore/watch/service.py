@@ -52,13 +52,14 @@ class Watch:
         repo = self._environment_repo(env_id, deadline)
         while True:
             missing = None
+            head = repo.head()  # read once: waited on below, so a move after it wakes the wait
             try:
                 commit = repo.snapshot(index).commit_id
             except NotFound as exc:
                 commit, missing = None, exc
-            if commit is not None and (not self.catch_up or self._on_main(repo, commit)):
+            if commit is not None and (not self.catch_up or _on_main(repo, commit, head)):
                 return commit
-            head, remaining = repo.head(), deadline - time.monotonic()
+            remaining = deadline - time.monotonic()
             if head is not None and remaining > 0 and not self.heads.closing:
                 self.heads.wait(env_id, head, remaining)
             elif commit is not None:
@@ -80,13 +81,6 @@ class Watch:
                 if time.monotonic() >= deadline or self.heads.closing:
                     raise
             time.sleep(CREATION_POLL_SECONDS)  # gevent's sleep in a worker: parks the greenlet
-
-    @staticmethod
-    def _on_main(repo, commit: str) -> bool:
-        """Whether main holds `commit` (a cluster member may have its objects before etcd
-        accepted it, and a replica may not have moved main to it yet)."""
-        head = repo.head()
-        return head is not None and remote.is_ancestor(repo, commit, head)
 
     def hold(
         self, env_id: int, index: str | None, wait: float, answer: Answer
@@ -187,6 +181,12 @@ class Held:
     def close(self) -> None:
         self._slot.release()
         self._items.close()
+
+
+def _on_main(repo, commit: str, head: str | None) -> bool:
+    """Whether main, at `head`, holds `commit` (a cluster member may have its objects before
+    etcd accepted it, and a replica may not have moved main to it yet)."""
+    return head is not None and remote.is_ancestor(repo, commit, head)
 
 
 def _outcome(answer: Answer, commit: str) -> Served | NotFound:
