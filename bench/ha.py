@@ -1,6 +1,8 @@
 """High availability under primary kills: a 3-node cluster (etcd, `gitstore serve` x3, HAProxy;
 tests/cluster_harness.py) with writers and readers through HAProxy, the primary SIGKILLed
-again and again.
+again and again. With `--faults`, the primary is instead frozen (SIGSTOP of its process
+group), blackholed (every packet dropped: tests/netns_harness.py, needs root) or killed, each
+`--runs` times, on hosts of their own (network namespaces, a 3-member etcd).
 
 Prints, each measured in this one run:
 - acknowledged writes lost (target 0): every acknowledged key is read back from every node;
@@ -13,12 +15,14 @@ Prints, each measured in this one run:
     .venv/bin/python bench/ha.py --kills 20      # fewer
     .venv/bin/python bench/ha.py --smoke         # 2 kills, short rounds
     .venv/bin/python bench/ha.py --rate-only     # only the write rates and their ratio
+    .venv/bin/python bench/ha.py --faults freeze,blackhole,kill --runs 20   # as root
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import statistics
 import sys
@@ -31,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from background import Background  # noqa: E402
-from cluster_harness import Cluster, http  # noqa: E402
+from cluster_harness import Cluster, PrimarySampler, http  # noqa: E402
 from harness import Server  # noqa: E402
 
 from gitstore import Store  # noqa: E402
@@ -47,10 +51,10 @@ def seed(root: Path) -> Path:
     return root
 
 
-def set_key(base: str, key: str, value) -> tuple[int | None, str | None]:
+def set_key(base: str, key: str, value, timeout: float = 15) -> tuple[int | None, str | None]:
     try:
         code, _, headers = http(
-            "PUT", base + VALUES + "/keys/set", json.dumps([[key, value]]).encode(), 15, **JSON
+            "PUT", base + VALUES + "/keys/set", json.dumps([[key, value]]).encode(), timeout, **JSON
         )
     except (OSError, HTTPException):
         return None, None
@@ -139,6 +143,82 @@ def kills(cluster: Cluster, count: int, writers: int, readers: int) -> tuple[lis
     return recoveries, load
 
 
+def inflict(cluster: Cluster, fault: str, primary: str):
+    """Do `fault` to member `primary`; the function that undoes it."""
+    if fault == "kill":
+        cluster.kill(primary)
+        return lambda: cluster.start_node(primary)
+    if fault == "freeze":
+        group = cluster.nodes[primary].process.pid
+        os.killpg(group, signal.SIGSTOP)
+        return lambda: os.killpg(group, signal.SIGCONT)
+    cluster.network.drop(primary)
+    return lambda: cluster.network.heal(primary)
+
+
+def fault_runs(cluster: Cluster, fault: str, runs: int, writers: int):
+    """(seconds from each fault to the first acknowledged write, the load, the most members
+    ready as primary at once over the whole case)."""
+    recoveries = []
+    with PrimarySampler(cluster) as sampler, Load(cluster.url, writers, tag=fault[0]) as load:
+        for _ in range(runs):
+            primary = cluster.wait_for_primary(timeout=60)
+            time.sleep(1.0)
+            started = time.monotonic()
+            undo = inflict(cluster, fault, primary)
+            recoveries.append(first_write(cluster, load, started, fault) - started)
+            undo()
+            deadline = time.monotonic() + 60
+            while (cluster.status(primary) or {}).get("role") != "replica":
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"{primary} did not become a replica after the {fault}")
+                time.sleep(0.1)
+    return recoveries, load, sampler.most
+
+
+def first_write(cluster: Cluster, load: Load, started: float, fault: str) -> float:
+    """When the first write after `started` was acknowledged: a probe writing with a 2 s
+    timeout, as a client that retries would (the load's writers wait out their 15 s timeout
+    on a frozen or blackholed primary), or any writer of the load."""
+    probe = 0
+    while time.monotonic() - started < 120:
+        probe += 1
+        code, commit = set_key(cluster.url, f"probe-{fault}-{probe}", probe, timeout=2)
+        if code == 204:
+            load.acked[f"probe-{fault}-{probe}"] = probe
+            return min([time.monotonic(), *(t for t in load.ack_times if t > started)])
+        time.sleep(0.05)
+    raise SystemExit(f"no write was acknowledged for 120 s after a {fault}")
+
+
+def faults_main(args, workdir: Path, seeded: Path) -> None:
+    from netns_harness import NetnsCluster, available
+
+    why = available()
+    if why:
+        raise SystemExit(f"--faults needs network namespaces: {why}")
+    rows = []
+    with NetnsCluster(workdir / "netns", seeded) as cluster:
+        lags = replica_lags(cluster, 20 if args.smoke else 200)
+        for fault in args.faults.split(","):
+            recoveries, load, most = fault_runs(cluster, fault, args.runs, args.writers)
+            cluster.wait_for_primary(timeout=60)
+            lost = lost_writes(cluster, load.acked)
+            rows.append(
+                f"| primary {fault} | {len(recoveries)} | {statistics.median(recoveries):.2f} s "
+                f"| {percentile(recoveries, 0.99):.2f} s | {most} | {len(lost)} of "
+                f"{len(load.acked)} |"
+            )
+            print(rows[-1], flush=True)
+    print("| case | runs | first write p50 | p99 | most primaries at once | lost |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    print(
+        f"replica lag (quiet, {len(lags)} writes): p50 {statistics.median(lags) * 1000:.0f} ms, "
+        f"p99 {percentile(lags, 0.99) * 1000:.0f} ms (target 500 ms)"
+    )
+
+
 def lost_writes(cluster: Cluster, acked: dict[str, int]) -> dict[str, int]:
     """Acknowledged keys some node does not serve, once every node follows etcd."""
     deadline = time.monotonic() + 60
@@ -167,6 +247,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--rate-only", action="store_true", help="no lag probes, no kills")
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--faults", help="comma-separated: freeze, blackhole, kill (as root)")
+    parser.add_argument("--runs", type=int, default=20, help="runs of each --faults case")
     args = parser.parse_args()
     # SIGTERM unwinds like Ctrl-C, so the cluster's processes are stopped, never orphaned
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -174,6 +256,10 @@ def main() -> None:
         args.kills, args.seconds = 2, 3.0
     workdir = Path(tempfile.mkdtemp(prefix="gitstore-ha-", dir=args.workdir))
     seeded = seed(workdir / "seed")
+    if args.faults:
+        faults_main(args, workdir, seeded)
+        __import__("shutil").rmtree(workdir, ignore_errors=True)
+        return
     single_root = workdir / "single"
     __import__("shutil").copytree(seeded, single_root)
     with Server(single_root, workers=2) as single:

@@ -6,14 +6,19 @@ they work on a folder, never through a server.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import ipaddress
+import json
 import logging
 import math
 import os
 import shutil
+import signal
 import socket
 import ssl
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -296,7 +301,9 @@ def serve(
     listens on loopback addresses only, unless --open is given.
     """
     root = store_root(root_opt)
-    secret_file = cluster_secret_file or (str(root / CLUSTER_KEY_FILE) if cluster else None)
+    secret_file = cluster_secret_file or (
+        str(root / CLUSTER_KEY_FILE) if cluster is not None else None
+    )
     membership = _cluster_settings(cluster, node_name, peers, min_replicas, secret_file)
     if membership and poll:
         raise click.UsageError("--poll is not available with --cluster yet (docs/ha.md)")
@@ -332,6 +339,7 @@ def serve(
         "logconfig_dict": logs.config(log_format, access_log=access_log),
         "logger_class": _logger_class(),
         "post_fork": _post_fork_hook(),
+        "worker_exit": _worker_exit_hook(),
         **_metrics_hooks(),
         **tls,
     }
@@ -383,24 +391,54 @@ def _cluster_settings(
 
 
 def _start_coordinator_process(root: Path, membership: dict) -> None:
-    """The node's coordinator (it holds the leader lease and follows etcd) in its own process,
-    spawned like the poller; it exits when this process (gunicorn's arbiter) is gone."""
-    import multiprocessing
-
-    process = multiprocessing.get_context("spawn").Process(
-        target=_coordinate,
-        args=(str(root), membership, os.getpid()),
-        name="gitstore-coordinator",
-        daemon=True,
-    )
-    process.start()
+    """The node's coordinator (it holds the leader lease and follows etcd) in its own process;
+    it exits when this process (gunicorn's arbiter) is gone."""
+    _start_child("coordinate", str(root), json.dumps(membership), str(os.getpid()))
 
 
-def _coordinate(root: str, membership: dict, parent: int) -> None:
+def coordinate(root: str, membership: str, parent: str) -> None:
+    """The coordinator process's body (`_start_child`)."""
     from gitstore import run_coordinator  # etcd's client: only in the coordinator process
 
+    _end_with_parent()
     logs.configure(logs.default_format())
-    run_coordinator(membership, Path(root), parent)
+    run_coordinator(json.loads(membership), Path(root), int(parent))
+
+
+#: Processes started next to gunicorn's arbiter (the coordinator, the poller): stopped with it.
+_CHILDREN: list[subprocess.Popen] = []
+
+
+def _start_child(entry: str, *args: str) -> None:
+    """Run `cli.server.<entry>(*args)` in a new interpreter next to gunicorn's arbiter.
+
+    Not `multiprocessing`: the workers are forked from the arbiter, inherit its record of the
+    child and try to join it when they exit (a traceback from every worker at each stop). The
+    child is stopped by the arbiter's exit hook (`_stop_children`) and, should the arbiter be
+    killed, by the parent-death signal it asks for (`_end_with_parent`)."""
+    code = f"import sys; from cli.server import {entry}; {entry}(*sys.argv[1:])"
+    _CHILDREN.append(subprocess.Popen([sys.executable, "-c", code, *args]))
+
+
+def _stop_children() -> None:
+    for child in _CHILDREN:
+        child.terminate()
+    for child in _CHILDREN:
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    _CHILDREN.clear()
+
+
+def _end_with_parent() -> None:
+    """SIGTERM this process when its parent dies (Linux's PR_SET_PDEATHSIG; elsewhere the
+    coordinator still notices its parent is gone within a turn of its loop)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _worker_class(name: str) -> type:
@@ -428,6 +466,12 @@ def _post_fork_hook() -> Any:
     return post_fork
 
 
+def _worker_exit_hook() -> Any:
+    from cli.workers import worker_exit  # imports gunicorn: only when serving
+
+    return worker_exit
+
+
 def _metrics_hooks() -> dict[str, Any]:
     """A shared counter directory for the workers (`PROMETHEUS_MULTIPROC_DIR`), and gunicorn
     hooks that mark dead workers and remove a directory of our own at exit.
@@ -443,6 +487,7 @@ def _metrics_hooks() -> dict[str, Any]:
         metrics.process_exited(worker.pid)
 
     def on_exit(server: Any) -> None:
+        _stop_children()
         if not given:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -450,24 +495,20 @@ def _metrics_hooks() -> dict[str, Any]:
 
 
 def _start_poller_process(root: Path, seconds: float) -> None:
-    """Run the mirror poller in its own process.
+    """Run the mirror poller in its own process (`_start_child`).
 
     Not a thread of the gunicorn arbiter: the arbiter forks workers, and a fork taken while the
     poller thread holds a lock (a cache's, logging's) would leave that lock held forever in the
-    worker. A spawned process shares nothing; as a daemon it ends with the server.
-    """
-    import multiprocessing
-
-    process = multiprocessing.get_context("spawn").Process(
-        target=_poll_forever, args=(str(root), seconds), name="gitstore-poller", daemon=True
-    )
-    process.start()
+    worker."""
+    _start_child("poll_forever", str(root), str(seconds))
 
 
-def _poll_forever(root: str, seconds: float) -> None:
+def poll_forever(root: str, seconds: str) -> None:
     from gitstore import start_poller
 
-    start_poller(Store(root).gitops, seconds).join()
+    _end_with_parent()
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))  # nothing of its own to finish
+    start_poller(Store(root).gitops, float(seconds)).join()
 
 
 def _is_loopback(host: str) -> bool:

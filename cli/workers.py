@@ -10,11 +10,13 @@ So a worker ignores SIGINT (the master decides when workers stop) and acts on on
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
 import queue
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +42,22 @@ def post_fork(server: Any, worker: Any) -> None:
     """gunicorn's `post_fork` hook, run in the new worker: it keeps the master's signal queue
     as the fork copied it, to look into once its own handlers are in (`init_process`)."""
     worker.inherited_signals = server.SIG_QUEUE
+
+
+def worker_exit(server: Any, worker: Any) -> None:
+    """gunicorn's `worker_exit` hook, run in the worker as it ends: end the process here, with
+    the exit code it was leaving with. Python's own finalization in a gevent worker runs
+    logging's handler callbacks after `threading` was torn down (`TypeError: 'NoneType' object
+    is not callable` printed once per handler at every stop); nothing else is left to run."""
+    leaving = sys.exc_info()[1]
+    if not isinstance(leaving, SystemExit):
+        return  # an unexpected error: let Python report it
+    code = leaving.code if isinstance(leaving.code, int) else int(leaving.code is not None)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def _stopped_before_its_handlers(signals: Any) -> bool:

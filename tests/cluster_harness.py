@@ -21,9 +21,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gitstore import CLUSTER_KEY_FILE, ClusterSecret, create_cluster_secret
@@ -64,9 +66,10 @@ class Node:
         self.name = name
         self.root = root
         self.log = log
+        self.host = "127.0.0.1"
         self.port = free_port()
         self.relay_port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{self.host}:{self.port}"
         self.process: subprocess.Popen | None = None
         self.relay: subprocess.Popen | None = None
 
@@ -82,6 +85,7 @@ class Cluster:
         self.seed = seed
         self.workers = workers
         self.etcd_port, self.etcd_peer_port = free_port(), free_port()
+        self.etcd_url = f"http://127.0.0.1:{self.etcd_port}"
         self.proxy_port = free_port()
         self.url = f"http://127.0.0.1:{self.proxy_port}"
         names = [chr(ord("a") + i) for i in range(nodes)]
@@ -227,7 +231,7 @@ class Cluster:
         }
         _, body, _ = http(
             "POST",
-            f"http://127.0.0.1:{self.etcd_port}/v3/kv/range",
+            f"{self.etcd_url}/v3/kv/range",
             json.dumps(request).encode(),
         )
         kvs = json.loads(body).get("kvs", [])
@@ -239,9 +243,44 @@ class Cluster:
         }
 
 
+class PrimarySampler:
+    """Asks every member `/readyz?role=primary` at once every 100 ms; records the most that
+    answered 200 in one round."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.most = 0
+        self.rounds = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._pool = ThreadPoolExecutor(max_workers=len(cluster.nodes))
+
+    def __enter__(self) -> PrimarySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._pool.shutdown()
+
+    def _ready(self, url: str) -> bool:
+        try:
+            return http("GET", url + "/readyz?role=primary", timeout=0.5)[0] == 200
+        except OSError:
+            return False
+
+    def _run(self) -> None:
+        urls = [node.url for node in self.cluster.nodes.values()]
+        while not self._stop.wait(0.1):
+            ready = sum(self._pool.map(self._ready, urls))
+            self.most = max(self.most, ready)
+            self.rounds += 1
+
+
 def haproxy_config(port: int, nodes) -> str:
     """Writes (and every part of a git push) to the primary, reads to every ready member."""
-    servers = "\n".join(f"    server {n.name} 127.0.0.1:{n.port} check" for n in nodes)
+    servers = "\n".join(f"    server {n.name} {n.host}:{n.port} check" for n in nodes)
     return f"""global
     maxconn 2000
 

@@ -1,9 +1,11 @@
 """`?index=&wait=`: blocking queries on the reads that name a commit (docs/watch.md).
 
 A view hands `blocking_read` a function reading its answer at a given version; without `index`
-it is an ordinary read, with it the request is held (a parked greenlet in gunicorn's gevent
-worker, not a thread) until the answer differs from the one at `index` or `wait` runs out.
-Every answer names the head it was read at in `X-Gitstore-Index`.
+it is an ordinary read. With `index` and `wait` the request is held (a parked greenlet in
+gunicorn's gevent worker, not a thread) until the answer differs from the one at `index` or
+`wait` runs out. With `index` alone it is a read of one's own write: answered at once when
+`main` holds `index` (on a cluster's replica, once it does: docs/ha.md). Every answer names
+the head it was read at in `X-Gitstore-Index`.
 """
 
 from __future__ import annotations
@@ -59,9 +61,13 @@ def blocking_read(
         version = version_arg()
         result = read(version)
         head = result.commit if version is None and result.commit else watch.heads.head(env_id)
+    elif version_arg() is not None:
+        raise InvalidInput("index and wait watch the head; they take no version", key="version")
+    elif wait_text is None:  # read one's own write: once main holds it, at once
+        watch.index_commit(env_id, index)
+        result = read(None)
+        head = result.commit or watch.heads.head(env_id)
     else:
-        if version_arg() is not None:
-            raise InvalidInput("index and wait watch the head; they take no version", key="version")
         result, head = watch.hold(env_id, index, parse_wait(wait_text), read)
     response = respond(result)
     if head:

@@ -47,6 +47,11 @@ def _with_role(report: dict, role: str) -> dict:
     check = {"name": "role", "ok": found["role"] == role}
     if not check["ok"]:
         check["message"] = f"this node is {found['role']}, not {role}"
+    elif member and role == "primary":  # from etcd, now: never the coordinator's word alone
+        refused = member.leads()
+        check = {"name": "role", "ok": refused is None}
+        if refused:
+            check["message"] = refused
     ready = report["ready"] and check["ok"]
     return {**report, "ready": ready, "checks": [*report["checks"], check], "cluster": found}
 

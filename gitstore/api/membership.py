@@ -43,7 +43,7 @@ def _redirect_writes():
     ):
         return None
     current = member.state()
-    if current.role == "primary":
+    if current.is_primary():
         return None
     if not current.primary or current.primary == current.node or not current.primary_url:
         return error_response(

@@ -88,14 +88,22 @@ def follow(repo: Repository, expected: str | None, new: str) -> bool:
     return refs.compare_and_swap(repo.path, MAIN, expected, new)
 
 
+class FetchTimedOut(Unavailable):
+    """The remote did not finish within the fetch's deadline (hung, or its packets dropped)."""
+
+
 def fetch(
-    repo: Repository, url: str, refspecs: Sequence[str], extra_env: dict[str, str] | None = None
+    repo: Repository,
+    url: str,
+    refspecs: Sequence[str],
+    extra_env: dict[str, str] | None = None,
+    timeout: float = FETCH_TIMEOUT_SECONDS,
 ) -> None:
     """Run the real `git fetch` of `refspecs` from `url` into `repo` (never touching `main`).
 
     Raises Unavailable naming the remote when git fails (unreachable, unknown branch, auth).
     `extra_env` adds to git's environment (a cluster member's credentials, kept off the
-    command line).
+    command line). FetchTimedOut after `timeout` seconds (git is killed).
     """
     for spec in refspecs:
         if spec.lstrip("+").split(":")[-1] == MAIN:
@@ -120,13 +128,11 @@ def fetch(
             env=env,
             capture_output=True,
             text=True,
-            timeout=FETCH_TIMEOUT_SECONDS,
+            timeout=timeout,
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
-        raise Unavailable(
-            f"git fetch from {redact(url)} timed out after {FETCH_TIMEOUT_SECONDS}s"
-        ) from exc
+        raise FetchTimedOut(f"git fetch from {redact(url)} timed out after {timeout:g}s") from exc
     if done.returncode != 0:
         detail = done.stderr.strip().splitlines()[-1:] or ["no message"]
         raise Unavailable(f"git fetch from {redact(url)} failed: {detail[0]}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +77,9 @@ class Etcd:
     """A client of one etcd endpoint, each call bounded by `timeout` seconds."""
 
     def __init__(self, host: str, port: int, timeout: float = 2.0) -> None:
-        import etcd3gw
+        with warnings.catch_warnings():  # etcd3gw's futurist tries `import eventlet`: it warns
+            warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
+            import etcd3gw
 
         self.address = f"{host}:{port}"
         self._etcd3gw = etcd3gw

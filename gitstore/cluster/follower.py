@@ -4,17 +4,22 @@ Labels come along: a repository that catches up (it lacked the commit) or is cre
 the primary's, and `gather_labels` fetches every peer's (a new primary, a member that starts).
 
 Main only ever moves to a commit etcd holds, so no member serves a commit etcd never accepted.
+
+Every fetch ends within the call deadline (`ClusterSettings.call_timeout`); a peer that timed
+out is skipped for the rest of the round (`unanswering`, cleared by `new_round`): a hung peer
+costs one deadline per round, not one per repository, and is asked again in the next round.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from gitstore.backend import remote
 from gitstore.backend.hooks import install_hooks
+from gitstore.backend.remote import FetchTimedOut
 from gitstore.backend.repository import WRITE_LOCK, Repository
 from gitstore.cluster.member import TOMBSTONE, incoming_repository
 from gitstore.cluster.secret import ClusterSecret
@@ -29,10 +34,16 @@ log = logging.getLogger("gitstore.cluster")
 class Follower:
     """Brings the repositories of one store root to the commits etcd names."""
 
-    def __init__(self, repos: Repositories, secret: ClusterSecret) -> None:
+    def __init__(self, repos: Repositories, secret: ClusterSecret, timeout: float) -> None:
         self._repos = repos
         self._secret = secret  # the fetches from peers are a member's calls
+        self._timeout = timeout
         self.root = repos.root
+        #: Peers that did not answer a fetch in time this round.
+        self.unanswering: set[str] = set()
+
+    def new_round(self) -> None:
+        self.unanswering.clear()
 
     def local_heads(self) -> dict[str, str | None]:
         """{repository: head} of every repository of the root."""
@@ -68,32 +79,40 @@ class Follower:
         # Lacking the commit (not handed over by the primary) means this node was behind:
         # it may lack labels too. Not otherwise: a fetch per followed commit costs too much.
         was_behind = not remote.has_commit(repo, commit)
-        fetch_missing(repo, name, commit, sources, self._secret)
+        self._fetch_missing(repo, name, commit, sources)
         with exclusive_lock(path / WRITE_LOCK, 0o644):
             remote.follow(repo, repo.head(), commit)
         log.info("cluster: %s follows etcd to %s", name, commit[:12])
         if was_behind:
             self._gather_labels(name, repo, sources[:1])
 
-    def gather_labels(self, sources: Iterable[str], between: Callable[[], None]) -> None:
+    def gather_labels(self, sources: Iterable[str]) -> list[str]:
         """Fetch the labels this node lacks from every one of `sources` (a new primary: each
-        acknowledged label is on some peer; a restarted member: the primary has them all).
-        `between` runs after each repository (the coordinator keeps its short lease alive)."""
+        acknowledged label is on some peer; a restarted member: the primary has them all);
+        the sources that answered for every repository."""
         sources = list(sources)
         for name in self.local_heads():
             self._gather_labels(name, Repository(self.root / name, name), sources)
-            between()
+        return [base for base in sources if base not in self.unanswering]
 
     def _gather_labels(self, name: str, repo: Repository, sources: list[str]) -> None:
         for base in sources:
+            if base in self.unanswering:
+                continue
             try:
-                fetch_labels(repo, base, name, ALL_LABELS, self._secret)
+                fetch_labels(repo, base, name, ALL_LABELS, self._secret, self._timeout)
+            except FetchTimedOut as exc:
+                self.unanswering.add(base)
+                log.warning("cluster: %s skipped this round (%s)", base, exc.message)
             except GitstoreError as exc:  # one unreachable peer must not stop the others
                 log.warning("cluster: labels of %s not fetched (%s)", name, exc.message)
 
+    def _fetch_missing(self, repo: Repository, name: str, commit: str, sources: list[str]) -> None:
+        fetch_missing(repo, name, commit, sources, self._secret, self._timeout, self.unanswering)
+
     def _create(self, name: str, path: Path, commit: str, sources: list[str]) -> None:
         incoming = incoming_repository(self.root, name)
-        fetch_missing(incoming, name, commit, sources, self._secret)
+        self._fetch_missing(incoming, name, commit, sources)
         remote.follow(incoming, incoming.head(), commit)
         self._gather_labels(name, incoming, sources[:1])
         install_hooks(incoming.path)

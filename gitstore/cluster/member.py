@@ -56,8 +56,6 @@ from gitstore.layout import parse_repository_name
 TOMBSTONE = "-"
 #: The longest chain of commits (one round of writers) sent as objects; longer ones are fetched.
 MAX_CHAIN = 64
-#: How long a commit waits for its replicas.
-REPLICATE_TIMEOUT_SECONDS = 10.0
 REPLICATE_PATH = "/cluster/v1/replicate"
 OBJECTS_PATH = "/cluster/v1/objects"
 LABEL_PATH = "/cluster/v1/label"
@@ -76,7 +74,9 @@ class Member:
         self.root = Path(root)
         #: Signs this node's calls to its peers and checks theirs (api/auth.py).
         self.secret = ClusterSecret.load(settings.secret_file)
-        self._etcd = etcd or Etcd(settings.etcd_host, settings.etcd_port)
+        self._etcd = etcd or Etcd(
+            settings.etcd_host, settings.etcd_port, timeout=settings.call_timeout
+        )
         self._pool = ThreadPoolExecutor(max_workers=max(1, 2 * len(settings.others)))
         self._candidate_lock = threading.Lock()
         self._handles: dict[str, Repository] = {}
@@ -86,11 +86,16 @@ class Member:
         return state.read(self.root, self.settings.node, max_age=2.0 * self.settings.lease_ttl)
 
     def status(self) -> dict[str, Any]:
-        """This node's role, its primary, the repositories it lags behind etcd on."""
+        """This node's role, its primary, the repositories it lags behind etcd on. "primary"
+        only until the lease's end the coordinator last saw (a frozen coordinator's word
+        lapses within one TTL)."""
         current = self.state()
+        role = current.role
+        if role == state.PRIMARY and not current.is_primary():
+            role = state.UNKNOWN
         return {
             "node": self.settings.node,
-            "role": current.role,
+            "role": role,
             "primary": current.primary,
             "behind": current.behind,
             "state_age_seconds": round(current.age(), 3) if current.updated else None,
@@ -131,7 +136,7 @@ class Member:
         self._on_peers(
             name,
             f"{ref} ({tag[:12]})",
-            lambda base: _post(base + LABEL_PATH, body, "application/json", self.secret),
+            lambda base: self._post(base + LABEL_PATH, body, "application/json"),
         )
 
     def _hand_over(
@@ -147,7 +152,7 @@ class Member:
             query = urllib.parse.urlencode(
                 {"repository": name, "commit": commit, "parent": objects[0]}
             )
-            if _post(f"{base}{OBJECTS_PATH}?{query}", objects[1], BINARY, self.secret) is None:
+            if self._post(f"{base}{OBJECTS_PATH}?{query}", objects[1], BINARY) is None:
                 return None
         try:
             with self._candidate_lock:  # one ref writer at a time (the peers are asked at once)
@@ -155,7 +160,7 @@ class Member:
         except Unavailable as exc:
             return exc.message
         body = json.dumps({"repository": name, "commit": commit, "source": self.settings.node})
-        return _post(base + REPLICATE_PATH, body.encode(), "application/json", self.secret)
+        return self._post(base + REPLICATE_PATH, body.encode(), "application/json")
 
     # -- a peer's side of `_replicate` -------------------------------------------------------
     def receive_objects(self, repository: str, commit: str, parent: str, body: bytes) -> None:
@@ -183,7 +188,7 @@ class Member:
             repo = Repository(path, repository)
         else:  # a repository being created: kept aside until etcd names it (follower.py)
             repo = incoming_repository(self.root, repository)
-        fetch_candidate(repo, base, repository, commit, self.secret)
+        fetch_candidate(repo, base, repository, commit, self.secret, self.settings.call_timeout)
 
     def receive_label(self, repository: str, ref: str, tag: str, source: str) -> None:
         """Fetch label `ref` (tag object `tag`) of `repository` from member `source`; Conflict
@@ -199,7 +204,9 @@ class Member:
             raise Conflict(f"{repository} does not exist here yet")
         held = remote.read_ref(repo, ref)
         if held is None:
-            fetch_labels(repo, base, repository, f"{ref}:{ref}", self.secret)
+            fetch_labels(
+                repo, base, repository, f"{ref}:{ref}", self.secret, self.settings.call_timeout
+            )
             held = remote.read_ref(repo, ref)
         if held != tag:
             raise Conflict(f"{repository}: {ref} is {str(held)[:12]} here, not {tag[:12]}")
@@ -217,6 +224,9 @@ class Member:
         return known
 
     # -- helpers ---------------------------------------------------------------------------
+    def _post(self, url: str, body: bytes, content_type: str) -> str | None:
+        return post(url, body, content_type, self.secret, self.settings.call_timeout)
+
     def _key(self, name: str) -> str:
         return self.settings.key_of(name)
 
@@ -233,9 +243,25 @@ class Member:
             return Compare(self._key(name), "MOD", entry.mod_revision)
         raise Conflict(f"{name} is recorded in the cluster already (at {entry.value[:12]})")
 
+    def leads(self) -> str | None:
+        """None while this node is the primary as etcd says now (the leader key is this node's,
+        at the term the coordinator opened writes in, and the lease has not reached its end);
+        else why not. What `/readyz?role=primary` answers: never the state file alone."""
+        current = self.state()
+        if not current.is_primary():
+            return f"this node is {current.role if current.role != state.PRIMARY else 'unknown'}"
+        try:
+            _, entries = self._etcd.get(self.settings.leader_key)
+        except Unavailable as exc:
+            return exc.message
+        leader = entries.get(self.settings.leader_key)
+        if leader is None or leader.create_revision != current.term:
+            return f"this node no longer holds the leader lease of term {current.term}"
+        return None
+
     def _require_primary(self) -> int:
         current = self.state()
-        if current.role != state.PRIMARY or not current.term:
+        if not current.is_primary():
             where = f"; the primary is {current.primary}" if current.primary else ""
             raise Unavailable(f"node {self.settings.node} is not the primary{where}")
         return current.term
@@ -261,7 +287,14 @@ class Member:
         head = repo.head()
         if head == entry.value:
             return
-        fetch_missing(repo, name, entry.value, self.settings.others.values(), self.secret)
+        fetch_missing(
+            repo,
+            name,
+            entry.value,
+            self.settings.others.values(),
+            self.secret,
+            self.settings.call_timeout,
+        )
         remote.follow(repo, head, entry.value)
 
     def _replicate(
@@ -284,8 +317,10 @@ class Member:
             return
         futures = [self._pool.submit(hand_over, base) for base in self.settings.others.values()]
         done, errors = 0, []
+        # a hand-over is at most two calls (the objects, then the candidate's fetch)
+        wait = 2 * self.settings.call_timeout
         try:
-            for future in as_completed(futures, timeout=REPLICATE_TIMEOUT_SECONDS):
+            for future in as_completed(futures, timeout=wait):
                 error = future.result()
                 if error is None:
                     done += 1
@@ -294,7 +329,7 @@ class Member:
                 else:
                     errors.append(error)
         except FuturesTimeout:
-            errors.append(f"timed out after {REPLICATE_TIMEOUT_SECONDS:.0f}s")
+            errors.append(f"timed out after {wait:g}s")
         raise Unavailable(
             f"{name}: only {done} of the {needed} replicas needed hold {what}; "
             f"nothing was committed ({'; '.join(errors[:3])})"
@@ -338,13 +373,15 @@ def incoming_repository(root: Path, repository: str) -> Repository:
     return remote.init_bare(path, repository)
 
 
-def _post(url: str, body: bytes, content_type: str, secret: ClusterSecret) -> str | None:
+def post(
+    url: str, body: bytes, content_type: str, secret: ClusterSecret, timeout: float
+) -> str | None:
     """POST to a peer; None when it answers 204, else why not."""
     request = urllib.request.Request(
         url, data=body, method="POST", headers={"Content-Type": content_type, **secret.headers()}
     )
     try:
-        with urllib.request.urlopen(request, timeout=REPLICATE_TIMEOUT_SECONDS) as answer:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
             return None if answer.status == 204 else f"{url}: {answer.status}"
     except urllib.error.HTTPError as exc:
         return f"{url}: {exc.code} {exc.read()[:200].decode('utf-8', 'replace')}"

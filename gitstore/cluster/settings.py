@@ -13,6 +13,9 @@ from gitstore.errors import InvalidInput
 DEFAULT_PREFIX = "/gitstore/"
 #: The leader lease's time to live: a dead primary is replaced about this long after it died.
 LEASE_TTL_SECONDS = 2
+#: Every call of a member to a peer or to etcd ends within this share of the lease's TTL, so
+#: that a hung peer never holds a takeover (or a renewal) past the lease.
+CALL_SHARE_OF_TTL = 0.75
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
@@ -34,6 +37,11 @@ class ClusterSettings:
     def url(self) -> str:
         """This node's own base URL, as its peers reach it."""
         return self.peers[self.node]
+
+    @property
+    def call_timeout(self) -> float:
+        """The deadline of one call to a peer or to etcd (HTTP, `git fetch`), in seconds."""
+        return CALL_SHARE_OF_TTL * self.lease_ttl
 
     @property
     def others(self) -> dict[str, str]:

@@ -33,9 +33,15 @@ class NodeState:
     primary_url: str | None = None
     behind: list[str] = field(default_factory=list)
     updated: float = 0.0
+    #: When the word "primary" ends (the lease's end as the coordinator last renewed it).
+    primary_until: float = 0.0
 
     def age(self) -> float:
         return time.time() - self.updated
+
+    def is_primary(self) -> bool:
+        """Primary, with a term, and its lease not yet past its end."""
+        return self.role == PRIMARY and bool(self.term) and time.time() < self.primary_until
 
 
 def folder(root: Path) -> Path:

@@ -37,10 +37,15 @@ def git_url(base: str, repository: str) -> str:
 
 
 def fetch_candidate(
-    repo: Repository, base_url: str, repository: str, commit: str, secret: ClusterSecret
+    repo: Repository,
+    base_url: str,
+    repository: str,
+    commit: str,
+    secret: ClusterSecret,
+    timeout: float,
 ) -> None:
     """Fetch the candidate commit a peer offers; Unavailable unless we then hold `commit`."""
-    _fetch(repo, git_url(base_url, repository), CANDIDATE, CANDIDATE, secret)
+    _fetch(repo, git_url(base_url, repository), CANDIDATE, CANDIDATE, secret, timeout)
     if not remote.has_commit(repo, commit):
         raise Unavailable(f"{base_url} no longer offers {commit[:12]} of {repository}")
 
@@ -51,16 +56,29 @@ def fetch_missing(
     commit: str,
     bases: Iterable[str],
     secret: ClusterSecret,
+    timeout: float,
+    unanswering: set[str] | None = None,
 ) -> None:
     """Make `commit` (with its history) present in `repo`, from the first peer that has it
-    as its main or its candidate; Unavailable when none does."""
+    as its main or its candidate; Unavailable when none does.
+
+    Each fetch ends within `timeout` seconds. A peer that timed out is added to `unanswering`
+    and skipped while it is there (a hung peer costs one timeout per round, not one per
+    repository)."""
     if remote.has_commit(repo, commit):
         return
+    unanswering = set() if unanswering is None else unanswering
     failures = []
     for base in bases:
         for ref, local in (("refs/heads/main", PEER_MAIN), (CANDIDATE, CANDIDATE)):
+            if base in unanswering:
+                break
             try:
-                _fetch(repo, git_url(base, repository), ref, local, secret)
+                _fetch(repo, git_url(base, repository), ref, local, secret, timeout)
+            except remote.FetchTimedOut as exc:
+                unanswering.add(base)
+                failures.append(exc.message)
+                continue
             except GitstoreError as exc:
                 failures.append(exc.message)
                 continue
@@ -73,16 +91,25 @@ def fetch_missing(
 
 
 def fetch_labels(
-    repo: Repository, base_url: str, repository: str, refspec: str, secret: ClusterSecret
+    repo: Repository,
+    base_url: str,
+    repository: str,
+    refspec: str,
+    secret: ClusterSecret,
+    timeout: float,
 ) -> None:
     """Fetch labels (with the commits they name) from a peer; Unavailable when git fails
-    (unreachable, or a label here names another tag object than the peer's)."""
-    remote.fetch(repo, git_url(base_url, repository), [refspec], extra_env=secret.git_env())
+    (unreachable, or a label here names another tag object than the peer's), FetchTimedOut
+    after `timeout` seconds."""
+    url = git_url(base_url, repository)
+    remote.fetch(repo, url, [refspec], extra_env=secret.git_env(), timeout=timeout)
 
 
-def _fetch(repo: Repository, url: str, ref: str, local: str, secret: ClusterSecret) -> None:
+def _fetch(
+    repo: Repository, url: str, ref: str, local: str, secret: ClusterSecret, timeout: float
+) -> None:
     _clear_stale_lock(repo.path / (local + ".lock"))
-    remote.fetch(repo, url, [f"+{ref}:{local}"], extra_env=secret.git_env())
+    remote.fetch(repo, url, [f"+{ref}:{local}"], extra_env=secret.git_env(), timeout=timeout)
 
 
 def _clear_stale_lock(lock: Path) -> None:

@@ -29,6 +29,8 @@ DEFAULT_WAIT = 300.0
 REPLAY_BATCH = 100
 
 Answer = Callable[[str], Served]
+#: How often a replica looks for an environment the primary created (a rare wait: no watch).
+CREATION_POLL_SECONDS = 0.05
 
 
 class Watch:
@@ -46,17 +48,18 @@ class Watch:
 
     def index_commit(self, env_id: int, index: str, field: str = "index") -> str:
         """The commit id `index` (a commit id or a version number) names on `main`."""
-        repo = self._repos.environment_repo(env_id)
         deadline = time.monotonic() + self.catch_up
+        repo = self._environment_repo(env_id, deadline)
         while True:
             missing = None
+            head = repo.head()  # read once: waited on below, so a move after it wakes the wait
             try:
                 commit = repo.snapshot(index).commit_id
             except NotFound as exc:
                 commit, missing = None, exc
-            if commit is not None and (not self.catch_up or self._on_main(repo, commit)):
+            if commit is not None and (not self.catch_up or _on_main(repo, commit, head)):
                 return commit
-            head, remaining = repo.head(), deadline - time.monotonic()
+            remaining = deadline - time.monotonic()
             if head is not None and remaining > 0 and not self.heads.closing:
                 self.heads.wait(env_id, head, remaining)
             elif commit is not None:
@@ -68,12 +71,16 @@ class Watch:
                     f"{field} {index!r} names no commit of environment {env_id}", key=field
                 ) from missing
 
-    @staticmethod
-    def _on_main(repo, commit: str) -> bool:
-        """Whether main holds `commit` (a cluster member may have its objects before etcd
-        accepted it, and a replica may not have moved main to it yet)."""
-        head = repo.head()
-        return head is not None and remote.is_ancestor(repo, commit, head)
+    def _environment_repo(self, env_id: int, deadline: float):
+        """The environment's repository; on a cluster's replica, one created on the primary
+        (a new environment, a clone) is waited for until `deadline`."""
+        while True:
+            try:
+                return self._repos.environment_repo(env_id)
+            except NotFound:
+                if time.monotonic() >= deadline or self.heads.closing:
+                    raise
+            time.sleep(CREATION_POLL_SECONDS)  # gevent's sleep in a worker: parks the greenlet
 
     def hold(
         self, env_id: int, index: str | None, wait: float, answer: Answer
@@ -174,6 +181,12 @@ class Held:
     def close(self) -> None:
         self._slot.release()
         self._items.close()
+
+
+def _on_main(repo, commit: str, head: str | None) -> bool:
+    """Whether main, at `head`, holds `commit` (a cluster member may have its objects before
+    etcd accepted it, and a replica may not have moved main to it yet)."""
+    return head is not None and remote.is_ancestor(repo, commit, head)
 
 
 def _outcome(answer: Answer, commit: str) -> Served | NotFound:

@@ -89,7 +89,7 @@ def coordinator_pid(cluster: Cluster, node: str) -> int:
     master = cluster.nodes[node].process.pid
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     for pid in children:
-        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+        if b"import coordinate" in Path(f"/proc/{pid}/cmdline").read_bytes():
             return int(pid)
     raise AssertionError(f"node {node} has no coordinator process")
 
@@ -164,6 +164,37 @@ def test_an_index_read_on_a_lagging_replica_waits_for_the_write(cluster):
     assert code == 200, body
     assert headers["X-Gitstore-Commit"] == commit
     assert json.loads(body)["own-write"] == "seen"
+
+
+def test_an_index_alone_on_a_node_that_holds_it_answers_at_once(cluster):
+    commit = write_through_proxy(cluster, "reached", 1)
+    for node in cluster.nodes:
+        wait_until(lambda n=node: head_of(cluster, n) == commit, what=f"{node} follows")
+        started = time.monotonic()
+        code, body, headers = http("GET", cluster.nodes[node].url + VALUES + f"?index={commit}")
+        assert code == 200, body
+        assert headers["X-Gitstore-Index"] == commit
+        assert time.monotonic() - started < 3, f"{node} held a bare index it had reached"
+
+
+def test_a_new_environment_read_on_a_lagging_replica_waits_for_it(cluster):
+    _, replica = roles(cluster)
+    cluster.partition(replica)  # the environment cannot reach it until healed
+    try:
+        body = json.dumps({"id": 7, "components": ["fuel"], "hierarchy_levels": ["nodes"]})
+        code, answer, headers = http(
+            "POST", cluster.url + "/api/v1/config/environments", body.encode(), **JSON
+        )
+        assert code == 201, answer
+        commit = headers["X-Gitstore-Commit"]
+        assert not (cluster.nodes[replica].root / "environments/7.git").exists()
+        threading.Timer(1.0, cluster.heal, (replica,)).start()
+        url = cluster.nodes[replica].url + f"/api/v1/config/environments/7?index={commit}"
+        code, answer, headers = http("GET", url)
+    finally:
+        cluster.heal(replica)
+    assert code == 200, answer
+    assert headers["X-Gitstore-Commit"] == commit
 
 
 def test_a_write_that_reaches_a_replica_is_redirected_to_the_primary(cluster):
@@ -349,7 +380,8 @@ def test_a_deposed_primary_cannot_commit(cluster):
         new = cluster.wait_for_primary(other_than=old)
         before = cluster.etcd_heads()[ENV_REPO]
         local = head_of(cluster, old)
-        state_file.write_text(json.dumps({**word, "updated": time.time()}))
+        word.update(updated=time.time(), primary_until=time.time() + 60)
+        state_file.write_text(json.dumps(word))
         answers: list[tuple[int, bytes]] = []
 
         def write(i: int) -> None:

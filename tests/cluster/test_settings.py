@@ -19,6 +19,11 @@ PEERS = "a=http://127.0.0.1:8001,b=http://127.0.0.1:8002,c=http://127.0.0.1:8003
     [
         (["--cluster", "http://127.0.0.1:2379", "--node-name", "a", "--peers", PEERS], "--cluster"),
         (["--cluster", "etcd://127.0.0.1:2379"], "--node-name and --peers"),
+        (["--cluster", "", "--node-name", "a", "--peers", PEERS], "--cluster ''"),
+        (["--cluster", "etcd://h:0x", "--node-name", "a", "--peers", PEERS], "--cluster"),
+        (["--cluster", "etcd://:2379", "--node-name", "a", "--peers", PEERS], "--cluster"),
+        (["--cluster", "etcd://h:2379", "--node-name", "", "--peers", PEERS], "--node-name"),
+        (["--cluster", "etcd://h:2379", "--node-name", "a", "--peers", ""], "--peers"),
         (["--node-name", "a"], "need --cluster"),
         (["--cluster", "etcd://h:2379", "--node-name", "d", "--peers", PEERS], "this node"),
         (["--cluster", "etcd://h:2379", "--node-name", "a", "--peers", "a=ftp://x"], "--peers"),
