@@ -76,7 +76,7 @@ def test_a_diff_and_the_console_pages_have_deadlines_of_their_own(deep_store):
     assert commit.status_code == 503 and b"console_seconds" in commit.data
     search = client.get("/ui/environments/1/search?q=churn")
     assert search.status_code == 503 and b"console_seconds" in search.data
-    why = client.get("/ui/environments/1/nodes/node-1.domain.tld/why?resource=astute&key=fqdn")
+    why = client.get("/ui/environments/1/nodes/node-1.domain.tld/why?resource=astute&key=uid")
     assert why.status_code == 503 and b"explain_seconds" in why.data
 
 
