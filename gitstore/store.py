@@ -25,6 +25,7 @@ from gitstore.cluster.member import Member
 from gitstore.cluster.settings import ClusterSettings
 from gitstore.configdb.environments import Environments
 from gitstore.configdb.hiera import Hiera
+from gitstore.configdb.hieraport import HieraPort
 from gitstore.configdb.importer import Importer
 from gitstore.configdb.values import Config
 from gitstore.deployment.graphs import Graphs
@@ -97,6 +98,7 @@ class Store:
         self.config = Config(repos, self.secrets)
         self.hiera = Hiera(repos, self.secrets, self.tags)
         self.importer = Importer(repos, self.secrets)
+        self.hiera_port = HieraPort(repos, self.secrets, self.components)
         self.versions = Versions(repos, self.config, self.secrets)
         self.settings = Settings(repos, self.secrets)
         self.networks = Networks(repos, self.secrets)
