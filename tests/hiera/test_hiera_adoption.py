@@ -116,8 +116,9 @@ def _compile_all(puppet: PuppetSite, environment: str, keys: list[str]) -> dict[
         assert result.returncode == 0 and result.probe is not None, result.output[-2000:]
         return certname, result.probe
 
+    first = dict([one(SAMPLE[0])])  # alone: two first runs race to make Puppet's vardir
     with ThreadPoolExecutor(2) as pool:
-        return dict(pool.map(one, SAMPLE))
+        return {**first, **dict(pool.map(one, SAMPLE[1:]))}
 
 
 @pytest.fixture(scope="module")
