@@ -38,6 +38,8 @@ class Plan:
     secrets: int = 0
     #: The Hiera variable of each level (`os`: `facts.os.family`), for export.
     variables: dict[str, str] = field(default_factory=dict)
+    #: The eyaml key pair's PEM bytes (public, private), kept for pushes by `apply`.
+    eyaml_pair: tuple[bytes, bytes] | None = field(default=None, repr=False)
 
     @property
     def resources(self) -> list[str]:

@@ -33,6 +33,7 @@ from gitstore.secrets import eyaml
 if TYPE_CHECKING:
     from gitstore.catalog.components import Components
     from gitstore.repositories import Repositories
+    from gitstore.secrets.eyamlpush import EyamlKeyPlace
     from gitstore.secrets.service import Secrets
 
 COMPONENT = "hiera"
@@ -42,10 +43,17 @@ SHALLOW = "shallow"
 class HieraPort:
     """Imports a Hiera plan into an environment; exports an environment as Hiera files."""
 
-    def __init__(self, repos: Repositories, secrets: Secrets, components: Components) -> None:
+    def __init__(
+        self,
+        repos: Repositories,
+        secrets: Secrets,
+        components: Components,
+        place: EyamlKeyPlace,
+    ) -> None:
         self._repos = repos
         self._secrets = secrets
         self._components = components
+        self._place = place  # where an imported eyaml key pair is kept for pushes
 
     # -- import ----------------------------------------------------------------------------
     @staticmethod
@@ -59,11 +67,16 @@ class HieraPort:
     ) -> Plan:
         """Read `config` and its data into a Plan (nothing written); eyaml values decrypted with
         the PEM key pair given (`eyaml createkeys`' files)."""
-        return hieraplan.build(config, datadir, _keys(public_key, private_key), resource)
+        plan = hieraplan.build(config, datadir, _keys(public_key, private_key), resource)
+        if public_key is not None and private_key is not None:
+            plan.eyaml_pair = (public_key, private_key)
+        return plan
 
     def apply(self, env_id: int, plan: Plan, author: Author | None = None) -> dict:
         """Write `plan` into environment `env_id` (created when absent): one commit."""
         author = author or self._repos.default_author
+        if plan.eyaml_pair is not None:  # pushed eyaml values decrypt with it (eyamlpush)
+            self._place.install(*plan.eyaml_pair)
         self._define(plan.resources, author)
         message = (
             f"import hiera: {len(plan.files)} files, {len(plan.keys)} keys, {plan.secrets} secrets"

@@ -19,10 +19,13 @@ would take minutes.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import requests
 import yaml
 
 from gitstore import Store
@@ -197,3 +200,77 @@ def test_keys_are_test_keys_only():
     """The checked-in private key is the test repository's own, made by eyaml createkeys."""
     assert (KEYS / "private_key.pkcs7.pem").read_text().startswith("-----BEGIN RSA PRIVATE KEY")
     assert shutil.which("eyaml") is not None
+
+
+# -- eyaml values pushed later --------------------------------------------------------------
+def _git(*args, cwd=None):
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def _push_eyaml(store: Store, tmp_path: Path, value: str, file: str) -> tuple[int, str]:
+    work = tmp_path / "work"
+    if not work.exists():
+        _git("clone", "-q", str(store.root / "environments/1.git"), str(work))
+        _git("config", "user.email", "ops@example.com", cwd=work)
+        _git("config", "user.name", "ops", cwd=work)
+    target = work / file
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(f"profile::db::pushed_secret: {value}\nprofile::db::pushed_plain: 1\n")
+    _git("add", "-A", cwd=work)
+    _git("commit", "-qm", "an eyaml value", cwd=work)
+    return _git("push", "origin", "HEAD:main", cwd=work)
+
+
+def _eyaml_encrypt(text: str, public: Path) -> str:
+    done = subprocess.run(
+        ["eyaml", "encrypt", "-o", "string", "-s", text, "--pkcs7-public-key", str(public)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_a_pushed_eyaml_value_is_sealed_revealed_to_holders_and_masked_to_others(
+    imported, tmp_path
+):
+    store, _, server, tokens = imported
+    value = _eyaml_encrypt("pushed later", KEYS / "public_key.pkcs7.pem")
+    file = "global/values/profile/db.yaml"
+    code, output = _push_eyaml(store, tmp_path, value, file)
+    assert code == 0, output
+    repo = store.environment_repo(1)
+    deadline = time.monotonic() + 30
+    while "seal" not in repo.snapshot().info().message and time.monotonic() < deadline:
+        time.sleep(0.2)
+    stored = repo.snapshot().read(file).decode()
+    assert "ENC[v1,aesgcm" in stored and "PKCS7" not in stored and "pushed later" not in stored
+
+    def read(user):
+        response = requests.get(
+            f"{server.url}/api/v1/hiera/1/{SAMPLE[0]}?resources=profile/db",
+            headers={"Authorization": f"Bearer {tokens[user]}"},
+            timeout=10,
+        )
+        assert response.status_code == 200, response.text
+        return response.json()["resources"]["profile/db"]["profile::db::pushed_secret"]
+
+    assert read("puppet") == "pushed later"
+    assert read("viewer") == "******"
+
+
+def test_a_pushed_eyaml_value_of_another_key_is_refused_naming_file_line_and_key(
+    imported, tmp_path
+):
+    store = imported[0]
+    other = tmp_path / "other"
+    other.mkdir()
+    subprocess.run(["eyaml", "createkeys"], cwd=other, check=True, capture_output=True)
+    value = _eyaml_encrypt("wrong key", other / "keys/public_key.pkcs7.pem")
+    before = store.environment_repo(1).head()
+    code, output = _push_eyaml(store, tmp_path, value, "role/web/values/profile/db.yaml")
+    assert code != 0
+    assert "role/web/values/profile/db.yaml:1: key 'profile::db::pushed_secret'" in output
+    assert "cannot decrypt" in output
+    assert store.environment_repo(1).head() == before
