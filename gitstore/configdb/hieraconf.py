@@ -195,7 +195,8 @@ def _backend(raw: dict, defaults: dict, key_of, where: _Where) -> bool:
 def _paths(raw: dict, key_of, where: _Where, lossy: list[str]) -> list[str]:
     present = [key for key in _PATH_KEYS if key in raw]
     if not present:
-        return ["common.yaml"]  # Hiera's default path is the entry's name; rare
+        lossy.append(f"hierarchy entry {raw.get('name')!r} names no path: not imported")
+        return []
     key = present[0]
     value = raw[key]
     if key in ("uri", "uris", "mapped_paths"):

@@ -136,6 +136,8 @@ def _take_options(options: Any, where: str, lines: dict, seen: dict, plan: Plan)
     except GitstoreError as exc:
         raise _refusal(where, lines, ("lookup_options",), exc.message) from exc
     for key, value in options.items():
+        if isinstance(value, dict) and set(value) - {"merge"}:
+            plan.lossy.append(f"{where}: lookup_options of {key!r}: only merge is kept")
         if key in seen and seen[key][0] != value:
             plan.lossy.append(
                 f"lookup_options of {key!r} differ between {seen[key][1]} and {where}: "

@@ -136,8 +136,8 @@ class GitOps:
             return validate_tree(snapshot, target.kind, served=served)
         catalog = self._served_catalog()
         problems = validate_tree(snapshot, target.kind, catalog=catalog, env_id=target.env_id)
-        if self._eyaml_problems is not None:
-            problems += self._eyaml_problems(snapshot)
+        if not problems and self._eyaml_problems is not None:  # a sound tree: files read
+            problems = self._eyaml_problems(snapshot)
         return problems
 
     def _served_catalog(self) -> CatalogView:

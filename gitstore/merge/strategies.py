@@ -73,11 +73,15 @@ def parse(options: Any, mode: str, where: str = "lookup_options") -> str | Strat
         return mode
     if not isinstance(options, Mapping):
         raise InvalidInput(f"{where} must be a mapping of key to options", key=where)
-    keys = tuple((str(key), _strategy(entry, f"{where}.{key}")) for key, entry in options.items())
+    keys = tuple(
+        (str(key), _strategy(entry, f"{where}.{key}"))
+        for key, entry in options.items()
+        if not (isinstance(entry, Mapping) and "merge" not in entry)  # convert_to alone
+    )
     for name, _ in keys:
         if name.startswith("^"):
             _pattern(name, where)
-    return Strategies(mode, keys)
+    return Strategies(mode, keys) if keys else mode
 
 
 def _strategy(entry: Any, where: str) -> Strategy:
