@@ -113,14 +113,15 @@ class EyamlPushes:
         if keys is None or keys.private_key is None:
             return None
         repo = self._repos.environment_repo(env_id)
-        sealed: list[int] = []
 
         def operation(snapshot: Snapshot) -> ChangeSet:
-            sealed.clear()
             view = EnvironmentView(snapshot)
             plain: dict[str, dict] = {}
             paths: set[str] = set()
-            for file in _eyaml_files(snapshot):
+            files = _eyaml_files(snapshot)
+            if not files:
+                raise _NothingToSeal
+            for file in files:
                 document = snapshot.read_mapping(file) or {}
                 plain[file] = _opened(document, (), keys, paths)
             doc = dict(view.doc)
@@ -138,13 +139,16 @@ class EyamlPushes:
                     file,
                     documents.encode(name, file, document, snapshot.read(file), sealer=sealer),
                 )
-            sealed.append(len(paths))
             return changes
 
-        if not _eyaml_files(repo.snapshot()):
+        try:  # looked for under the write lock: a re-aimed HTTP push lands main holding it
+            return repo.update(operation, SEALER).commit
+        except _NothingToSeal:
             return None
-        result = repo.update(operation, SEALER)
-        return result.commit
+
+
+class _NothingToSeal(Exception):
+    """Main holds no eyaml value: no commit."""
 
 
 def _eyaml_files(snapshot: Snapshot) -> list[str]:
