@@ -64,7 +64,7 @@ class Layer:
 
 
 @dataclass
-class Mapping:
+class LevelMapping:
     """The hierarchy mapped: levels least specific first, layers, and what is lost."""
 
     levels: list[str]
@@ -248,7 +248,7 @@ def _variable(template: str, key_of, where: _Where) -> str | None:
     return name
 
 
-def map_levels(entries: list[Entry]) -> Mapping:
+def map_levels(entries: list[Entry]) -> LevelMapping:
     """Entries grouped into levels, least specific first (see the module docstring)."""
     groups: list[list[Entry]] = []
     for entry in entries:
@@ -282,7 +282,7 @@ def map_levels(entries: list[Entry]) -> Mapping:
             levels.append(level)
         kinds = ["values"] if len(group) == 1 else ["overrides", "values"]
         layers.extend(Layer(entry, level, kind) for entry, kind in zip(group, kinds, strict=True))
-    return Mapping(levels, layers, lossy)
+    return LevelMapping(levels, layers, lossy)
 
 
 def _check_order(groups: list[list[Entry]], lossy: list[str]) -> None:
