@@ -34,6 +34,7 @@ COMMAND_MODULES = [
     "cli.ops",
     "cli.watch",
     "cli.keystone",
+    "cli.hieraport",
 ]
 
 

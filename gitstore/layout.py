@@ -15,7 +15,9 @@ from pathlib import Path
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import InvalidInput, NotFound
+from gitstore.merge import strategies
 from gitstore.merge.effective import DEEP, Layer
+from gitstore.merge.strategies import Strategies
 from gitstore.names import check_level_value, check_segment, is_number
 
 # -- the store root ------------------------------------------------------------------------
@@ -113,7 +115,10 @@ class EnvironmentView:
         self.doc = doc
         self.env_id = doc.get("id")
         self.hierarchy: list[str] = list(doc.get("hierarchy") or [])
-        self.merge: str = doc.get("merge") or DEEP
+        #: The mode string, or Strategies when `lookup_options` name keys (merge/strategies.py).
+        self.merge: str | Strategies = strategies.parse(
+            doc.get("lookup_options"), doc.get("merge") or DEEP
+        )
         self.components: list[str] = list(doc.get("components") or [])
 
     # -- levels ----------------------------------------------------------------------------

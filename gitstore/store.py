@@ -27,6 +27,7 @@ from gitstore.cluster.settings import ClusterSettings
 from gitstore.configdb.environments import Environments
 from gitstore.configdb.facts import Facts
 from gitstore.configdb.hiera import Hiera
+from gitstore.configdb.hieraport import HieraPort
 from gitstore.configdb.importer import Importer
 from gitstore.configdb.roster import Roster, RosterCaches
 from gitstore.configdb.values import Config
@@ -40,6 +41,7 @@ from gitstore.gitops.preview import Previews
 from gitstore.gitops.service import GitOps
 from gitstore.plans import Plans
 from gitstore.repositories import DEFAULT_AUTHOR, Repositories
+from gitstore.secrets.eyamlpush import EyamlPushes
 from gitstore.secrets.service import Secrets
 from gitstore.upgrade.moves import Moves
 from gitstore.upgrade.networks import Networks
@@ -104,6 +106,8 @@ class Store:
         self.hiera = Hiera(repos, self.secrets, self.tags)
         self.roster = Roster(repos, RosterCaches())
         self.importer = Importer(repos, self.secrets)
+        self.eyaml_pushes = EyamlPushes(repos, self.secrets)
+        self.hiera_port = HieraPort(repos, self.secrets, self.components, self.eyaml_pushes.place)
         self.versions = Versions(repos, self.config, self.secrets)
         self.settings = Settings(repos, self.secrets)
         self.networks = Networks(repos, self.secrets)
@@ -119,7 +123,7 @@ class Store:
             self.secrets,
         )
         self.plans = Plans(repos, self.secrets)
-        self.gitops = GitOps(repos, self.mirror_settings)
+        self.gitops = GitOps(repos, self.mirror_settings, self.eyaml_pushes.problems)
         self.previews = Previews(repos, self.config, self.versions, self.secrets)
         catch_up = CLUSTER_INDEX_WAIT_SECONDS if self.cluster else 0.0
         slots = Slots(lambda: limits.current().waiting_requests)

@@ -26,6 +26,7 @@ from gitstore import limits, schema_regex, schemas, yamlio
 from gitstore.backend.snapshot import Snapshot, not_a_file
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.layout import CATALOG_KIND, ENVIRONMENT_FILE, ENVIRONMENT_KIND, GLOBAL, KINDS
+from gitstore.merge import strategies
 from gitstore.merge.effective import MODES
 from gitstore.names import (
     RESERVED_TOP_LEVEL,
@@ -376,6 +377,10 @@ def environment_file(tree: TreeCheck) -> None:
     merge = doc.get("merge", MODES[0])
     if merge not in MODES:
         tree.report(ENVIRONMENT_FILE, f"{merge!r} is not one of {', '.join(MODES)}", key="merge")
+    try:
+        strategies.parse(doc.get("lookup_options"), MODES[0])
+    except InvalidInput as exc:
+        tree.report(ENVIRONMENT_FILE, exc.message, key="lookup_options")
     _check_hierarchy(tree, doc.get("hierarchy"))
     _check_env_components(tree, doc.get("components"))
 

@@ -16,9 +16,15 @@ _PRE_RECEIVE = """#!/bin/sh
 exec {python} -P -m webhooks.pre_receive
 """
 
+_POST_RECEIVE = """#!/bin/sh
+# gitstore's post-receive (webhooks/post_receive.py): seals pushed eyaml values. Written by
+# gitstore when a repository is created and by `gitstore init`; edits are overwritten.
+exec {python} -P -m webhooks.post_receive
+"""
+
 #: Hook name -> launcher template; `{python}` becomes the interpreter running gitstore at
 #: install time, so the hook runs with the same packages whatever PATH git gives it.
-HOOKS: dict[str, str] = {"pre-receive": _PRE_RECEIVE}
+HOOKS: dict[str, str] = {"pre-receive": _PRE_RECEIVE, "post-receive": _POST_RECEIVE}
 
 
 def install_hooks(repo_path: Path) -> None:

@@ -14,7 +14,8 @@ from gitstore.catalog.releases import owner_fields, owner_refs
 from gitstore.catalog.view import CatalogView
 from gitstore.errors import Conflict, Damaged, InvalidInput, NotFound
 from gitstore.layout import ENVIRONMENT_FILE, MAX_ENVIRONMENT_ID, EnvironmentView
-from gitstore.merge.effective import MODES
+from gitstore.merge import strategies
+from gitstore.merge.effective import DEEP, MODES
 from gitstore.names import check_level_name
 from gitstore.secrets.rules import parse_patterns
 from gitstore.served import Served
@@ -31,7 +32,17 @@ Deleted = Callable[[int, dict], None]
 
 ENVIRONMENT_BODY = Body(
     "environment",
-    ("id", "name", "components", "hierarchy_levels", "merge", "release", "plugins", "secret_keys"),
+    (
+        "id",
+        "name",
+        "components",
+        "hierarchy_levels",
+        "merge",
+        "release",
+        "plugins",
+        "secret_keys",
+        "lookup_options",
+    ),
     example='{"id": 1, "components": ["fuel"], "hierarchy_levels": ["nodes"]}',
 )
 #: `PUT .../hierarchy_levels/<name>`: the new name; `parent` and `values` are a GET's echo.
@@ -52,6 +63,7 @@ def environment_entity(doc: dict, catalog: CatalogView) -> dict:
         "hierarchy_levels": list(doc.get("hierarchy") or []),
         "merge": doc.get("merge", "deep"),
         **({"secret_keys": doc["secret_keys"]} if doc.get("secret_keys") else {}),
+        **({"lookup_options": doc["lookup_options"]} if doc.get("lookup_options") else {}),
         **owner_fields(doc, catalog.snapshot),
         **({"upgrade": doc["upgrade"]} if "upgrade" in doc else {}),
     }
@@ -86,6 +98,9 @@ def _check_body(body: Any, *, partial: bool) -> dict:
     if "secret_keys" in body:  # more key paths whose values are sealed (docs/secrets.md)
         parse_patterns(body["secret_keys"], "field 'secret_keys'")
         fields["secret_keys"] = list(body["secret_keys"] or [])
+    if "lookup_options" in body:  # per-key merge strategies (docs/hiera.md#merge-strategies)
+        strategies.parse(body["lookup_options"], DEEP, "field 'lookup_options'")
+        fields["lookup_options"] = dict(body["lookup_options"] or {})
     return fields
 
 
@@ -190,8 +205,9 @@ class Environments:
             hierarchy=fields["hierarchy"],
             merge=fields["merge"],
         )
-        if fields.get("secret_keys"):
-            doc["secret_keys"] = fields["secret_keys"]
+        for key in ("secret_keys", "lookup_options"):
+            if fields.get(key):
+                doc[key] = fields[key]
         doc.update(owner_refs(fields, catalog.snapshot))
         if doc.get("plugins"):
             self._graphs.check_plugins(doc["plugins"], catalog.snapshot)
@@ -238,11 +254,12 @@ class Environments:
             if "hierarchy" in fields:
                 _check_dropped_levels(view, fields["hierarchy"])
                 doc["hierarchy"] = fields["hierarchy"]
-            for key in ("name", "merge", "secret_keys"):
+            for key in ("name", "merge", "secret_keys", "lookup_options"):
                 if key in fields:
                     doc[key] = fields[key]
-            if not doc.get("secret_keys"):
-                doc.pop("secret_keys", None)
+            for key in ("secret_keys", "lookup_options"):
+                if not doc.get(key):
+                    doc.pop(key, None)
             doc.update(owners)
             return _put_environment(view, doc, f"environment {env_id}: update settings")
 

@@ -13,7 +13,8 @@ from typing import Any
 from gitstore.backend.cache import LRUCache
 from gitstore.errors import InvalidInput
 from gitstore.layout import GLOBAL, KINDS, EnvironmentView, LevelPairs, layer_file, parse_levels
-from gitstore.merge.effective import merge_onto
+from gitstore.merge.effective import merge_layers, merge_onto
+from gitstore.merge.strategies import folds_left
 from gitstore.names import RESERVED_TOP_LEVEL, check_level_value, is_number
 
 #: Merged effective documents by (mode, layer blob ids). Values are shared: never mutate them.
@@ -42,6 +43,8 @@ def effective_document(
     key = (view.merge, inputs)
 
     def compute() -> dict[str, Any]:
+        if not folds_left(view.merge):  # per-key strategies: folded from every layer
+            return merge_layers(view.layers(pairs, resource), view.merge)
         own = view.own_layers(pairs, resource)
         parent = (
             effective_document(view, pairs[:-1], resource, inputs[: -len(KINDS)]) if pairs else {}

@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -83,9 +84,16 @@ class Review:
 class GitOps:
     """The push gate, mirror settings and syncs, status, and reviews of one store."""
 
-    def __init__(self, repos: Repositories, mirrors: MirrorSettings) -> None:
+    def __init__(
+        self,
+        repos: Repositories,
+        mirrors: MirrorSettings,
+        eyaml_problems: Callable[[Snapshot], list] | None = None,
+    ) -> None:
         self._repos = repos
         self.mirror_settings = mirrors
+        #: The pushed eyaml values that do not decrypt (`secrets.eyamlpush`).
+        self._eyaml_problems = eyaml_problems
 
     # -- repositories ----------------------------------------------------------------------
     def repository_path(self, name: str) -> Path:
@@ -127,7 +135,10 @@ class GitOps:
             served = Served(self._served_catalog(), self._repos)
             return validate_tree(snapshot, target.kind, served=served)
         catalog = self._served_catalog()
-        return validate_tree(snapshot, target.kind, catalog=catalog, env_id=target.env_id)
+        problems = validate_tree(snapshot, target.kind, catalog=catalog, env_id=target.env_id)
+        if not problems and self._eyaml_problems is not None:  # a sound tree: files read
+            problems = self._eyaml_problems(snapshot)
+        return problems
 
     def _served_catalog(self) -> CatalogView:
         return CatalogView(self._repos.catalog().snapshot())

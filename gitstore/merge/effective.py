@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from gitstore.merge.strategies import Strategies, merge_keys
+
 DEEP = "deep"
 SHALLOW = "shallow"
 MODES = (DEEP, SHALLOW)
@@ -140,8 +142,16 @@ def shallow_merge(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str
     return result
 
 
-def merge_layers(layers: Iterable[Layer], mode: str = DEEP) -> dict[str, Any]:
-    """The effective document of `layers`, given least specific first."""
+def merge_layers(layers: Iterable[Layer], mode: str | Strategies = DEEP) -> dict[str, Any]:
+    """The effective document of `layers`, given least specific first.
+
+    With per-key strategies (`mode` a Strategies), the keys they name are folded as Hiera folds
+    them (`strategies.py`), every other key by the environment's mode.
+    """
+    if isinstance(mode, Strategies):
+        layers = list(layers)
+        result = merge_onto({}, layers, mode.mode)
+        return merge_keys(result, [layer.data for layer in layers], mode)
     return merge_onto({}, layers, mode)
 
 
@@ -150,7 +160,10 @@ def merge_onto(base: dict[str, Any], layers: Iterable[Layer], mode: str = DEEP) 
 
     `merge_layers` is a left fold, so `merge_onto(merge_layers(a), b)` is `merge_layers(a + b)`:
     a caller may keep the document of a shared prefix of layers and merge only the rest.
+    Not so with per-key strategies: `merge_layers` merges those from all their layers.
     """
+    if isinstance(mode, Strategies):
+        raise ValueError("per-key strategies merge from all layers: use merge_layers")
     merge = shallow_merge if mode == SHALLOW else deep_merge
     result = base
     for layer in layers:
