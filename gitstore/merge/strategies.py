@@ -16,7 +16,6 @@ document (`folds_left`).
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -176,14 +175,27 @@ def _flatten(value: Any) -> list:
     return flat
 
 
-def _identity(value: Any) -> str:
-    """Ruby's `eql?` for data: `1`, `1.0` and `true` differ; mappings by content."""
-    return type(value).__name__ + json.dumps(value, sort_keys=True, default=str)
+def _identity(value: Any) -> Any:
+    """Ruby's `eql?` for data: `1`, `1.0`, `"1"` and `true` differ; mappings by content, in any
+    key order, whatever their keys' types (YAML keys may be numbers or booleans)."""
+    if isinstance(value, dict):
+        return ("map", frozenset((_identity(k), _identity(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("list", tuple(_identity(item) for item in value))
+    return (type(value).__name__, value if _hashable(value) else repr(value))
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _union(first: list, second: list) -> list:
     """Ruby's `first | second`: items in order, duplicates dropped."""
-    seen: set[str] = set()
+    seen: set = set()
     result = []
     for item in [*first, *second]:
         identity = _identity(item)

@@ -25,6 +25,7 @@ from gitstore.layout import KINDS, EnvironmentView, LevelPairs, layer_file, scop
 from gitstore.merge.diff import Difference, differences, sections
 from gitstore.merge.effective import Layer, merge_onto
 from gitstore.merge.reach import KeyIndex, restricted, touches_indexed
+from gitstore.merge.strategies import folds_left
 
 #: The `KeyIndex` of layer blobs by blob id (immutable: never stale). ~12 KB for a node's
 #: ~1,600 facts, so 16 MiB hold the layers of several thousand nodes.
@@ -77,6 +78,9 @@ class ScopeDiffs:
         self.before = before
         self.after = after
         self._same_mode = before.merge == after.merge
+        # A scope's change follows from its parent's only for a merge that folds its layers
+        # over the parent's result (deep or shallow); per-key strategies merge whole chains.
+        self._derived = self._same_mode and folds_left(after.merge)
         #: (pairs, resource) -> (differences, their `sections`)
         self._found: dict[tuple, tuple[list[Difference], dict]] = {}
         #: blob id -> the document parsed for its index by the scope being answered (a cold
@@ -98,7 +102,7 @@ class ScopeDiffs:
         new = self.after.layer_inputs(pairs, resource)
         if self._same_mode and old == new:
             return [], {}
-        if self._same_mode and pairs and old[-len(KINDS) :] == new[-len(KINDS) :]:
+        if self._derived and pairs and old[-len(KINDS) :] == new[-len(KINDS) :]:
             inherited = self._scope(pairs[:-1], resource)
             if not inherited[0]:
                 return inherited

@@ -46,9 +46,14 @@ def store(tmp_path_factory) -> Store:
     return store
 
 
-def _commit(store: Store, files: dict[str, dict | None], mode: str) -> str:
+def _commit(
+    store: Store, files: dict[str, dict | None], mode: str, options: dict | None = None
+) -> str:
     repo = store.environment_repo(1)
     environment = repo.snapshot().read_mapping("environment.yaml")
+    environment = {k: v for k, v in environment.items() if k != "lookup_options"}
+    if options:
+        environment["lookup_options"] = options
     changes = ChangeSet("random layers")
     changes.put("environment.yaml", yaml.safe_dump({**environment, "merge": mode}).encode())
     for path in FILES:
@@ -94,6 +99,30 @@ def test_the_diff_of_every_scope_is_what_merging_it_from_scratch_gives(store, ve
     repo = store.environment_repo(1)
     before = EnvironmentView(repo.snapshot(_commit(store, old, mode)))
     after = EnvironmentView(repo.snapshot(_commit(store, new, switched)))
+    for scopes in (default_scopes(before, after), CHAINS):
+        expected = _brute_force(before, after, scopes)
+        assert repr(diff_environment(before, after, scopes)) == repr(expected)
+
+
+#: Hiera's strategies on the random documents' keys: the diff merges whole chains under them.
+LOOKUP_OPTIONS = st.sampled_from(
+    [
+        {"a": {"merge": "unique"}},
+        {"a": {"merge": "hash"}, "b": {"merge": "first"}},
+        {"a": {"merge": {"strategy": "deep", "knockout_prefix": "--"}}},
+    ]
+)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(versions=_versions(), options=LOOKUP_OPTIONS)
+def test_with_lookup_options_the_diff_is_what_merging_from_scratch_gives(store, versions, options):
+    old, new, mode, _ = versions
+    repo = store.environment_repo(1)
+    before = EnvironmentView(repo.snapshot(_commit(store, old, mode, options)))
+    after = EnvironmentView(repo.snapshot(_commit(store, new, mode, options)))
     for scopes in (default_scopes(before, after), CHAINS):
         expected = _brute_force(before, after, scopes)
         assert repr(diff_environment(before, after, scopes)) == repr(expected)
