@@ -16,16 +16,13 @@ view reads a plain read of the head at them (and says so, `READ_AT`), so a cold 
 the two refs once, not three times, and its answer is of those heads whatever lands meanwhile.
 
 What is never answered here (the app answers it, so every rule holds as it is written there):
-anything but GET; a request with a conditional or range header (304, 412, 206); HTTP Basic
-credentials (a password is never kept, not even in memory); query parameters other than
-`effective`, `show_lookup`, `key` and `version` (a reveal is audited per request; a blocking
-query waits); a `version` other than a number or a full commit id (a branch or a label moves
-while the heads compared stay the same); an answer other than 200; an address that failed
-to authenticate too often (the 429 of `access.ratelimit`); a request with a cookie (the
-console's session is a caller the key would not tell from an anonymous one) or with a token
-that is not gitstore's (a Keystone token: only Keystone knows whether it expired or was
-revoked). Keys are the raw path, query string, Host and token header: a request spelt
-differently is another entry.
+anything but GET; a request with a conditional or range header (304, 412, 206); query
+parameters other than `effective`, `show_lookup`, `key` and `version` (a reveal is audited per
+request; a blocking query waits); a `version` other than a number or a full commit id (a branch
+or a label moves while the heads compared stay the same); an answer other than 200; and
+credentials the auth module does not call replayable (`auth.replayable`: which ones, and why,
+are decided there only). Keys are the raw path, query string, Host and credential headers: a
+request spelt differently is another entry.
 
 The Hiera node document (`/api/v1/hiera/<env>/<node>`, which a Puppet master asks for at every
 compile with the ETag of the one it has) is answered here too, its 200 and its 304 alike (the
@@ -45,8 +42,8 @@ from typing import Any
 
 from flask import Flask
 
-from gitstore import LRUCache, token_id_of
-from gitstore.api import observe
+from gitstore import LRUCache
+from gitstore.api import auth, observe
 from gitstore.api.http import STORE, date_now
 from gitstore.errors import GitstoreError
 from gitstore.names import is_commit_id
@@ -121,13 +118,14 @@ class FastPath:
             heads, policy, epoch = self._ids(key)
         except GitstoreError:
             return self._inner(environ, start_response)  # the app explains what is wrong
+        if not auth.replayable(environ, policy, self._store.failures):
+            return self._inner(environ, start_response)  # the app checks these credentials
         answer = self._answers.get(key)
         if (
             answer is not None
             and answer.heads == heads
             and answer.policy is policy
             and answer.epoch == epoch
-            and not self._blocked(environ, policy)
             and self._read_again(answer)
         ):
             return _replay(answer, environ, start_response, started)
@@ -171,12 +169,6 @@ class FastPath:
         except GitstoreError:
             return False
         return True
-
-    def _blocked(self, environ: dict, policy: Any) -> bool:
-        """Whether the caller's address is refused for failed authentications (429)."""
-        if policy is None:
-            return False
-        return bool(self._store.failures.blocked_for(environ.get("REMOTE_ADDR") or "unknown"))
 
     def _fill(
         self, key: tuple, ids: tuple, environ: dict, start_response: StartResponse
@@ -286,20 +278,12 @@ def _key(environ: dict) -> tuple | None:
     query = environ.get("QUERY_STRING", "")
     if not _plain_query(query, names) or not _fixed_version(query):
         return None
-    if "HTTP_COOKIE" in environ:
-        return None  # the console's session: a caller no key below would tell from anonymous
-    authorization = environ.get("HTTP_AUTHORIZATION")
-    if authorization is not None and authorization[:7].lower() != "bearer ":
-        return None  # Basic (never kept) or a malformed header the app must refuse
-    token = authorization[7:].strip() if authorization else environ.get("HTTP_X_AUTH_TOKEN")
-    if token is not None and token_id_of(token) is None:
-        return None  # not gitstore's (Keystone's): only its validator knows it still holds
     return (
         int(env_text),
         path,
         query,
         environ.get("HTTP_HOST"),
-        authorization,
+        environ.get("HTTP_AUTHORIZATION"),
         environ.get("HTTP_X_AUTH_TOKEN"),
         environ.get("HTTP_IF_NONE_MATCH"),
     )
