@@ -11,9 +11,10 @@ objects, with what the app adds per request done here the same way: a fresh `X-R
 the `Date` of the second it is answered in (a cache ages an answer by it), the request metrics
 and the request's log line (`observe.answered`).
 
-A request it cannot answer goes to the app with the heads read here (`HEADS`): the values
-view reads a plain read of the head at them (and says so, `READ_AT`), so a cold lookup reads
-the two refs once, not three times, and its answer is of those heads whatever lands meanwhile.
+A request it cannot answer goes to the app with the heads read here (`RequestState.heads`,
+request_state.py): the values view reads a plain read of the head at them (and says so,
+`read_at`), so a cold lookup reads the two refs once, not three times, and its answer is of
+those heads whatever lands meanwhile.
 
 What is never answered here (the app answers it, so every rule holds as it is written there):
 anything but GET; a request with a conditional or range header (304, 412, 206); query
@@ -43,8 +44,9 @@ from typing import Any
 from flask import Flask
 
 from gitstore import LRUCache
-from gitstore.api import auth, observe
+from gitstore.api import auth, observe, request_state
 from gitstore.api.http import STORE, date_now
+from gitstore.api.request_state import RequestState
 from gitstore.errors import GitstoreError
 from gitstore.names import is_commit_id
 
@@ -56,12 +58,6 @@ _PREFIX = "/api/v1/config/environments/"
 _HIERA_PREFIX = "/api/v1/hiera/"
 _QUERY_NAMES = frozenset({"effective", "show_lookup", "key", "version"})
 _HIERA_QUERY_NAMES = frozenset({"version", "resources"})
-#: Set by the Hiera view (api/hiera.py): how it read the document, to read it again the same way.
-HIERA_READ = "gitstore.hiera_read"
-#: The heads read here for a request (environment, catalog): the values view reads at them
-#: rather than reading the two refs again, and says so in READ_AT (api/values.py).
-HEADS = "gitstore.heads"
-READ_AT = "gitstore.read_at"
 #: Headers whose presence makes the app's own rules decide (conditional and range requests).
 _APP_DECIDES = (
     "HTTP_IF_NONE_MATCH",
@@ -106,8 +102,6 @@ class FastPath:
         self._inner = inner
         self._store = app.extensions[STORE]
         self._answers = LRUCache(MAX_ANSWERS, MAX_BYTES, name="fast_answers")
-        #: env id -> (its repository, the catalog's), found once (`_heads`).
-        self._repositories: dict[int, tuple] = {}
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -146,11 +140,7 @@ class FastPath:
         checks that both repositories exist (two stats per request): an environment deleted
         since reads no head, and an answer is kept only for two heads (`_fill`), so it goes
         to the app, which answers 404. A ref is still read per request: a push is seen at once."""
-        found = self._repositories.get(env_id)
-        if found is None:
-            found = (self._store.environment_repo(env_id), self._store.catalog())
-            self._repositories[env_id] = found
-        return found[0].head(), found[1].head()
+        return self._store.repos.remembered_heads(env_id)
 
     def _read_again(self, answer: _Answer) -> bool:
         """A Hiera document's reveal is audited per request. At the head (no pin) the answer
@@ -175,8 +165,8 @@ class FastPath:
     ) -> Iterable[bytes]:
         """The app's answer, kept when it is a 200 made while the ids stayed the same."""
         captured: list = []
-        if None not in ids[0]:
-            environ[HEADS] = ids[0]
+        state = RequestState(heads=ids[0] if None not in ids[0] else None)
+        environ[request_state.KEY] = state
 
         def capture(status: str, headers: list, exc_info: Any = None) -> Callable:
             captured[:] = [status, headers, exc_info]
@@ -191,15 +181,15 @@ class FastPath:
                 close()
         status, headers, exc_info = captured
         start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
-        answered = environ.get(observe.ANSWERED)
+        answered = state.answered
         route = answered[0] if answered is not None else None
-        hiera_read = environ.get(HIERA_READ) if route == HIERA_ROUTE else None
+        hiera_read = state.hiera_read if route == HIERA_ROUTE else None
         keep = route == ROUTE or (route == HIERA_ROUTE and hiera_read is not None)
         if (
             keep
             and (status.startswith("200 ") or (hiera_read and status.startswith("304 ")))
             and None not in ids[0]
-            and self._still(ids, key, environ.get(READ_AT) is ids[0])
+            and self._still(ids, key, state.read_at is ids[0])
         ):
             kept = [(name, value) for name, value in headers if name != observe.REQUEST_ID]
             date_at = next((i for i, (name, _) in enumerate(kept) if name == "Date"), None)
