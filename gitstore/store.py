@@ -40,6 +40,7 @@ from gitstore.gitops.preview import Previews
 from gitstore.gitops.service import GitOps
 from gitstore.plans import Plans
 from gitstore.repositories import DEFAULT_AUTHOR, Repositories
+from gitstore.secrets.caller import KEYRING_HOLDER, NOBODY, Caller
 from gitstore.secrets.service import Secrets
 from gitstore.upgrade.moves import Moves
 from gitstore.upgrade.networks import Networks
@@ -67,7 +68,11 @@ class Store:
         author: Author = DEFAULT_AUTHOR,
         local_executor: bool = False,
         cluster: Mapping | None = None,
+        caller: Caller = NOBODY,
     ) -> None:
+        """`caller` decides whether a write's caller may compare sent secrets with stored ones
+        (`secrets/caller.py`): nobody unless the front end names its rule (`KEYRING_HOLDER`
+        for the one who holds the keyring on disk; the REST API binds its own per request)."""
         self.root = Path(root)
         self.default_author = author
         self.mirror_settings = MirrorSettings(self.root)
@@ -82,6 +87,7 @@ class Store:
             replication=self.cluster,
         )
         self._build_services(self.repos, local_executor)
+        self.secrets.bind_caller(caller)
         self._subscribe()
 
     def _build_services(self, repos: Repositories, local_executor: bool) -> None:
@@ -151,7 +157,7 @@ class Store:
         """Create an empty store at `root` (an existing store is left as it is)."""
         repos = Repositories(root, author=author)
         repos.create_catalog(ChangeSet("catalog: initialise the store"), author)
-        store = cls(root, author=author)
+        store = cls(root, author=author, caller=KEYRING_HOLDER)  # its creator holds the keyring
         store.secrets.keyring.create()  # the keys that seal secrets live beside the repositories
         store.install_hooks()
         return store

@@ -332,7 +332,7 @@ class Config:
             if expected is not None:
                 _check_unchanged(repo, expected, path, snapshot)
             old = snapshot.read(path)
-            sealer = self._secrets.sealer(env_id, view)
+            sealer = self._secrets.sealer(env_id, view, self._secrets.caller)
             spliced = splice and old and splice(view, checked, name, path, old, sealer)
             if spliced:
                 data, message = spliced
@@ -391,7 +391,7 @@ class Config:
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
-            sealer = self._secrets.sealer(env_id, view)
+            sealer = self._secrets.sealer(env_id, view, self._secrets.caller)
             changes = ChangeSet(message)
             for (pairs, resource, kind), document in plan(view).items():
                 _check_kind(kind)

@@ -20,8 +20,9 @@ from gitstore.catalog.view import CatalogView
 from gitstore.errors import GitstoreError, InvalidInput, Unavailable
 from gitstore.layout import EnvironmentView, layer_file
 from gitstore.names import check_segment
-from gitstore.secrets import caller, cipher, mask
+from gitstore.secrets import cipher, mask
 from gitstore.secrets.audit import AuditLog
+from gitstore.secrets.caller import NOBODY, Caller
 from gitstore.secrets.keyring import Keyring, Keys
 from gitstore.secrets.leaves import secret_leaves
 from gitstore.secrets.rules import NO_SECRETS, Rules, describe, rules_for_file
@@ -54,6 +55,9 @@ class Secrets:
         self._repos = repos
         self.keyring = Keyring.of_root(repos.root)
         self.audit = AuditLog(repos.root)
+        #: Whether the caller of a write may compare sent secrets with stored ones: the rule
+        #: the front end bound (`bind_caller`), nobody until it binds one.
+        self.caller: Caller = NOBODY
 
     # -- rules -------------------------------------------------------------------------------
     def definitions(
@@ -100,16 +104,21 @@ class Secrets:
         return keys, f"no keyring at {self.keyring.path}"
 
     # -- writing -----------------------------------------------------------------------------
-    def sealer(self, env_id: int, view: EnvironmentView) -> Sealer:
+    def bind_caller(self, rule: Caller) -> None:
+        """Make `rule` decide, for every write of this store, whether its caller may compare
+        sent secrets with stored ones (`caller.py`); until a front end binds one, nobody may."""
+        self.caller = rule
+
+    def sealer(self, env_id: int, view: EnvironmentView, caller: Caller) -> Sealer:
         """The sealer of writes to environment `env_id` at the commit of `view`; it compares
-        sent secrets with stored ones only for a caller who may reveal them (`caller.py`)."""
+        sent secrets with stored ones only when `caller` may reveal them (`caller.py`)."""
         keys, problem = self._keys()
         return Sealer(
             repository_of(env_id),
             keys,
             self.rules_of(view),
             problem,
-            compare=caller.may_reveal(env_id),
+            compare=caller(env_id),
         )
 
     def new_environment_sealer(self, env_id: int, environment: Mapping) -> Sealer:
@@ -136,7 +145,7 @@ class Secrets:
         snapshot = self._repos.environment_repo(env_id).snapshot()
         view = EnvironmentView(snapshot)
         old = snapshot.read_yaml(path) if snapshot.exists(path) else None
-        sealed = self.sealer(env_id, view).seal(path, document, old)
+        sealed = self.sealer(env_id, view, self.caller).seal(path, document, old)
         return Served(sealed, snapshot.commit_id, snapshot.version)
 
     def moved_folder(
@@ -146,7 +155,7 @@ class Secrets:
 
         A sealed value is bound to its file path, so a moved file would no longer open.
         """
-        sealer = self.sealer(env_id, EnvironmentView(snapshot))
+        sealer = self.sealer(env_id, EnvironmentView(snapshot), NOBODY)  # rebinds, compares nothing
         for file in snapshot.walk(old):
             document = _mapping(snapshot, file)
             if document is None:
@@ -291,7 +300,9 @@ class Secrets:
                 (
                     repository_of(env_id),
                     self._repos.environment_repo(env_id),
-                    lambda snapshot, env_id=env_id: self.sealer(env_id, EnvironmentView(snapshot)),
+                    lambda snapshot, env_id=env_id: self.sealer(
+                        env_id, EnvironmentView(snapshot), NOBODY
+                    ),
                 )
             )
         return found
