@@ -304,7 +304,8 @@ class _Fragments:
     changed) is replaced by that answer.
 
     Used only for shared answers (`Served.shared`: documents of the read caches, never
-    mutated), so an entry's objects keep their JSON. An entry's JSON is used only while the
+    mutated), so an entry's objects keep their JSON; answers share entries only as the
+    identity contract (gitstore/served.py) says. An entry's JSON is used only while the
     answer holds that very key and value at the same place (`is`), and the head holds those
     objects, so a reused id can never serve another object's JSON. A head's JSON is at most
     its answer's, and answers of more than `HEAD_BYTES` are not kept as heads.
