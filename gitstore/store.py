@@ -17,7 +17,7 @@ from pathlib import Path
 from gitstore import limits
 from gitstore.access.policy import AccessFile
 from gitstore.access.ratelimit import FailureLog
-from gitstore.backend.cache import LRUCache
+from gitstore.backend.cache import Caches
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, Repository
 from gitstore.catalog.components import Components, ResourceDefinitions
@@ -52,8 +52,6 @@ from gitstore.watch.heads import Heads
 from gitstore.watch.service import Watch
 from gitstore.watch.slots import Slots
 
-#: The most SVG text the console's graph drawings keep (Fuel's default graph is ~360 KB).
-DRAWINGS_BYTES = 32 * 1024 * 1024
 #: How long a cluster member waits for a commit named by `?index=` that it has not yet.
 CLUSTER_INDEX_WAIT_SECONDS = 10.0
 
@@ -94,7 +92,9 @@ class Store:
         """Every service, each given what it uses, in an order where those exist first."""
         self.access = AccessFile(self.root)
         self.failures = FailureLog(self.root)
-        self.secrets = Secrets(repos)
+        #: The read caches this store owns, handed to the services that keep answers.
+        self.caches = Caches()
+        self.secrets = Secrets(repos, self.caches)
         self.definitions = ResourceDefinitions(repos)
         self.components = Components(repos, self.definitions)
         self.releases = Releases(repos)
@@ -131,7 +131,7 @@ class Store:
         slots = Slots(lambda: limits.current().waiting_requests)
         self.watch = Watch(repos, Heads(repos), slots, catch_up)
         #: The console's drawings of deployment graphs (SVG by the SHA-256 of their DOT).
-        self.drawings = LRUCache(32, DRAWINGS_BYTES, name="graph_drawings")
+        self.drawings = self.caches.graph_drawings
 
     def _subscribe(self) -> None:
         """The notifications that cut what would otherwise be loops between services."""

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, metrics
-from gitstore.backend.cache import LRUCache
+from gitstore.backend.cache import Caches
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, Repository
 from gitstore.backend.snapshot import Snapshot
@@ -32,12 +32,6 @@ from gitstore.served import Served
 if TYPE_CHECKING:
     from gitstore.repositories import Repositories
 
-#: Resource definitions by (catalog commit, attached components): immutable inputs.
-_DEFINITIONS = LRUCache(max_entries=256, name="secret_definitions")
-#: Revealed documents by (environment, the masked cache key, rules, keyring epoch): plain-text
-#: secrets in the worker's memory, as in every answer that reveals them; bounded like
-#: `mask._MASKED`, whose documents they share most of their subtrees with.
-_REVEALED = LRUCache(max_entries=256, name="revealed_documents")
 _YAML = ".yaml"
 #: The repository part of the places of values sealed in the catalog (plan parameters).
 CATALOG = "catalog"
@@ -51,8 +45,10 @@ def repository_of(env_id: int) -> str:
 class Secrets:
     """Secrets of one store: its keyring, rules, sealing, masking, revealing and rotation."""
 
-    def __init__(self, repos: Repositories) -> None:
+    def __init__(self, repos: Repositories, caches: Caches) -> None:
         self._repos = repos
+        self._definitions = caches.secret_definitions
+        self._revealed = caches.revealed_documents
         self.keyring = Keyring.of_root(repos.root)
         self.audit = AuditLog(repos.root)
         #: Whether the caller of a write may compare sent secrets with stored ones: the rule
@@ -68,7 +64,7 @@ class Secrets:
         catalog = self._repos.catalog()
         if catalog_head is None:
             catalog_head = catalog.head()
-        return _DEFINITIONS.get_or_compute(
+        return self._definitions.get_or_compute(
             (catalog_head, tuple(components)),
             lambda: {
                 d["name"]: d
@@ -218,7 +214,7 @@ class Secrets:
         # and the keys: a keyring that gained or lost a key is a new epoch. Never edit it.
         where = sources if isinstance(sources, str) else places
         key = (env_id, cache_key, where, rules, _epoch(keys))
-        return _REVEALED.get_or_compute(key, reveal_now)
+        return self._revealed.get_or_compute(key, reveal_now)
 
     def keys_epoch(self) -> tuple | None:
         """What revealed values follow from besides the ciphertexts: the keyring's key ids
