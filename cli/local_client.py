@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cli.client import Address, LevelPairs
-from gitstore import Author, Query, Store, limits
+from gitstore import KEYRING_HOLDER, Author, Query, Store, limits
 from gitstore.served import Served
 
 
@@ -16,7 +16,9 @@ class LocalClient:
     """A store root on this machine, through the facade."""
 
     def __init__(self, root: str, author: Author | None = None) -> None:
-        self.store = Store(root, local_executor=True)  # the operator's own shell
+        self.store = Store(
+            root, local_executor=True, caller=KEYRING_HOLDER
+        )  # the operator's own shell
         limits.configure(root)
         self.store.check()
         self.author = author

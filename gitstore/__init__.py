@@ -48,8 +48,7 @@ _EXPORTS = {
     "KeystoneSettings": "gitstore.access.keystone",
     "KeystoneValidator": "gitstore.access.keystone",
     "CloneFile": "gitstore.secrets.local",
-    "bind_reveal_rule": "gitstore.secrets.caller",
-    "unbind_reveal_rule": "gitstore.secrets.caller",
+    "KEYRING_HOLDER": "gitstore.secrets.caller",
     "backup": "gitstore.ops.backup",
     "restore": "gitstore.ops.backup",
     "read_manifest": "gitstore.ops.backup",
@@ -69,8 +68,6 @@ _EXPORTS = {
 _RENAMED = {
     "DEFAULT_GRAPH_TYPE": "DEFAULT_TYPE",
     "NODE_STATUSES": "STATUSES",
-    "bind_reveal_rule": "bind",
-    "unbind_reveal_rule": "unbind",
     "cluster_settings": "settings",
     "run_coordinator": "run",
     "CLUSTER_KEY_FILE": "KEY_FILE",

@@ -122,6 +122,15 @@ class Repositories:
         self._by_id[env_id] = (repo, os.path.join(path, "HEAD"))
         return repo
 
+    def remembered_heads(self, env_id: int) -> tuple[str | None, str | None]:
+        """The heads of environment `env_id` and of the catalog, from the repositories found
+        before, without `environment_repo`'s check that the environment still exists (a stat
+        per call): one deleted since reads no head (None). A ref is still read per call."""
+        known = self._by_id.get(env_id)
+        environment = known[0] if known is not None else self.environment_repo(env_id)
+        catalog = self._catalog if self._catalog is not None else self.catalog()
+        return environment.head(), catalog.head()
+
     def environment_ids(self) -> list[int]:
         folder = self.root / ENVIRONMENTS
         if not folder.is_dir():

@@ -1,4 +1,18 @@
-"""What a read returns: the data, the commit it was read at, and the inputs it depends on."""
+"""What a read returns: the data, the commit it was read at, and the inputs it depends on.
+
+The identity contract. A shared answer's data (`Served.shared`) is never mutated, and the
+entries it takes unchanged from elsewhere are those very objects, not copies:
+- `merge/effective.py` merges layers into new mappings only where two layers meet; every
+  other entry of a merged document is the (cached, parsed) layer's own object, so the
+  effective documents of two nodes hold the same objects for what they inherit;
+- `secrets/mask.py` masks a document entry by entry and keeps a masked entry while a document
+  holds the very same value at that key (`_mask_entries`): an entry without secrets is
+  passed on as it is;
+- `api/http.py` keeps the JSON of a shared answer by its identity and builds a new answer's
+  JSON from the JSON of the entries it shares, by identity, with an earlier one (fragments).
+A copy anywhere on the way is no wrong answer, only a slow one: every lookup would mask and
+encode every entry again. tests/test_identity_contract.py breaks when a copy is made.
+"""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from gitstore import limits
 from gitstore.access.policy import AccessFile
 from gitstore.access.ratelimit import FailureLog
-from gitstore.backend.cache import LRUCache
+from gitstore.backend.cache import Caches
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, Repository
 from gitstore.catalog.components import Components, ResourceDefinitions
@@ -41,6 +41,7 @@ from gitstore.gitops.preview import Previews
 from gitstore.gitops.service import GitOps
 from gitstore.plans import Plans
 from gitstore.repositories import DEFAULT_AUTHOR, Repositories
+from gitstore.secrets.caller import KEYRING_HOLDER, NOBODY, Caller
 from gitstore.secrets.eyamlpush import EyamlPushes
 from gitstore.secrets.service import Secrets
 from gitstore.upgrade.moves import Moves
@@ -53,8 +54,6 @@ from gitstore.watch.heads import Heads
 from gitstore.watch.service import Watch
 from gitstore.watch.slots import Slots
 
-#: The most SVG text the console's graph drawings keep (Fuel's default graph is ~360 KB).
-DRAWINGS_BYTES = 32 * 1024 * 1024
 #: How long a cluster member waits for a commit named by `?index=` that it has not yet.
 CLUSTER_INDEX_WAIT_SECONDS = 10.0
 
@@ -69,7 +68,11 @@ class Store:
         author: Author = DEFAULT_AUTHOR,
         local_executor: bool = False,
         cluster: Mapping | None = None,
+        caller: Caller = NOBODY,
     ) -> None:
+        """`caller` decides whether a write's caller may compare sent secrets with stored ones
+        (`secrets/caller.py`): nobody unless the front end names its rule (`KEYRING_HOLDER`
+        for the one who holds the keyring on disk; the REST API binds its own per request)."""
         self.root = Path(root)
         self.default_author = author
         self.mirror_settings = MirrorSettings(self.root)
@@ -84,13 +87,16 @@ class Store:
             replication=self.cluster,
         )
         self._build_services(self.repos, local_executor)
+        self.secrets.bind_caller(caller)
         self._subscribe()
 
     def _build_services(self, repos: Repositories, local_executor: bool) -> None:
         """Every service, each given what it uses, in an order where those exist first."""
         self.access = AccessFile(self.root)
         self.failures = FailureLog(self.root)
-        self.secrets = Secrets(repos)
+        #: The read caches this store owns, handed to the services that keep answers.
+        self.caches = Caches()
+        self.secrets = Secrets(repos, self.caches)
         self.definitions = ResourceDefinitions(repos)
         self.components = Components(repos, self.definitions)
         self.releases = Releases(repos)
@@ -101,9 +107,9 @@ class Store:
         self.graphs = Graphs(repos, self.nodes)
         self.transactions = Transactions(repos, self.nodes, local_executor=local_executor)
         self.environments = Environments(repos, self.secrets, self.graphs, self.nodes)
-        self.config = Config(repos, self.secrets)
+        self.config = Config(repos, self.secrets, self.caches)
         self.facts = Facts(self.config)
-        self.hiera = Hiera(repos, self.secrets, self.tags)
+        self.hiera = Hiera(repos, self.secrets, self.tags, self.caches)
         self.roster = Roster(repos, RosterCaches())
         self.importer = Importer(repos, self.secrets)
         self.eyaml_pushes = EyamlPushes(repos, self.secrets)
@@ -129,7 +135,7 @@ class Store:
         slots = Slots(lambda: limits.current().waiting_requests)
         self.watch = Watch(repos, Heads(repos), slots, catch_up)
         #: The console's drawings of deployment graphs (SVG by the SHA-256 of their DOT).
-        self.drawings = LRUCache(32, DRAWINGS_BYTES, name="graph_drawings")
+        self.drawings = self.caches.graph_drawings
 
     def _subscribe(self) -> None:
         """The notifications that cut what would otherwise be loops between services."""
@@ -155,7 +161,7 @@ class Store:
         """Create an empty store at `root` (an existing store is left as it is)."""
         repos = Repositories(root, author=author)
         repos.create_catalog(ChangeSet("catalog: initialise the store"), author)
-        store = cls(root, author=author)
+        store = cls(root, author=author, caller=KEYRING_HOLDER)  # its creator holds the keyring
         store.secrets.keyring.create()  # the keys that seal secrets live beside the repositories
         store.install_hooks()
         return store

@@ -119,7 +119,7 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     auth.register(app)  # one access check before every request of every blueprint
     hosts.register(app)  # an open store answers only the names it is served as
     deadlines.take_turns(app)  # heavy requests wait for a turn, once they may be answered
-    http.bind_reveal_rule_of(app)  # sealers compare secrets only for callers who may reveal
+    http.bind_reveal_rule(store)  # sealers compare secrets only for callers who may reveal
     for blueprint in [*BLUEPRINTS, *front_end_blueprints()]:
         app.register_blueprint(blueprint)
     if bench.enabled(app.config.get(bench.ENABLE, os.environ.get(bench.ENABLE))):

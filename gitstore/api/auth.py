@@ -104,6 +104,29 @@ def register(app: Flask) -> None:
     app.before_request(_authorise)
 
 
+def replayable(environ: dict, policy: Any, failures: FailureLog) -> bool:
+    """Whether an answer the app gave an earlier request with the same credential headers may
+    be given to this one without asking the app (the fast path, `fastpath.py`, keys its answers
+    by those headers and by the parsed access file `policy`, so a grant changed is a miss).
+
+    Never for HTTP Basic (a password is never kept, not even in memory) or a malformed
+    header (the app refuses it); a cookie (the console's session: a caller a key of headers
+    would not tell from an anonymous one); a token that is not gitstore's (a Keystone token:
+    only Keystone knows whether it expired or was revoked); an address refused for failed
+    authentications (the 429 of `_identify`). A new kind of credential is taught here."""
+    if "HTTP_COOKIE" in environ:
+        return False
+    authorization = environ.get("HTTP_AUTHORIZATION")
+    if authorization is not None and authorization[:7].lower() != "bearer ":
+        return False
+    token = authorization[7:].strip() if authorization else environ.get("HTTP_X_AUTH_TOKEN")
+    if token is not None and token_id_of(token) is None:
+        return False
+    if policy is None:
+        return True  # an open store counts no failures
+    return not failures.blocked_for(environ.get("REMOTE_ADDR") or "unknown")
+
+
 def needed(method: str, path: str, args: Any) -> Need | None:
     """The roles and scope a request needs; None for routes that check a signature instead."""
     parts = [part for part in path.split("/") if part]

@@ -11,21 +11,19 @@ objects, with what the app adds per request done here the same way: a fresh `X-R
 the `Date` of the second it is answered in (a cache ages an answer by it), the request metrics
 and the request's log line (`observe.answered`).
 
-A request it cannot answer goes to the app with the heads read here (`HEADS`): the values
-view reads a plain read of the head at them (and says so, `READ_AT`), so a cold lookup reads
-the two refs once, not three times, and its answer is of those heads whatever lands meanwhile.
+A request it cannot answer goes to the app with the heads read here (`RequestState.heads`,
+request_state.py): the values view reads a plain read of the head at them (and says so,
+`read_at`), so a cold lookup reads the two refs once, not three times, and its answer is of
+those heads whatever lands meanwhile.
 
 What is never answered here (the app answers it, so every rule holds as it is written there):
-anything but GET; a request with a conditional or range header (304, 412, 206); HTTP Basic
-credentials (a password is never kept, not even in memory); query parameters other than
-`effective`, `show_lookup`, `key` and `version` (a reveal is audited per request; a blocking
-query waits); a `version` other than a number or a full commit id (a branch or a label moves
-while the heads compared stay the same); an answer other than 200; an address that failed
-to authenticate too often (the 429 of `access.ratelimit`); a request with a cookie (the
-console's session is a caller the key would not tell from an anonymous one) or with a token
-that is not gitstore's (a Keystone token: only Keystone knows whether it expired or was
-revoked). Keys are the raw path, query string, Host and token header: a request spelt
-differently is another entry.
+anything but GET; a request with a conditional or range header (304, 412, 206); query
+parameters other than `effective`, `show_lookup`, `key` and `version` (a reveal is audited per
+request; a blocking query waits); a `version` other than a number or a full commit id (a branch
+or a label moves while the heads compared stay the same); an answer other than 200; and
+credentials the auth module does not call replayable (`auth.replayable`: which ones, and why,
+are decided there only). Keys are the raw path, query string, Host and credential headers: a
+request spelt differently is another entry.
 
 The Hiera node document (`/api/v1/hiera/<env>/<node>`, which a Puppet master asks for at every
 compile with the ETag of the one it has) is answered here too, its 200 and its 304 alike (the
@@ -45,9 +43,10 @@ from typing import Any
 
 from flask import Flask
 
-from gitstore import LRUCache, token_id_of
-from gitstore.api import observe
+from gitstore import LRUCache
+from gitstore.api import auth, observe, request_state
 from gitstore.api.http import STORE, date_now
+from gitstore.api.request_state import RequestState
 from gitstore.errors import GitstoreError
 from gitstore.names import is_commit_id
 
@@ -59,12 +58,6 @@ _PREFIX = "/api/v1/config/environments/"
 _HIERA_PREFIX = "/api/v1/hiera/"
 _QUERY_NAMES = frozenset({"effective", "show_lookup", "key", "version"})
 _HIERA_QUERY_NAMES = frozenset({"version", "resources"})
-#: Set by the Hiera view (api/hiera.py): how it read the document, to read it again the same way.
-HIERA_READ = "gitstore.hiera_read"
-#: The heads read here for a request (environment, catalog): the values view reads at them
-#: rather than reading the two refs again, and says so in READ_AT (api/values.py).
-HEADS = "gitstore.heads"
-READ_AT = "gitstore.read_at"
 #: Headers whose presence makes the app's own rules decide (conditional and range requests).
 _APP_DECIDES = (
     "HTTP_IF_NONE_MATCH",
@@ -109,8 +102,6 @@ class FastPath:
         self._inner = inner
         self._store = app.extensions[STORE]
         self._answers = LRUCache(MAX_ANSWERS, MAX_BYTES, name="fast_answers")
-        #: env id -> (its repository, the catalog's), found once (`_heads`).
-        self._repositories: dict[int, tuple] = {}
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -121,13 +112,14 @@ class FastPath:
             heads, policy, epoch = self._ids(key)
         except GitstoreError:
             return self._inner(environ, start_response)  # the app explains what is wrong
+        if not auth.replayable(environ, policy, self._store.failures):
+            return self._inner(environ, start_response)  # the app checks these credentials
         answer = self._answers.get(key)
         if (
             answer is not None
             and answer.heads == heads
             and answer.policy is policy
             and answer.epoch == epoch
-            and not self._blocked(environ, policy)
             and self._read_again(answer)
         ):
             return _replay(answer, environ, start_response, started)
@@ -148,11 +140,7 @@ class FastPath:
         checks that both repositories exist (two stats per request): an environment deleted
         since reads no head, and an answer is kept only for two heads (`_fill`), so it goes
         to the app, which answers 404. A ref is still read per request: a push is seen at once."""
-        found = self._repositories.get(env_id)
-        if found is None:
-            found = (self._store.environment_repo(env_id), self._store.catalog())
-            self._repositories[env_id] = found
-        return found[0].head(), found[1].head()
+        return self._store.repos.remembered_heads(env_id)
 
     def _read_again(self, answer: _Answer) -> bool:
         """A Hiera document's reveal is audited per request. At the head (no pin) the answer
@@ -172,19 +160,13 @@ class FastPath:
             return False
         return True
 
-    def _blocked(self, environ: dict, policy: Any) -> bool:
-        """Whether the caller's address is refused for failed authentications (429)."""
-        if policy is None:
-            return False
-        return bool(self._store.failures.blocked_for(environ.get("REMOTE_ADDR") or "unknown"))
-
     def _fill(
         self, key: tuple, ids: tuple, environ: dict, start_response: StartResponse
     ) -> Iterable[bytes]:
         """The app's answer, kept when it is a 200 made while the ids stayed the same."""
         captured: list = []
-        if None not in ids[0]:
-            environ[HEADS] = ids[0]
+        state = RequestState(heads=ids[0] if None not in ids[0] else None)
+        environ[request_state.KEY] = state
 
         def capture(status: str, headers: list, exc_info: Any = None) -> Callable:
             captured[:] = [status, headers, exc_info]
@@ -199,15 +181,15 @@ class FastPath:
                 close()
         status, headers, exc_info = captured
         start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
-        answered = environ.get(observe.ANSWERED)
+        answered = state.answered
         route = answered[0] if answered is not None else None
-        hiera_read = environ.get(HIERA_READ) if route == HIERA_ROUTE else None
+        hiera_read = state.hiera_read if route == HIERA_ROUTE else None
         keep = route == ROUTE or (route == HIERA_ROUTE and hiera_read is not None)
         if (
             keep
             and (status.startswith("200 ") or (hiera_read and status.startswith("304 ")))
             and None not in ids[0]
-            and self._still(ids, key, environ.get(READ_AT) is ids[0])
+            and self._still(ids, key, state.read_at is ids[0])
         ):
             kept = [(name, value) for name, value in headers if name != observe.REQUEST_ID]
             date_at = next((i for i, (name, _) in enumerate(kept) if name == "Date"), None)
@@ -286,20 +268,12 @@ def _key(environ: dict) -> tuple | None:
     query = environ.get("QUERY_STRING", "")
     if not _plain_query(query, names) or not _fixed_version(query):
         return None
-    if "HTTP_COOKIE" in environ:
-        return None  # the console's session: a caller no key below would tell from anonymous
-    authorization = environ.get("HTTP_AUTHORIZATION")
-    if authorization is not None and authorization[:7].lower() != "bearer ":
-        return None  # Basic (never kept) or a malformed header the app must refuse
-    token = authorization[7:].strip() if authorization else environ.get("HTTP_X_AUTH_TOKEN")
-    if token is not None and token_id_of(token) is None:
-        return None  # not gitstore's (Keystone's): only its validator knows it still holds
     return (
         int(env_text),
         path,
         query,
         environ.get("HTTP_HOST"),
-        authorization,
+        environ.get("HTTP_AUTHORIZATION"),
         environ.get("HTTP_X_AUTH_TOKEN"),
         environ.get("HTTP_IF_NONE_MATCH"),
     )

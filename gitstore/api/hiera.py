@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, g, request
 
+from gitstore.api import request_state
 from gitstore.api.blocking import blocking_read
-from gitstore.api.fastpath import HIERA_READ
 from gitstore.api.http import app_store, may_reveal, served
 from gitstore.errors import InvalidInput
 from gitstore.served import Served
@@ -40,14 +40,15 @@ def node_document(env_id: int, node: str):
     # Puppet needs the real passwords: the node document reveals them to a caller holding the
     # `secrets` role (grant it to the Puppet master's user) and masks them for everyone else.
     reveal, resources, who = may_reveal(env_id), _resources_arg(), g.get("user")
-    hiera = app_store().hiera
+    hiera, state = app_store().hiera, request_state.of(request.environ)
 
     def read_at(version: str | None) -> Served:
         result = hiera.node_document(env_id, node, version, resources, reveal=reveal, who=who)
         # How the document was read and what it revealed, for the fast path to audit a reveal
         # when it repeats the answer (and to read a pinned document again).
-        audit = hiera.reveal_of(result)
-        request.environ[HIERA_READ] = (env_id, node, version, resources, reveal, who, audit)
+        if state is not None:
+            audit = hiera.reveal_of(result)
+            state.hiera_read = (env_id, node, version, resources, reveal, who, audit)
         return result
 
     def respond(result: Served) -> Response:

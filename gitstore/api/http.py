@@ -12,12 +12,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response, current_app, g, has_request_context, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import http_date, parse_etags
 
-from gitstore import Author, LRUCache, bind_reveal_rule, logs, unbind_reveal_rule
+from gitstore import Author, LRUCache, logs
 from gitstore.errors import InvalidInput, PreconditionFailed, UnsupportedMediaType
 from gitstore.limits import check_plain_data
 from gitstore.names import is_commit_id, parse_flag
@@ -208,21 +208,17 @@ def may_reveal(env_id: int | None) -> bool:
     return access is None or access.policy() is None
 
 
-def bind_reveal_rule_of(app: Flask) -> None:
-    """Let the secrets service ask, during each request of `app`, whether its caller may
-    reveal an environment's secrets (`may_reveal`): writes compare a sent secret with the
-    stored one only for such callers, so nobody else can test guesses."""
+def bind_reveal_rule(store: Store) -> None:
+    """Let the secrets service ask, during each request, whether its caller may reveal an
+    environment's secrets (`may_reveal`): writes compare a sent secret with the stored one
+    only for such callers, so nobody else can test guesses. Outside a request (a background
+    job) the rule the store was opened with decides: nobody, unless it named one."""
+    outside = store.secrets.caller
 
-    def bind() -> None:
-        g.reveal_rule = bind_reveal_rule(may_reveal)
+    def rule(env_id: int | None) -> bool:
+        return may_reveal(env_id) if has_request_context() else outside(env_id)
 
-    def unbind(_exc: BaseException | None) -> None:
-        token = g.pop("reveal_rule", None)
-        if token is not None:
-            unbind_reveal_rule(token)
-
-    app.before_request(bind)
-    app.teardown_request(unbind)
+    store.secrets.bind_caller(rule)
 
 
 def bound_requests(app: Flask) -> None:
@@ -308,7 +304,8 @@ class _Fragments:
     changed) is replaced by that answer.
 
     Used only for shared answers (`Served.shared`: documents of the read caches, never
-    mutated), so an entry's objects keep their JSON. An entry's JSON is used only while the
+    mutated), so an entry's objects keep their JSON; answers share entries only as the
+    identity contract (gitstore/served.py) says. An entry's JSON is used only while the
     answer holds that very key and value at the same place (`is`), and the head holds those
     objects, so a reused id can never serve another object's JSON. A head's JSON is at most
     its answer's, and answers of more than `HEAD_BYTES` are not kept as heads.

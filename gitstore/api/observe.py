@@ -19,6 +19,7 @@ import time
 from flask import Flask, Response, g, request
 
 from gitstore import logs, metrics
+from gitstore.api import request_state
 
 log = logging.getLogger("gitstore.requests")
 
@@ -54,7 +55,9 @@ def _finish(response: Response) -> Response:
     user = state.get("user")
     commit = response.headers.get("X-Gitstore-Commit")
     answered(this.method, route, response.status_code, seconds, request_id, env, commit, user)
-    this.environ[ANSWERED] = (route, env, user)  # what the fast path (fastpath.py) repeats
+    state = request_state.of(this.environ)
+    if state is not None:
+        state.answered = (route, env, user)  # what the fast path (fastpath.py) repeats
     logs.request_id.set(None)
     return response
 
@@ -92,9 +95,6 @@ def _fields(method, route, status, request_id, duration_ms, env, commit, user) -
 
 
 _VARYING = ("request_id", "duration_ms")
-
-#: The WSGI environ key under which `_finish` leaves (route, env, user) of the line it logged.
-ANSWERED = "gitstore.answered"
 
 
 def new_request_id(given: str) -> str:

@@ -12,10 +12,10 @@ from flask import Blueprint, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
 from gitstore import Query
+from gitstore.api import request_state
 from gitstore.api.blocking import PARAMETERS as BLOCKING_PARAMETERS
 from gitstore.api.blocking import blocking_read
 from gitstore.api.deadlines import deadline
-from gitstore.api.fastpath import HEADS, READ_AT
 from gitstore.api.http import (
     app_store,
     author,
@@ -28,6 +28,7 @@ from gitstore.api.http import (
     written,
 )
 from gitstore.api.offload import heavy_service
+from gitstore.api.request_state import RequestState
 from gitstore.errors import NotFound, PreconditionFailed
 from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS
@@ -100,7 +101,8 @@ def read(env_id: int, rest: str):
                 deadline=deadline(),
             )
         )
-    config, who, heads = app_store().config, g.user, _heads_read_for_this_request()
+    state = request_state.of(request.environ)
+    config, who, heads = app_store().config, g.user, _heads_read_for_this_request(state)
 
     def read_at(version: str | None) -> Served:
         at = query if version == query.version else replace(query, version=version)
@@ -111,17 +113,15 @@ def read(env_id: int, rest: str):
     return blocking_read(env_id, read_at)
 
 
-def _heads_read_for_this_request() -> tuple[str, str] | None:
+def _heads_read_for_this_request(state: RequestState | None) -> tuple[str, str] | None:
     """The heads the fast path read for this plain read of the head (fastpath.py), marked
     as the ones the answer is read at; None for a pinned or blocking read, whose answer is
     not of the heads of the request's start."""
-    args, environ = request.args, request.environ
-    if "version" in args or any(name in args for name in BLOCKING_PARAMETERS):
+    args = request.args
+    if state is None or "version" in args or any(name in args for name in BLOCKING_PARAMETERS):
         return None
-    heads = environ.get(HEADS)
-    if heads is not None:
-        environ[READ_AT] = heads
-    return heads
+    state.read_at = state.heads
+    return state.heads
 
 
 @bp.route("/<int:env_id>/<path:rest>", methods=["PUT", "PATCH"])

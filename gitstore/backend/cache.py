@@ -92,3 +92,39 @@ def parsed(blob_id: str, data: Callable[[], bytes], parse: Callable[[bytes], Any
     value = parse(raw)
     PARSED_BLOBS.put(blob_id, value, len(raw))
     return value
+
+
+#: The most SVG text the console's graph drawings keep (Fuel's default graph is ~360 KB).
+DRAWINGS_BYTES = 32 * 1024 * 1024
+
+
+class Caches:
+    """The read caches one Store owns: created with it and handed to the services that use
+    them (never found through a module), so what a service keeps shows in its constructor and
+    two stores share nothing. Each is bounded; the bounds are part of a worker's memory budget.
+    """
+
+    def __init__(self) -> None:
+        #: Resource definitions by (catalog commit, attached components): immutable inputs.
+        self.secret_definitions = LRUCache(max_entries=256, name="secret_definitions")
+        #: Revealed documents by (environment, the masked cache key, rules, keyring epoch):
+        #: plain-text secrets in the worker's memory, as in every answer that reveals them;
+        #: bounded like `mask._MASKED`, whose documents they share most of their subtrees with.
+        self.revealed_documents = LRUCache(max_entries=256, name="revealed_documents")
+        #: Masked answers of values by (repository, commit, catalog commit, request): immutable
+        #: ids. The data is shared with the merge and mask caches: never mutate it.
+        self.value_answers = LRUCache(max_entries=512, name="value_answers")
+        #: Catalog views by (thread, catalog commit id); read only.
+        self.catalogs = LRUCache(max_entries=32, name="catalogs")
+        #: Hiera's instance groupings by (environment, inventory tree, environment.yaml,
+        #: catalog commit): reading them walks every node file, which a Puppet master asking
+        #: for node after node must not repeat while the inventory stays the same.
+        self.hiera_instances = LRUCache(max_entries=256, name="hiera_instances")
+        #: Hiera's effective values by (merge mode, blob ids of the layers in order): merging a
+        #: large resource costs milliseconds; a Puppet master asks for the same node again.
+        self.hiera_documents = LRUCache(max_entries=2048, name="hiera_documents")
+        #: Whole Hiera node documents by (repository, commit, catalog commit, request, keyring
+        #: epoch when revealed): most of each shared with `hiera_documents` and the secrets'.
+        self.hiera_answers = LRUCache(max_entries=256, name="hiera_answers")
+        #: The console's drawings of deployment graphs (SVG by the SHA-256 of their DOT).
+        self.graph_drawings = LRUCache(32, DRAWINGS_BYTES, name="graph_drawings")

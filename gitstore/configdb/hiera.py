@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gitstore.backend.cache import LRUCache
+from gitstore.backend.cache import Caches, LRUCache
 from gitstore.catalog.view import CatalogView
 from gitstore.errors import InvalidInput, NotFound, UnknownPin, UnknownRevision
 from gitstore.layout import (
@@ -54,14 +54,9 @@ class Node:
 #: whose `uri` is a section's name from that section (puppet/README.md).
 Section = Callable[[EnvironmentView, Node], tuple[Any, tuple]]
 
-#: Instance groupings by (environment, inventory tree, environment.yaml, catalog commit): reading
-#: them walks every node file, which a Puppet master asking for node after node must not repeat
-#: while the inventory stays the same. Values are shared: never mutate them.
-_INSTANCES = LRUCache(max_entries=256, name="hiera_instances")
-
 
 def instances_section(
-    repos: Repositories, tags: Tags, view: EnvironmentView, node: Node
+    repos: Repositories, tags: Tags, kept: LRUCache, view: EnvironmentView, node: Node
 ) -> tuple[dict, tuple]:
     """`gitstore_instances`: every instance tag of the cluster, `{"mysql": {"1": [1, 3]}}`.
 
@@ -77,32 +72,26 @@ def instances_section(
         view.snapshot.object_id(ENVIRONMENT_FILE),
         catalog,
     )
-    value = _INSTANCES.get_or_compute(
+    value = kept.get_or_compute(  # shared: never mutate it
         (env_id, *inputs),
         lambda: tags.all_instances(env_id, version=commit, catalog_version=catalog),
     )
     return value, inputs
 
 
-#: Effective values by (merge mode, blob ids of the layers in order): a pure function of
-#: immutable ids, so shared by every request of the process. Merging a large resource (a node's
-#: astute.yaml) costs milliseconds; a Puppet master asks for the same node again and again.
-#: Values are shared: never mutate them.
-_EFFECTIVE = LRUCache(max_entries=2048, name="hiera_documents")
-#: Whole node documents by (repository, commit, catalog commit, request, keyring epoch when
-#: revealed): ~40 KB each, most of it shared with `_EFFECTIVE` and the secrets caches.
-_DOCUMENTS = LRUCache(max_entries=256, name="hiera_answers")
-
-
 class Hiera:
     """Builds the node documents that the Puppet backend (`puppet/`) reads once per compile."""
 
-    def __init__(self, repos: Repositories, secrets: Secrets, tags: Tags) -> None:
+    def __init__(self, repos: Repositories, secrets: Secrets, tags: Tags, caches: Caches) -> None:
         self._repos = repos
         self._secrets = secrets
+        #: Effective values and whole documents (`Caches`): shared, never mutated.
+        self._effective, self._documents = caches.hiera_documents, caches.hiera_answers
         #: The sections besides `resources`, by name.
         self.sections: dict[str, Section] = {
-            "gitstore_instances": functools.partial(instances_section, repos, tags)
+            "gitstore_instances": functools.partial(
+                instances_section, repos, tags, caches.hiera_instances
+            )
         }
 
     def node_document(
@@ -147,7 +136,7 @@ class Hiera:
             None if resources is None else tuple(resources),
             self._secrets.keys_epoch() if reveal else None,
         )
-        document, inputs, shown = _DOCUMENTS.get_or_compute(
+        document, inputs, shown = self._documents.get_or_compute(
             key, lambda: self._document(env_id, snapshot, node, resources, reveal)
         )
         served = Served(
@@ -188,7 +177,7 @@ class Hiera:
         view = EnvironmentView(snapshot)
         found = find_node(view, node)
         names = self._resource_names(view, resources)
-        values, inputs = effective_values(view, found, names)
+        values, inputs = effective_values(self._effective, view, found, names)
         values, shown = self._show_secrets(env_id, view, found, values, reveal)
         inputs.append(reveal)
         document = {
@@ -232,12 +221,15 @@ class Hiera:
         return list(dict.fromkeys(wanted))
 
 
-def effective_values(view: EnvironmentView, node: Node, names: list[str]) -> tuple[dict, list]:
-    """Each resource's effective values at `node`, and the inputs they were merged from."""
+def effective_values(
+    kept: LRUCache, view: EnvironmentView, node: Node, names: list[str]
+) -> tuple[dict, list]:
+    """Each resource's effective values at `node`, and the inputs they were merged from (kept
+    in `kept` by merge mode and layer blob ids: a pure function of immutable ids)."""
     values, inputs = {}, [view.merge, node.pairs, node.record_id, tuple(names)]
     for name in names:
         layer_ids = view.layer_inputs(node.pairs, name)
-        values[name] = _EFFECTIVE.get_or_compute(
+        values[name] = kept.get_or_compute(
             (view.merge, layer_ids),
             lambda name=name: effective.merge_layers(view.layers(node.pairs, name), view.merge),
         )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, keypaths
-from gitstore.backend.cache import PARSED_BLOBS, LRUCache
+from gitstore.backend.cache import PARSED_BLOBS, Caches
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
@@ -26,12 +26,6 @@ from gitstore.served import Served
 if TYPE_CHECKING:
     from gitstore.repositories import Repositories
     from gitstore.secrets.service import Secrets
-
-#: Masked answers by (repository, commit, catalog commit, request): immutable ids. The data is
-#: shared with the merge and mask caches: never mutate it.
-_ANSWERS = LRUCache(max_entries=512, name="value_answers")
-#: Catalog views by (thread, catalog commit id); read only.
-_CATALOGS = LRUCache(max_entries=32, name="catalogs")
 
 
 @dataclass(frozen=True)
@@ -49,9 +43,11 @@ class Query:
 class Config:
     """Values and overrides of resources at levels of an environment."""
 
-    def __init__(self, repos: Repositories, secrets: Secrets) -> None:
+    def __init__(self, repos: Repositories, secrets: Secrets, caches: Caches) -> None:
         self._repos = repos
         self._secrets = secrets
+        self._answers = caches.value_answers  # shared with the merge and mask caches: read only
+        self._catalogs = caches.catalogs
 
     # -- resolving names -------------------------------------------------------------------
     def resource_name(
@@ -89,7 +85,7 @@ class Config:
         catalog = self._repos.catalog()
         if head is None:
             head = catalog.head()
-        return _CATALOGS.get_or_compute(
+        return self._catalogs.get_or_compute(
             (threading.get_ident(), head), lambda: CatalogView(catalog.snapshot(head))
         )
 
@@ -137,7 +133,7 @@ class Config:
             kind,
             query,
         )
-        return _ANSWERS.get_or_compute(
+        return self._answers.get_or_compute(
             key,
             lambda: self._read(env_id, snapshot, pairs, resource, kind, query, who, catalog_head),
         )
@@ -332,7 +328,7 @@ class Config:
             if expected is not None:
                 _check_unchanged(repo, expected, path, snapshot)
             old = snapshot.read(path)
-            sealer = self._secrets.sealer(env_id, view)
+            sealer = self._secrets.sealer(env_id, view, self._secrets.caller)
             spliced = splice and old and splice(view, checked, name, path, old, sealer)
             if spliced:
                 data, message = spliced
@@ -391,7 +387,7 @@ class Config:
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             view = EnvironmentView(snapshot)
-            sealer = self._secrets.sealer(env_id, view)
+            sealer = self._secrets.sealer(env_id, view, self._secrets.caller)
             changes = ChangeSet(message)
             for (pairs, resource, kind), document in plan(view).items():
                 _check_kind(kind)

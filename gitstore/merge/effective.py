@@ -1,7 +1,8 @@
 """Effective values: layers merged from the least to the most specific (DESIGN.md §4).
 
 Pure functions. Layer data may come from a shared parse cache, so nothing here mutates its
-inputs: merged mappings are new dicts that share unchanged subtrees with their layers.
+inputs: merged mappings are new dicts that share unchanged subtrees with their layers, by
+identity: masking and the API's JSON rely on it (the identity contract, gitstore/served.py).
 
 We do not use `deepmerge` here: its Merger edits the base in place (cached layers would need a
 deep copy per request) and it has no notion of the `--key` knockout.

@@ -235,7 +235,7 @@ def _write_plan(
         return
     name = check_identifier(new["name"], "name")
     master = new["master_template"]["document"]
-    sealer = hidden.sealer(master)
+    sealer = hidden.sealer(master, hidden.caller)
     kept = _put_document(changes, snapshot, plan_file(name, MASTER), master, sealer)
     kept &= _put_document(
         changes,

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from gitstore.errors import Unavailable
 from gitstore.plans import heat
-from gitstore.secrets import caller, mask
+from gitstore.secrets import mask
+from gitstore.secrets.caller import NOBODY, Caller
 from gitstore.secrets.rules import Rules
 from gitstore.secrets.seal import Sealer
 
@@ -64,7 +65,12 @@ class Hidden:
         except Unavailable as exc:
             return None, exc.message
 
-    def sealer(self, master: Mapping) -> Sealer:
+    @property
+    def caller(self) -> Caller:
+        """The rule the store's front end bound (`Secrets.bind_caller`); NOBODY without one."""
+        return self._secrets.caller if self._secrets is not None else NOBODY
+
+    def sealer(self, master: Mapping, caller: Caller) -> Sealer:
         """The sealer of both documents of a plan whose master template is `master`; it
         compares sent values with stored ones only for a caller who may reveal the catalog's
         secrets (store-wide `secrets`), so nobody else can test guesses (`secrets/caller.py`)."""
@@ -74,7 +80,7 @@ class Hidden:
             keys,
             lambda file: rules(file, master),
             problem,
-            compare=caller.may_reveal(None),
+            compare=caller(None),
         )
 
     def show(

@@ -6,32 +6,28 @@ writer who may not read a secret could test guesses of it (the ciphertext comes 
 the write makes no commit). So it is made only for callers who may reveal the secret anyway;
 for everyone else every secret sent is sealed with a fresh nonce.
 
-The front end that knows the caller binds a rule for the duration of a request (the REST API:
-the `secrets` role, or an open store). Without a binding the caller is the library's own user,
-who holds the keyring on disk and may reveal everything (the CLI with --root, the importer).
+A `Caller` answers that question for an environment (None: the catalog). `Secrets.sealer` takes
+one explicitly; the Secrets service holds the one its front end bound (`Secrets.bind_caller`),
+and it is `NOBODY` until bound: a front end that binds nothing never compares. Who may compare
+is bound by name: `KEYRING_HOLDER` for the library's own user, who holds the keyring on disk and
+may reveal everything (the CLI with --root, the store's creator); the REST API binds a rule that
+asks the request's identity (`api/http.py`), permissive for an open store only.
 """
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable
 
-_RULE: contextvars.ContextVar[Callable[[int | None], bool] | None] = contextvars.ContextVar(
-    "gitstore_may_reveal", default=None
-)
+#: Whether the current caller may see environment `env_id`'s secrets in plain text (None: the
+#: catalog's, which need the store-wide `secrets` role).
+Caller = Callable[[int | None], bool]
 
 
-def may_reveal(env_id: int | None) -> bool:
-    """Whether the current caller may see environment `env_id`'s secrets in plain text
-    (None: the catalog's, which need the store-wide `secrets` role)."""
-    rule = _RULE.get()
-    return True if rule is None else rule(env_id)
+def NOBODY(env_id: int | None) -> bool:  # noqa: N802 - a named rule, spelt as a constant
+    """No caller bound: never compare (the default)."""
+    return False
 
 
-def bind(rule: Callable[[int | None], bool]) -> contextvars.Token:
-    """Make `rule` decide for the current request; pass the token to `unbind` at its end."""
-    return _RULE.set(rule)
-
-
-def unbind(token: contextvars.Token) -> None:
-    _RULE.reset(token)
+def KEYRING_HOLDER(env_id: int | None) -> bool:  # noqa: N802 - a named rule, spelt as a constant
+    """The keyring's holder (the process reads the keyring on disk): may reveal everything."""
+    return True

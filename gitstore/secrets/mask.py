@@ -88,7 +88,8 @@ def _mask_entries(document: dict, rules: Rules) -> tuple[dict, list[tuple[str, .
     A cold lookup's effective document shares most of its entries with the layers it was
     merged from, and so with every other node's: masking walked all ~1,000 leaves of each
     (a third of a cold lookup, docs/performance.md); now only the node's own entries, with
-    the rules compiled once (`_Plan`).
+    the rules compiled once (`_Plan`). It relies on merged documents sharing their layers'
+    entries by identity (the identity contract, gitstore/served.py).
     """
     inherited = rules.starts_here(())  # what `rebuild` passes the root's children
     plan = _plan(rules)

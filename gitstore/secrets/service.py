@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, metrics
-from gitstore.backend.cache import LRUCache
+from gitstore.backend.cache import Caches
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, Repository
 from gitstore.backend.snapshot import Snapshot
@@ -20,8 +20,9 @@ from gitstore.catalog.view import CatalogView
 from gitstore.errors import GitstoreError, InvalidInput, Unavailable
 from gitstore.layout import EnvironmentView, layer_file
 from gitstore.names import check_segment
-from gitstore.secrets import caller, cipher, mask
+from gitstore.secrets import cipher, mask
 from gitstore.secrets.audit import AuditLog
+from gitstore.secrets.caller import NOBODY, Caller
 from gitstore.secrets.keyring import Keyring, Keys
 from gitstore.secrets.leaves import secret_leaves
 from gitstore.secrets.rules import NO_SECRETS, Rules, describe, rules_for_file
@@ -31,12 +32,6 @@ from gitstore.served import Served
 if TYPE_CHECKING:
     from gitstore.repositories import Repositories
 
-#: Resource definitions by (catalog commit, attached components): immutable inputs.
-_DEFINITIONS = LRUCache(max_entries=256, name="secret_definitions")
-#: Revealed documents by (environment, the masked cache key, rules, keyring epoch): plain-text
-#: secrets in the worker's memory, as in every answer that reveals them; bounded like
-#: `mask._MASKED`, whose documents they share most of their subtrees with.
-_REVEALED = LRUCache(max_entries=256, name="revealed_documents")
 _YAML = ".yaml"
 #: The repository part of the places of values sealed in the catalog (plan parameters).
 CATALOG = "catalog"
@@ -50,10 +45,15 @@ def repository_of(env_id: int) -> str:
 class Secrets:
     """Secrets of one store: its keyring, rules, sealing, masking, revealing and rotation."""
 
-    def __init__(self, repos: Repositories) -> None:
+    def __init__(self, repos: Repositories, caches: Caches) -> None:
         self._repos = repos
+        self._definitions = caches.secret_definitions
+        self._revealed = caches.revealed_documents
         self.keyring = Keyring.of_root(repos.root)
         self.audit = AuditLog(repos.root)
+        #: Whether the caller of a write may compare sent secrets with stored ones: the rule
+        #: the front end bound (`bind_caller`), nobody until it binds one.
+        self.caller: Caller = NOBODY
 
     # -- rules -------------------------------------------------------------------------------
     def definitions(
@@ -64,7 +64,7 @@ class Secrets:
         catalog = self._repos.catalog()
         if catalog_head is None:
             catalog_head = catalog.head()
-        return _DEFINITIONS.get_or_compute(
+        return self._definitions.get_or_compute(
             (catalog_head, tuple(components)),
             lambda: {
                 d["name"]: d
@@ -100,16 +100,21 @@ class Secrets:
         return keys, f"no keyring at {self.keyring.path}"
 
     # -- writing -----------------------------------------------------------------------------
-    def sealer(self, env_id: int, view: EnvironmentView) -> Sealer:
+    def bind_caller(self, rule: Caller) -> None:
+        """Make `rule` decide, for every write of this store, whether its caller may compare
+        sent secrets with stored ones (`caller.py`); until a front end binds one, nobody may."""
+        self.caller = rule
+
+    def sealer(self, env_id: int, view: EnvironmentView, caller: Caller) -> Sealer:
         """The sealer of writes to environment `env_id` at the commit of `view`; it compares
-        sent secrets with stored ones only for a caller who may reveal them (`caller.py`)."""
+        sent secrets with stored ones only when `caller` may reveal them (`caller.py`)."""
         keys, problem = self._keys()
         return Sealer(
             repository_of(env_id),
             keys,
             self.rules_of(view),
             problem,
-            compare=caller.may_reveal(env_id),
+            compare=caller(env_id),
         )
 
     def new_environment_sealer(self, env_id: int, environment: Mapping) -> Sealer:
@@ -136,7 +141,7 @@ class Secrets:
         snapshot = self._repos.environment_repo(env_id).snapshot()
         view = EnvironmentView(snapshot)
         old = snapshot.read_yaml(path) if snapshot.exists(path) else None
-        sealed = self.sealer(env_id, view).seal(path, document, old)
+        sealed = self.sealer(env_id, view, self.caller).seal(path, document, old)
         return Served(sealed, snapshot.commit_id, snapshot.version)
 
     def moved_folder(
@@ -146,7 +151,7 @@ class Secrets:
 
         A sealed value is bound to its file path, so a moved file would no longer open.
         """
-        sealer = self.sealer(env_id, EnvironmentView(snapshot))
+        sealer = self.sealer(env_id, EnvironmentView(snapshot), NOBODY)  # rebinds, compares nothing
         for file in snapshot.walk(old):
             document = _mapping(snapshot, file)
             if document is None:
@@ -209,7 +214,7 @@ class Secrets:
         # and the keys: a keyring that gained or lost a key is a new epoch. Never edit it.
         where = sources if isinstance(sources, str) else places
         key = (env_id, cache_key, where, rules, _epoch(keys))
-        return _REVEALED.get_or_compute(key, reveal_now)
+        return self._revealed.get_or_compute(key, reveal_now)
 
     def keys_epoch(self) -> tuple | None:
         """What revealed values follow from besides the ciphertexts: the keyring's key ids
@@ -291,7 +296,9 @@ class Secrets:
                 (
                     repository_of(env_id),
                     self._repos.environment_repo(env_id),
-                    lambda snapshot, env_id=env_id: self.sealer(env_id, EnvironmentView(snapshot)),
+                    lambda snapshot, env_id=env_id: self.sealer(
+                        env_id, EnvironmentView(snapshot), NOBODY
+                    ),
                 )
             )
         return found

@@ -124,7 +124,7 @@ def write_file(
     values would be kept): for a document made anew, where keeping them costs a slow YAML
     round trip and saves nothing.
     """
-    sealer = secrets.sealer(env_id, EnvironmentView(snapshot))
+    sealer = secrets.sealer(env_id, EnvironmentView(snapshot), secrets.caller)
     old = None if fresh else snapshot.read(path)
     changes.put(path, documents.encode(snapshot.repository, path, document, old, sealer=sealer))
 

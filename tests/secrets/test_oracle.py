@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from secrets_helpers import PASSWORD, VALUES, stored
 
+from gitstore import KEYRING_HOLDER, Store
 from gitstore.access.policy import AccessFile, parse_grants
+from gitstore.layout import EnvironmentView
 
 ENCRYPT = "/api/v1/config/environments/1/secrets/encrypt"
 PATH = "global/values/astute.yaml"
@@ -65,3 +67,27 @@ def test_an_unchanged_secret_makes_no_commit_for_who_may_read_it(fuel_store, wit
     headers = _users(fuel_store)["keeper"]
     head = fuel_store.environment_repo(1).head()
     assert _set_password(with_password, headers, PASSWORD) == head
+
+
+def _put_password(store, value):
+    document = {"nova": {"db_password": value, "user": "nova"}, "region": "one"}
+    return store.config.put(1, [], "astute", "values", document).commit
+
+
+def test_a_front_end_that_binds_no_caller_cannot_compare(fuel_store, with_password):
+    """A store opened without naming who calls it (as a new front end would) seals every
+    secret anew: the right guess commits like a wrong one, and encrypt never hands back the
+    stored ciphertext."""
+    opened = Store(fuel_store.root)
+    head = opened.environment_repo(1).head()
+    assert _put_password(opened, PASSWORD) != head
+    sealed = opened.secrets.encrypt(1, PATH, {"nova": {"db_password": PASSWORD}}).data
+    assert sealed["nova"]["db_password"] != _stored_secret(opened)
+    view = EnvironmentView(opened.environment_repo(1).snapshot())
+    assert opened.secrets.sealer(1, view, opened.secrets.caller).compare is False
+
+
+def test_the_keyring_holder_named_by_the_cli_compares(fuel_store, with_password):
+    opened = Store(fuel_store.root, caller=KEYRING_HOLDER)
+    head = opened.environment_repo(1).head()
+    assert _put_password(opened, PASSWORD) == head
