@@ -26,7 +26,7 @@ from .helpers import API, ENV, assert_error
         f"{ENV}/resources",
         f"{ENV}/resources/astute",
         f"{ENV}/resources/astute/documents",
-        f"{ENV}/nodes",
+        f"{ENV}/nodes/1",
         "/api/v2/config/components",
     ],
 )
