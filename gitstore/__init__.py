@@ -19,6 +19,7 @@ _EXPORTS = {
     "Author": "gitstore.backend.repository",
     "LRUCache": "gitstore.backend.cache",
     "Query": "gitstore.configdb.values",
+    "CompareQuery": "gitstore.versions.compare",
     "LoadReport": "gitstore.configdb.importer",
     "SAMPLE_DIR": "gitstore.configdb.importer",
     "Answer": "gitstore.deployment.graphs",

@@ -43,6 +43,7 @@ from gitstore.upgrade.networks import Networks
 from gitstore.upgrade.relations import Relations
 from gitstore.upgrade.seeds import Upgrades
 from gitstore.upgrade.settings import Settings
+from gitstore.versions.compare import Comparisons
 from gitstore.versions.service import Versions
 from gitstore.watch.heads import Heads
 from gitstore.watch.service import Watch
@@ -98,6 +99,7 @@ class Store:
         self.hiera = Hiera(repos, self.secrets, self.tags)
         self.importer = Importer(repos, self.secrets)
         self.versions = Versions(repos, self.config, self.secrets)
+        self.comparisons = Comparisons(repos, self.secrets)
         self.settings = Settings(repos, self.secrets)
         self.networks = Networks(repos, self.secrets)
         self.relations = Relations(repos)

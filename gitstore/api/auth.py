@@ -84,6 +84,8 @@ class Need:
 
     roles: tuple[str, ...]
     scope: int | str | None = None
+    #: Further environments the roles are needed on (a comparison reads two).
+    also: tuple[int, ...] = ()
 
     @property
     def read_only(self) -> bool:
@@ -131,7 +133,14 @@ def needed(method: str, path: str, args: Any) -> Need | None:
         scope = _events_scope(args)
     if "secrets" in roles and scope == ANY:
         scope = None  # catalog secrets belong to no environment: revealing them needs '*'
-    return Need(roles, scope)
+    return Need(roles, scope, _compared(parts))
+
+
+def _compared(parts: list[str]) -> tuple[int, ...]:
+    """`environments/<a>/compare/<b>` reads environment b as well as a."""
+    if len(parts) >= 4 and parts[0] == "environments" and parts[2] == "compare":
+        return (int(parts[3]),) if _ID.match(parts[3]) else ()
+    return ()
 
 
 def _roles(method: str, parts: list[str], args: Any) -> tuple[str, ...]:
@@ -199,7 +208,8 @@ def _authorise() -> None:
     if identity is None:
         return  # an allowed anonymous read
     for role in need.roles:
-        require(identity, role, need.scope)
+        for scope in (need.scope, *need.also):
+            require(identity, role, scope)
     g.user = identity.name
     g.identity = identity
 

@@ -103,6 +103,12 @@ def _line(view: EnvironmentView, file: str, path: tuple) -> int | None:
     return lines.get(tuple(str(segment) for segment in path))
 
 
+def attribute(repo: Repository, start: str, keys: list[dict]) -> None:
+    """`_attribute` for other readers of the versions package (the comparison of
+    environments): each item names its `layers`, `winner` and key path `_path`."""
+    _attribute(repo, start, keys)
+
+
 def _attribute(repo: Repository, start: str, keys: list[dict]) -> None:
     """Set commit, author and date of the last change of each key's winning value."""
     pending: dict[str, list[dict]] = {}

@@ -1,0 +1,448 @@
+"""Compare two environments (or two versions of one): what differs between staging and
+production, or between an environment and its upgrade seed.
+
+For the global level and for every node present in both (matched by name: a node's inventory
+fqdn, else its `nodes` level value), the key paths whose effective values differ, with each
+side's value, winning layer and the commit that last changed it. Nodes are what the console
+lists: inventory records and level values of `nodes` holding data (facts-only nodes).
+
+Secrets compare by equality of their plain text, opened in memory and kept only as a digest,
+and are shown masked whatever the caller's roles. The work is bounded by a page of matched
+nodes (`limit`, `offset`) and a cap of keys per node; whole answers, node lists, document
+differences and commit attributions are cached by immutable ids (commits, trees, blobs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from gitstore import keypaths
+from gitstore.backend.cache import LRUCache
+from gitstore.backend.repository import Repository
+from gitstore.configdb.hiera import Node, find_node
+from gitstore.configdb.scopes import effective_document
+from gitstore.errors import GitstoreError, InvalidInput, NotFound, UnknownRevision
+from gitstore.layout import INVENTORY_NODES, NODES_LEVEL, EnvironmentView, layer_file
+from gitstore.merge.diff import dotted, related, same_value
+from gitstore.merge.effective import Layer
+from gitstore.names import is_number
+from gitstore.secrets import cipher
+from gitstore.secrets import mask as secret_masks
+from gitstore.secrets.leaves import value_at as leaf_at
+from gitstore.served import Served
+from gitstore.versions.explain import attribute
+from gitstore.versions.keydiff import MISSING, differences, value_at, winner
+
+if TYPE_CHECKING:
+    from gitstore.repositories import Repositories
+    from gitstore.secrets.service import Secrets
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+#: Differing keys listed per node (and for the global level); `more` counts the rest.
+KEYS_PER_SCOPE = 500
+#: Names listed of the nodes one environment has alone; `count` says how many there are.
+LISTED_ALONE = 1000
+#: The note of a secret whose plain text could not be opened (no keyring, a bad value).
+UNVERIFIED = "secret not compared: it does not open here"
+#: The fields of a side's entry that commit attribution reads, removed before it is shown.
+_INTERNAL = ("layers", "winner", "_path")
+
+
+@dataclass(frozen=True)
+class CompareQuery:
+    """What a comparison asks for besides the two environments."""
+
+    node: str | None = None
+    resource: str | None = None
+    key: str | None = None
+    version_a: str | None = None
+    version_b: str | None = None
+    offset: Any = None
+    limit: Any = None
+
+
+@dataclass(frozen=True)
+class Side:
+    """One environment at one commit."""
+
+    env_id: int
+    repo: Repository
+    view: EnvironmentView
+
+    @property
+    def commit(self) -> str:
+        return self.view.snapshot.commit_id
+
+    def summary(self) -> dict[str, Any]:
+        snapshot = self.view.snapshot
+        return {
+            "environment": self.env_id,
+            "commit": snapshot.commit_id,
+            "version": snapshot.version,
+        }
+
+
+class Comparisons:
+    """Compares environments; its caches are keyed by commit, tree and blob ids."""
+
+    def __init__(self, repos: Repositories, secrets: Secrets) -> None:
+        self._repos = repos
+        self._secrets = secrets
+        self._answers = LRUCache(max_entries=64, name="compare_answers")
+        self._nodes = LRUCache(max_entries=64, name="compare_nodes")
+        self._documents = LRUCache(max_entries=4096, name="compare_documents")
+        self._commits = LRUCache(max_entries=16384, name="compare_commits")
+        self._digests = LRUCache(max_entries=16384, name="compare_secret_digests")
+
+    def compare(self, env_a: int, env_b: int, query: CompareQuery = CompareQuery()) -> Served:
+        """The differences between environment `env_a` and `env_b` (see the module docstring).
+
+        Raises NotFound naming the unknown environment, version (`version_a`, `version_b`),
+        node or resource; InvalidInput for a bad `offset`, `limit` or `key`.
+        """
+        a = self._side(env_a, query.version_a, "version_a")
+        b = self._side(env_b, query.version_b, "version_b")
+        query = replace(query, offset=_number(query.offset, "offset", 0, 0, 10**9))
+        query = replace(query, limit=_number(query.limit, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT))
+        if query.key is not None:
+            keypaths.split_dotted(query.key)
+        catalog = self._repos.catalog().head()
+        epoch = self._secrets.keys_epoch()
+        asked = replace(query, version_a=None, version_b=None)
+        key = (a.repo.path, a.commit, b.repo.path, b.commit, catalog, epoch, asked)
+        data, masked = self._answers.get_or_compute(
+            key, lambda: self._compare(a, b, query, catalog)
+        )
+        return Served(
+            data,
+            a.commit,
+            a.view.snapshot.version,
+            inputs=("compare", a.commit, b.commit, catalog, epoch),
+            masked=masked,
+            shared=True,
+        )
+
+    # -- the two sides -------------------------------------------------------------------------
+    def _side(self, env_id: int, version: str | None, field: str) -> Side:
+        repo = self._repos.environment_repo(env_id)
+        try:
+            snapshot = repo.snapshot(version)
+        except UnknownRevision as exc:
+            raise NotFound(
+                f"unknown {field} {version!r}: no version of environment {env_id} has that "
+                "number, commit or label",
+                key=field,
+            ) from exc
+        return Side(env_id, repo, EnvironmentView(snapshot))
+
+    def _compare(
+        self, a: Side, b: Side, query: CompareQuery, catalog: str | None
+    ) -> tuple[dict, tuple[str, ...]]:
+        compared, only_a, only_b = self._resources(a, b, query.resource, catalog)
+        nodes_a, nodes_b = self.nodes_of(a.view), self.nodes_of(b.view)
+        if query.node is not None:
+            matched, alone_a, alone_b = _one_node(query.node, a, b, nodes_a, nodes_b)
+        else:
+            matched = sorted(set(nodes_a) & set(nodes_b))
+            alone_a, alone_b = (
+                sorted(set(nodes_a) - set(nodes_b)),
+                sorted(set(nodes_b) - set(nodes_a)),
+            )
+        page = matched[query.offset : query.offset + query.limit]
+        masked: list[str] = []
+        scopes = Scopes(self, a, b, compared, query.key, catalog)
+        first = query.offset == 0 and query.node is None
+        global_level = scopes.global_level(masked) if first else None
+        nodes = []
+        for name in page:
+            entry = scopes.node(name, nodes_a[name], nodes_b[name], masked)
+            if entry["keys"]:
+                nodes.append(entry)
+        following = query.offset + query.limit
+        data = {
+            "a": a.summary(),
+            "b": b.summary(),
+            "resources": {"compared": compared, "only_a": only_a, "only_b": only_b},
+            "global": global_level,
+            "nodes": nodes,
+            "only_a": _alone(alone_a, nodes_a),
+            "only_b": _alone(alone_b, nodes_b),
+            "page": {
+                "offset": query.offset,
+                "limit": query.limit,
+                "matched": len(matched),
+                "next": following if following < len(matched) else None,
+            },
+        }
+        return data, tuple(masked)
+
+    def _resources(
+        self, a: Side, b: Side, wanted: str | None, catalog: str | None
+    ) -> tuple[list[str], list[str], list[str]]:
+        """(compared, only in a, only in b): the resources the attached components define."""
+        names_a = set(self._secrets.definitions(a.view.components, catalog))
+        names_b = set(self._secrets.definitions(b.view.components, catalog))
+        if wanted is not None:
+            if wanted not in names_a | names_b:
+                raise NotFound(
+                    f"resource {wanted!r} is defined in neither environment {a.env_id} nor "
+                    f"{b.env_id} (no attached component has it)",
+                    key="resource",
+                )
+            names_a, names_b = names_a & {wanted}, names_b & {wanted}
+        return sorted(names_a & names_b), sorted(names_a - names_b), sorted(names_b - names_a)
+
+    def nodes_of(self, view: EnvironmentView) -> dict[str, Node]:
+        """Name (fqdn, else node id) -> node, for every inventory record and every value of
+        the `nodes` level; kept by the trees it follows from (shared: never edit)."""
+        snapshot = view.snapshot
+        key = (
+            tuple(view.hierarchy),
+            snapshot.object_id(INVENTORY_NODES),
+            snapshot.object_id(NODES_LEVEL) if NODES_LEVEL in view.hierarchy else None,
+        )
+        return self._nodes.get_or_compute(key, lambda: _read_nodes(view))
+
+    # -- what the scopes share -------------------------------------------------------------
+    def document_differences(
+        self, a: Side, b: Side, pairs_a: tuple, pairs_b: tuple, name: str
+    ) -> tuple[tuple[tuple, Any, Any], ...]:
+        """The raw differences of one resource's effective documents (secrets as stored),
+        kept by the blob ids merged on each side: the same layers give the same answer."""
+        inputs_a = a.view.layer_inputs(pairs_a, name)
+        inputs_b = b.view.layer_inputs(pairs_b, name)
+        if a.view.merge == b.view.merge and inputs_a == inputs_b:
+            return ()  # the very same blobs merged the same way
+
+        def compute() -> tuple[tuple[tuple, Any, Any], ...]:
+            doc_a = effective_document(a.view, pairs_a, name, inputs_a)
+            doc_b = effective_document(b.view, pairs_b, name, inputs_b)
+            return tuple(differences(doc_a, doc_b))
+
+        return self._documents.get_or_compute(
+            (a.view.merge, inputs_a, b.view.merge, inputs_b), compute
+        )
+
+    def attributed(self, side: Side, items: list[dict]) -> None:
+        """Set commit, author and date of the last change of each item's winning value; kept
+        by (repository, commit, file, key path): fixed once the commit is."""
+        pending = []
+        for item in items:
+            found = self._commits.get(_commit_key(side, item))
+            if found is None:
+                pending.append(item)
+            else:
+                item.update(found)
+        attribute(side.repo, side.commit, pending)
+        for item in pending:
+            self._commits.put(
+                _commit_key(side, item),
+                {field: item[field] for field in ("commit", "author", "date")},
+            )
+
+    def digest(self, side: Side, layers: list[Layer], value: Any, path: tuple) -> Any:
+        """`value` with each sealed leaf replaced by a digest of its plain text (a tuple: no
+        stored value is one), so that two sides compare by what they hold, not by ciphertexts
+        bound to their places. Undecryptable or Unavailable when a leaf does not open."""
+        if isinstance(value, dict):
+            return {k: self.digest(side, layers, v, (*path, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.digest(side, layers, v, (*path, i)) for i, v in enumerate(value)]
+        if not cipher.is_sealed(value):
+            return value
+        where = tuple(str(segment) for segment in path)
+        file = next(
+            (layer.file for layer in reversed(layers) if leaf_at(layer.data, where) == value),
+            layer_file(None, "values", "?"),
+        )
+        key = (side.env_id, file, where, value, self._secrets.keys_epoch())
+
+        def opened() -> tuple[str, str]:
+            plain = self._secrets.opener(side.env_id).open_at(value, file, where)
+            return "sealed", hashlib.sha256(repr((type(plain), plain)).encode()).hexdigest()
+
+        return self._digests.get_or_compute(key, opened)
+
+    def rules(self, side: Side, name: str, catalog: str | None):
+        return self._secrets.rules_of(side.view, catalog)(layer_file(None, "values", name))
+
+
+class Scopes:
+    """The differing keys of the scopes of one comparison: the global level and node pairs."""
+
+    def __init__(
+        self,
+        owner: Comparisons,
+        a: Side,
+        b: Side,
+        names: list[str],
+        key: str | None,
+        catalog: str | None,
+    ) -> None:
+        self._owner, self._a, self._b = owner, a, b
+        self._names, self._key, self._catalog = names, key, catalog
+
+    def global_level(self, masked: list[str]) -> dict:
+        keys, more = self._keys((), (), "global", masked)
+        return {"keys": keys, "more": more}
+
+    def node(self, name: str, node_a: Node, node_b: Node, masked: list[str]) -> dict:
+        keys, more = self._keys(node_a.pairs, node_b.pairs, name, masked)
+        entry = {"name": name, "a": _node_entity(node_a), "b": _node_entity(node_b)}
+        return entry | {"keys": keys, "more": more}
+
+    def _keys(self, pairs_a: tuple, pairs_b: tuple, label: str, masked: list[str]):
+        found: list[dict] = []
+        more = 0
+        for name in self._names:
+            raw = self._owner.document_differences(self._a, self._b, pairs_a, pairs_b, name)
+            wanted = [d for d in raw if self._key is None or related(self._key, dotted(d[0]))]
+            if not wanted:
+                continue
+            entries = self._entries(pairs_a, pairs_b, name, wanted, label, masked)
+            room = KEYS_PER_SCOPE - len(found)
+            more += max(len(entries) - room, 0)
+            found += entries[: max(room, 0)]
+        sides = (self._a, self._b)
+        for side, which in zip(sides, ("a", "b"), strict=True):
+            items = [entry[which] for entry in found if entry[which] is not None]
+            self._owner.attributed(side, items)
+        for entry in found:
+            for which in ("a", "b"):
+                for internal in _INTERNAL if entry[which] is not None else ():
+                    del entry[which][internal]  # the stored (unmasked) value goes too
+        return found, more
+
+    def _entries(self, pairs_a, pairs_b, name, wanted, label, masked) -> list[dict]:
+        """Key entries of one resource: secrets opened to compare, then masked."""
+        layers_a = self._a.view.layers(pairs_a, name)
+        layers_b = self._b.view.layers(pairs_b, name)
+        rules_a = self._owner.rules(self._a, name, self._catalog)
+        rules_b = self._owner.rules(self._b, name, self._catalog)
+        entries = []
+        for path, value_a, value_b in wanted:
+            base = tuple(str(segment) for segment in path)
+            shown_a, secret_a = _masked(value_a, rules_a, base)
+            shown_b, secret_b = _masked(value_b, rules_b, base)
+            note = None
+            if (secret_a or secret_b) and value_a is not MISSING and value_b is not MISSING:
+                try:
+                    if same_value(
+                        self._owner.digest(self._a, layers_a, value_a, path),
+                        self._owner.digest(self._b, layers_b, value_b, path),
+                    ):
+                        continue  # equal plain text behind different ciphertexts
+                except GitstoreError:
+                    note = UNVERIFIED
+            entry = {
+                "resource": name,
+                "key": dotted(path),
+                "a": _side_value(layers_a, path, shown_a),
+                "b": _side_value(layers_b, path, shown_b),
+            }
+            if secret_a or secret_b:
+                entry["secret"] = True
+                masked.append(f"{label}:{name}:{dotted(path)}")
+            if note:
+                entry["note"] = note
+            entries.append(entry)
+        return entries
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _read_nodes(view: EnvironmentView) -> dict[str, Node]:
+    ids = {
+        entry.name[: -len(".yaml")]
+        for entry in view.snapshot.list(INVENTORY_NODES)
+        if not entry.is_tree and entry.name.endswith(".yaml")
+    }
+    if NODES_LEVEL in view.hierarchy:
+        ids.update(view.level_values(NODES_LEVEL))
+    found: dict[str, Node] = {}
+    for node_id in sorted(ids, key=lambda text: (len(text), text)):
+        try:
+            node = find_node(view, node_id)
+        except GitstoreError:
+            continue  # a record that names no valid level value: not a node to compare
+        found.setdefault(node.fqdn or node.id, node)
+    return found
+
+
+def _one_node(
+    ref: str, a: Side, b: Side, nodes_a: dict[str, Node], nodes_b: dict[str, Node]
+) -> tuple[list[str], list[str], list[str]]:
+    """(matched, only a, only b) for the node `ref` (a name, or a node id of either side)."""
+    name = next(
+        (
+            found
+            for nodes in (nodes_a, nodes_b)
+            for found, node in nodes.items()
+            if ref in (found, node.id)
+        ),
+        None,
+    )
+    if name is None:
+        raise NotFound(
+            f"node {ref!r} is in neither environment {a.env_id} nor {b.env_id} (no inventory "
+            f"fqdn or id, and no {NODES_LEVEL} level value, is {ref!r})",
+            key="node",
+        )
+    in_a, in_b = name in nodes_a, name in nodes_b
+    return (
+        ([name] if in_a and in_b else []),
+        ([name] if not in_b else []),
+        ([name] if not in_a else []),
+    )
+
+
+def _alone(names: list[str], nodes: dict[str, Node]) -> dict:
+    listed = [_node_entity(nodes[name]) | {"name": name} for name in names[:LISTED_ALONE]]
+    return {"count": len(names), "nodes": listed}
+
+
+def _node_entity(node: Node) -> dict:
+    return {"node": node.id, "fqdn": node.fqdn, "levels": [list(pair) for pair in node.pairs]}
+
+
+def _masked(value: Any, rules, base: tuple[str, ...]) -> tuple[Any, bool]:
+    if value is MISSING:
+        return value, False
+    shown, paths = secret_masks.mask(value, rules, base)
+    return shown, bool(paths)
+
+
+def _side_value(layers: list[Layer], path: tuple, shown: Any) -> dict | None:
+    """One side of a key entry: the value and the layer it won in (None where absent)."""
+    if shown is MISSING:
+        return None
+    won = winner(layers, path)
+    return {
+        "value": shown,
+        "level": won.scope if won else None,
+        "kind": won.kind if won else None,
+        "file": won.file if won else None,
+        "commit": None,
+        "author": None,
+        "date": None,
+        # what `attribute` reads: the winning layer and value, and the key path
+        "layers": [{"file": won.file, "value": value_at(won.data, path)}] if won else [],
+        "winner": 0 if won else None,
+        "_path": path,
+    }
+
+
+def _commit_key(side: Side, item: dict) -> tuple:
+    file = item["layers"][0]["file"] if item["layers"] else None
+    return (str(side.repo.path), side.commit, file, item["_path"])
+
+
+def _number(raw: Any, name: str, default: int, low: int, high: int) -> int:
+    if raw is None:
+        return default
+    text = str(raw).strip()
+    if not is_number(text) or not low <= int(text) <= high:
+        raise InvalidInput(f"{name} {raw!r} must be an integer from {low} to {high}", key=name)
+    return int(text)
