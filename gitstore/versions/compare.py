@@ -93,7 +93,7 @@ class Comparisons:
         self._secrets = secrets
         self._answers = LRUCache(max_entries=64, name="compare_answers")
         self._nodes = LRUCache(max_entries=64, name="compare_nodes")
-        self._documents = LRUCache(max_entries=4096, name="compare_documents")
+        self._entries = LRUCache(max_entries=4096, name="compare_entries")
         self._commits = LRUCache(max_entries=16384, name="compare_commits")
         self._digests = LRUCache(max_entries=16384, name="compare_secret_digests")
 
@@ -147,13 +147,12 @@ class Comparisons:
             matched, alone_a, alone_b = _one_node(query.node, a, b, nodes_a, nodes_b)
         else:
             matched = sorted(set(nodes_a) & set(nodes_b))
-            alone_a, alone_b = (
-                sorted(set(nodes_a) - set(nodes_b)),
-                sorted(set(nodes_b) - set(nodes_a)),
-            )
+            alone_a = sorted(set(nodes_a) - set(nodes_b))
+            alone_b = sorted(set(nodes_b) - set(nodes_a))
         page = matched[query.offset : query.offset + query.limit]
         masked: list[str] = []
-        scopes = Scopes(self, a, b, compared, query.key, catalog)
+        pair = Pair(a, b, catalog, self._secrets.keys_epoch())
+        scopes = Scopes(self, pair, compared, query.key)
         first = query.offset == 0 and query.node is None
         global_level = scopes.global_level(masked) if first else None
         nodes = []
@@ -206,25 +205,53 @@ class Comparisons:
         )
         return self._nodes.get_or_compute(key, lambda: _read_nodes(view))
 
-    # -- what the scopes share -------------------------------------------------------------
-    def document_differences(
-        self, a: Side, b: Side, pairs_a: tuple, pairs_b: tuple, name: str
-    ) -> tuple[tuple[tuple, Any, Any], ...]:
-        """The raw differences of one resource's effective documents (secrets as stored),
-        kept by the blob ids merged on each side: the same layers give the same answer."""
-        inputs_a = a.view.layer_inputs(pairs_a, name)
-        inputs_b = b.view.layer_inputs(pairs_b, name)
+    # -- the differing keys of one resource at one pair of scopes ----------------------------
+    def entries(self, pair: Pair, pairs_a: tuple, pairs_b: tuple, name: str) -> tuple:
+        """`(top-level key, entry)` of every differing key path of resource `name` at scopes
+        `pairs_a` of A and `pairs_b` of B: secrets opened to compare, then masked; each side
+        with its winning layer and last commit. Kept by both commits, both scopes, the catalog
+        and the keyring's epoch (shared: never edit)."""
+        a, b = pair.a, pair.b
+        key = (str(a.repo.path), a.commit, str(b.repo.path), b.commit, pairs_a, pairs_b, name)
+        key += (pair.catalog, pair.epoch)
+        return self._entries.get_or_compute(
+            key, lambda: self._compute_entries(pair, pairs_a, pairs_b, name)
+        )
+
+    def _compute_entries(self, pair: Pair, pairs_a: tuple, pairs_b: tuple, name: str) -> tuple:
+        """A node's entries are its parent scopes' for every top-level key its own layers
+        leave alone (the effective document holds the parent's very object there), and new
+        ones for the keys they touch: a node costs its own keys, not the whole document."""
+        a, b = pair.a, pair.b
+        inputs_a, inputs_b = a.view.layer_inputs(pairs_a, name), b.view.layer_inputs(pairs_b, name)
         if a.view.merge == b.view.merge and inputs_a == inputs_b:
             return ()  # the very same blobs merged the same way
-
-        def compute() -> tuple[tuple[tuple, Any, Any], ...]:
-            doc_a = effective_document(a.view, pairs_a, name, inputs_a)
-            doc_b = effective_document(b.view, pairs_b, name, inputs_b)
-            return tuple(differences(doc_a, doc_b))
-
-        return self._documents.get_or_compute(
-            (a.view.merge, inputs_a, b.view.merge, inputs_b), compute
-        )
+        doc_a = effective_document(a.view, pairs_a, name, inputs_a)
+        doc_b = effective_document(b.view, pairs_b, name, inputs_b)
+        parent_a = parent_b = None
+        inherited: dict[Any, list] = {}
+        if pairs_a and pairs_b:
+            parent_a = effective_document(a.view, pairs_a[:-1], name)
+            parent_b = effective_document(b.view, pairs_b[:-1], name)
+            for top, entry in self.entries(pair, pairs_a[:-1], pairs_b[:-1], name):
+                inherited.setdefault(top, []).append((top, entry))
+        builder = _Builder(self, pair, pairs_a, pairs_b, name)
+        found: list[tuple[Any, dict]] = []
+        for top in [*doc_a, *(k for k in doc_b if k not in doc_a)]:
+            value_a, value_b = doc_a.get(top, MISSING), doc_b.get(top, MISSING)
+            if (
+                parent_a is not None
+                and parent_b is not None
+                and value_a is parent_a.get(top, MISSING)
+                and value_b is parent_b.get(top, MISSING)
+            ):
+                found += inherited.get(top, [])
+                continue
+            one_a = {} if value_a is MISSING else {top: value_a}
+            one_b = {} if value_b is MISSING else {top: value_b}
+            found += [(top, entry) for entry in builder.entries(differences(one_a, one_b))]
+        builder.attribute()
+        return tuple(found)
 
     def attributed(self, side: Side, items: list[dict]) -> None:
         """Set commit, author and date of the last change of each item's winning value; kept
@@ -243,14 +270,14 @@ class Comparisons:
                 {field: item[field] for field in ("commit", "author", "date")},
             )
 
-    def digest(self, side: Side, layers: list[Layer], value: Any, path: tuple) -> Any:
+    def digest(self, side: Side, epoch: Any, layers: list[Layer], value: Any, path: tuple) -> Any:
         """`value` with each sealed leaf replaced by a digest of its plain text (a tuple: no
         stored value is one), so that two sides compare by what they hold, not by ciphertexts
         bound to their places. Undecryptable or Unavailable when a leaf does not open."""
         if isinstance(value, dict):
-            return {k: self.digest(side, layers, v, (*path, k)) for k, v in value.items()}
+            return {k: self.digest(side, epoch, layers, v, (*path, k)) for k, v in value.items()}
         if isinstance(value, list):
-            return [self.digest(side, layers, v, (*path, i)) for i, v in enumerate(value)]
+            return [self.digest(side, epoch, layers, v, (*path, i)) for i, v in enumerate(value)]
         if not cipher.is_sealed(value):
             return value
         where = tuple(str(segment) for segment in path)
@@ -258,32 +285,93 @@ class Comparisons:
             (layer.file for layer in reversed(layers) if leaf_at(layer.data, where) == value),
             layer_file(None, "values", "?"),
         )
-        key = (side.env_id, file, where, value, self._secrets.keys_epoch())
 
         def opened() -> tuple[str, str]:
             plain = self._secrets.opener(side.env_id).open_at(value, file, where)
             return "sealed", hashlib.sha256(repr((type(plain), plain)).encode()).hexdigest()
 
-        return self._digests.get_or_compute(key, opened)
+        return self._digests.get_or_compute((side.env_id, file, where, value, epoch), opened)
 
     def rules(self, side: Side, name: str, catalog: str | None):
         return self._secrets.rules_of(side.view, catalog)(layer_file(None, "values", name))
 
 
+@dataclass(frozen=True)
+class Pair:
+    """The two sides of one comparison and what its secrets' verdicts follow from."""
+
+    a: Side
+    b: Side
+    catalog: str | None
+    epoch: Any
+
+
+class _Builder:
+    """Entries of one resource at one pair of scopes, from raw differences; `attribute`
+    then names the commits of all of them in one walk per side."""
+
+    def __init__(
+        self, owner: Comparisons, pair: Pair, pairs_a: tuple, pairs_b: tuple, name: str
+    ) -> None:
+        self._owner, self._pair, self._name = owner, pair, name
+        self._layers = (pair.a.view.layers(pairs_a, name), pair.b.view.layers(pairs_b, name))
+        self._rules = (
+            owner.rules(pair.a, name, pair.catalog),
+            owner.rules(pair.b, name, pair.catalog),
+        )
+        self._made: list[dict] = []
+
+    def entries(self, raw) -> list[dict]:
+        made = [entry for entry in map(self._entry, raw) if entry is not None]
+        self._made += made
+        return made
+
+    def _entry(self, difference: tuple[tuple, Any, Any]) -> dict | None:
+        path, value_a, value_b = difference
+        base = tuple(str(segment) for segment in path)
+        shown_a, secret_a = _masked(value_a, self._rules[0], base)
+        shown_b, secret_b = _masked(value_b, self._rules[1], base)
+        note = None
+        if (secret_a or secret_b) and value_a is not MISSING and value_b is not MISSING:
+            try:
+                if self._same_secret(path, value_a, value_b):
+                    return None  # equal plain text behind different ciphertexts
+            except GitstoreError:
+                note = UNVERIFIED
+        entry: dict[str, Any] = {
+            "resource": self._name,
+            "key": dotted(path),
+            "a": _side_value(self._layers[0], path, shown_a),
+            "b": _side_value(self._layers[1], path, shown_b),
+        }
+        if secret_a or secret_b:
+            entry["secret"] = True
+        if note:
+            entry["note"] = note
+        return entry
+
+    def _same_secret(self, path: tuple, value_a: Any, value_b: Any) -> bool:
+        owner, pair = self._owner, self._pair
+        opened_a = owner.digest(pair.a, pair.epoch, self._layers[0], value_a, path)
+        opened_b = owner.digest(pair.b, pair.epoch, self._layers[1], value_b, path)
+        return same_value(opened_a, opened_b)
+
+    def attribute(self) -> None:
+        """Commits of every entry made; then the fields attribution reads are removed (the
+        stored, unmasked value among them)."""
+        for side, which in ((self._pair.a, "a"), (self._pair.b, "b")):
+            items = [entry[which] for entry in self._made if entry[which] is not None]
+            self._owner.attributed(side, items)
+            for item in items:
+                for internal in _INTERNAL:
+                    del item[internal]
+
+
 class Scopes:
     """The differing keys of the scopes of one comparison: the global level and node pairs."""
 
-    def __init__(
-        self,
-        owner: Comparisons,
-        a: Side,
-        b: Side,
-        names: list[str],
-        key: str | None,
-        catalog: str | None,
-    ) -> None:
-        self._owner, self._a, self._b = owner, a, b
-        self._names, self._key, self._catalog = names, key, catalog
+    def __init__(self, owner: Comparisons, pair: Pair, names: list[str], key: str | None) -> None:
+        self._owner, self._pair, self._names, self._key = owner, pair, names, key
 
     def global_level(self, masked: list[str]) -> dict:
         keys, more = self._keys((), (), "global", masked)
@@ -294,62 +382,19 @@ class Scopes:
         entry = {"name": name, "a": _node_entity(node_a), "b": _node_entity(node_b)}
         return entry | {"keys": keys, "more": more}
 
-    def _keys(self, pairs_a: tuple, pairs_b: tuple, label: str, masked: list[str]):
+    def _keys(
+        self, pairs_a: tuple, pairs_b: tuple, label: str, masked: list[str]
+    ) -> tuple[list[dict], int]:
         found: list[dict] = []
-        more = 0
         for name in self._names:
-            raw = self._owner.document_differences(self._a, self._b, pairs_a, pairs_b, name)
-            wanted = [d for d in raw if self._key is None or related(self._key, dotted(d[0]))]
-            if not wanted:
-                continue
-            entries = self._entries(pairs_a, pairs_b, name, wanted, label, masked)
-            room = KEYS_PER_SCOPE - len(found)
-            more += max(len(entries) - room, 0)
-            found += entries[: max(room, 0)]
-        sides = (self._a, self._b)
-        for side, which in zip(sides, ("a", "b"), strict=True):
-            items = [entry[which] for entry in found if entry[which] is not None]
-            self._owner.attributed(side, items)
-        for entry in found:
-            for which in ("a", "b"):
-                for internal in _INTERNAL if entry[which] is not None else ():
-                    del entry[which][internal]  # the stored (unmasked) value goes too
-        return found, more
-
-    def _entries(self, pairs_a, pairs_b, name, wanted, label, masked) -> list[dict]:
-        """Key entries of one resource: secrets opened to compare, then masked."""
-        layers_a = self._a.view.layers(pairs_a, name)
-        layers_b = self._b.view.layers(pairs_b, name)
-        rules_a = self._owner.rules(self._a, name, self._catalog)
-        rules_b = self._owner.rules(self._b, name, self._catalog)
-        entries = []
-        for path, value_a, value_b in wanted:
-            base = tuple(str(segment) for segment in path)
-            shown_a, secret_a = _masked(value_a, rules_a, base)
-            shown_b, secret_b = _masked(value_b, rules_b, base)
-            note = None
-            if (secret_a or secret_b) and value_a is not MISSING and value_b is not MISSING:
-                try:
-                    if same_value(
-                        self._owner.digest(self._a, layers_a, value_a, path),
-                        self._owner.digest(self._b, layers_b, value_b, path),
-                    ):
-                        continue  # equal plain text behind different ciphertexts
-                except GitstoreError:
-                    note = UNVERIFIED
-            entry = {
-                "resource": name,
-                "key": dotted(path),
-                "a": _side_value(layers_a, path, shown_a),
-                "b": _side_value(layers_b, path, shown_b),
-            }
-            if secret_a or secret_b:
-                entry["secret"] = True
-                masked.append(f"{label}:{name}:{dotted(path)}")
-            if note:
-                entry["note"] = note
-            entries.append(entry)
-        return entries
+            found += [
+                entry
+                for _, entry in self._owner.entries(self._pair, pairs_a, pairs_b, name)
+                if self._key is None or related(self._key, entry["key"])
+            ]
+        shown = found[:KEYS_PER_SCOPE]
+        masked += [f"{label}:{e['resource']}:{e['key']}" for e in shown if e.get("secret")]
+        return shown, len(found) - len(shown)
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ BENCHES = [
     "limit",
     "docwrites",
     "cold",
+    "compare",
 ]
 
 
