@@ -46,3 +46,10 @@ def test_the_page_needs_the_reader_role_on_both(two):
     assert refused.status_code == 403
     picker = client.get(f"{UI}/1/compare", headers=bearer(tokens["reader1"]))
     assert '<option value="2"' not in picker.get_data(as_text=True)  # not readable: not offered
+
+
+def test_a_pinned_environment_page_offers_its_version_as_a(two, client):
+    html = client.get(f"{UI}/1?version=3").get_data(as_text=True)
+    assert f'href="{UI}/1/compare?version=3"' in html
+    form = client.get(f"{UI}/1/compare?version=3").get_data(as_text=True)
+    assert 'name="version_a" value="3"' in form

@@ -23,13 +23,13 @@ _CARRIED = ("node", "resource", "key", "version_a", "version_b")
 def compare_pick(env_id: int):
     """The form; with `b` named, the comparison of `a` (default: this one) with `b`."""
     other = pinned("b")
-    if other is None:
+    if other is None:  # the form; a pinned version (the environment page's) is A's
         return render_template(
             "console/compare.html",
             env_a=env_id,
             env_b=None,
             choices=_readable_environments(),
-            asked={},
+            asked={"version_a": pinned("version_a") or pinned()},
             data=None,
             version=None,
         )
