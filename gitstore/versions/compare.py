@@ -230,11 +230,13 @@ class Comparisons:
         doc_b = effective_document(b.view, pairs_b, name, inputs_b)
         parent_a = parent_b = None
         inherited: dict[Any, list] = {}
+        touched: set = set()
         if pairs_a and pairs_b:
             parent_a = effective_document(a.view, pairs_a[:-1], name)
             parent_b = effective_document(b.view, pairs_b[:-1], name)
             for top, entry in self.entries(pair, pairs_a[:-1], pairs_b[:-1], name):
                 inherited.setdefault(top, []).append((top, entry))
+            touched = _own_keys(a.view, pairs_a, name) | _own_keys(b.view, pairs_b, name)
         builder = _Builder(self, pair, pairs_a, pairs_b, name)
         found: list[tuple[Any, dict]] = []
         for top in [*doc_a, *(k for k in doc_b if k not in doc_a)]:
@@ -242,6 +244,7 @@ class Comparisons:
             if (
                 parent_a is not None
                 and parent_b is not None
+                and top not in touched  # an equal small int is the parent's very object too
                 and value_a is parent_a.get(top, MISSING)
                 and value_b is parent_b.get(top, MISSING)
             ):
@@ -414,6 +417,15 @@ def _read_nodes(view: EnvironmentView) -> dict[str, Node]:
             continue  # a record that names no valid level value: not a node to compare
         found.setdefault(node.fqdn or node.id, node)
     return found
+
+
+def _own_keys(view: EnvironmentView, pairs: tuple, name: str) -> set:
+    """The top-level keys the scope's own layers name (a knockout `--key` names `key`)."""
+    keys: set = set()
+    for layer in view.own_layers(pairs, name):
+        for key in layer.data or {}:
+            keys.add(key[2:] if isinstance(key, str) and key.startswith("--") else key)
+    return keys
 
 
 def _one_node(

@@ -197,3 +197,43 @@ def test_a_comparison_needs_the_reader_role_on_both_environments(staged):
         refused = client.get(path, headers=bearer(tokens["reader1"]))
         assert_error(refused, 403, "on environment 2")
     assert client.get(COMPARE, headers=bearer(tokens["reader"])).status_code == 200
+
+
+def test_a_node_value_equal_to_the_global_one_is_named_at_the_node(fuel_store, client):
+    """A small integer or `true` is one object in Python wherever it was read: the node's
+    own layer, not the global one, is where its value won."""
+    store = fuel_store
+    store.environments.create({"id": 2, "components": ["fuel"], "hierarchy_levels": ["nodes"]})
+    _put(store, 1, [], {"debug": True, "mtu": 1})
+    _put(store, 2, [], {"debug": False, "mtu": 2})
+    _put(store, 1, [("nodes", "7")], {"debug": True, "mtu": 1}, "overrides")
+    _put(store, 2, [("nodes", "7")], {"x": 1})
+    [node] = client.get(COMPARE).get_json()["nodes"]
+    keys = _keys(node)
+    assert keys[("astute", "debug")]["a"]["level"] == "/nodes/7/"
+    assert keys[("astute", "mtu")]["a"]["kind"] == "overrides"
+
+
+def test_the_keys_listed_are_those_of_the_effective_documents_rest_serves(staged, client):
+    """Each node's keys, found partly from its parent scope's, are exactly the differences of
+    the two effective documents (knockouts, nested mappings and one-sided keys included)."""
+    from gitstore.configdb.values import Query
+    from gitstore.merge.diff import dotted
+    from gitstore.versions.keydiff import differences
+
+    store, ids, _ = staged
+    _put(store, 1, [], {"mtu": 1500, "net": {"a": 1, "b": {"c": 2}}, "gone": 1, "t": True})
+    _put(store, 2, [], {"mtu": 9000, "net": {"a": 1, "b": {"c": 3}}, "t": True})
+    _put(store, 1, [("nodes", ids[1]["web-1"])], {"net": {"b": {"c": 3}}, "--gone": None})
+    _put(store, 2, [("nodes", ids[2]["db-1"])], {"t": True, "net": {"a": 5}})
+    data = client.get(COMPARE).get_json()
+    listed = {node["name"]: {k["key"] for k in node["keys"]} for node in data["nodes"]}
+    for short in ("web-1", "db-1"):
+        documents = [
+            store.config.read(
+                env_id, [("nodes", ids[env_id][short])], "astute", "values", Query(effective=True)
+            ).data
+            for env_id in (1, 2)
+        ]
+        expected = {dotted(path) for path, _, _ in differences(*documents)}
+        assert listed.get(f"{short}.example", set()) == expected, short
