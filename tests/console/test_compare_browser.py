@@ -13,6 +13,7 @@ from console.test_browser import (  # noqa: F401 - fixtures
     axe,
     browser,
     driver,
+    shots,
 )
 from gitstore import Author, Store
 
@@ -49,13 +50,14 @@ def server(tmp_path_factory):
     running.stop()
 
 
-def test_pick_two_environments_and_read_the_differences(server, browser, axe):  # noqa: F811
+def test_pick_two_environments_and_read_the_differences(server, browser, axe, shots):  # noqa: F811
     page, problems = _open(browser, f"{server.url}/ui/environments/1")
     try:
         page.get_by_role("link", name="Compare with another environment").click()
         page.get_by_label("Environment B").select_option("2")
         page.get_by_role("button", name="Compare").click()
         page.wait_for_url(f"{server.url}/ui/environments/1/compare/2")
+        page.screenshot(path=str(shots / "ui-compare.png"))  # docs/ui.md's picture
         web = page.locator('h3[data-node="web-1.example"]')
         assert "of A" in web.inner_text() and "of B" in web.inner_text()
         table = page.locator('table[aria-labelledby="global"]')
