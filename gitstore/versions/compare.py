@@ -47,6 +47,8 @@ KEYS_PER_SCOPE = 500
 LISTED_ALONE = 1000
 #: The note of a secret whose plain text could not be opened (no keyring, a bad value).
 UNVERIFIED = "secret not compared: it does not open here"
+#: The key entries the comparison's caches of answers and of entries hold each, at most.
+MAX_HELD = 100_000
 #: The fields of a side's entry that commit attribution reads, removed before it is shown.
 _INTERNAL = ("layers", "winner", "_path")
 
@@ -91,9 +93,11 @@ class Comparisons:
     def __init__(self, repos: Repositories, secrets: Secrets) -> None:
         self._repos = repos
         self._secrets = secrets
-        self._answers = LRUCache(max_entries=64, name="compare_answers")
+        # Bounded by the key entries they hold too (a page may differ in thousands of keys
+        # per node); the answers' entries are the very objects `_entries` holds.
+        self._answers = LRUCache(64, max_weight=MAX_HELD, name="compare_answers")
         self._nodes = LRUCache(max_entries=64, name="compare_nodes")
-        self._entries = LRUCache(max_entries=4096, name="compare_entries")
+        self._entries = LRUCache(4096, max_weight=MAX_HELD, name="compare_entries")
         self._commits = LRUCache(max_entries=16384, name="compare_commits")
         self._digests = LRUCache(max_entries=16384, name="compare_secret_digests")
 
@@ -114,7 +118,7 @@ class Comparisons:
         asked = replace(query, version_a=None, version_b=None)
         key = (a.repo.path, a.commit, b.repo.path, b.commit, catalog, epoch, asked)
         data, masked = self._answers.get_or_compute(
-            key, lambda: self._compare(a, b, query, catalog)
+            key, lambda: self._compare(a, b, query, catalog), _weight_of_answer
         )
         return Served(
             data,
@@ -215,7 +219,7 @@ class Comparisons:
         key = (str(a.repo.path), a.commit, str(b.repo.path), b.commit, pairs_a, pairs_b, name)
         key += (pair.catalog, pair.epoch)
         return self._entries.get_or_compute(
-            key, lambda: self._compute_entries(pair, pairs_a, pairs_b, name)
+            key, lambda: self._compute_entries(pair, pairs_a, pairs_b, name), lambda v: len(v) + 1
         )
 
     def _compute_entries(self, pair: Pair, pairs_a: tuple, pairs_b: tuple, name: str) -> tuple:
@@ -417,6 +421,12 @@ def _read_nodes(view: EnvironmentView) -> dict[str, Node]:
             continue  # a record that names no valid level value: not a node to compare
         found.setdefault(node.fqdn or node.id, node)
     return found
+
+
+def _weight_of_answer(answer: tuple[dict, tuple]) -> int:
+    data = answer[0]
+    scopes = ([data["global"]] if data["global"] else []) + data["nodes"]
+    return 1 + sum(len(scope["keys"]) for scope in scopes)
 
 
 def _own_keys(view: EnvironmentView, pairs: tuple, name: str) -> set:
