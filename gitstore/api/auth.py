@@ -14,7 +14,8 @@ backend sent), checks them against the store's access file (`gitstore.access.pol
 - Bad credentials: 401 with `WWW-Authenticate` (a `Keystone uri=...` challenge too on a server
   started with `--keystone-url`); counted per client address, and more than 20
   in a minute are answered 429 until the minute has passed (`gitstore.access.ratelimit`).
-- Valid credentials without the role: 403 naming the role needed.
+- Valid credentials without the role: 403 naming the role needed. A comparison of two
+  environments (`environments/<a>/compare/<b>`) needs the role on both.
 - Keystone tokens (servers started with `--keystone-url`): validated by
   `gitstore.access.keystone`, mapped by the access file's keystone rules; 503 when Keystone
   cannot be reached (for those tokens only).

@@ -8,8 +8,10 @@ lists: inventory records and level values of `nodes` holding data (facts-only no
 
 Secrets compare by equality of their plain text, opened in memory and kept only as a digest,
 and are shown masked whatever the caller's roles. The work is bounded by a page of matched
-nodes (`limit`, `offset`) and a cap of keys per node; whole answers, node lists, document
-differences and commit attributions are cached by immutable ids (commits, trees, blobs).
+nodes (`limit`, `offset`) and a cap of keys per node; a node's entries reuse its parent
+scope's for the top-level keys its own layers leave alone. Whole answers, node lists, the
+entries of each pair of scopes, secret digests and commit attributions are cached by immutable
+ids (commits, trees, blobs).
 """
 
 from __future__ import annotations
