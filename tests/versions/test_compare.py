@@ -116,6 +116,7 @@ def test_secrets_compare_by_plain_text_and_are_never_shown(staged, client):
     [secret] = response.get_json()["global"]["keys"]
     assert secret["key"] == "api_password" and secret["secret"] is True
     assert secret["a"]["value"] == secret["b"]["value"] == "******"
+    assert not store.secrets.audit.path.exists()  # nothing was revealed, so nothing audited
     assert response.headers["X-Gitstore-Masked"].split(",") == [
         f"{scope}:globals:api_password" for scope in ("global", "db-1.example", "web-1.example")
     ]
@@ -237,3 +238,14 @@ def test_the_keys_listed_are_those_of_the_effective_documents_rest_serves(staged
         ]
         expected = {dotted(path) for path, _, _ in differences(*documents)}
         assert listed.get(f"{short}.example", set()) == expected, short
+
+
+def test_an_answer_is_kept_by_both_commits_and_a_new_commit_is_seen(staged):
+    store, ids, _ = staged
+    first = store.comparisons.compare(1, 2)
+    assert store.comparisons.compare(1, 2).data is first.data  # kept: the same object
+    _put(store, 2, [("nodes", ids[2]["db-1"])], {"mtu": 1500})
+    again = store.comparisons.compare(1, 2).data
+    assert again is not first.data and again["b"]["commit"] != first.data["b"]["commit"]
+    # db-1's mtu is 1500 on both sides now: it differs no more, and is not listed
+    assert [node["name"] for node in again["nodes"]] == ["web-1.example"]
