@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gitstore import keypaths
 from gitstore.backend.cache import LRUCache
 from gitstore.backend.repository import Repository
-from gitstore.configdb.hiera import Node, find_node
+from gitstore.configdb.hiera import Node
 from gitstore.configdb.scopes import effective_document
 from gitstore.errors import GitstoreError, InvalidInput, NotFound, UnknownRevision
 from gitstore.layout import INVENTORY_NODES, NODES_LEVEL, EnvironmentView, layer_file
@@ -36,6 +36,7 @@ from gitstore.secrets.leaves import value_at as leaf_at
 from gitstore.served import Served
 from gitstore.versions.explain import attribute
 from gitstore.versions.keydiff import MISSING, differences, value_at, winner
+from gitstore.versions.matching import alone, node_entity, one_node, read_nodes
 
 if TYPE_CHECKING:
     from gitstore.repositories import Repositories
@@ -45,8 +46,6 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 #: Differing keys listed per node (and for the global level); `more` counts the rest.
 KEYS_PER_SCOPE = 500
-#: Names listed of the nodes one environment has alone; `count` says how many there are.
-LISTED_ALONE = 1000
 #: The note of a secret whose plain text could not be opened (no keyring, a bad value).
 UNVERIFIED = "secret not compared: it does not open here"
 #: The key entries the comparison's caches of answers and of entries hold each, at most.
@@ -150,7 +149,7 @@ class Comparisons:
         compared, only_a, only_b = self._resources(a, b, query.resource, catalog)
         nodes_a, nodes_b = self.nodes_of(a.view), self.nodes_of(b.view)
         if query.node is not None:
-            matched, alone_a, alone_b = _one_node(query.node, a, b, nodes_a, nodes_b)
+            matched, alone_a, alone_b = one_node(query.node, a.env_id, b.env_id, nodes_a, nodes_b)
         else:
             matched = sorted(set(nodes_a) & set(nodes_b))
             alone_a = sorted(set(nodes_a) - set(nodes_b))
@@ -173,8 +172,8 @@ class Comparisons:
             "resources": {"compared": compared, "only_a": only_a, "only_b": only_b},
             "global": global_level,
             "nodes": nodes,
-            "only_a": _alone(alone_a, nodes_a),
-            "only_b": _alone(alone_b, nodes_b),
+            "only_a": alone(alone_a, nodes_a),
+            "only_b": alone(alone_b, nodes_b),
             "page": {
                 "offset": query.offset,
                 "limit": query.limit,
@@ -209,7 +208,7 @@ class Comparisons:
             snapshot.object_id(INVENTORY_NODES),
             snapshot.object_id(NODES_LEVEL) if NODES_LEVEL in view.hierarchy else None,
         )
-        return self._nodes.get_or_compute(key, lambda: _read_nodes(view))
+        return self._nodes.get_or_compute(key, lambda: read_nodes(view))
 
     # -- the differing keys of one resource at one pair of scopes ----------------------------
     def entries(self, pair: Pair, pairs_a: tuple, pairs_b: tuple, name: str) -> tuple:
@@ -388,7 +387,7 @@ class Scopes:
 
     def node(self, name: str, node_a: Node, node_b: Node, masked: list[str]) -> dict:
         keys, more = self._keys(node_a.pairs, node_b.pairs, name, masked)
-        entry = {"name": name, "a": _node_entity(node_a), "b": _node_entity(node_b)}
+        entry = {"name": name, "a": node_entity(node_a), "b": node_entity(node_b)}
         return entry | {"keys": keys, "more": more}
 
     def _keys(
@@ -407,24 +406,6 @@ class Scopes:
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def _read_nodes(view: EnvironmentView) -> dict[str, Node]:
-    ids = {
-        entry.name[: -len(".yaml")]
-        for entry in view.snapshot.list(INVENTORY_NODES)
-        if not entry.is_tree and entry.name.endswith(".yaml")
-    }
-    if NODES_LEVEL in view.hierarchy:
-        ids.update(view.level_values(NODES_LEVEL))
-    found: dict[str, Node] = {}
-    for node_id in sorted(ids, key=lambda text: (len(text), text)):
-        try:
-            node = find_node(view, node_id)
-        except GitstoreError:
-            continue  # a record that names no valid level value: not a node to compare
-        found.setdefault(node.fqdn or node.id, node)
-    return found
-
-
 def _weight_of_answer(answer: tuple[dict, tuple]) -> int:
     data = answer[0]
     scopes = ([data["global"]] if data["global"] else []) + data["nodes"]
@@ -438,42 +419,6 @@ def _own_keys(view: EnvironmentView, pairs: tuple, name: str) -> set:
         for key in layer.data or {}:
             keys.add(key[2:] if isinstance(key, str) and key.startswith("--") else key)
     return keys
-
-
-def _one_node(
-    ref: str, a: Side, b: Side, nodes_a: dict[str, Node], nodes_b: dict[str, Node]
-) -> tuple[list[str], list[str], list[str]]:
-    """(matched, only a, only b) for the node `ref` (a name, or a node id of either side)."""
-    name = next(
-        (
-            found
-            for nodes in (nodes_a, nodes_b)
-            for found, node in nodes.items()
-            if ref in (found, node.id)
-        ),
-        None,
-    )
-    if name is None:
-        raise NotFound(
-            f"node {ref!r} is in neither environment {a.env_id} nor {b.env_id} (no inventory "
-            f"fqdn or id, and no {NODES_LEVEL} level value, is {ref!r})",
-            key="node",
-        )
-    in_a, in_b = name in nodes_a, name in nodes_b
-    return (
-        ([name] if in_a and in_b else []),
-        ([name] if not in_b else []),
-        ([name] if not in_a else []),
-    )
-
-
-def _alone(names: list[str], nodes: dict[str, Node]) -> dict:
-    listed = [_node_entity(nodes[name]) | {"name": name} for name in names[:LISTED_ALONE]]
-    return {"count": len(names), "nodes": listed}
-
-
-def _node_entity(node: Node) -> dict:
-    return {"node": node.id, "fqdn": node.fqdn, "levels": [list(pair) for pair in node.pairs]}
 
 
 def _masked(value: Any, rules, base: tuple[str, ...]) -> tuple[Any, bool]:
