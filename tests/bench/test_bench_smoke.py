@@ -23,11 +23,11 @@ BENCHES = [
     "push",
     "memory",
     "watch",
+    "compare",
     "console",
     "limit",
     "docwrites",
     "cold",
-    "compare",
 ]
 
 
