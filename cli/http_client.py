@@ -381,6 +381,9 @@ class HttpClient:
     def history(self, env_id, **params):
         return self.request("GET", f"/environments/{int(env_id)}/history", params=params)[0]
 
+    def compare(self, env_a, env_b, **params):
+        return self._get(f"/environments/{int(env_a)}/compare/{int(env_b)}", **params)
+
     def diff(self, env_id, source, target=None, *, scope=None, resource=None):
         return self._get(
             f"/environments/{int(env_id)}/diff",

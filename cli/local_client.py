@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cli.client import Address, LevelPairs
-from gitstore import KEYRING_HOLDER, Author, Query, Store, limits
+from gitstore import KEYRING_HOLDER, Author, CompareQuery, Query, Store, limits
 from gitstore.served import Served
 
 
@@ -160,6 +160,9 @@ class LocalClient:
     # -- versions --------------------------------------------------------------------------
     def history(self, env_id, **params):
         return self.store.versions.history(env_id, **params).data
+
+    def compare(self, env_a, env_b, **params):
+        return self.store.comparisons.compare(env_a, env_b, CompareQuery(**params)).data
 
     def diff(self, env_id, source, target=None, *, scope=None, resource=None):
         levels = [scope] if scope else []

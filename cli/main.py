@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "cli.facts",
     "cli.gitops",
     "cli.versions",
+    "cli.compare",
     "cli.labels",
     "cli.tags",
     "cli.access",

@@ -21,6 +21,7 @@ _EXPORTS = {
     "Query": "gitstore.configdb.values",
     "Deadline": "gitstore.deadlines",
     "UNBOUNDED": "gitstore.deadlines",
+    "CompareQuery": "gitstore.versions.compare",
     "LoadReport": "gitstore.configdb.importer",
     "SAMPLE_DIR": "gitstore.configdb.importer",
     "Answer": "gitstore.deployment.graphs",

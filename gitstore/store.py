@@ -49,6 +49,7 @@ from gitstore.upgrade.networks import Networks
 from gitstore.upgrade.relations import Relations
 from gitstore.upgrade.seeds import Upgrades
 from gitstore.upgrade.settings import Settings
+from gitstore.versions.compare import Comparisons
 from gitstore.versions.service import Versions
 from gitstore.watch.heads import Heads
 from gitstore.watch.service import Watch
@@ -115,6 +116,7 @@ class Store:
         self.eyaml_pushes = EyamlPushes(repos, self.secrets)
         self.hiera_port = HieraPort(repos, self.secrets, self.components, self.eyaml_pushes.place)
         self.versions = Versions(repos, self.config, self.secrets)
+        self.comparisons = Comparisons(repos, self.secrets)
         self.settings = Settings(repos, self.secrets)
         self.networks = Networks(repos, self.secrets)
         self.relations = Relations(repos)

@@ -14,7 +14,8 @@ backend sent), checks them against the store's access file (`gitstore.access.pol
 - Bad credentials: 401 with `WWW-Authenticate` (a `Keystone uri=...` challenge too on a server
   started with `--keystone-url`); counted per client address, and more than 20
   in a minute are answered 429 until the minute has passed (`gitstore.access.ratelimit`).
-- Valid credentials without the role: 403 naming the role needed.
+- Valid credentials without the role: 403 naming the role needed. A comparison of two
+  environments (`environments/<a>/compare/<b>`) needs the role on both.
 - Keystone tokens (servers started with `--keystone-url`): validated by
   `gitstore.access.keystone`, mapped by the access file's keystone rules; 503 when Keystone
   cannot be reached (for those tokens only).
@@ -84,6 +85,8 @@ class Need:
 
     roles: tuple[str, ...]
     scope: int | str | None = None
+    #: Further environments the roles are needed on (a comparison reads two).
+    also: tuple[int, ...] = ()
 
     @property
     def read_only(self) -> bool:
@@ -154,7 +157,14 @@ def needed(method: str, path: str, args: Any) -> Need | None:
         scope = _events_scope(args)
     if "secrets" in roles and scope == ANY:
         scope = None  # catalog secrets belong to no environment: revealing them needs '*'
-    return Need(roles, scope)
+    return Need(roles, scope, _compared(parts))
+
+
+def _compared(parts: list[str]) -> tuple[int, ...]:
+    """`environments/<a>/compare/<b>` reads environment b as well as a."""
+    if len(parts) >= 4 and parts[0] == "environments" and parts[2] == "compare":
+        return (int(parts[3]),) if _ID.match(parts[3]) else ()
+    return ()
 
 
 def _roles(method: str, parts: list[str], args: Any) -> tuple[str, ...]:
@@ -222,7 +232,8 @@ def _authorise() -> None:
     if identity is None:
         return  # an allowed anonymous read
     for role in need.roles:
-        require(identity, role, need.scope)
+        for scope in (need.scope, *need.also):
+            require(identity, role, scope)
     g.user = identity.name
     g.identity = identity
 

@@ -1,4 +1,5 @@
-"""`/api/v1/config/environments/<id>/history|diff|revert|labels`: versions of an environment.
+"""`/api/v1/config/environments/<id>/history|diff|revert|labels`: versions of an environment,
+and `<a>/compare/<b>`: what differs between two environments.
 
 Explain is a flag of the values read (`?effective&explain`), see `values.py`.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
+from gitstore import CompareQuery
 from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store, author, json_body, no_version, served, version_arg
 from gitstore.api.offload import heavy_service
@@ -53,6 +55,22 @@ def diff(env_id: int):
             deadline=deadline(),
         )
     )
+
+
+@bp.get("/<int:env_a>/compare/<int:env_b>")
+def compare(env_a: int, env_b: int):
+    no_version("a comparison reads two environments", "; give version_a= and version_b=")
+    args = request.args
+    query = CompareQuery(
+        node=args.get("node"),
+        resource=args.get("resource"),
+        key=args.get("key"),
+        version_a=version_arg("version_a"),
+        version_b=version_arg("version_b"),
+        offset=args.get("offset"),
+        limit=args.get("limit"),
+    )
+    return served(app_store().comparisons.compare(env_a, env_b, query))
 
 
 @bp.post("/<int:env_id>/revert")

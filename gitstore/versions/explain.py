@@ -113,6 +113,14 @@ def _line(view: EnvironmentView, file: str, path: tuple) -> int | None:
     return lines.get(tuple(str(segment) for segment in path))
 
 
+def attribute(
+    repo: Repository, start: str, keys: list[dict], deadline: Deadline = UNBOUNDED
+) -> None:
+    """`_attribute` for other readers of the versions package (the comparison of
+    environments): each item names its `layers`, `winner` and key path `_path`."""
+    _attribute(repo, start, keys, deadline)
+
+
 def _attribute(repo: Repository, start: str, keys: list[dict], deadline: Deadline) -> None:
     """Set commit, author and date of the last change of each key's winning value."""
     pending: dict[str, list[dict]] = {}

@@ -23,6 +23,7 @@ BENCHES = [
     "push",
     "memory",
     "watch",
+    "compare",
     "console",
     "limit",
     "docwrites",
