@@ -35,7 +35,7 @@ _FRAGMENTS = "gitstore.json_fragments"
 #: Fewer top-level entries than this are encoded whole (nothing to gain from fragments).
 FRAGMENT_MIN_ENTRIES = 16
 #: The answers kept as heads (`_Fragments`), and the largest kept (its JSON's characters).
-HEADS = 8
+FRAGMENT_HEADS = 8
 HEAD_BYTES = 4 * 1024 * 1024
 #: Where the app factory keeps the facade it serves.
 STORE = "gitstore"
@@ -303,7 +303,7 @@ class _Fragments:
     A head is found by its first value (the same object: answers of one document, whoever's
     node, start with the parent's first entry), so the answers of several resources each find
     theirs, and an answer sharing nothing (`show_lookup` wraps every entry) finds none: it is
-    encoded whole and kept as a head, replacing the least recently used of `HEADS`. A head
+    encoded whole and kept as a head, replacing the least recently used of `FRAGMENT_HEADS`. A head
     that an answer shares fewer than `FRAGMENT_MIN_ENTRIES` entries with (its document
     changed) is replaced by that answer.
 
@@ -370,7 +370,7 @@ class _Fragments:
         head = _Head(data)
         with self._mutex:
             self.heads.pop(id(first), None)
-            if len(self.heads) >= HEADS:
+            if len(self.heads) >= FRAGMENT_HEADS:
                 del self.heads[next(iter(self.heads))]  # the least recently used
             self.heads[id(first)] = head
 

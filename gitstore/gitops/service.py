@@ -30,7 +30,6 @@ from gitstore.backend import remote
 from gitstore.backend.remote import ZERO
 from gitstore.backend.repository import MAIN, Repository
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog.usage import Served
 from gitstore.catalog.view import CatalogView
 from gitstore.errors import Conflict, Damaged, GitstoreError, InvalidInput, NotFound
 from gitstore.gitops import arrivals, pushes, refrules
@@ -123,10 +122,9 @@ class GitOps:
         oversized = oversized_files(snapshot)
         if oversized:
             return oversized  # refused before anything parses them
-        if target.kind != ENVIRONMENT:  # what environments hold data for stays defined
-            served = Served(self._served_catalog(), self._repos)
-            return validate_tree(snapshot, target.kind, served=served)
         catalog = self._served_catalog()
+        if target.kind != ENVIRONMENT:  # what environments hold data for stays defined
+            return validate_tree(snapshot, target.kind, catalog=catalog, repos=self._repos)
         return validate_tree(snapshot, target.kind, catalog=catalog, env_id=target.env_id)
 
     def _served_catalog(self) -> CatalogView:
