@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from gitstore import Query
+from gitstore.configdb.values import Query
 from gitstore.served import Served
 
 API_ROOT = "/api/v1/config"

@@ -19,7 +19,8 @@ from email.message import Message
 from typing import Any, Protocol
 
 from cli.client import API_ROOT, V1_ROOT, Address, LevelPairs
-from gitstore import Query, errors
+from gitstore import errors
+from gitstore.configdb.values import Query
 from gitstore.names import is_number
 from gitstore.served import Served
 

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from cli.client import Address, LevelPairs
-from gitstore import Author, Query, Store, limits
+from gitstore import Store, limits
+from gitstore.backend.repository import Author
+from gitstore.configdb.values import Query
 from gitstore.served import Served
 
 

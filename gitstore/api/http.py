@@ -17,10 +17,14 @@ from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import http_date, parse_etags
 
-from gitstore import Author, LRUCache, bind_reveal_rule, logs, unbind_reveal_rule
+from gitstore import logs
+from gitstore.backend.cache import LRUCache
+from gitstore.backend.repository import Author
 from gitstore.errors import InvalidInput, PreconditionFailed, UnsupportedMediaType
 from gitstore.limits import check_plain_data
 from gitstore.names import is_commit_id, parse_flag
+from gitstore.secrets.caller import bind as bind_reveal_rule
+from gitstore.secrets.caller import unbind as unbind_reveal_rule
 from gitstore.served import Served
 
 if TYPE_CHECKING:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from flask import Blueprint, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
-from gitstore import Query
 from gitstore.api.blocking import PARAMETERS as BLOCKING_PARAMETERS
 from gitstore.api.blocking import blocking_read
 from gitstore.api.fastpath import HEADS, READ_AT
@@ -26,6 +25,7 @@ from gitstore.api.http import (
     version_arg,
     written,
 )
+from gitstore.configdb.values import Query
 from gitstore.errors import NotFound, PreconditionFailed
 from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS
