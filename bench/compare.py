@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fuel_data import ASTUTE  # noqa: E402 - the vendored Fuel data
 
-from gitstore import CompareQuery, Store  # noqa: E402
+from gitstore import Store  # noqa: E402
+from gitstore.versions.compare import CompareQuery
 
 PAGE = 100
 

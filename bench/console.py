@@ -38,7 +38,8 @@ import harness  # noqa: E402 - bench/ is not a package: scripts import their nei
 from chromium import CHROMIUM, FLAGS  # noqa: E402 - how the suite starts Chromium
 from fuel_data import ASTUTE, HIERA_OVERRIDE  # noqa: E402 - the vendored Fuel data
 
-from gitstore import Author, Store  # noqa: E402
+from gitstore import Store  # noqa: E402
+from gitstore.backend.repository import Author
 
 NODE_VIEW = "/ui/environments/1/nodes/1"
 BASELINE = "/api/v1/hiera/1/1"

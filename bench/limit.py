@@ -90,7 +90,7 @@ class Bare:
 
 def add_reader_token(root: Path) -> str:
     """A user `bench` with role reader and a token of it (an access file turns access on)."""
-    from gitstore import AccessFile, parse_grants
+    from gitstore.access.policy import AccessFile, parse_grants
 
     access = AccessFile(root)
     access.add_user("bench", parse_grants(["reader"]), None)

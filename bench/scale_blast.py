@@ -50,7 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import harness  # noqa: E402 - bench/ is not a package: scripts import their neighbours
 from fuel_data import ASTUTE  # noqa: E402 - the vendored Fuel data
 
-from gitstore import Author, Store  # noqa: E402
+from gitstore import Store  # noqa: E402
+from gitstore.backend.repository import Author
 from gitstore.layout import EnvironmentView  # noqa: E402
 
 AUTHOR = Author("bench", "bench@example.com")

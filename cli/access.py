@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 
 from cli.output import emit, table
-from gitstore import AccessFile, Store, parse_grants
+from gitstore import Store
+from gitstore.access.policy import AccessFile, parse_grants
 from gitstore.errors import InvalidInput
 
 FORMATS = ("table", "json", "yaml")

@@ -19,7 +19,8 @@ import click
 from cli import output, values
 from cli.client import Client
 from cli.connection import pass_client
-from gitstore import Query, keypaths
+from gitstore import keypaths
+from gitstore.configdb.values import Query
 from gitstore.errors import InvalidInput
 from gitstore.layout import scope_of
 from gitstore.served import Served

@@ -29,7 +29,7 @@ from cli.client import Client
 from cli.http_client import HttpClient
 from cli.keystone import KeystoneSession, OpenStackAuth
 from cli.local_client import LocalClient
-from gitstore import Author
+from gitstore.backend.repository import Author
 
 
 @dataclass

@@ -29,7 +29,8 @@ import click
 from cli import values
 from cli.client import Client
 from cli.connection import pass_client
-from gitstore import Query, yamlio
+from gitstore import yamlio
+from gitstore.configdb.values import Query
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.factfiles import FactsReader
 from gitstore.layout import NODES_LEVEL

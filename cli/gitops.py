@@ -85,7 +85,7 @@ def validate(
 
     Without --repo, every repository of the store at --root is checked.
     """
-    from gitstore import validate_repository
+    from gitstore.gitops.service import validate_repository
 
     if repo_path:
         results = {repo_path: validate_repository(repo_path, revision, catalog_path)}
@@ -153,7 +153,7 @@ def review(
     The report: validation problems, effective keys added/removed/changed per scope, the nodes
     whose effective values change, and the changed override files.
     """
-    from gitstore import render_markdown, review_repository
+    from gitstore.gitops.service import render_markdown, review_repository
     from gitstore.layout import environment_repository
 
     if env_id is not None and repo_path:

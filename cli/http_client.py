@@ -1,7 +1,9 @@
 """`HttpClient`: the `Client` of a gitstore server, over its REST API (standard library urllib).
 
-Errors come back as the `gitstore.errors` class the server's status stands for, with the
-server's message, so a command fails alike against a server and a local root.
+Each operation of `Client` marked with a route (`cli.client.rest`) is derived from it here
+(`_over_rest`); the few whose wire form is not a route's are written below. Errors come back
+as the `gitstore.errors` class the server's status stands for, with the server's message, so a
+command fails alike against a server and a local root.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.client
+import inspect
 import json
+import re
 import ssl
 import urllib.error
 import urllib.parse
@@ -18,8 +22,9 @@ from collections.abc import Callable, Iterator
 from email.message import Message
 from typing import Any, Protocol
 
-from cli.client import API_ROOT, V1_ROOT, Address, LevelPairs
-from gitstore import Query, errors
+from cli.client import API_ROOT, V1_ROOT, Address, Client, LevelPairs, Route, operations, route_of
+from gitstore import errors
+from gitstore.configdb.values import Query
 from gitstore.names import is_number
 from gitstore.served import Served
 
@@ -89,7 +94,7 @@ class _HTTPSHandler(_ConnectionsThatReadEarlyAnswers, urllib.request.HTTPSHandle
     pass
 
 
-class HttpClient:
+class HttpClient(Client):
     """A gitstore server at a base URL such as `http://127.0.0.1:8000`.
 
     With `tokens` each request carries the current one, and a request refused with 401 is sent
@@ -199,67 +204,7 @@ class HttpClient:
             int(version) if is_number(version) else None,
         )
 
-    # -- catalog ---------------------------------------------------------------------------
-    def list_components(self, version: str | None = None) -> list[dict]:
-        return self._get("/components", version=version)
-
-    def get_component(self, component_id: int, version: str | None = None) -> dict:
-        return self._get(f"/components/{int(component_id)}", version=version)
-
-    def create_component(self, body: dict) -> dict:
-        return self.request("POST", "/components", body=body)[0]
-
-    def update_component(self, component_id: int, body: dict) -> dict:
-        return self.request("PATCH", f"/components/{int(component_id)}", body=body)[0]
-
-    def delete_component(self, component_id: int) -> None:
-        self.request("DELETE", f"/components/{int(component_id)}")
-
-    def list_definitions(
-        self, component_id: int | str | None = None, version: str | None = None
-    ) -> list[dict]:
-        return self._get("/resource_definitions", component_id=component_id, version=version)
-
-    def get_definition(self, definition_id: int, version: str | None = None) -> dict:
-        return self._get(f"/resource_definitions/{int(definition_id)}", version=version)
-
-    def create_definition(self, body: dict) -> dict:
-        return self.request("POST", "/resource_definitions", body=body)[0]
-
-    def update_definition(self, definition_id: int, body: dict) -> dict:
-        return self.request("PATCH", f"/resource_definitions/{int(definition_id)}", body=body)[0]
-
-    def delete_definition(self, definition_id: int) -> None:
-        self.request("DELETE", f"/resource_definitions/{int(definition_id)}")
-
-    # -- environments ----------------------------------------------------------------------
-    def list_environments(self) -> list[dict]:
-        return self._get("/environments")
-
-    def get_environment(self, env_id: int, version: str | None = None) -> dict:
-        return self._get(f"/environments/{int(env_id)}", version=version)
-
-    def create_environment(self, body: dict) -> dict:
-        return self.request("POST", "/environments", body=body)[0]
-
-    def update_environment(self, env_id: int, body: dict) -> dict:
-        return self.request("PATCH", f"/environments/{int(env_id)}", body=body)[0]
-
-    def delete_environment(self, env_id: int) -> None:
-        self.request("DELETE", f"/environments/{int(env_id)}")
-
-    def list_levels(self, env_id: int, version: str | None = None) -> list[dict]:
-        return self._get(f"/environments/{int(env_id)}/hierarchy_levels", version=version)
-
-    def get_level(self, env_id: int, name: str, version: str | None = None) -> dict:
-        return self._get(
-            f"/environments/{int(env_id)}/hierarchy_levels/{_segment(name)}", version=version
-        )
-
-    # -- values ----------------------------------------------------------------------------
-    def read(self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query) -> Any:
-        return self.read_served(env_id, pairs, resource, kind, query).data
-
+    # -- the operations whose wire form is not a route's: headers, streams, a retry ----
     def read_served(
         self, env_id: int, pairs: LevelPairs, resource: str, kind: str, query: Query
     ) -> Served:
@@ -326,16 +271,6 @@ class HttpClient:
         except (OSError, http.client.HTTPException) as exc:
             raise errors.Unavailable(f"cannot reach {self.base}: {exc}") from exc
 
-    def secret_rules(self, env_id: int) -> dict:
-        return self._get(f"/environments/{int(env_id)}/secrets/rules")
-
-    def encrypt_secrets(self, env_id: int, path: str, document: dict) -> dict:
-        return self.request(
-            "POST",
-            f"/environments/{int(env_id)}/secrets/encrypt",
-            body={"path": path, "document": document},
-        )[0]
-
     def put(
         self,
         env_id: int,
@@ -374,33 +309,11 @@ class HttpClient:
         body = {"message": message, "documents": items}
         return self._written("PUT", f"/environments/{int(env_id)}/documents", body)
 
-    def upload_facts(self, env_id: int, body: dict) -> dict:
-        return self.request("PUT", f"/environments/{int(env_id)}/facts", body=body)[0]
-
-    # -- versions --------------------------------------------------------------------------
     def history(self, env_id, **params):
         return self.request("GET", f"/environments/{int(env_id)}/history", params=params)[0]
 
     def compare(self, env_a, env_b, **params):
         return self._get(f"/environments/{int(env_a)}/compare/{int(env_b)}", **params)
-
-    def diff(self, env_id, source, target=None, *, scope=None, resource=None):
-        return self._get(
-            f"/environments/{int(env_id)}/diff",
-            to=target,
-            levels=scope,
-            resource=resource,
-            **{"from": source},
-        )
-
-    def labels(self, env_id):
-        return self._get(f"/environments/{int(env_id)}/labels")
-
-    def create_label(self, env_id, body):
-        return self.request("POST", f"/environments/{int(env_id)}/labels", body=body)[0]
-
-    def revert(self, env_id, body):
-        return self.request("POST", f"/environments/{int(env_id)}/revert", body=body)[0]
 
     def explain(self, env_id, pairs, resource, key=None, version=None):
         return self._get(
@@ -411,83 +324,8 @@ class HttpClient:
             version=version,
         )
 
-    # -- tags and nodes (under /api/v1, not /api/v1/config) --------------------------------
     def _v1(self, method: str, path: str, body: Any = None) -> Any:
         return self.request(method, path, body=body, root=V1_ROOT)[0]
-
-    def list_tags(self, kind, owner_id):
-        return self._v1("GET", f"/{kind}s/{int(owner_id)}/tags")
-
-    def create_tag(self, kind, owner_id, body):
-        return self._v1("POST", f"/{kind}s/{int(owner_id)}/tags", body)
-
-    def update_tag(self, kind, owner_id, name, body):
-        return self._v1("PUT", f"/{kind}s/{int(owner_id)}/tags/{_segment(name)}", body)
-
-    def delete_tag(self, kind, owner_id, name):
-        self._v1("DELETE", f"/{kind}s/{int(owner_id)}/tags/{_segment(name)}")
-
-    def assign_tags(self, env_id, node, tags):
-        return self._v1(
-            "POST", f"/clusters/{int(env_id)}/nodes/{_segment(node)}/tags", {"tags": tags}
-        )
-
-    def unassign_tags(self, env_id, node, tags):
-        self._v1("DELETE", f"/clusters/{int(env_id)}/nodes/{_segment(node)}/tags", {"tags": tags})
-
-    def tags_check(self, env_id):
-        return self._v1("GET", f"/clusters/{int(env_id)}/tags_check")
-
-    def list_nodes(self, env_id):
-        return self._v1("GET", f"/clusters/{int(env_id)}/nodes")
-
-    def get_node(self, env_id, node):
-        return self._v1("GET", f"/clusters/{int(env_id)}/nodes/{_segment(node)}")
-
-    def create_node(self, env_id, body):
-        return self._v1("POST", f"/clusters/{int(env_id)}/nodes", body)
-
-    def create_nodes(self, env_id, bodies):
-        return self._v1("POST", f"/clusters/{int(env_id)}/nodes", bodies)
-
-    def update_node(self, env_id, node, body):
-        return self._v1("PATCH", f"/clusters/{int(env_id)}/nodes/{_segment(node)}", body)
-
-    def delete_node(self, env_id, node):
-        self._v1("DELETE", f"/clusters/{int(env_id)}/nodes/{_segment(node)}")
-
-    # -- environment upgrade ---------------------------------------------------------------
-    def upgrade_clone(self, env_id, body):
-        return self._v1("POST", f"/clusters/{int(env_id)}/upgrade/clone", body)
-
-    def upgrade_assign(self, env_id, body):
-        return self._v1("POST", f"/clusters/{int(env_id)}/upgrade/assign", body)
-
-    def upgrade_vips(self, env_id):
-        return self._v1("POST", f"/clusters/{int(env_id)}/upgrade/vips")
-
-    def upgrade_status(self, env_id):
-        return self._v1("GET", f"/clusters/{int(env_id)}/upgrade")
-
-    # -- deployment graphs -----------------------------------------------------------------
-    def _graph(self, kind: str, owner_id: int, graph_type: str | None = None) -> str:
-        path = f"/{kind}s/{int(owner_id)}/deployment_graphs"
-        return path if graph_type is None else f"{path}/{_segment(graph_type)}"
-
-    def list_graphs(self, kind, owner_id):
-        return self._v1("GET", self._graph(kind, owner_id))
-
-    def get_graph(self, kind, owner_id, graph_type):
-        return self._v1("GET", self._graph(kind, owner_id, graph_type))
-
-    def create_graph(self, kind, owner_id, graph_type, body):
-        return self._v1("POST", self._graph(kind, owner_id, graph_type), body)
-
-    def replace_graph(self, kind, owner_id, graph_type, body):
-        return self._v1("PUT", self._graph(kind, owner_id, graph_type), body)
-
-    def delete_graph(self, kind, owner_id, graph_type):
-        self._v1("DELETE", self._graph(kind, owner_id, graph_type))
 
     def cluster_tasks(self, env_id, graph_type, view="merged"):
         suffix = "" if view == "merged" else f"/{_segment(view)}"
@@ -513,25 +351,6 @@ class HttpClient:
             raw=True,
         )[0]
 
-    def execute_graphs(self, body):
-        return self._v1("POST", "/graphs/execute", body)
-
-    def get_transaction(self, transaction_id):
-        return self._v1("GET", f"/transactions/{int(transaction_id)}")
-
-    def get_transaction_node(self, transaction_id, node):
-        return self._v1("GET", f"/transactions/{int(transaction_id)}/nodes/{_segment(node)}")
-
-    def list_transactions(self, env_id=None):
-        params = {} if env_id is None else {"cluster_id": int(env_id)}
-        return self.request("GET", "/transactions", params=params, root=V1_ROOT)[0]
-
-    # -- Heat roles and deployment plans ---------------------------------------------------
-    def list_roles(self, only_latest=False):
-        return self.request(
-            "GET", "/roles", params={"only_latest": _on(only_latest)}, root=V1_ROOT
-        )[0]
-
     def upload_role(self, name, content, description=None):
         """POST a new name; when it exists, PUT a new version of its latest."""
         body = {"content": content, **({} if description is None else {"description": description})}
@@ -544,36 +363,68 @@ class HttpClient:
         entity = self._v1("PUT", f"/roles/{_segment(latest['uuid'])}", body)
         return entity, entity["version"] != latest["version"]
 
-    def list_plans(self):
-        return self._v1("GET", "/plans")
 
-    def get_plan(self, uuid, reveal=False):
+#: A path template's placeholder: `<name>` or `<int:name>` (`cli.client`).
+_PLACEHOLDER = re.compile(r"<(?:(int):)?([A-Za-z_][A-Za-z0-9_]*)>")
+
+
+def _over_rest(name: str, operation: Callable[..., Any]) -> Callable[..., Any]:
+    """The HTTP form of one routed operation: its arguments bound by its own signature, then
+    placed in the route's path, query and body."""
+    route = route_of(operation)
+    assert route is not None
+    signature = inspect.signature(operation)
+
+    def call(self: HttpClient, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        values = bound.arguments
         return self.request(
-            "GET", f"/plans/{_segment(uuid)}", params={"reveal": _on(reveal)}, root=V1_ROOT
+            route.method,
+            _filled(route, values),
+            params=_query(route, values),
+            body=_body(route, values),
+            root=route.root,
         )[0]
 
-    def create_plan(self, body):
-        return self._v1("POST", "/plans", body)
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"{route.method} {route.root}{route.path} ({operation.__doc__ or name})"
+    return call
 
-    def delete_plan(self, uuid):
-        self._v1("DELETE", f"/plans/{_segment(uuid)}")
 
-    def add_plan_role(self, uuid, role_uuid):
-        return self._v1("POST", f"/plans/{_segment(uuid)}/roles", {"uuid": role_uuid})
+def _filled(route: Route, values: dict[str, Any]) -> str:
+    def one(match: re.Match) -> str:
+        value = values[match.group(2)]
+        return str(int(value)) if match.group(1) else _segment(value)
 
-    def remove_plan_role(self, uuid, role_uuid):
-        return self._v1("DELETE", f"/plans/{_segment(uuid)}/roles/{_segment(role_uuid)}")
+    return _PLACEHOLDER.sub(one, route.path)
 
-    def set_plan_values(self, uuid, values):
-        return self._v1("PATCH", f"/plans/{_segment(uuid)}", values)
 
-    def export_plan(self, uuid, reveal=False):
-        return self.request(
-            "GET",
-            f"/plans/{_segment(uuid)}/templates",
-            params={"reveal": _on(reveal)},
-            root=V1_ROOT,
-        )[0]
+def _wire(item: str) -> tuple[str, str]:
+    """`wire=name` or `name`: (the name on the wire, the argument's)."""
+    wire, _, name = item.partition("=")
+    return wire, name or wire
+
+
+def _query(route: Route, values: dict[str, Any]) -> dict[str, Any]:
+    found = {}
+    for wire, name in map(_wire, route.query):
+        value = values[name]
+        found[wire] = _on(value) if isinstance(value, bool) else value
+    return found
+
+
+def _body(route: Route, values: dict[str, Any]) -> Any:
+    if route.body is None:
+        return None
+    if isinstance(route.body, str):
+        return values[route.body]
+    return {wire: values[name] for wire, name in map(_wire, route.body)}
+
+
+for _name, _operation in operations().items():
+    if route_of(_operation) is not None and _name not in vars(HttpClient):
+        setattr(HttpClient, _name, _over_rest(_name, _operation))
 
 
 def document_path(env_id: int, pairs: LevelPairs, resource: str, kind: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from gitstore import KeystoneSettings
+from gitstore.access.keystone import KeystoneSettings
 
 _NAMES = (
     "keystone_url",

@@ -14,7 +14,8 @@ from pathlib import Path
 import click
 
 from cli.server import store_root
-from gitstore import CLUSTER_KEY_FILE, create_cluster_secret
+from gitstore.cluster.secret import KEY_FILE as CLUSTER_KEY_FILE
+from gitstore.cluster.secret import create as create_cluster_secret
 from gitstore.errors import GitstoreError
 
 PASSPHRASE_ENV = "GITSTORE_BACKUP_PASSPHRASE"
@@ -73,7 +74,7 @@ def backup(
 ) -> None:
     """Copy a store (live or not) into --to: a git bundle per repository, the access file,
     and with --include-keyring the keyring encrypted with a passphrase."""
-    from gitstore import backup as take
+    from gitstore.ops.backup import backup as take
 
     phrase = _passphrase(passphrase_file, needed=True) if include_keyring else None
     manifest = take(store_root(root_opt), Path(target), phrase)
@@ -95,8 +96,8 @@ def backup(
 @_passphrase_option
 def restore(source: str, root_opt: str | None, passphrase_file: str | None) -> None:
     """Build a new store at --root (absent or empty) from the backup in --from."""
-    from gitstore import read_manifest
-    from gitstore import restore as rebuild
+    from gitstore.ops.backup import read_manifest
+    from gitstore.ops.backup import restore as rebuild
 
     needed = bool(read_manifest(Path(source))["keyring"])
     manifest = rebuild(Path(source), store_root(root_opt), _passphrase(passphrase_file, needed))
@@ -118,7 +119,7 @@ def fsck(ctx: click.Context, root_opt: str | None, fmt: str) -> None:
     left-over locks and half-made repositories, and that the keyring opens every sealed value
     (never printed). Exits 1 naming each problem, 0 when the store is sound."""
     from gitstore import Store
-    from gitstore import fsck as check
+    from gitstore.ops.fsck import fsck as check
 
     root = store_root(root_opt)
     Store(root).check()

@@ -19,8 +19,9 @@ from cli import output, values
 from cli.client import Client
 from cli.connection import Connection, pass_client
 from cli.local_client import LocalClient
-from gitstore import CloneFile, yamlio
+from gitstore import yamlio
 from gitstore.errors import InvalidInput
+from gitstore.secrets.local import CloneFile
 
 
 def register(group: click.Group) -> None:

@@ -14,7 +14,7 @@ import click
 from cli import output, values
 from cli.client import Client
 from cli.connection import pass_client
-from gitstore import NODE_STATUSES
+from gitstore.deployment.inventory import STATUSES as NODE_STATUSES
 
 TAG_COLUMNS = ("name", "has_primary", "owner_type", "owner_id")
 NODE_COLUMNS = ("id", "fqdn", "roles", "pending_roles", "status", "tags")

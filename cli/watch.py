@@ -17,7 +17,7 @@ import click
 from cli import output, values
 from cli.client import Client
 from cli.connection import pass_client
-from gitstore import Query
+from gitstore.configdb.values import Query
 
 #: How long one blocking query is held before it is asked again (the server clamps at 10 min).
 ROUND_SECONDS = 300.0

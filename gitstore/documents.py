@@ -13,7 +13,8 @@ can hold no secret (catalog files, `environment.yaml`, inventory records) are en
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from gitstore import keypaths, limits, yamlio, yamlsplice
 from gitstore.backend.cache import LRUCache
@@ -21,8 +22,19 @@ from gitstore.backend.snapshot import parsed_blob, remember_parsed
 from gitstore.errors import InvalidInput
 from gitstore.limits import check_plain_data
 
-if TYPE_CHECKING:
-    from gitstore.secrets.seal import Sealer
+
+class Sealer(Protocol):
+    """What this door asks of a sealer (`gitstore.secrets.seal.Sealer`, handed out by
+    `store.secrets.sealer`): the secret leaves of a document or of one spliced value sealed,
+    and whether stored text may hold a plain secret."""
+
+    def rules_of(self, file: str) -> object:
+        """The secret rules of `file` (compared, and kept beside what they judged)."""
+
+    def seal(self, file: str, document: dict, old: Any = None) -> dict: ...
+    def seal_at(self, file: str, path: Sequence[str], value: Any, old: Any = ...) -> Any: ...
+    def may_hold_plain(self, file: str, data: bytes) -> bool: ...
+
 
 _UNREADABLE = object()
 #: A key segment that could name a list index or an integer key: left to the full path.

@@ -18,7 +18,7 @@ from gitstore.errors import InvalidInput, NotFound
 from gitstore.merge import strategies
 from gitstore.merge.effective import DEEP, Layer
 from gitstore.merge.strategies import Strategies
-from gitstore.names import check_level_value, check_segment, is_number
+from gitstore.names import RESERVED_TOP_LEVEL, check_level_value, check_segment, is_number
 
 # -- the store root ------------------------------------------------------------------------
 CATALOG = "catalog.git"
@@ -91,6 +91,21 @@ def layer_file(pair: tuple[str, str] | None, kind: str, resource: str) -> str:
     """Repository path of one document: `global/values/r.yaml` or `nodes/1/overrides/r.yaml`."""
     folder = GLOBAL if pair is None else f"{pair[0]}/{pair[1]}"
     return f"{folder}/{kind}/{resource}.yaml"
+
+
+def parse_data_path(path: str) -> tuple[tuple[str, str] | None, str, str] | None:
+    """`(pair, kind, resource)` of a layer file path (`layer_file`'s inverse), or None for any
+    other file."""
+    parts = path.split("/")
+    if parts[0] == GLOBAL:
+        pair, rest = None, parts[1:]
+    elif parts[0] not in RESERVED_TOP_LEVEL and len(parts) > 2:
+        pair, rest = (parts[0], parts[1]), parts[2:]
+    else:
+        return None
+    if len(rest) < 2 or rest[0] not in KINDS or not rest[-1].endswith(".yaml"):
+        return None
+    return pair, rest[0], "/".join(rest[1:])[: -len(".yaml")]
 
 
 def parse_levels(text: str) -> list[tuple[str, str]]:

@@ -16,9 +16,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
+from gitstore.backend import commits
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.hooks import install_hooks
 from gitstore.backend.repository import Author, Operation, Repository
@@ -34,26 +36,20 @@ ARCHIVE = "archive"
 WriteGuard = Callable[[str], None]
 
 
-class Replication(Protocol):
-    """What a cluster member must do around the changes of its repositories (docs/ha.md).
+class Replication(commits.Replication, Protocol):
+    """What a cluster member must do around the changes of its repositories (docs/ha.md):
+    before main moves and after a label is made (`gitstore.backend.commits.Replication`, which
+    each repository's commit queue is handed), and around creating and archiving one.
 
     `name` is the repository as served (`catalog.git`, `environments/<id>.git`). Each method
     raises to refuse: nothing is then acknowledged.
     """
-
-    def commit(self, name: str, repo: Repository, old: str | None, new: str) -> bool:
-        """Before main moves from `old` to `new` (write lock held; `new` may be the tip of a
-        chain of commits on `old`, one per writer of a round); False: main moved."""
 
     def created(self, name: str, repo: Repository) -> None:
         """After a repository was made (it is undone if this raises)."""
 
     def archiving(self, name: str, repo: Repository) -> None:
         """Before a repository is moved to the archive."""
-
-    def labelled(self, name: str, repo: Repository, ref: str, tag: str) -> None:
-        """After a new label's `ref` (`refs/tags/<label>`) points at tag object `tag` (it is
-        removed if this raises)."""
 
 
 def unknown_environment(env_id: int) -> NotFound:
@@ -157,18 +153,11 @@ class Repositories:
             repo = self._repos.get(path)
             if repo is None:
                 served_as = self.served_as(path)
-                guard = commit_guard = label_guard = None
+                guard = None
                 if self._write_guard is not None:
-                    guard = _bound(self._write_guard, served_as)
-                if self.replication is not None:
-                    commit_guard = _commit_guard(self.replication, served_as)
-                    label_guard = _label_guard(self.replication, served_as)
+                    guard = partial(self._write_guard, served_as)
                 repo = self._repos[path] = Repository(
-                    path,
-                    name,
-                    write_guard=guard,
-                    commit_guard=commit_guard,
-                    label_guard=label_guard,
+                    path, name, guard, replication=self.replication, served_as=served_as
                 )
             return repo
 
@@ -248,18 +237,6 @@ class Repositories:
             self._repos.pop(source, None)
             self._by_id.pop(env_id, None)
         return target
-
-
-def _bound(guard: WriteGuard, name: str) -> Callable[[], None]:
-    return lambda: guard(name)
-
-
-def _commit_guard(replication: Replication, name: str):
-    return lambda repo, old, new: replication.commit(name, repo, old, new)
-
-
-def _label_guard(replication: Replication, name: str):
-    return lambda repo, ref, tag: replication.labelled(name, repo, ref, tag)
 
 
 def _create_atomically(path: Path, name: str, build: Callable[[Path], Repository]) -> None:

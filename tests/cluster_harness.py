@@ -28,7 +28,9 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gitstore import CLUSTER_KEY_FILE, ClusterSecret, create_cluster_secret
+from gitstore.cluster.secret import KEY_FILE as CLUSTER_KEY_FILE
+from gitstore.cluster.secret import ClusterSecret
+from gitstore.cluster.secret import create as create_cluster_secret
 
 ETCD = "/usr/bin/etcd"
 HAPROXY = "/usr/sbin/haproxy"

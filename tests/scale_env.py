@@ -18,7 +18,8 @@ from pathlib import Path
 import yaml
 from fuel_data import ASTUTE
 
-from gitstore import Author, Store
+from gitstore import Store
+from gitstore.backend.repository import Author
 
 ENV_ID = 1
 AUTHOR = Author("scale", "scale@example.com")

@@ -22,8 +22,9 @@ from deep_history import DEEP_HISTORY, LOOKUP, NODE_DOCUMENT, build
 from error_shape import assert_error
 
 from cli.server import TIMEOUT_MARGIN, worker_timeout
-from gitstore import Deadline, limits
+from gitstore import limits
 from gitstore.api import create_app, offload
+from gitstore.deadlines import Deadline
 from gitstore.errors import DeadlineExceeded, InvalidInput, NotFound
 
 COMMITS = 20_000

@@ -6,7 +6,7 @@ on the way makes them re-mask and re-encode every entry of every lookup."""
 
 from __future__ import annotations
 
-from gitstore import Query
+from gitstore.configdb.values import Query
 from gitstore.merge.effective import Layer, merge_layers
 
 COMMON = {"network": {"vlan": 100, "mtu": 9000}, "services": ["nova", "glance"]}

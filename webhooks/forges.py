@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from gitstore import FORGES
 from gitstore.errors import InvalidInput
+from gitstore.gitops.mirrors import FORGES
 
 GITHUB, GITLAB, GITEA = FORGES
 PUSH, PULL_REQUEST, PING, OTHER = "push", "pull_request", "ping", "other"

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from gitstore import Store, limits, logs, metrics, staged_push
+from gitstore import Store, limits, logs, metrics
 from gitstore.errors import GitstoreError
+from gitstore.gitops.pushes import staged_push
 from gitstore.layout import store_root_of
 from gitstore.validation import format_problem
 

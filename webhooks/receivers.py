@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify, request
 
-from gitstore import render_markdown
 from gitstore.errors import InvalidInput, NotFound, Unauthorized
+from gitstore.gitops.service import render_markdown
 from gitstore.names import is_number
 from webhooks import forges
 from webhooks.forge_client import ForgeClient

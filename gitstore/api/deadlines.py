@@ -16,9 +16,10 @@ import threading
 
 from flask import Flask, Response, current_app, g, request
 
-from gitstore import UNBOUNDED, Deadline, limits, metrics
+from gitstore import limits, metrics
 from gitstore.api import errors
 from gitstore.api.observe import UNMATCHED
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import DeadlineExceeded
 
 #: Heavy routes by endpoint, with the limit of their deadline.

@@ -10,7 +10,8 @@ import logging
 from flask import Flask, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from gitstore import KEYSTONE, errors
+from gitstore import errors
+from gitstore.access.keystone import KEYSTONE
 
 log = logging.getLogger("gitstore.api")
 

@@ -17,8 +17,6 @@ import hashlib
 
 from flask import Blueprint, Response, request
 
-from gitstore import DEFAULT_GRAPH_TYPE as DEFAULT_TYPE
-from gitstore import Answer
 from gitstore.api.blocking import blocking_read
 from gitstore.api.deadlines import deadline
 from gitstore.api.http import (
@@ -34,7 +32,9 @@ from gitstore.api.http import (
     version_arg,
 )
 from gitstore.api.owners import each_owner
+from gitstore.deployment.graphs import Answer
 from gitstore.errors import InvalidInput
+from gitstore.merge.graphs import DEFAULT_TYPE
 from gitstore.names import is_commit_id, is_number
 
 bp = Blueprint("graphs", __name__, url_prefix="/api/v1")

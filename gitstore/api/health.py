@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify, request
 
-from gitstore import DEFAULT_MIN_FREE_DISK, Readiness
 from gitstore.api.http import app_store
 from gitstore.errors import InvalidInput
+from gitstore.ops.health import DEFAULT_MIN_FREE_DISK, Readiness
 
 bp = Blueprint("health", __name__)
 MIN_FREE_DISK = "GITSTORE_MIN_FREE_DISK"

@@ -22,7 +22,7 @@ import os
 
 from flask import Flask, current_app, request
 
-from gitstore import SERVED_HOSTS
+from gitstore.access.policy import SERVED_HOSTS
 from gitstore.api.http import app_store
 from gitstore.errors import MisdirectedRequest
 

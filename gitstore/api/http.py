@@ -17,7 +17,9 @@ from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import http_date, parse_etags
 
-from gitstore import Author, LRUCache, logs
+from gitstore import logs
+from gitstore.backend.cache import LRUCache
+from gitstore.backend.repository import Author
 from gitstore.errors import InvalidInput, PreconditionFailed, UnsupportedMediaType
 from gitstore.limits import check_plain_data
 from gitstore.names import is_commit_id, parse_flag
@@ -35,7 +37,7 @@ _FRAGMENTS = "gitstore.json_fragments"
 #: Fewer top-level entries than this are encoded whole (nothing to gain from fragments).
 FRAGMENT_MIN_ENTRIES = 16
 #: The answers kept as heads (`_Fragments`), and the largest kept (its JSON's characters).
-HEADS = 8
+FRAGMENT_HEADS = 8
 HEAD_BYTES = 4 * 1024 * 1024
 #: Where the app factory keeps the facade it serves.
 STORE = "gitstore"
@@ -299,7 +301,7 @@ class _Fragments:
     A head is found by its first value (the same object: answers of one document, whoever's
     node, start with the parent's first entry), so the answers of several resources each find
     theirs, and an answer sharing nothing (`show_lookup` wraps every entry) finds none: it is
-    encoded whole and kept as a head, replacing the least recently used of `HEADS`. A head
+    encoded whole and kept as a head, replacing the least recently used of `FRAGMENT_HEADS`. A head
     that an answer shares fewer than `FRAGMENT_MIN_ENTRIES` entries with (its document
     changed) is replaced by that answer.
 
@@ -367,7 +369,7 @@ class _Fragments:
         head = _Head(data)
         with self._mutex:
             self.heads.pop(id(first), None)
-            if len(self.heads) >= HEADS:
+            if len(self.heads) >= FRAGMENT_HEADS:
                 del self.heads[next(iter(self.heads))]  # the least recently used
             self.heads[id(first)] = head
 

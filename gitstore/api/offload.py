@@ -34,8 +34,9 @@ from typing import Any
 
 from flask import Flask, current_app
 
-from gitstore import Deadline, Store, limits, logs
+from gitstore import Store, limits, logs
 from gitstore.api.http import app_store
+from gitstore.deadlines import Deadline
 from gitstore.errors import GitstoreError
 
 #: App config key: run heavy reads in helper processes (`gitstore serve` sets it).

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from flask import Response, current_app, g, request
 
-from gitstore import Identity
+from gitstore.access.policy import Identity
 from gitstore.api.http import app_store
 from gitstore.errors import Forbidden
 from gitstore.names import parse_flag

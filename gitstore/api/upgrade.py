@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from flask import Blueprint, g
 
-from gitstore import require
+from gitstore.access.policy import require
 from gitstore.api.http import STORE, app_store, author, flag, json_body, served, version_arg
 from gitstore.errors import NotFound
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from flask import Blueprint, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
-from gitstore import Query
 from gitstore.api import request_state
 from gitstore.api.blocking import PARAMETERS as BLOCKING_PARAMETERS
 from gitstore.api.blocking import blocking_read
@@ -29,6 +28,7 @@ from gitstore.api.http import (
 )
 from gitstore.api.offload import heavy_service
 from gitstore.api.request_state import RequestState
+from gitstore.configdb.values import Query
 from gitstore.errors import NotFound, PreconditionFailed
 from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
-from gitstore import CompareQuery
 from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store, author, json_body, no_version, served, version_arg
 from gitstore.api.offload import heavy_service
+from gitstore.versions.compare import CompareQuery
 
 bp = Blueprint("versions", __name__, url_prefix="/api/v1/config/environments")
 

@@ -75,10 +75,11 @@ def read_ref(repo: Repository, ref: str) -> str | None:
 def fast_forward(repo: Repository, expected: str | None, new: str) -> bool:
     """Move `main` from `expected` to `new` by compare-and-swap; False if main moved meanwhile.
 
-    In a cluster the repository's commit guard is asked first (it replicates `new` and records
-    it in etcd, or refuses); call this with the repository's write lock held.
+    In a cluster the repository's replication is asked first (`CommitQueue.accepts`: it
+    replicates `new` and records it in etcd, or refuses); call this with the repository's write
+    lock held.
     """
-    if repo.commit_guard is not None and not repo.commit_guard(repo, expected, new):
+    if not repo.commits.accepts(expected, new):
         return False
     return refs.compare_and_swap(repo.path, MAIN, expected, new)
 

@@ -1,161 +1,57 @@
-"""One bare git repository: resolve versions, read snapshots, write commits by compare-and-swap.
-
-A write runs the operation against the current head, builds the new commit in memory, and moves
-`refs/heads/main` only if it still points at that head (compare-and-swap, `refs.py`). A lost race
-re-runs the operation on the new head (operations are key- or file-level, so re-applying is well
-defined).
-
-Our own writers (threads and gunicorn workers alike) compute their change before they take the
-repository's `flock` write lock, then hold it only to commit: the commit is made if nothing the
-change read has moved since, and otherwise the operation runs again under the lock (so eight
-writers on one file never compute work that keeps losing the race). The kernel drops the flock
-of a killed process, so a crash never blocks the store. The compare-and-swap still guards
-against `git push`, which moves the ref without our lock.
-
-The writers of one process queued on the lock are committed in rounds: a chain of their
-commits, main moved to its tip once (`_in_round`). Each writer still gets its own commit and is
-answered only once main holds it; the round pays the flock, the ref's lock file and the ref
-update once. In a cluster (a commit guard is set) each round also waits under the lock for a
-peer round trip and an etcd transaction, paid once per round too (docs/ha.md).
+"""One bare git repository: resolve versions, read snapshots and revisions; its commits go
+through its commit queue (`commits.py`: compare-and-swap, guesses before the lock, rounds, the
+lock order).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import random
 import subprocess
-import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pygit2
 
-from gitstore import metrics, yamlio
+from gitstore import yamlio
 from gitstore.backend import refs, revisions
 from gitstore.backend.cache import LRUCache, parsed
 from gitstore.backend.changes import ChangeSet, Graft
+from gitstore.backend.commits import (
+    COMMITTER,
+    MAIN,
+    WRITE_LOCK,
+    Author,
+    CommitQueue,
+    Operation,
+    Replication,
+    WriteResult,
+)
 from gitstore.backend.damage import damaged, first_unreadable, recorded
 from gitstore.backend.revisions import FileChange, TagInfo
 from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
-from gitstore.backend.trees import build_tree, store_blobs
 from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import Conflict, NotFound, Unavailable, UnknownRevision
-from gitstore.files import exclusive_lock, os_thread_local
+from gitstore.files import os_thread_local
 from gitstore.names import is_commit_id, is_number
 
-MAIN = "refs/heads/main"
-MAX_ATTEMPTS = 50
-#: The committer of every commit gitstore makes (the author is who asked for it).
-COMMITTER = ("gitstore", "gitstore@localhost")
-#: The flock every commit to main is made under; pushes over HTTP queue on it too.
-WRITE_LOCK = "gitstore-write.lock"
-
-#: Asked under the write lock, before main moves from `old` (None: first commit) to `new`,
-#: whether it may (a cluster's commit guard: `gitstore.cluster`). False: main moved elsewhere
-#: meanwhile, the write is re-applied on the new head; it raises to refuse the write. `new` may
-#: be the tip of a round's chain of commits on `old` (`Repository._in_round`).
-CommitGuard = Callable[["Repository", "str | None", str], bool]
-#: Called once a new label's ref `refs/tags/<name>` points at its tag object (a cluster member
-#: replicates it, docs/ha.md); it raises to refuse the label, which is then removed.
-LabelGuard = Callable[["Repository", str, str], None]
+#: Names other modules import from here; they live in `commits.py`.
+__all__ = [
+    "COMMITTER",
+    "MAIN",
+    "WRITE_LOCK",
+    "Author",
+    "Operation",
+    "Repository",
+    "WriteResult",
+]
 
 #: First-parent depth (the integer version) by commit id: immutable, so shared by the process.
 _DEPTHS = LRUCache(max_entries=200_000, name="depths")
 #: First-parent chain of main by repository path: (head, commit ids root first). Weighed by
 #: length: at most 400,000 ids (~36 MB) in all.
 _CHAINS = LRUCache(max_entries=64, max_weight=400_000, name="chains")
-
-
-@dataclass(frozen=True)
-class Author:
-    name: str
-    email: str
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What a write produced: the commit now served and whether the write changed anything."""
-
-    commit: str
-    version: int
-    changed: bool
-
-
-Operation = Callable[[Snapshot], ChangeSet]
-
-
-@dataclass(frozen=True)
-class _Guess:
-    """An operation's changes computed on a tracked snapshot of `head`, before the lock."""
-
-    head: str
-    snapshot: Snapshot
-    changes: ChangeSet
-
-    def holds_at(self, head: str, tree: pygit2.Tree) -> bool:
-        """Whether these changes are still what the operation would compute at `head`."""
-        return head == self.head or self.snapshot.unchanged_at(tree)
-
-
-class _Guesses:
-    """Whether running an operation before the lock (`Repository._speculate`) still pays.
-
-    A guess is wasted when what it read changed before its turn: writers contending on one
-    document. Then every guess but the first runs again under the lock, and the wasted run
-    only takes CPU from the lock's holder (the writers of one gevent worker even stop it: a
-    guess runs without yielding). So while most recent guesses were wasted, a writer skips
-    its guess, except one in `PROBE` that keeps the estimate current. Measured through the
-    facade, 8 writers in 4 gevent processes on one global document (Fuel's compute.yaml),
-    alternated: 16-19 against 21-22 ms of CPU per write, 25-31 against 24-28 writes/s.
-    Writers of different files (node facts and overrides) keep guessing: their guesses hold.
-    """
-
-    #: Weight of the newest outcome in the running share of wasted guesses.
-    WEIGHT = 0.125
-    #: Above this share of wasted guesses, writers stop guessing (but one in PROBE).
-    SKIP_ABOVE = 0.5
-    PROBE = 8
-
-    def __init__(self) -> None:
-        self.wasted = 0.0  # updated without a lock: a lost update only blurs an estimate
-        self._skipped = 0
-
-    def record(self, held: bool) -> None:
-        self.wasted += self.WEIGHT * ((0.0 if held else 1.0) - self.wasted)
-
-    def worth_it(self) -> bool:
-        if self.wasted <= self.SKIP_ABOVE:
-            return True
-        self._skipped += 1
-        return self._skipped % self.PROBE == 0
-
-
-@dataclass
-class _Ticket:
-    """A writer waiting for a round of commits (`Repository._in_round`): what it
-    asked for, then its outcome (a result; None: re-apply on the new head; or an error)."""
-
-    operation: Operation
-    author: Author
-    guess: _Guess | None
-    done: bool = False
-    result: WriteResult | None = None
-    error: Exception | None = None
-
-
-@dataclass(frozen=True)
-class _Link:
-    """A ticket's place in a round's chain: its commit (or the tip it changed nothing on,
-    or refused on) and, when it made one, the commit's message and changes."""
-
-    ticket: _Ticket
-    commit: str | None
-    message: str | None
-    changes: ChangeSet | None
 
 
 class Repository:
@@ -166,29 +62,20 @@ class Repository:
         path: Path,
         name: str,
         write_guard: Callable[[], None] | None = None,
-        commit_guard: CommitGuard | None = None,
-        label_guard: LabelGuard | None = None,
+        *,
+        replication: Replication | None = None,
+        served_as: str = "",
     ) -> None:
+        """`served_as` is the repository's name below its store root (`environments/1.git`),
+        as its `replication` (a cluster member's; None on a single node) names it."""
         self.path = Path(path)
         self.name = name
         self._local = os_thread_local()  # one pygit2 handle per OS thread (see there)
-        # Threads of one process queue here before the flock, so that only one of them waits
-        # in the kernel: with all of them there, 8 writers in 4 processes committed a fifth
-        # fewer writes per second (more threads woke to fight over the process's GIL).
-        self._writers = threading.Lock()
         # Called before every `update`; it raises to refuse the write (the facade refuses
         # writes to a repository in mirror mode, whose source of truth is elsewhere).
         self._write_guard = write_guard
-        # None in single-node mode; in a cluster, main moves only once the commit is replicated
-        # and etcd accepted it (docs/ha.md).
-        self.commit_guard = commit_guard
-        # Likewise a new label counts only once replicated; it is removed if this raises.
-        self.label_guard = label_guard
-        # How often this process's guesses were wasted lately (`_Guesses`).
-        self._guesses = _Guesses()
-        # The writers of this process waiting for the next round (`_in_round`).
-        self._queue: list[_Ticket] = []
-        self._queue_lock = threading.Lock()
+        #: Every commit to main goes through here (`commits.py`).
+        self.commits = CommitQueue(self, replication, served_as)
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -196,7 +83,7 @@ class Repository:
         """Initialise a bare repository at `path` holding one commit made of `first`."""
         pygit2.init_repository(str(path), bare=True, initial_head="main")
         repo = cls(path, name)
-        repo._commit_on(None, first, author)
+        repo.commits.first(None, first, author)
         return repo
 
     @classmethod
@@ -215,7 +102,7 @@ class Repository:
         head = repo.head()
         if head is None:
             raise NotFound(f"repository {source.name} has no commits")
-        repo._commit_on(head, operation(repo._snapshot_of(repo.git[head])), author)
+        repo.commits.first(head, operation(repo.snapshot_of(repo.git[head])), author)
         return repo
 
     @property
@@ -266,7 +153,7 @@ class Repository:
         commit = self._resolve(version)
         text = "" if version is None else str(version).strip()
         numbered = not text or is_number(text) or self._on_main_chain(str(commit.id))
-        return self._snapshot_of(commit, numbered)
+        return self.snapshot_of(commit, numbered)
 
     def _on_main_chain(self, commit_id: str) -> bool:
         head = self.head()
@@ -278,9 +165,9 @@ class Repository:
     def snapshot_at_head(self, head: str) -> Snapshot:
         """The tree of `head`, a head of main the caller has just read (`head()`): what
         `snapshot()` makes, without reading the ref a second time."""
-        return self._snapshot_of(self._head_commit(head))
+        return self.snapshot_of(self._head_commit(head))
 
-    def _snapshot_of(self, commit: pygit2.Commit, numbered: bool = True) -> Snapshot:
+    def snapshot_of(self, commit: pygit2.Commit, numbered: bool = True) -> Snapshot:
         try:
             number = self.depth(str(commit.id)) if numbered else None
             return Snapshot(self.git, commit, self.name, number)
@@ -456,28 +343,27 @@ class Repository:
         ref = revisions.TAGS + name
         if not refs.compare_and_swap(self.path, ref, None, tag_id):
             raise Conflict(f"label {name!r} already exists in {self.name}", key="name")
-        if self.label_guard is not None:
-            try:
-                self.label_guard(self, ref, tag_id)
-            except BaseException:
-                with contextlib.suppress(KeyError):  # never acknowledged: not kept
-                    self.git.references.delete(ref)
-                raise
+        try:
+            self.commits.labelled(ref, tag_id)
+        except BaseException:
+            with contextlib.suppress(KeyError):  # never acknowledged: not kept
+                self.git.references.delete(ref)
+            raise
         return revisions.tag_info(self.git, ref)
 
-    # -- writing ---------------------------------------------------------------------------
+    # -- writing (commits.py) ---------------------------------------------------------------
     def update(
         self, operation: Operation, author: Author, deadline: Deadline = UNBOUNDED
     ) -> WriteResult:
         """Apply `operation` to the head as one commit, re-applying it on a lost race.
 
-        The operation first runs on the head of the moment, outside the write lock
-        (`_speculate`). Once the lock is ours, that result is committed if nothing the
-        operation read has changed since: writes to different files (per-node facts and
-        overrides) parse, merge, seal and encode in parallel and only commit in turn, so the
-        lock is held for the trees, the commit and the ref. Otherwise the operation runs again
-        on the new head, under the lock. The writers of this process that queue meanwhile
-        are committed together, in a round (`_in_round`).
+        The operation first runs on the head of the moment, outside the write lock. Once the
+        lock is ours, that result is committed if nothing the operation read has changed
+        since: writes to different files (per-node facts and overrides) parse, merge, seal and
+        encode in parallel and only commit in turn, so the lock is held for the trees, the
+        commit and the ref. Otherwise the operation runs again on the new head, under the
+        lock. The writers of this process that queue meanwhile are committed together, in a
+        round (`CommitQueue`).
 
         An operation that raises before the lock refuses the write at once: main was at the
         head it ran on, so the refusal is what that version of the store answers (a bad
@@ -488,14 +374,7 @@ class Repository:
         """
         if self._write_guard is not None:
             self._write_guard()
-        for attempt in range(MAX_ATTEMPTS):
-            guess = self._speculate(operation) if self._guesses.worth_it() else None
-            deadline.check()
-            result = self._in_round(_Ticket(operation, author, guess))
-            if result is not None:
-                return result
-            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
-        raise Conflict(f"{self.name}: could not move main (pushes kept winning the race)")
+        return self.commits.commit(operation, author, deadline)
 
     def dry_run(self, operation: Operation, author: Author) -> WriteResult:
         """The commit `operation` would make on the head, built but never served: `main`
@@ -507,165 +386,7 @@ class Repository:
         """
         if self._write_guard is not None:
             self._write_guard()
-        head = self.head()
-        if head is None:
-            raise NotFound(f"repository {self.name} has no commits")
-        changes = operation(self._snapshot_of(self.git[head]))
-        base_tree = self.git[head].tree
-        tree_id = build_tree(self.git, base_tree, changes.entries)
-        if tree_id == base_tree.id:
-            return WriteResult(head, self.depth(head), changed=False)
-        message = (changes.message or "gitstore: update").rstrip() + "\n"
-        commit_id = str(
-            self.git.create_commit(
-                None,
-                pygit2.Signature(author.name, author.email),
-                pygit2.Signature(*COMMITTER),
-                message,
-                tree_id,
-                [pygit2.Oid(hex=head)],
-            )
-        )
-        return WriteResult(commit_id, self.depth(commit_id), changed=True)
-
-    def _speculate(self, operation: Operation) -> _Guess | None:
-        """`operation` on the current head, for use if its reads still hold once locked."""
-        head = self.head()
-        if head is None:
-            return None
-        commit = self.git[head]
-        snapshot = Snapshot(self.git, commit, self.name, self.depth(head), tracked=True)
-        changes = operation(snapshot)
-        changes.entries = store_blobs(self.git, changes.entries)
-        return _Guess(head, snapshot, changes)
-
-    def _commit_on(self, head: str | None, changes: ChangeSet, author: Author):
-        built = self._build(head, changes, author)
-        if built is None:
-            return WriteResult(head, self.depth(head), changed=False)
-        commit_id, message = built
-        if self.commit_guard is not None and not self.commit_guard(self, head, commit_id):
-            return None
-        if not refs.compare_and_swap(self.path, MAIN, head, commit_id, durable=self._durable()):
-            return None
-        metrics.commit_made(self.name, commit_id, message, changes.entries)
-        return WriteResult(commit_id, self.depth(commit_id), changed=True)
-
-    def _build(
-        self, head: str | None, changes: ChangeSet, author: Author
-    ) -> tuple[str, str] | None:
-        """(commit id, message) of `changes` made on `head`, nothing moved; None: no change."""
-        git = self.git
-        base_tree = git[head].tree if head else None
-        tree_id = build_tree(git, base_tree, changes.entries)
-        if base_tree is not None and tree_id == base_tree.id:
-            return None
-        signature = pygit2.Signature(author.name, author.email)
-        committer = pygit2.Signature(*COMMITTER)
-        parents = [pygit2.Oid(hex=head)] if head else []
-        message = (changes.message or "gitstore: update").rstrip() + "\n"
-        commit_id = str(git.create_commit(None, signature, committer, message, tree_id, parents))
-        return commit_id, message
-
-    # -- group commit: the writers queued in this process, one ref update (and guard) ------
-    def _in_round(self, ticket: _Ticket) -> WriteResult | None:
-        """Commit `ticket` in a round: the writer of this process that takes the locks commits
-        every writer queued meanwhile at once (`_commit_round`); the others find their outcome
-        made when the locks come to them. The flock, the ref's lock file and, in a cluster, the
-        guard's round trip (replicas, etcd) are then paid once per round instead of once per
-        writer, while each writer still gets its own commit and is acknowledged only once main
-        holds it. (On one node, 8 writers in 4 gevent processes committed 10-45 % more writes
-        per second than when each took the locks for its own commit.)"""
-        with self._queue_lock:
-            self._queue.append(ticket)
-        with self._writers:
-            if not ticket.done:
-                with self._write_lock():  # taken first: whoever queues while we wait joins
-                    with self._queue_lock:
-                        batch, self._queue = self._queue, []
-                    self._commit_round(batch)
-        if ticket.error is not None:
-            raise ticket.error
-        return ticket.result
-
-    def _commit_round(self, batch: list[_Ticket]) -> None:
-        """Build the tickets' commits as a chain on main (`_build_round`); have the guard (if
-        any) replicate and accept the chain's tip once, then move main to it. Main (what
-        readers see) moves only after the guard accepted, and all at once; if the guard
-        refuses, every writer whose outcome rests on the chain is refused with it (or
-        re-applied, if main moved)."""
-        head = self.head()
-        links: list[_Link] = []
-        try:
-            tip = self._build_round(head, batch, links)
-            if tip != head and not self._accept_chain(head, tip):
-                for link in links:  # main moved: each re-applies its operation on the new head
-                    link.ticket.error = None
-                return
-            for link in links:
-                if link.ticket.error is None:
-                    link.ticket.result = self._accepted(link)
-        except Exception as exc:
-            for link in links:
-                link.ticket.error = exc
-        finally:
-            for ticket in batch:
-                ticket.done = True
-
-    def _build_round(
-        self, head: str | None, batch: list[_Ticket], links: list[_Link]
-    ) -> str | None:
-        """Build each ticket's commit on the one before (main first); the chain's tip. Whose
-        operation refused on main itself is refused now; every other outcome (a commit, no
-        change, a refusal on top of commits of this round) rests on the round (`links`)."""
-        tip = head
-        for ticket in batch:
-            try:
-                changes = self._changes_on(tip, ticket)
-                made = self._build(tip, changes, ticket.author)
-            except Exception as exc:
-                ticket.error = exc
-                if tip != head:
-                    links.append(_Link(ticket, tip, None, None))
-                continue
-            tip = made[0] if made else tip
-            links.append(_Link(ticket, tip, made[1] if made else None, changes))
-        return tip
-
-    def _accepted(self, link: _Link) -> WriteResult:
-        if link.message is None:
-            return WriteResult(link.commit, self.depth(link.commit), changed=False)
-        metrics.commit_made(self.name, link.commit, link.message, link.changes.entries)
-        return WriteResult(link.commit, self.depth(link.commit), changed=True)
-
-    def _changes_on(self, tip: str | None, ticket: _Ticket) -> ChangeSet:
-        guess = ticket.guess
-        if guess is not None and tip is not None:
-            held = guess.holds_at(tip, self.git[tip].tree)
-            self._guesses.record(held)
-            if held:
-                return guess.changes
-        return ticket.operation(self._snapshot_of(self.git[tip]) if tip else None)
-
-    def _accept_chain(self, head: str | None, tip: str) -> bool:
-        if self.commit_guard is not None and not self.commit_guard(self, head, tip):
-            return False
-        return refs.compare_and_swap(self.path, MAIN, head, tip, durable=self._durable())
-
-    def _durable(self) -> bool:
-        """Whether writes must survive a power loss (git's `core.fsyncObjectFiles`).
-
-        libgit2 obeys that setting for the objects it writes; the ref is then flushed after
-        them. Without it, as in plain git, a process crash loses nothing but a power cut may.
-        """
-        try:
-            return self.git.config.get_bool("core.fsyncObjectFiles")
-        except (KeyError, pygit2.GitError):
-            return False
-
-    def _write_lock(self):
-        """The repository's write lock (a `flock`, dropped by the kernel if we die)."""
-        return exclusive_lock(self.path / WRITE_LOCK, 0o644)
+        return self.commits.dry_run(operation, author)
 
 
 def _fetch_main(source: Repository, target: Path) -> None:

@@ -28,7 +28,7 @@ def store_blobs(repo: pygit2.Repository, entries: dict[str, _Change]) -> dict[st
     """`entries` with file contents written as blobs already (grafts of them), order kept.
 
     A blob is named by its content, so it can be written before the tree it goes into is
-    known: a writer does this before it takes the write lock (`Repository._speculate`).
+    known: a writer does this before it takes the write lock (`CommitQueue._speculate`).
     """
     return {
         path: Graft(str(repo.create_blob(change)), False) if isinstance(change, bytes) else change

@@ -15,7 +15,8 @@ from gitstore.catalog import usage
 from gitstore.catalog.view import ORPHANS
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.names import check_component_name, check_resource_name
-from gitstore.validation import TreeCheck, schema_validator
+from gitstore.repositories import Repositories
+from gitstore.validation import Catalog, TreeCheck, schema_validator
 
 
 def catalog_documents(tree: TreeCheck) -> None:
@@ -111,25 +112,26 @@ def kept_definitions(tree: TreeCheck) -> None:
     """Refuse what REST refuses (409): renaming, deleting or moving a definition that
     environments hold data for. Their files are named by it, so after such a push every read
     of that data was a 404 and every later push to those environments was refused."""
-    served = _judged(tree)
-    if served is None:
+    judged = _judged(tree)
+    if judged is None:
         return
-    owners = {c.get("id"): c.get("name") for c in served.catalog.components}
+    served, repos = judged
+    owners = {c.get("id"): c.get("name") for c in served.components}
     after = _placements(tree)
     by_name = {placed[2]: placed for placed in after.values()}
-    for old in served.catalog.definitions():
+    for old in served.definitions():
         owner = owners.get(old["component_id"])
         if old["name"] in by_name:
             path, key, _, component = by_name[old["name"]]
             if component != owner:
-                _refuse(tree, path, key, usage.move_refusal(served.repos, old["name"], component))
+                _refuse(tree, path, key, usage.move_refusal(repos, old["name"], component))
         elif old["id"] in after:
             path, key, _, _ = after[old["id"]]
-            refusal = usage.held_refusal(served.repos, old["name"], "renamed")
+            refusal = usage.held_refusal(repos, old["name"], "renamed")
             _refuse(tree, path, f"{key}.name", refusal)
         else:
             path = f"components/{owner}.yaml" if owner is not None else ORPHANS
-            refusal = usage.held_refusal(served.repos, old["name"], "deleted")
+            refusal = usage.held_refusal(repos, old["name"], "deleted")
             _refuse(tree, path, "resource_definitions", refusal)
 
 
@@ -137,11 +139,12 @@ def kept_components(tree: TreeCheck) -> None:
     """Refuse what REST refuses (409): renaming or deleting a component environments attach.
     Their `environment.yaml` names it, so after such a push every later push to those
     environments was refused (a component that does not exist)."""
-    served = _judged(tree)
-    if served is None:
+    judged = _judged(tree)
+    if judged is None:
         return
+    served, repos = judged
     after = _component_names(tree)
-    for old in served.catalog.components:
+    for old in served.components:
         name = old.get("name")
         if name in after.values():
             continue
@@ -149,7 +152,7 @@ def kept_components(tree: TreeCheck) -> None:
             path, key, change = f"components/{after[old['id']]}.yaml", "name", "renamed"
         else:
             path, key, change = f"components/{name}.yaml", None, "deleted"
-        _refuse(tree, path, key, usage.attached_refusal(served.repos, name, change))
+        _refuse(tree, path, key, usage.attached_refusal(repos, name, change))
 
 
 def _component_names(tree: TreeCheck) -> dict[int, str]:
@@ -158,11 +161,18 @@ def _component_names(tree: TreeCheck) -> dict[int, str]:
     return {doc.get("id"): doc.get("name") for doc in docs}
 
 
-def _judged(tree: TreeCheck) -> usage.Served | None:
-    """What the pushed catalog replaces, or None when it is not judged against environments:
-    outside a store, or a catalog whose own documents were refused (their ids and names are
-    not to be trusted). Decided once, before the `kept_` rules report anything themselves."""
-    return tree.memo("kept.served", lambda: None if tree.problems else tree.served)
+def _judged(tree: TreeCheck) -> tuple[Catalog, Repositories] | None:
+    """What the pushed catalog replaces (the served catalog) and the store whose environments
+    it must keep whole, or None when it is not judged against environments: outside a store,
+    or a catalog whose own documents were refused (their ids and names are not to be trusted).
+    Decided once, before the `kept_` rules report anything themselves."""
+
+    def judged() -> tuple[Catalog, Repositories] | None:
+        if tree.problems or tree.catalog is None or tree.repos is None:
+            return None
+        return tree.catalog, tree.repos
+
+    return tree.memo("kept.served", judged)
 
 
 def _refuse(tree: TreeCheck, path: str, key: str | None, refusal: str | None) -> None:

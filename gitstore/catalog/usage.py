@@ -10,21 +10,10 @@ words.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-from gitstore.catalog.view import CatalogView
 from gitstore.errors import NotFound
 from gitstore.layout import EnvironmentView
 from gitstore.repositories import Repositories
-
-
-@dataclass(frozen=True)
-class Served:
-    """What a pushed catalog commit replaces: the served catalog, and the store whose
-    environments hold data under its definitions' names (for `catalog.rules.kept_definitions`)."""
-
-    catalog: CatalogView
-    repos: Repositories
 
 
 def holding_data(repos: Repositories, resource_names: list[str]) -> dict[int, list[str]]:

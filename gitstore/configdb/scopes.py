@@ -15,7 +15,7 @@ from gitstore.errors import InvalidInput
 from gitstore.layout import GLOBAL, KINDS, EnvironmentView, LevelPairs, layer_file, parse_levels
 from gitstore.merge.effective import merge_layers, merge_onto
 from gitstore.merge.strategies import folds_left
-from gitstore.names import RESERVED_TOP_LEVEL, check_level_value, is_number
+from gitstore.names import check_level_value, is_number
 
 #: Merged effective documents by (mode, layer blob ids). Values are shared: never mutate them.
 #: Bounded for a worker's memory budget (docs/performance.md): ~40 KB per Fuel node document.
@@ -104,20 +104,6 @@ def resources_at(view: EnvironmentView, pairs: LevelPairs) -> set[str]:
                 if path.endswith(_SUFFIX)
             )
     return found
-
-
-def parse_data_path(path: str) -> tuple[tuple[str, str] | None, str, str] | None:
-    """`(pair, kind, resource)` of a layer file path, or None for any other file."""
-    parts = path.split("/")
-    if parts[0] == GLOBAL:
-        pair, rest = None, parts[1:]
-    elif parts[0] not in RESERVED_TOP_LEVEL and len(parts) > 2:
-        pair, rest = (parts[0], parts[1]), parts[2:]
-    else:
-        return None
-    if len(rest) < 2 or rest[0] not in KINDS or not rest[-1].endswith(_SUFFIX):
-        return None
-    return pair, rest[0], "/".join(rest[1:])[: -len(_SUFFIX)]
 
 
 def parse_scope(text: str | None) -> list[tuple[str, str]] | None:

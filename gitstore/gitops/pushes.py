@@ -26,9 +26,9 @@ HTTP:
    commit by compare-and-swap and answers `ok refs/heads/main` (or `ng refs/heads/main`).
 
 A push whose old value is main (a quiet store) goes through git untouched, only queued; except
-in a cluster (the repository has a commit guard): there every push to main is re-aimed, so that
-main moves only through `remote.fast_forward`, once the commit is replicated and etcd accepted
-it (docs/ha.md).
+in a cluster (the repository's commit queue has a replication): there every push to main is
+re-aimed, so that main moves only through `remote.fast_forward`, once the commit is replicated
+and etcd accepted it (docs/ha.md).
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ class PushAdmission:
         if len(main) != 1 or head is None or any(c.ref == STAGING for c in commands):
             return body, {}
         command = main[0]
-        quiet = command.old == head and self.repo.commit_guard is None
+        quiet = command.old == head and self.repo.commits.replication is None
         if quiet or command.old == ZERO or command.new == ZERO:
             return body, {}
         if not remote.has_commit(self.repo, command.old):

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from gitstore import validation
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog import rules as catalog_rules
-from gitstore.catalog.usage import Served
-from gitstore.catalog.view import CatalogView
+from gitstore.configdb import rules as environment_rules
 from gitstore.deployment import graphs
 from gitstore.plans import gate as plan_gate
+from gitstore.repositories import Repositories
 from gitstore.secrets import gate as secrets_gate
 from gitstore.upgrade import networks, settings
-from gitstore.validation import CATALOG, ENVIRONMENT, Check, Problem
+from gitstore.validation import CATALOG, ENVIRONMENT, Catalog, Check, Problem
 
 #: Repository kind -> its rules, run in this order (a problem found twice is reported once).
 RULES: dict[str, Sequence[Check]] = {
@@ -27,11 +27,11 @@ RULES: dict[str, Sequence[Check]] = {
         validation.utf8_paths,
         validation.yaml_names,
         validation.yaml_parses,
-        validation.environment_file,
-        validation.top_level,
-        validation.layers,
+        environment_rules.environment_file,
+        environment_rules.top_level,
+        environment_rules.layers,
         secrets_gate.check_tree,  # no secret in plain text (docs/secrets.md)
-        validation.mapping_files,
+        environment_rules.mapping_files,
         graphs.cluster_graphs,
         settings.environment_settings_files,
         networks.network_files,
@@ -55,13 +55,13 @@ def validate(
     snapshot: Snapshot,
     kind: str,
     *,
-    catalog: CatalogView | None = None,
+    catalog: Catalog | None = None,
     env_id: int | None = None,
-    served: Served | None = None,
+    repos: Repositories | None = None,
 ) -> list[Problem]:
     """Every problem of one commit of a `catalog` or `environment` repository (see
     `validation.validate_tree`)."""
     rules = RULES.get(kind, ())
     return validation.validate_tree(
-        snapshot, kind, rules, catalog=catalog, env_id=env_id, served=served
+        snapshot, kind, rules, catalog=catalog, env_id=env_id, repos=repos
     )

@@ -31,7 +31,6 @@ from gitstore.backend import remote
 from gitstore.backend.remote import ZERO
 from gitstore.backend.repository import MAIN, Repository
 from gitstore.backend.snapshot import Snapshot
-from gitstore.catalog.usage import Served
 from gitstore.catalog.view import CatalogView
 from gitstore.errors import Conflict, Damaged, GitstoreError, InvalidInput, NotFound
 from gitstore.gitops import arrivals, pushes, refrules
@@ -131,10 +130,9 @@ class GitOps:
         oversized = oversized_files(snapshot)
         if oversized:
             return oversized  # refused before anything parses them
-        if target.kind != ENVIRONMENT:  # what environments hold data for stays defined
-            served = Served(self._served_catalog(), self._repos)
-            return validate_tree(snapshot, target.kind, served=served)
         catalog = self._served_catalog()
+        if target.kind != ENVIRONMENT:  # what environments hold data for stays defined
+            return validate_tree(snapshot, target.kind, catalog=catalog, repos=self._repos)
         problems = validate_tree(snapshot, target.kind, catalog=catalog, env_id=target.env_id)
         if not problems and self._eyaml_problems is not None:  # a sound tree: files read
             problems = self._eyaml_problems(snapshot)

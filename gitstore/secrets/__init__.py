@@ -2,5 +2,5 @@
 
 See README.md here for the modules and docs/secrets.md for the format, rules and rotation. The
 facade service is `gitstore.secrets.service.Secrets` (`store.secrets`). This module imports
-nothing, so `gitstore.validation` can import the gate without a cycle.
+nothing: importing `gitstore.secrets.rules` loads no service.
 """

@@ -1,7 +1,8 @@
 """The push gate's secret rule: no plain text at a secret path of a pushed environment tree.
 
-`gitstore.validation` runs `check_tree` on every environment tree it checks (push gate, mirror
-sync, review, `gitstore validate`). It reports, naming file and key (never the value):
+The push gate's list (`gitstore.gitops.rules`) runs `check_tree` on every environment tree it
+checks (push gate, mirror sync, review, `gitstore validate`). It reports, naming file and key
+(never the value):
 
 - a plain value at a secret path (seal it with `gitstore secrets encrypt` before pushing);
 - a value that looks sealed (`ENC[...`) but is not well formed;

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gitstore.configdb.scopes import parse_data_path
 from gitstore.errors import InvalidInput
+from gitstore.layout import parse_data_path
 
 DEFAULT_SUFFIXES = ("password", "passwd", "secret", "token", "_key")
 SETTINGS = "settings/"

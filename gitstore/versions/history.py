@@ -17,10 +17,10 @@ from typing import Any
 from gitstore import keypaths
 from gitstore.backend.repository import Repository
 from gitstore.backend.revisions import FileChange
-from gitstore.configdb.scopes import effective_document, folder, layer_paths, parse_data_path
+from gitstore.configdb.scopes import effective_document, folder, layer_paths
 from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import GitstoreError
-from gitstore.layout import ENVIRONMENT_FILE, EnvironmentView, LevelPairs, scope_of
+from gitstore.layout import ENVIRONMENT_FILE, EnvironmentView, LevelPairs, parse_data_path, scope_of
 from gitstore.merge.diff import changed_keys, related, same_value
 from gitstore.names import RESERVED_TOP_LEVEL
 

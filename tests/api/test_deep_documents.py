@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from gitstore import Author
 from gitstore.backend.changes import ChangeSet
+from gitstore.backend.repository import Author
 
 from .helpers import ENV, assert_error
 

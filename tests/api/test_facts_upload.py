@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from gitstore import Query
+from gitstore.configdb.values import Query
 
 from .helpers import ENV, assert_error
 

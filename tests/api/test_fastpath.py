@@ -16,7 +16,7 @@ import pytest
 from werkzeug.http import parse_date
 from werkzeug.test import EnvironBuilder, run_wsgi_app
 
-from gitstore import AccessFile, parse_grants
+from gitstore.access.policy import AccessFile, parse_grants
 from gitstore.api import create_app
 from gitstore.secrets.keyring import Keyring
 

@@ -119,10 +119,10 @@ def test_each_document_keeps_its_head_and_a_changed_one_is_replaced(app):
         for data in (changed, changed):
             assert fragments.body(data) == app.json.dumps(data)
         assert heads[id(node["k0"])].values[1] is changed["k1"]
-        for index in range(http.HEADS):
+        for index in range(http.FRAGMENT_HEADS):
             data = {f"k{i}": [index] for i in range(20)}
             assert fragments.body(data) == app.json.dumps(data)
-        assert id(node["k0"]) not in heads and len(heads) == http.HEADS
+        assert id(node["k0"]) not in heads and len(heads) == http.FRAGMENT_HEADS
 
 
 def test_other_json_settings_encode_whole(app):

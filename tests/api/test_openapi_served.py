@@ -16,7 +16,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from live_server import threaded_app_server
 
-from gitstore import AccessFile, Store
+from gitstore import Store
+from gitstore.access.policy import AccessFile
 from gitstore.api import create_app
 from gitstore.configdb.importer import SAMPLE_DIR
 

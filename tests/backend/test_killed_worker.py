@@ -2,7 +2,7 @@
 write and leaves a repository that `git fsck --strict` finds whole.
 
 The real server (gunicorn, gevent workers): eight clients set keys in three nodes' overrides,
-so the writers queued in a worker are committed in rounds (`Repository._in_round`), while the
+so the writers queued in a worker are committed in rounds (`CommitQueue._in_round`), while the
 test kills a worker every few tenths of a second (gunicorn starts another). A write counts as
 acknowledged only when its 2xx arrived; every one must then be in main, and main must have
 gained at most one commit per write sent.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from short_ids import short_id
 
-from gitstore.backend import repository as repository_module
+from gitstore.backend import commits as commits_module
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import MAIN, Author, Repository
 from gitstore.errors import Conflict, InvalidInput, NotFound, UnknownRevision
@@ -207,7 +207,7 @@ def test_a_lost_race_is_reapplied_on_the_new_head(repo):
 
 
 def test_a_race_lost_every_time_ends_in_conflict(repo, monkeypatch):
-    monkeypatch.setattr(repository_module, "MAX_ATTEMPTS", 3)
+    monkeypatch.setattr(commits_module, "MAX_ATTEMPTS", 3)
     calls = []
 
     def always_overtaken(snapshot):

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from gitstore import Store
-from gitstore.backend import refs, repository
+from gitstore.backend import commits, refs
 
 #: Where the crash writer pauses: what a kill there leaves behind.
 CRASH_POINTS = {
@@ -47,7 +47,7 @@ def _pause_at(point: str, marker: Path) -> None:
         while True:
             time.sleep(60)
 
-    real_cas, real_rename, real_build = refs.compare_and_swap, os.rename, repository.build_tree
+    real_cas, real_rename, real_build = refs.compare_and_swap, os.rename, commits.build_tree
 
     def build_tree(*args, **kwargs):
         pause()
@@ -66,7 +66,7 @@ def _pause_at(point: str, marker: Path) -> None:
         return real_rename(source, target, *args, **kwargs)
 
     if point == "operation":
-        repository.build_tree = build_tree
+        commits.build_tree = build_tree
     elif point in ("objects", "ref-moved"):
         refs.compare_and_swap = compare_and_swap
     elif point == "ref-lock":

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from cli_helpers import assert_failure, assert_usage_error, hiera_source
 
-from gitstore import Query
+from gitstore.configdb.values import Query
 
 NODE1 = ["-e", "1", "-l", "nodes=1", "-r", "astute"]
 

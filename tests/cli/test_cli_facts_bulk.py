@@ -15,7 +15,7 @@ import pytest
 import yaml
 from cli_helpers import PROJECT, assert_failure
 
-from gitstore import Query
+from gitstore.configdb.values import Query
 
 sys.path.insert(0, str(PROJECT / "bench"))
 import scale_store  # noqa: E402 - bench/ is not a package

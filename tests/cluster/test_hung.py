@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cluster_harness import GITSTORE, Cluster, PrimarySampler, _pids_of_root, http
 
-from gitstore import CLUSTER_KEY_FILE
+from gitstore.cluster.secret import KEY_FILE as CLUSTER_KEY_FILE
 from gitstore.cluster.settings import LEASE_TTL_SECONDS
 from tests.cluster.test_cluster import ENV_REPO, head_of, set_key, wait_until
 

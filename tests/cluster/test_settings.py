@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from live_server import GITSTORE, isolated_env
 
-from gitstore import cluster_settings
+from gitstore.cluster.settings import settings as cluster_settings
 from gitstore.errors import InvalidInput
 
 PEERS = "a=http://127.0.0.1:8001,b=http://127.0.0.1:8002,c=http://127.0.0.1:8003"

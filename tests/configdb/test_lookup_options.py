@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gitstore import Query, Store
+from gitstore import Store
+from gitstore.configdb.values import Query
 from gitstore.errors import InvalidInput
 
 

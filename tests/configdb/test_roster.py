@@ -7,8 +7,8 @@ import pytest
 import yaml
 from fuel_data import ASTUTE, newton_release
 
-from gitstore import Author
 from gitstore.api import create_app
+from gitstore.backend.repository import Author
 from gitstore.configdb.roster import top_level_entries
 
 ALICE = Author("alice", "alice@example.com")

@@ -6,8 +6,9 @@ import re
 
 from access.helpers import add_users, password_of
 
-from gitstore import Author, Store
+from gitstore import Store
 from gitstore.api import create_app
+from gitstore.backend.repository import Author
 
 ALICE = Author("alice", "alice@example.com")
 #: user -> grants of the console tests (passwords are `<user>-pw`).

@@ -24,7 +24,8 @@ from playwright import sync_api as playwright
 
 from console.forms import COOKIE, USERS, build_store
 from console.pages import leaf
-from gitstore import Author, Store
+from gitstore import Store
+from gitstore.backend.repository import Author
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]

@@ -15,7 +15,8 @@ from console.test_browser import (  # noqa: F401 - fixtures
     driver,
     shots,
 )
-from gitstore import Author, Store
+from gitstore import Store
+from gitstore.backend.repository import Author
 
 SECRETS = ("pw-staging-secret", "pw-production-secret")
 

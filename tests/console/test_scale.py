@@ -14,8 +14,10 @@ from chromium import CHROMIUM, FLAGS
 from playwright import sync_api as playwright
 
 from console.pages import leaf, leaf_paths, rows
-from gitstore import SAMPLE_DIR, Author, Store
+from gitstore import Store
 from gitstore.api import create_app
+from gitstore.backend.repository import Author
+from gitstore.configdb.importer import SAMPLE_DIR
 
 ENV = "/ui/environments/1"
 CONTROLLER = f"{ENV}/nodes/2"

@@ -11,7 +11,7 @@ import pytest
 from access.helpers import basic, password_of
 
 from console.forms import COOKIE, csrf_of, form_token, guarded_client, sign_in
-from gitstore import AccessFile, parse_grants
+from gitstore.access.policy import AccessFile, parse_grants
 from gitstore.api import sessions
 
 VALUES = "/api/v1/config/environments/1/nodes/1/resources/astute/overrides"

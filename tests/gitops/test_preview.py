@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gitstore import Author, Store
+from gitstore import Store
 from gitstore.backend.changes import ChangeSet
+from gitstore.backend.repository import Author
 from gitstore.errors import PreconditionFailed
 
 ALICE = Author("alice", "alice@example.com")

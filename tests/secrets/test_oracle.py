@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from secrets_helpers import PASSWORD, VALUES, stored
 
-from gitstore import KEYRING_HOLDER, Store
+from gitstore import Store
 from gitstore.access.policy import AccessFile, parse_grants
 from gitstore.layout import EnvironmentView
+from gitstore.secrets.caller import KEYRING_HOLDER
 
 ENCRYPT = "/api/v1/config/environments/1/secrets/encrypt"
 PATH = "global/values/astute.yaml"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from access.helpers import add_users, bearer
 
-from gitstore import CompareQuery
 from gitstore.api import create_app
+from gitstore.versions.compare import CompareQuery
 
 from .helpers import BOB, assert_error
 

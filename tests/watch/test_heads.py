@@ -8,7 +8,7 @@ import threading
 import time
 from dataclasses import replace
 
-from gitstore import Query
+from gitstore.configdb.values import Query
 from gitstore.watch.inotify import _HEADER, Inotify, _parse
 
 NODE = [("nodes", "1")]

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from flask import g, redirect, render_template, url_for
 
-from gitstore import CompareQuery
 from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.http import app_store
 from gitstore.errors import InvalidInput
+from gitstore.versions.compare import CompareQuery
 
 #: The picker's fields the comparison's address keeps as query arguments.
 _CARRIED = ("node", "resource", "key", "version_a", "version_b")

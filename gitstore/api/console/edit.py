@@ -19,11 +19,13 @@ from urllib.parse import urlsplit
 
 from flask import Response, g, redirect, render_template, request, url_for
 
-from gitstore import Author, Credentials, metrics, require
+from gitstore import metrics
+from gitstore.access.policy import Credentials, require
 from gitstore.api import sessions
 from gitstore.api.console.blueprint import bp
 from gitstore.api.errors import CHALLENGE, error_response, status_of
 from gitstore.api.http import app_store, author, may_reveal
+from gitstore.backend.repository import Author
 from gitstore.errors import (
     Conflict,
     InvalidInput,

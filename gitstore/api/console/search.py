@@ -22,12 +22,14 @@ from typing import Any
 import regex
 from flask import g, render_template
 
-from gitstore import PATTERN_RECURSION, Query, recursive_pattern
 from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.console.shared import attached_resources, known_nodes, leaves
 from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store
+from gitstore.configdb.values import Query
 from gitstore.errors import InvalidInput
+from gitstore.schema_regex import RECURSION as PATTERN_RECURSION
+from gitstore.schema_regex import recursive as recursive_pattern
 
 PATTERN_CHARS = 200
 REGEX_SECONDS = 2.0
