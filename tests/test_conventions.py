@@ -202,6 +202,7 @@ FACADE = (
     "gitstore.served",
     "gitstore.validation",
     "gitstore.limits",
+    "gitstore.deadlines",
     "gitstore.metrics",
     "gitstore.logs",
     "gitstore.schema_regex",
@@ -222,6 +223,7 @@ FACADE = (
     "gitstore.ops.health",
     "gitstore.secrets.caller",
     "gitstore.secrets.local",
+    "gitstore.versions.compare",
 )
 #: The modules that still import names of `gitstore._PENDING` from the package (the list only
 #: shrinks: each moves to importing from the defining modules).

@@ -126,7 +126,7 @@ def test_a_write_cut_before_its_commit_writes_nothing_and_says_so(fuel_store):
     _put(fuel_store, {"a": 1})
     repo = fuel_store.environment_repo(1)
     head = repo.head()
-    repo.commit_guard = _slow_guard(accepts=False)  # main moved meanwhile: apply it again
+    repo.commits.replication = _SlowReplication(accepts=False)  # main moved: apply it again
     response = _client(fuel_store, request_seconds=0.3).post(f"{ENV}/revert", json={"to": "1"})
     assert_error(response, 503, "request_seconds", "nothing was written")
     assert repo.head() == head
@@ -136,7 +136,7 @@ def test_a_write_whose_deadline_passes_during_its_commit_completes_and_names_it(
     _put(fuel_store, {"a": 1})
     repo = fuel_store.environment_repo(1)
     head = repo.head()
-    repo.commit_guard = _slow_guard(accepts=True)
+    repo.commits.replication = _SlowReplication(accepts=True)
     started = time.monotonic()
     response = _client(fuel_store, request_seconds=0.3).post(f"{ENV}/revert", json={"to": "1"})
     assert time.monotonic() - started > 0.3  # answered past its deadline ...
@@ -147,12 +147,18 @@ def test_a_write_whose_deadline_passes_during_its_commit_completes_and_names_it(
     assert repo.snapshot().read_mapping("global/values/astute.yaml") is None  # all of it
 
 
-def _slow_guard(accepts: bool):
-    def guard(repo, old, new) -> bool:
-        time.sleep(0.5)
-        return accepts
+class _SlowReplication:
+    """A replication (`backend.commits.Replication`) that takes half a second to answer."""
 
-    return guard
+    def __init__(self, accepts: bool) -> None:
+        self.accepts = accepts
+
+    def commit(self, name, repo, old, new) -> bool:
+        time.sleep(0.5)
+        return self.accepts
+
+    def labelled(self, name, repo, ref, tag) -> None:
+        pass
 
 
 def _put(store, document: dict) -> None:

@@ -25,9 +25,14 @@ from gitstore.backend.repository import Author
 from gitstore.catalog.view import CatalogView
 from gitstore.configdb import hieraplan
 from gitstore.configdb.hieraplan import Plan
-from gitstore.layout import parse_data_path
 from gitstore.errors import Forbidden, InvalidInput, NotFound
-from gitstore.layout import ENVIRONMENT_FILE, NODES_LEVEL, EnvironmentView, layer_file
+from gitstore.layout import (
+    ENVIRONMENT_FILE,
+    NODES_LEVEL,
+    EnvironmentView,
+    layer_file,
+    parse_data_path,
+)
 from gitstore.secrets import eyaml
 
 if TYPE_CHECKING:

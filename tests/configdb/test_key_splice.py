@@ -12,6 +12,7 @@ import pytest
 from gitstore import keypaths, limits, yamlio
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
+from gitstore.configdb.values import Query
 from gitstore.errors import Conflict, InvalidInput, ValidationFailed
 from gitstore.secrets import cipher
 
@@ -123,7 +124,7 @@ def test_a_spliced_secret_is_sealed_at_its_place_and_kept_when_unchanged(fuel_st
     assert cipher.is_sealed(sealed) and cipher.is_sealed(parsed["keystone"]["nested"]["token"])
     assert b"s3cret" not in after
     served = fuel_store.config.read(
-        1, LEVEL, "astute", "values", __import__("gitstore").Query(key="keystone", reveal=True)
+        1, LEVEL, "astute", "values", Query(key="keystone", reveal=True)
     )
     assert served.data["db_password"] == "s3cret" and served.data["nested"] == {"token": 7}
     head = fuel_store.environment_repo(1).head()
