@@ -229,6 +229,13 @@ def _default_workers() -> int:
     help="Fetch every mirror (gitstore mirror add) every SECONDS, for forges that "
     "cannot reach this server with webhooks.",
 )
+@click.option(
+    "--maintenance/--no-maintenance",
+    default=True,
+    show_default=True,
+    help="Pack each repository's loose objects and keep its commit-graph in a background "
+    "process (docs/operations.md).",
+)
 @keystone_options
 @click.option(
     "--cluster",
@@ -274,6 +281,7 @@ def serve(
     min_free_disk: int,
     metrics_role: str | None,
     poll: float | None,
+    maintenance: bool,
     keystone: KeystoneSettings | None,
     cluster: str | None = None,
     node_name: str | None = None,
@@ -330,6 +338,8 @@ def serve(
     if poll:
         _start_poller_process(root, poll)
         log.info(f"polling mirrors every {poll:g}s")
+    if maintenance:
+        _start_maintenance_process(root)
     if membership is not None:
         config[CLUSTER] = membership
         _start_coordinator_process(root, membership)
@@ -442,6 +452,28 @@ def _start_poller_process(root: Path, seconds: float) -> None:
         target=_poll_forever, args=(str(root), seconds), name="gitstore-poller", daemon=True
     )
     process.start()
+
+
+def _start_maintenance_process(root: Path) -> None:
+    """Git maintenance of every repository in its own process (spawned, like the poller): one
+    per server, so gunicorn's workers never repack; in a cluster each member maintains its own
+    copy. It ends with the server."""
+    import multiprocessing
+
+    process = multiprocessing.get_context("spawn").Process(
+        target=_maintain_forever,
+        args=(str(root), os.getpid()),
+        name="gitstore-maintenance",
+        daemon=True,
+    )
+    process.start()
+
+
+def _maintain_forever(root: str, parent: int) -> None:
+    from gitstore import run_maintenance
+
+    logs.configure(logs.default_format())
+    run_maintenance(Path(root), parent=parent)
 
 
 def _poll_forever(root: str, seconds: float) -> None:

@@ -1,0 +1,297 @@
+"""Git maintenance of a store's repositories: pack loose objects, keep a commit-graph.
+
+git packs nothing that libgit2 wrote (every REST commit leaves loose objects), so gitstore does
+it, with git's own thresholds and commands (the `git maintenance` incremental strategy):
+
+- `pack`: when a repository holds `LOOSE_AUTO` loose objects (git's `gc.auto`), or `LOOSE_HOURLY`
+  (git's `maintenance.loose-objects.auto`) an hour after its last run, `git repack -d -l
+  --geometric=2`: loose objects go into a new pack, and small packs are rolled up so that each
+  pack holds at least twice the objects of the next smaller one (a few packs, each object
+  rewritten a logarithmic number of times). Nothing is deleted but loose copies of packed
+  objects and packs whose every object is in the new pack.
+- `commit-graph`: after a pack, or hourly when main moved, `git commit-graph write --reachable
+  --changed-paths --split`: generation numbers and changed-path Bloom filters for git itself
+  (`git log -- path`, backups, fsck).
+- `cruft`: weekly, `git repack -d -l --cruft --cruft-expiration=2.weeks.ago`: one pack of what
+  is reachable; unreachable objects (previews of writes, lost races) go to a cruft pack and are
+  dropped only once older than git's grace period (`gc.pruneExpire`), so a pushed but not yet
+  referenced pack stays.
+
+Writes never wait for it: git writes new packs under temporary names and renames them, and
+removes an old file only once its objects are elsewhere; libgit2 readers in other processes
+re-scan the pack folder when an object is not where they last saw it. Two runs on one
+repository never overlap (a `flock` on `gitstore-maintenance.lock`, across processes).
+A run killed at any point leaves at worst a temporary file (`tmp_pack_*`), never a lost object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gitstore import metrics
+from gitstore.ops.health import repository_paths
+
+#: git's `gc.auto`: loose objects that make a pack due at once.
+LOOSE_AUTO = 6700
+#: git's `maintenance.loose-objects.auto`: loose objects packed by the hourly run.
+LOOSE_HOURLY = 100
+HOUR = 3600.0
+WEEK = 7 * 24 * HOUR
+#: git's `gc.pruneExpire`: unreachable objects younger than this are kept.
+GRACE = "2.weeks.ago"
+LOCK = "gitstore-maintenance.lock"
+STATE = "gitstore-maintenance.json"
+TASKS = ("pack", "commit-graph", "cruft")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a repository holds on disk."""
+
+    loose: int
+    packs: int
+    size: int  # bytes of objects/ (loose files, packs, indexes, commit-graph)
+
+
+@dataclass
+class State:
+    """What the last runs did (`gitstore-maintenance.json` in the repository)."""
+
+    last_run: float = 0.0
+    last_cruft: float = 0.0
+    graph_head: str | None = None
+
+
+@dataclass
+class Report:
+    """One repository's run: the tasks it runs (none in a dry run) and those its thresholds
+    made due, usage before and after."""
+
+    name: str
+    tasks: list[str]
+    before: Usage
+    due: list[str] = field(default_factory=list)
+    after: Usage | None = None
+    skipped: str | None = None  # why nothing ran (another run holds the lock)
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def usage(repo: Path) -> Usage:
+    """Loose objects, packs and bytes of a repository's object store."""
+    objects = Path(repo) / "objects"
+    loose = size = packs = 0
+    for entry in _files(objects):
+        size += entry.stat(follow_symlinks=False).st_size
+        parent = os.path.basename(os.path.dirname(entry.path))
+        if len(parent) == 2 and len(entry.name) == 38:
+            loose += 1
+        elif parent == "pack" and entry.name.endswith(".pack"):
+            packs += 1
+    return Usage(loose, packs, size)
+
+
+def _files(folder: Path) -> Iterator[os.DirEntry]:
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                if not entry.name.startswith("incoming-"):  # a push's quarantine: not ours yet
+                    yield from _files(Path(entry.path))
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    entry.stat(follow_symlinks=False)
+                    yield entry
+
+
+def due(repo: Path, found: Usage, state: State, now: float) -> list[str]:
+    """The tasks a run at `now` should do, in order."""
+    hourly = now - state.last_run >= HOUR
+    tasks = []
+    if found.loose >= LOOSE_AUTO or (hourly and found.loose >= LOOSE_HOURLY):
+        tasks.append("pack")
+    if now - state.last_cruft >= WEEK and (found.packs > 1 or found.loose):
+        tasks.append("cruft")
+    if tasks or (hourly and _head(repo) != state.graph_head):
+        tasks.append("commit-graph")
+    return tasks
+
+
+def maintain(repo: Path, name: str, *, dry_run: bool = False, force: bool = False) -> Report:
+    """Run the tasks due in one repository (every task with `force`); a dry run only names
+    them. Skipped when another run holds the repository's maintenance lock."""
+    started = time.monotonic()
+    repo = Path(repo)
+    state = _load_state(repo)
+    before = usage(repo)
+    due_now = due(repo, before, state, time.time())
+    tasks = [] if dry_run else list(TASKS) if force else due_now
+    report = Report(name, tasks, before, due_now)
+    if not tasks:
+        report.after = before
+        return report
+    with _held(repo) as held:
+        if not held:
+            report.skipped = "another maintenance run holds " + LOCK
+            return report
+        _run_tasks(repo, tasks, state, report)
+    report.after = usage(repo)
+    report.seconds = round(time.monotonic() - started, 3)
+    metrics.maintenance_ran(name, asdict(report.after), time.time(), report.errors)
+    return report
+
+
+def maintain_store(
+    root: Path, *, only: str | None = None, dry_run: bool = False, force: bool = False
+) -> list[Report]:
+    """`maintain` every repository of the store at `root` (or only the one named `only`)."""
+    return [
+        maintain(path, name, dry_run=dry_run, force=force)
+        for name, path in repository_paths(Path(root))
+        if only is None or name == only
+    ]
+
+
+def observe_store(root: Path) -> None:
+    """Publish every repository's usage as metrics (without maintaining it)."""
+    for name, path in repository_paths(Path(root)):
+        metrics.repository_usage(name, asdict(usage(path)), _load_state(path).last_run)
+
+
+def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> None:
+    now = time.time()
+    for task in tasks:
+        error = _git(repo, *_COMMANDS[task])
+        if error:
+            report.errors.append(f"{task}: {error}")
+            continue
+        if task == "cruft":
+            state.last_cruft = now
+        if task == "commit-graph":
+            state.graph_head = _head(repo)
+    state.last_run = now
+    _save_state(repo, state)
+
+
+_COMMANDS = {
+    "pack": ("repack", "-d", "-l", "-q", "--geometric=2", "--no-write-bitmap-index"),
+    "cruft": (
+        "repack",
+        "-d",
+        "-l",
+        "-q",
+        "--cruft",
+        f"--cruft-expiration={GRACE}",
+        "--no-write-bitmap-index",
+    ),
+    "commit-graph": (
+        "commit-graph",
+        "write",
+        "--reachable",
+        "--changed-paths",
+        "--split",
+        "--no-progress",
+    ),
+}
+
+
+def _git(repo: Path, *args: str) -> str | None:
+    """Run git on `repo` at low priority; its last line of error output, None on success."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    # One thread: a repack must leave the other core to the writers it runs beside.
+    command = ["nice", "-n", "10", "git", "-c", "pack.threads=1", "--git-dir", str(repo), *args]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        return None
+    return (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+
+
+def _head(repo: Path) -> str | None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    done = subprocess.run(
+        ["git", "--git-dir", str(repo), "rev-parse", "--verify", "-q", "refs/heads/main"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or None
+
+
+@contextlib.contextmanager
+def _held(repo: Path) -> Iterator[bool]:
+    """The repository's maintenance lock if free (True), else False at once."""
+    fd = os.open(repo / LOCK, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # drops the flock
+
+
+def _load_state(repo: Path) -> State:
+    try:
+        data = json.loads((repo / STATE).read_text())
+        return State(**{k: data[k] for k in asdict(State()) if k in data})
+    except (OSError, ValueError, TypeError):
+        return State()  # none yet, or torn by a crash: every task is then due
+
+
+def _save_state(repo: Path, state: State) -> None:
+    temporary = repo / f"{STATE}.tmp"
+    temporary.write_text(json.dumps(asdict(state)))
+    os.replace(temporary, repo / STATE)
+
+
+def loose_estimate(repo: Path) -> int:
+    """Loose objects of a repository estimated from one of its 256 folders, as `git gc --auto`
+    does (`objects/17`): one `scandir`, so it can be asked every second."""
+    try:
+        return 256 * sum(1 for _ in os.scandir(Path(repo) / "objects" / "17"))
+    except FileNotFoundError:
+        return 0
+
+
+def run_forever(root: Path, seconds: float = 2.0, parent: int | None = None) -> None:
+    """The server's background maintenance (`gitstore serve`): every `seconds`, pack each
+    repository whose loose objects passed `LOOSE_AUTO`; every minute, every task due and the
+    metrics of every repository. It ends when process `parent` is gone."""
+    last_full = 0.0
+    while parent is None or _alive(parent):
+        full = time.monotonic() - last_full >= 60
+        for name, path in repository_paths(Path(root)):
+            if full or loose_estimate(path) >= LOOSE_AUTO:
+                _logged(maintain(path, name))
+        if full:
+            observe_store(root)
+            last_full = time.monotonic()
+        time.sleep(seconds)
+
+
+def _logged(report: Report) -> None:
+    if report.errors:
+        metrics.log.warning("maintenance of %s failed: %s", report.name, "; ".join(report.errors))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return os.getppid() == pid
