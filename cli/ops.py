@@ -1,4 +1,4 @@
-"""`gitstore backup`, `gitstore restore`, `gitstore fsck` and `gitstore cluster key`: operations
+"""`gitstore backup`, `restore`, `fsck`, `maintenance`, `migrate` and `cluster key`: operations
 on a store root.
 
 They work on folders, never through a server; `backup` and `fsck` may run while the store is
@@ -25,6 +25,7 @@ def register(group: click.Group) -> None:
     group.add_command(restore)
     group.add_command(fsck)
     group.add_command(maintenance)
+    group.add_command(migrate)
     group.add_command(cluster)
 
 
@@ -156,6 +157,27 @@ def maintenance(root_opt: str | None, env_id: int | None, dry_run: bool, fmt: st
         click.echo(_maintenance_line(report, dry_run))
     if any(report.errors for report in reports):
         raise click.ClickException("; ".join(e for r in reports for e in r.errors))
+
+
+@click.command()
+@_root_option
+@click.option("--dry-run", is_flag=True, help="Only list the steps.")
+def migrate(root_opt: str | None, dry_run: bool) -> None:
+    """Move a store of an older format (read-only until then) to this gitstore's format, each
+    repository atomically, after a backup of what changes; refused while a server serves it."""
+    from gitstore import migrate_store
+
+    root = store_root(root_opt)
+    report = migrate_store(root, dry_run=dry_run)
+    if report.from_format == report.to_format:
+        click.echo(f"{root} already has format {report.to_format}: nothing to do")
+        return
+    verb = "would move" if dry_run else "moved"
+    click.echo(f"{verb} {root} from format {report.from_format} to {report.to_format}:")
+    for step in report.steps:
+        click.echo(f"  {step}")
+    if report.backup:
+        click.echo(f"what changed was copied first to {report.backup}")
 
 
 def _maintenance_line(report, dry_run: bool) -> str:

@@ -32,6 +32,7 @@ from gitstore import (
     LoadReport,
     Store,
     cluster_settings,
+    hold_for_serving,
     logs,
     metrics,
     parse_size,
@@ -43,6 +44,8 @@ from gitstore.layout import CATALOG
 CLUSTER = "GITSTORE_CLUSTER"
 
 log = logging.getLogger("gitstore.serve")
+#: The descriptor of the root's server lock, held (and inherited by the workers) while serving.
+_SERVING: list[int] = []
 
 #: gevent by default: a connection costs a green thread, never a worker thread, until its
 #: request head is complete, so clients that send half a header block hold nothing others need
@@ -303,7 +306,14 @@ def serve(
     log_format = log_format or logs.default_format()
     logs.configure(log_format)
     logs.export_to_children(log_format)
-    Store(root).check()  # fail here with one line, not in every worker
+    store = Store(root)  # a store of a newer format fails here with one line
+    store.check()  # as does a root without a store, not in every worker
+    if not store.format.writable:
+        log.warning(
+            f"{root} has format {store.format.version}, older than this gitstore's: served "
+            "read-only until `gitstore migrate` (docs/operations.md)"
+        )
+    _SERVING.append(hold_for_serving(root))  # `gitstore migrate` names our pid
     config = _access_config(root, host, open_store, allow_anonymous_read)
     config.update(
         GITSTORE_LOCAL_EXECUTOR=enable_local_executor,
@@ -455,25 +465,12 @@ def _start_poller_process(root: Path, seconds: float) -> None:
 
 
 def _start_maintenance_process(root: Path) -> None:
-    """Git maintenance of every repository in its own process (spawned, like the poller): one
-    per server, so gunicorn's workers never repack; in a cluster each member maintains its own
-    copy. It ends with the server."""
-    import multiprocessing
+    """Git maintenance of every repository, in one process per server (not a child of
+    gunicorn's arbiter, which counts its children as workers), so workers never repack; in a
+    cluster each member maintains its own copy. It ends with the server."""
+    from gitstore import start_maintenance
 
-    process = multiprocessing.get_context("spawn").Process(
-        target=_maintain_forever,
-        args=(str(root), os.getpid()),
-        name="gitstore-maintenance",
-        daemon=True,
-    )
-    process.start()
-
-
-def _maintain_forever(root: str, parent: int) -> None:
-    from gitstore import run_maintenance
-
-    logs.configure(logs.default_format())
-    run_maintenance(Path(root), parent=parent)
+    start_maintenance(root, os.getpid())
 
 
 def _poll_forever(root: str, seconds: float) -> None:

@@ -166,6 +166,7 @@ LAYERS = [
         "gitstore.documents",
         "gitstore.validation",
         "gitstore.repositories",
+        "gitstore.storeformat",
     ),
     ("gitstore.catalog", "gitstore.access"),
     ("gitstore.secrets",),

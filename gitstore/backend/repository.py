@@ -52,6 +52,9 @@ MAX_ATTEMPTS = 50
 COMMITTER = ("gitstore", "gitstore@localhost")
 #: The flock every commit to main is made under; pushes over HTTP queue on it too.
 WRITE_LOCK = "gitstore-write.lock"
+#: git settings of every repository: gitstore packs them itself (`gitstore.ops.maintenance`),
+#: so git's own `gc --auto` (after a push, say) never runs a second repack beside it.
+GIT_SETTINGS = {"gc.auto": "0", "receive.autoGC": "false"}
 
 #: Asked under the write lock, before main moves from `old` (None: first commit) to `new`,
 #: whether it may (a cluster's commit guard: `gitstore.cluster`). False: main moved elsewhere
@@ -193,7 +196,7 @@ class Repository:
     @classmethod
     def create(cls, path: Path, name: str, first: ChangeSet, author: Author) -> Repository:
         """Initialise a bare repository at `path` holding one commit made of `first`."""
-        pygit2.init_repository(str(path), bare=True, initial_head="main")
+        _set_up(pygit2.init_repository(str(path), bare=True, initial_head="main"))
         repo = cls(path, name)
         repo._commit_on(None, first, author)
         return repo
@@ -208,7 +211,7 @@ class Repository:
         The objects are copied (a local `git fetch`), never shared through alternates: the new
         repository stays whole when `source` is archived.
         """
-        pygit2.init_repository(str(path), bare=True, initial_head="main")
+        _set_up(pygit2.init_repository(str(path), bare=True, initial_head="main"))
         _fetch_main(source, Path(path))
         repo = cls(path, name)
         head = repo.head()
@@ -659,6 +662,11 @@ class Repository:
     def _write_lock(self):
         """The repository's write lock (a `flock`, dropped by the kernel if we die)."""
         return exclusive_lock(self.path / WRITE_LOCK, 0o644)
+
+
+def _set_up(git: pygit2.Repository) -> None:
+    for key, value in GIT_SETTINGS.items():
+        git.config[key] = value
 
 
 def _fetch_main(source: Repository, target: Path) -> None:

@@ -31,6 +31,7 @@ import fcntl
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -294,4 +295,32 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return os.getppid() == pid
+    return True
+
+
+def start_detached(root: Path, parent: int) -> None:
+    """Start `run_forever` for `root` in a new process that is not our child (a fork, a fork
+    again, then exec at once, so no lock of ours is inherited), so that gunicorn's arbiter
+    counts only its workers as children; it stays in our process group (Ctrl-C stops it)
+    and ends by itself once `parent` is gone."""
+    command = [sys.executable, "-m", "gitstore.ops.maintenance", str(root), str(parent)]
+    child = os.fork()
+    if child == 0:
+        try:
+            if os.fork() == 0:
+                os.execv(sys.executable, command)
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+
+
+def _main(argv: list[str]) -> None:
+    from gitstore import logs
+
+    logs.configure(logs.default_format())
+    with contextlib.suppress(KeyboardInterrupt):
+        run_forever(Path(argv[0]), parent=int(argv[1]))
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 
 from gitstore.ops import maintenance
+from tests.live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -184,3 +186,32 @@ def test_a_run_killed_at_any_point_loses_nothing(fuel_store, env_repo):
     assert maintenance.maintain(env_repo, "environments/1.git", force=True).errors == []
     _git(env_repo, "fsck", "--strict")
     assert fuel_store.config.read(1, [("nodes", "0")], "astute", "values").data["n"] == 714
+
+
+def test_the_server_maintains_its_repositories_and_reports_them(fuel_store, tmp_path):
+    _write(fuel_store, 30)
+    repo = fuel_store.environment_path(1)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    args = [str(GITSTORE), "serve", "--root", str(fuel_store.root), "--port", str(port)]
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [*args, "--workers", "1"], stdout=out, stderr=subprocess.STDOUT,
+            env=isolated_env(tmp_path),
+        )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_answers(server, url, log, probe="/healthz")
+        deadline = time.monotonic() + 30
+        while maintenance.usage(repo).loose and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert maintenance.usage(repo).loose == 0, log.read_text()[-2000:]
+        while time.monotonic() < deadline:
+            text = requests.get(url + "/metrics", timeout=10).text
+            if 'gitstore_repository_packs{repository="environments/1.git"} 1.0' in text:
+                break
+            time.sleep(0.2)
+        assert 'gitstore_repository_loose_objects{repository="environments/1.git"} 0.0' in text
+        assert "gitstore_repository_last_maintenance_timestamp_seconds{" in text
+    finally:
+        stop_process(server)
