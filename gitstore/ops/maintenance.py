@@ -12,6 +12,9 @@ it, with git's own thresholds and commands (the `git maintenance` incremental st
 - `commit-graph`: after a pack, or hourly when main moved, `git commit-graph write --reachable
   --changed-paths --split`: generation numbers and changed-path Bloom filters for git itself
   (`git log -- path`, backups, fsck).
+- `index`: main's first-parent index (`gitstore.backend.chainindex`: version -> commit, and
+  where each path changed), extended by the commits main gained, every few seconds: history,
+  explain and `version=N` read it instead of walking the chain.
 - `cruft`: weekly, `git repack -d -l --cruft --cruft-expiration=2.weeks.ago`: one pack of what
   is reachable; unreachable objects (previews of writes, lost races) go to a cruft pack and are
   dropped only once older than git's grace period (`gc.pruneExpire`), so a pushed but not yet
@@ -38,6 +41,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gitstore import metrics
+from gitstore.backend import chainindex
+from gitstore.backend.repository import Repository
+from gitstore.errors import GitstoreError
 from gitstore.ops.health import repository_paths
 
 #: git's `gc.auto`: loose objects that make a pack due at once.
@@ -50,7 +56,7 @@ WEEK = 7 * 24 * HOUR
 GRACE = "2.weeks.ago"
 LOCK = "gitstore-maintenance.lock"
 STATE = "gitstore-maintenance.json"
-TASKS = ("pack", "commit-graph", "cruft")
+TASKS = ("pack", "commit-graph", "cruft", "index")
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,8 @@ def due(repo: Path, found: Usage, state: State, now: float) -> list[str]:
         tasks.append("cruft")
     if tasks or (hourly and _head(repo) != state.graph_head):
         tasks.append("commit-graph")
+    if tasks:
+        tasks.append("index")
     return tasks
 
 
@@ -172,7 +180,7 @@ def observe_store(root: Path) -> None:
 def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> None:
     now = time.time()
     for task in tasks:
-        error = _git(repo, *_COMMANDS[task])
+        error = _index(repo, report.name) if task == "index" else _git(repo, *_COMMANDS[task])
         if error:
             report.errors.append(f"{task}: {error}")
             continue
@@ -215,6 +223,15 @@ def _git(repo: Path, *args: str) -> str | None:
     if done.returncode == 0:
         return None
     return (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+
+
+def _index(repo: Path, name: str) -> str | None:
+    """Extend main's index; what went wrong, None on success."""
+    try:
+        Repository(repo, name).update_index()
+    except (GitstoreError, chainindex.Error, OSError) as exc:
+        return str(exc)
+    return None
 
 
 def _head(repo: Path) -> str | None:
@@ -268,15 +285,17 @@ def loose_estimate(repo: Path) -> int:
 
 
 def run_forever(root: Path, seconds: float = 2.0, parent: int | None = None) -> None:
-    """The server's background maintenance (`gitstore serve`): every `seconds`, pack each
-    repository whose loose objects passed `LOOSE_AUTO`; every minute, every task due and the
-    metrics of every repository. It ends when process `parent` is gone."""
+    """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
+    repository's index and pack those whose loose objects passed `LOOSE_AUTO`; every minute,
+    every task due and the metrics of every repository. It ends when `parent` is gone."""
     last_full = 0.0
     while parent is None or _alive(parent):
         full = time.monotonic() - last_full >= 60
         for name, path in repository_paths(Path(root)):
             if full or loose_estimate(path) >= LOOSE_AUTO:
                 _logged(maintain(path, name))
+            else:
+                _index(path, name)  # reads walk only what main gained since
         if full:
             observe_store(root)
             last_full = time.monotonic()
