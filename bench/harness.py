@@ -121,6 +121,7 @@ class Server:
         threads: int | None = None,
         worker_class: str | None = None,
         code: Path | None = None,
+        extra: tuple[str, ...] = (),
     ):
         self.root = root
         self.code = code  # another checkout of gitstore to serve (bench/limit.py --before)
@@ -141,6 +142,7 @@ class Server:
             self._args += ["--threads", str(threads)]
         if worker_class:
             self._args += ["--worker-class", worker_class]
+        self._args += list(extra)  # e.g. --no-maintenance (bench/longevity.py)
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> Server:

@@ -136,7 +136,7 @@ def fsck(ctx: click.Context, root_opt: str | None, fmt: str) -> None:
 
 @click.command()
 @_root_option
-@click.option("--env", "env_id", type=click.IntRange(min=0), help="Only this environment.")
+@click.option("-e", "--env", "env_id", type=click.IntRange(min=1), help="Only this environment.")
 @click.option("--dry-run", is_flag=True, help="Only show each repository's usage.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text")
 def maintenance(root_opt: str | None, env_id: int | None, dry_run: bool, fmt: str) -> None:

@@ -349,6 +349,7 @@ class Repository:
             found = chain.commit_at(number)
             if found is None:
                 raise UnknownRevision(text, self.name)
+            _DEPTHS.put((self.path, found), number)  # its depth: no walk to learn it again
             return self.git[found]
         try:
             chain = self._chain(head)

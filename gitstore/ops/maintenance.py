@@ -36,7 +36,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -136,15 +136,23 @@ def due(repo: Path, found: Usage, state: State, now: float) -> list[str]:
     return tasks
 
 
-def maintain(repo: Path, name: str, *, dry_run: bool = False, force: bool = False) -> Report:
-    """Run the tasks due in one repository (every task with `force`); a dry run only names
-    them. Skipped when another run holds the repository's maintenance lock."""
+def maintain(
+    repo: Path,
+    name: str,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    extra: Sequence[str] = (),
+) -> Report:
+    """Run the tasks due in one repository, and those of `extra` (every task with `force`);
+    a dry run only names those due. Skipped while another run holds the repository's lock."""
     started = time.monotonic()
     repo = Path(repo)
     state = _load_state(repo)
     before = usage(repo)
     due_now = due(repo, before, state, time.time())
-    tasks = [] if dry_run else list(TASKS) if force else due_now
+    wanted = TASKS if force else [t for t in TASKS if t in due_now or t in extra]
+    tasks = [] if dry_run else list(wanted)
     report = Report(name, tasks, before, due_now)
     if not tasks:
         report.after = before
@@ -179,6 +187,7 @@ def observe_store(root: Path) -> None:
 
 def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> None:
     now = time.time()
+    _clear_stale_locks(repo)
     for task in tasks:
         error = _index(repo, report.name) if task == "index" else _git(repo, *_COMMANDS[task])
         if error:
@@ -223,6 +232,32 @@ def _git(repo: Path, *args: str) -> str | None:
     if done.returncode == 0:
         return None
     return (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+
+
+#: Lock files of the git commands maintenance runs: a run killed mid-way leaves them, and git
+#: then skips the commit-graph for good, without an error.
+_GIT_LOCKS = ("objects/info/commit-graphs/*.lock", "objects/info/*.lock", "objects/pack/*.lock")
+
+
+def _clear_stale_locks(repo: Path) -> None:
+    """Remove the lock files of a killed run (we hold the maintenance lock, and git's own gc
+    is off: none is in use unless a process has it open, e.g. an operator's `git gc`)."""
+    found = [path for pattern in _GIT_LOCKS for path in repo.glob(pattern)]
+    if not found:
+        return
+    in_use = _open_files()
+    for path in found:
+        if str(path) not in in_use:
+            path.unlink(missing_ok=True)
+
+
+def _open_files() -> set[str]:
+    """Every file some process has open now (Linux `/proc`)."""
+    found = set()
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        with contextlib.suppress(OSError):  # a process that ended, or one we may not see
+            found.update(os.readlink(fd) for fd in fd_dir.iterdir())
+    return found
 
 
 def _index(repo: Path, name: str) -> str | None:
@@ -287,12 +322,21 @@ def loose_estimate(repo: Path) -> int:
 def run_forever(root: Path, seconds: float = 2.0, parent: int | None = None) -> None:
     """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
     repository's index and pack those whose loose objects passed `LOOSE_AUTO`; every minute,
-    every task due and the metrics of every repository. It ends when `parent` is gone."""
+    every task due, a pack of a repository left idle with `LOOSE_HOURLY` loose objects or more
+    (no new ones for a minute: its writers are done, the loose files need not wait an hour),
+    and the metrics of every repository. It ends when `parent` is gone."""
     last_full = 0.0
+    idle: dict[str, int] = {}  # loose objects of each repository at the last minute's pass
     while parent is None or _alive(parent):
         full = time.monotonic() - last_full >= 60
         for name, path in repository_paths(Path(root)):
-            if full or loose_estimate(path) >= LOOSE_AUTO:
+            if full:
+                loose = usage(path).loose
+                settled = loose >= LOOSE_HOURLY and idle.get(name) == loose
+                extra = ("pack", "commit-graph", "index") if settled else ()
+                _logged(maintain(path, name, extra=extra))
+                idle[name] = usage(path).loose
+            elif loose_estimate(path) >= LOOSE_AUTO:
                 _logged(maintain(path, name))
             else:
                 _index(path, name)  # reads walk only what main gained since

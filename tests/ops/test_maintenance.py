@@ -78,6 +78,18 @@ def test_a_dry_run_names_what_is_due_and_changes_nothing(fuel_store, env_repo):
     assert maintenance.usage(env_repo) == before
 
 
+def test_a_killed_run_s_commit_graph_lock_is_cleared(fuel_store, env_repo):
+    _write(fuel_store, 5)
+    maintenance.maintain(env_repo, "environments/1.git", force=True)
+    graphs = env_repo / "objects/info/commit-graphs"
+    (graphs / "commit-graph-chain.lock").write_text("")  # what a SIGKILLed git leaves
+    chain = (graphs / "commit-graph-chain").read_text()
+    _write(fuel_store, 5, start=10)
+    assert not maintenance.maintain(env_repo, "environments/1.git", force=True).errors
+    assert (graphs / "commit-graph-chain").read_text() != chain  # the new commits are in
+    assert not (graphs / "commit-graph-chain.lock").exists()
+
+
 def test_a_run_is_skipped_while_another_holds_the_lock(fuel_store, env_repo):
     _write(fuel_store, 30)
     fd = os.open(env_repo / maintenance.LOCK, os.O_CREAT | os.O_RDWR)
@@ -183,7 +195,9 @@ def test_a_run_killed_at_any_point_loses_nothing(fuel_store, env_repo):
         assert not _missing(env_repo, reachable), f"round {round_}"
     _git(env_repo, "fsck", "--strict")
     assert not _missing(env_repo, reachable)
-    assert maintenance.maintain(env_repo, "environments/1.git", force=True).errors == []
+    after = maintenance.maintain(env_repo, "environments/1.git", force=True)
+    assert after.errors == [], after
+    assert not list(env_repo.glob("objects/info/commit-graphs/*.lock"))
     _git(env_repo, "fsck", "--strict")
     assert fuel_store.config.read(1, [("nodes", "0")], "astute", "values").data["n"] == 714
 
