@@ -208,7 +208,7 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
         servers = {"a": a, "b": b}
         for name, server in servers.items():  # the first 100 writes, then the costs at 100
             failures += write_round(server, 100, f"{name}w")[1]
-        time.sleep(4)  # the background maintenance extends A's index every 2 s
+        time.sleep(4)  # the background maintenance extends A's index every second
         shallow = depth_costs(a)
         sampler = LooseSampler(repo_a)
         sampler.start()

@@ -64,6 +64,7 @@ _EXPORTS = {
     "ClusterSecret": "gitstore.cluster.secret",
     "CLUSTER_KEY_FILE": "gitstore.cluster.secret",
     "create_cluster_secret": "gitstore.cluster.secret",
+    "check_member_protocol": "gitstore.cluster.secret",
     "recursive_pattern": "gitstore.schema_regex",
     "PATTERN_RECURSION": "gitstore.schema_regex",
 }
@@ -79,6 +80,7 @@ _RENAMED = {
     "migrate_store": "migrate",
     "CLUSTER_KEY_FILE": "KEY_FILE",
     "create_cluster_secret": "create",
+    "check_member_protocol": "check_protocol",
     "recursive_pattern": "recursive",
     "PATTERN_RECURSION": "RECURSION",
 }

@@ -48,6 +48,7 @@ from gitstore import (
     FailureLog,
     Identity,
     KeystoneValidator,
+    check_member_protocol,
     metrics,
     require,
     token_id_of,
@@ -73,6 +74,8 @@ _ID = re.compile(r"^[0-9]{1,18}$")
 _VALIDATOR = "gitstore.keystone"
 #: The header a cluster member signs its calls with (gitstore.cluster.secret.HEADER).
 MEMBER_HEADER = "X-Gitstore-Member"
+#: The members' protocol version of a call (gitstore.cluster.secret.PROTOCOL_HEADER).
+PROTOCOL_HEADER = "X-Gitstore-Protocol"
 #: Who a member's call is in logs (it makes no commits: members only read through /git/).
 MEMBER_USER = "cluster-member"
 
@@ -224,6 +227,7 @@ def _member_call(need: Need | None) -> bool:
         )
     if parts[0] == "git" and not (need is not None and need.roles == ("reader",)):
         raise Unauthorized(f"a {MEMBER_HEADER} header only lets a member fetch, not push")
+    check_member_protocol(request.headers.get(PROTOCOL_HEADER))  # once signed: 409 if unknown
     g.user = MEMBER_USER
     return True
 

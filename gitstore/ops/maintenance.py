@@ -189,7 +189,10 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
     now = time.time()
     _clear_stale_locks(repo)
     for task in tasks:
-        error = _index(repo, report.name) if task == "index" else _git(repo, *_COMMANDS[task])
+        if task == "index":
+            error = _index(repo, report.name)
+        else:
+            error = _git(repo, *_COMMANDS[task], nice=task == "cruft")
         if error:
             report.errors.append(f"{task}: {error}")
             continue
@@ -223,11 +226,15 @@ _COMMANDS = {
 }
 
 
-def _git(repo: Path, *args: str) -> str | None:
-    """Run git on `repo` at low priority; its last line of error output, None on success."""
+def _git(repo: Path, *args: str, nice: bool = False) -> str | None:
+    """Run git on `repo`; its last line of error output, None on success."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    # One thread: a repack must leave the other core to the writers it runs beside.
-    command = ["nice", "-n", "10", "git", "-c", "pack.threads=1", "--git-dir", str(repo), *args]
+    # One thread: a repack must leave the other core to the writers it runs beside. Only the
+    # weekly full repack runs at low priority: a pack of loose objects must keep up with the
+    # writers (at `nice 10` beside busy workers it got too little CPU, and loose objects
+    # piled up).
+    command = ["git", "-c", "pack.threads=1", "--git-dir", str(repo), *args]
+    command = ["nice", "-n", "10", *command] if nice else command
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode == 0:
         return None
@@ -319,7 +326,7 @@ def loose_estimate(repo: Path) -> int:
         return 0
 
 
-def run_forever(root: Path, seconds: float = 2.0, parent: int | None = None) -> None:
+def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:
     """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
     repository's index and pack those whose loose objects passed `LOOSE_AUTO`; every minute,
     every task due, a pack of a repository left idle with `LOOSE_HOURLY` loose objects or more
