@@ -315,6 +315,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--writes", type=int, default=20_000, help="REST writes per store")
     parser.add_argument("--kills", type=int, default=50, help="maintenance runs SIGKILLed")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # servers stopped on the way out
     writes, kills = (600, 5) if args.smoke else (args.writes, args.kills)
     with harness.scratch("gitstore-longevity-", args.workdir) as scratch:
         ok = run(scratch, max(writes, 200), kills, args.smoke)

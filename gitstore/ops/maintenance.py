@@ -3,18 +3,21 @@
 git packs nothing that libgit2 wrote (every REST commit leaves loose objects), so gitstore does
 it, with git's own thresholds and commands (the `git maintenance` incremental strategy):
 
-- `pack`: when a repository holds `LOOSE_AUTO` loose objects (git's `gc.auto`), or `LOOSE_HOURLY`
+- `pack`: when a repository holds `PACK_AT` loose objects (half of git's `gc.auto`, 6,700: git
+  packs synchronously after its own commands, while this pack runs beside the writers that keep
+  adding loose objects, so it starts early enough to stay below git's mark), or `LOOSE_HOURLY`
   (git's `maintenance.loose-objects.auto`) an hour after its last run, `git repack -d -l
   --geometric=2`: loose objects go into a new pack, and small packs are rolled up so that each
   pack holds at least twice the objects of the next smaller one (a few packs, each object
   rewritten a logarithmic number of times). Nothing is deleted but loose copies of packed
   objects and packs whose every object is in the new pack.
-- `commit-graph`: after a pack, or hourly when main moved, `git commit-graph write --reachable
+- `commit-graph`: hourly when main moved, `git commit-graph write --reachable
   --changed-paths --split`: generation numbers and changed-path Bloom filters for git itself
   (`git log -- path`, backups, fsck).
 - `index`: main's first-parent index (`gitstore.backend.chainindex`: version -> commit, and
-  where each path changed), extended by the commits main gained, every few seconds: history,
-  explain and `version=N` read it instead of walking the chain.
+  where each path changed), extended by the commits main gained, every second by the server's
+  process, and by every run that writes the commit-graph: history, explain and `version=N`
+  read it instead of walking the chain.
 - `cruft`: weekly, `git repack -d -l --cruft --cruft-expiration=2.weeks.ago`: one pack of what
   is reachable; unreachable objects (previews of writes, lost races) go to a cruft pack and are
   dropped only once older than git's grace period (`gc.pruneExpire`), so a pushed but not yet
@@ -46,8 +49,10 @@ from gitstore.backend.repository import Repository
 from gitstore.errors import GitstoreError
 from gitstore.ops.health import repository_paths
 
-#: git's `gc.auto`: loose objects that make a pack due at once.
+#: git's `gc.auto`: the loose objects git itself would pack at.
 LOOSE_AUTO = 6700
+#: Loose objects that make a pack due at once (see the module's docstring).
+PACK_AT = LOOSE_AUTO // 2
 #: git's `maintenance.loose-objects.auto`: loose objects packed by the hourly run.
 LOOSE_HOURLY = 100
 HOUR = 3600.0
@@ -125,14 +130,12 @@ def due(repo: Path, found: Usage, state: State, now: float) -> list[str]:
     """The tasks a run at `now` should do, in order."""
     hourly = now - state.last_run >= HOUR
     tasks = []
-    if found.loose >= LOOSE_AUTO or (hourly and found.loose >= LOOSE_HOURLY):
+    if found.loose >= PACK_AT or (hourly and found.loose >= LOOSE_HOURLY):
         tasks.append("pack")
     if now - state.last_cruft >= WEEK and (found.packs > 1 or found.loose):
         tasks.append("cruft")
-    if tasks or (hourly and _head(repo) != state.graph_head):
-        tasks.append("commit-graph")
-    if tasks:
-        tasks.append("index")
+    if hourly and _head(repo) != state.graph_head:
+        tasks += ["commit-graph", "index"]
     return tasks
 
 
@@ -328,7 +331,7 @@ def loose_estimate(repo: Path) -> int:
 
 def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:
     """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
-    repository's index and pack those whose loose objects passed `LOOSE_AUTO`; every minute,
+    repository's index and pack those whose loose objects passed `PACK_AT`; every minute,
     every task due, a pack of a repository left idle with `LOOSE_HOURLY` loose objects or more
     (no new ones for a minute: its writers are done, the loose files need not wait an hour),
     and the metrics of every repository. It ends when `parent` is gone."""
@@ -343,10 +346,9 @@ def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> 
                 extra = ("pack", "commit-graph", "index") if settled else ()
                 _logged(maintain(path, name, extra=extra))
                 idle[name] = usage(path).loose
-            elif loose_estimate(path) >= LOOSE_AUTO:
+            elif loose_estimate(path) >= PACK_AT:
                 _logged(maintain(path, name))
-            else:
-                _index(path, name)  # reads walk only what main gained since
+            _index(path, name)  # reads walk only what main gained since
         if full:
             observe_store(root)
             last_full = time.monotonic()
