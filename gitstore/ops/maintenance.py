@@ -7,10 +7,12 @@ it, with git's own thresholds and commands (the `git maintenance` incremental st
   packs synchronously after its own commands, while this pack runs beside the writers that keep
   adding loose objects, so it starts early enough to stay below git's mark), or `LOOSE_HOURLY`
   (git's `maintenance.loose-objects.auto`) an hour after its last run, `git repack -d -l
-  --geometric=2`: loose objects go into a new pack, and small packs are rolled up so that each
-  pack holds at least twice the objects of the next smaller one (a few packs, each object
-  rewritten a logarithmic number of times). Nothing is deleted but loose copies of packed
-  objects and packs whose every object is in the new pack.
+  --geometric=2 --window=0`: loose objects go into a new pack, and small packs are rolled up so
+  that each pack holds at least twice the objects of the next smaller one (a few packs, each
+  object rewritten a logarithmic number of times). No deltas are searched for (`--window=0`):
+  that search was most of the CPU maintenance took from the writers it runs beside; the
+  full repacks below (weekly, and once a repository is idle) find them. Nothing is deleted but
+  loose copies of packed objects and packs whose every object is in the new pack.
 - `commit-graph`: hourly when main moved, `git commit-graph write --reachable
   --changed-paths --split`: generation numbers and changed-path Bloom filters for git itself
   (`git log -- path`, backups, fsck).
@@ -18,10 +20,11 @@ it, with git's own thresholds and commands (the `git maintenance` incremental st
   where each path changed), extended by the commits main gained, every second by the server's
   process, and by every run that writes the commit-graph: history, explain and `version=N`
   read it instead of walking the chain.
-- `cruft`: weekly, `git repack -d -l --cruft --cruft-expiration=2.weeks.ago`: one pack of what
-  is reachable; unreachable objects (previews of writes, lost races) go to a cruft pack and are
-  dropped only once older than git's grace period (`gc.pruneExpire`), so a pushed but not yet
-  referenced pack stays.
+- `cruft`: weekly, and a minute after the writes to a repository stopped, `git repack -d -l
+  --cruft --cruft-expiration=2.weeks.ago`: one pack of what is reachable, with deltas;
+  unreachable objects (previews of writes, lost races) go to a cruft pack and are dropped only
+  once older than git's grace period (`gc.pruneExpire`), so a pushed but not yet referenced
+  pack stays.
 
 Writes never wait for it: git writes new packs under temporary names and renames them, and
 removes an old file only once its objects are elsewhere; libgit2 readers in other processes
@@ -208,7 +211,7 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
 
 
 _COMMANDS = {
-    "pack": ("repack", "-d", "-l", "-q", "--geometric=2", "--no-write-bitmap-index"),
+    "pack": ("repack", "-d", "-l", "-q", "--geometric=2", "--window=0", "--no-write-bitmap-index"),
     "cruft": (
         "repack",
         "-d",
@@ -332,8 +335,9 @@ def loose_estimate(repo: Path) -> int:
 def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:
     """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
     repository's index and pack those whose loose objects passed `PACK_AT`; every minute,
-    every task due, a pack of a repository left idle with `LOOSE_HOURLY` loose objects or more
-    (no new ones for a minute: its writers are done, the loose files need not wait an hour),
+    every task due, a full repack (`cruft`, with deltas) of a repository left idle with
+    `LOOSE_HOURLY` loose objects or more (no new ones for a minute: its writers are done, its
+    loose files and the undeltified packs of busy times need not wait),
     and the metrics of every repository. It ends when `parent` is gone."""
     last_full = 0.0
     idle: dict[str, int] = {}  # loose objects of each repository at the last minute's pass
@@ -343,7 +347,7 @@ def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> 
             if full:
                 loose = usage(path).loose
                 settled = loose >= LOOSE_HOURLY and idle.get(name) == loose
-                extra = ("pack", "commit-graph", "index") if settled else ()
+                extra = ("cruft", "commit-graph", "index") if settled else ()
                 _logged(maintain(path, name, extra=extra))
                 idle[name] = usage(path).loose
             elif loose_estimate(path) >= PACK_AT:
