@@ -20,7 +20,7 @@ it, with git's own thresholds and commands (the `git maintenance` incremental st
   where each path changed), extended by the commits main gained, every second by the server's
   process, and by every run that writes the commit-graph: history, explain and `version=N`
   read it instead of walking the chain.
-- `cruft`: weekly, and a minute after the writes to a repository stopped, `git repack -d -l
+- `cruft`: weekly, and a minute after the writes to a repository stopped, `git repack -d -l -f
   --cruft --cruft-expiration=2.weeks.ago`: one pack of what is reachable, with deltas;
   unreachable objects (previews of writes, lost races) go to a cruft pack and are dropped only
   once older than git's grace period (`gc.pruneExpire`), so a pushed but not yet referenced
@@ -217,6 +217,7 @@ _COMMANDS = {
         "-d",
         "-l",
         "-q",
+        "-f",  # deltas searched again: the busy-time packs have none (`--window=0`)
         "--cruft",
         f"--cruft-expiration={GRACE}",
         "--no-write-bitmap-index",
