@@ -142,7 +142,7 @@ class Server:
             self._args += ["--threads", str(threads)]
         if worker_class:
             self._args += ["--worker-class", worker_class]
-        self._args += extra  # more options of `gitstore serve`
+        self._args += list(extra)  # e.g. --no-maintenance (bench/longevity.py)
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> Server:

@@ -1,4 +1,4 @@
-"""`gitstore backup`, `gitstore restore`, `gitstore fsck` and `gitstore cluster key`: operations
+"""`gitstore backup`, `restore`, `fsck`, `maintenance`, `migrate` and `cluster key`: operations
 on a store root.
 
 They work on folders, never through a server; `backup` and `fsck` may run while the store is
@@ -25,6 +25,8 @@ def register(group: click.Group) -> None:
     group.add_command(backup)
     group.add_command(restore)
     group.add_command(fsck)
+    group.add_command(maintenance)
+    group.add_command(migrate)
     group.add_command(cluster)
 
 
@@ -131,6 +133,67 @@ def fsck(ctx: click.Context, root_opt: str | None, fmt: str) -> None:
             click.echo(str(problem))
         click.echo(f"{len(problems)} problem(s)" if problems else f"{root}: no problems found")
     ctx.exit(1 if problems else 0)
+
+
+@click.command()
+@_root_option
+@click.option("-e", "--env", "env_id", type=click.IntRange(min=1), help="Only this environment.")
+@click.option("--dry-run", is_flag=True, help="Only show each repository's usage.")
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text")
+def maintenance(root_opt: str | None, env_id: int | None, dry_run: bool, fmt: str) -> None:
+    """Pack loose objects and write the commit-graph of every repository (or only --env's)
+    now, as the server does in the background; safe while the store is served."""
+    from gitstore import Store
+    from gitstore.ops.maintenance import maintain_store
+
+    root = store_root(root_opt)
+    Store(root).check()
+    only = None if env_id is None else f"environments/{env_id}.git"
+    reports = maintain_store(root, only=only, dry_run=dry_run, force=True)
+    if only is not None and not reports:
+        raise click.ClickException(f"environment {env_id} does not exist")
+    if fmt == "json":
+        click.echo(json.dumps([r.as_dict() for r in reports], indent=2))
+        return
+    for report in reports:
+        click.echo(_maintenance_line(report, dry_run))
+    if any(report.errors for report in reports):
+        raise click.ClickException("; ".join(e for r in reports for e in r.errors))
+
+
+@click.command()
+@_root_option
+@click.option("--dry-run", is_flag=True, help="Only list the steps.")
+def migrate(root_opt: str | None, dry_run: bool) -> None:
+    """Move a store of an older format (read-only until then) to this gitstore's format, each
+    repository atomically, after a backup of what changes; refused while a server serves it."""
+    from gitstore.ops.migrate import migrate as migrate_store
+
+    root = store_root(root_opt)
+    report = migrate_store(root, dry_run=dry_run)
+    if report.from_format == report.to_format:
+        click.echo(f"{root} already has format {report.to_format}: nothing to do")
+        return
+    verb = "would move" if dry_run else "moved"
+    click.echo(f"{verb} {root} from format {report.from_format} to {report.to_format}:")
+    for step in report.steps:
+        click.echo(f"  {step}")
+    if report.backup:
+        click.echo(f"what changed was copied first to {report.backup}")
+
+
+def _maintenance_line(report, dry_run: bool) -> str:
+    before, after = report.before, report.after or report.before
+    if dry_run:
+        usage = f"{before.loose} loose objects, {before.packs} packs, {before.size} bytes"
+        return f"{report.name}: {usage}; due: {', '.join(report.due) or 'nothing'}"
+    if report.skipped:
+        return f"{report.name}: skipped ({report.skipped})"
+    return (
+        f"{report.name}: {', '.join(report.tasks)}: {before.loose} -> {after.loose} loose objects, "
+        f"{before.packs} -> {after.packs} packs, {before.size} -> {after.size} bytes "
+        f"({report.seconds:.1f}s)"
+    )
 
 
 @click.group()

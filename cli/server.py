@@ -47,11 +47,15 @@ from gitstore import (
 )
 from gitstore.errors import GitstoreError
 from gitstore.layout import CATALOG
+from gitstore.ops.maintenance import start_detached
+from gitstore.storeformat import hold_for_serving
 
 #: The app's config key of a cluster member's settings (gitstore.api's CLUSTER).
 CLUSTER = "GITSTORE_CLUSTER"
 
 log = logging.getLogger("gitstore.serve")
+#: The descriptor of the root's server lock, held (and inherited by the workers) while serving.
+_SERVING: list[int] = []
 
 #: gevent by default: a connection costs a green thread, never a worker thread, until its
 #: request head is complete, so clients that send half a header block hold nothing others need
@@ -242,6 +246,13 @@ def _default_workers() -> int:
     help="Fetch every mirror (gitstore mirror add) every SECONDS, for forges that "
     "cannot reach this server with webhooks.",
 )
+@click.option(
+    "--maintenance/--no-maintenance",
+    default=True,
+    show_default=True,
+    help="Pack each repository's loose objects and keep its commit-graph in a background "
+    "process (docs/operations.md).",
+)
 @keystone_options
 @click.option(
     "--cluster",
@@ -287,6 +298,7 @@ def serve(
     min_free_disk: int,
     metrics_role: str | None,
     poll: float | None,
+    maintenance: bool,
     keystone: KeystoneSettings | None,
     cluster: str | None = None,
     node_name: str | None = None,
@@ -310,7 +322,14 @@ def serve(
     log_format = log_format or logs.default_format()
     logs.configure(log_format)
     logs.export_to_children(log_format)
-    Store(root).check()  # fail here with one line, not in every worker
+    store = Store(root)  # a store of a newer format fails here with one line
+    store.check()  # as does a root without a store, not in every worker
+    if not store.format.writable:
+        log.warning(
+            f"{root} has format {store.format.version}, older than this gitstore's: served "
+            "read-only until `gitstore migrate` (docs/operations.md)"
+        )
+    _SERVING.append(hold_for_serving(root))  # `gitstore migrate` names our pid
     config = _access_config(root, host, open_store, allow_anonymous_read)
     config.update(
         GITSTORE_LOCAL_EXECUTOR=enable_local_executor,
@@ -349,6 +368,8 @@ def serve(
     if poll:
         _start_poller_process(root, poll)
         log.info(f"polling mirrors every {poll:g}s")
+    if maintenance:
+        _start_maintenance_process(root)
     if membership is not None:
         config[CLUSTER] = membership
         _start_coordinator_process(root, membership)
@@ -501,6 +522,13 @@ def _start_poller_process(root: Path, seconds: float) -> None:
     poller thread holds a lock (a cache's, logging's) would leave that lock held forever in the
     worker."""
     _start_child("poll_forever", str(root), str(seconds))
+
+
+def _start_maintenance_process(root: Path) -> None:
+    """Git maintenance of every repository, in one process per server (not a child of
+    gunicorn's arbiter, which counts its children as workers), so workers never repack; in a
+    cluster each member maintains its own copy. It ends with the server."""
+    start_detached(root, os.getpid())
 
 
 def poll_forever(root: str, seconds: str) -> None:

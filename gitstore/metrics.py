@@ -48,7 +48,7 @@ def _metrics() -> dict[str, Any]:
 
 
 def _build() -> dict[str, Any]:
-    from prometheus_client import Counter, Histogram, values
+    from prometheus_client import Counter, Gauge, Histogram, values
 
     # The storage class is chosen from the environment now, not when the module was imported
     # (the gunicorn arbiter imports it before `gitstore serve` sets the directory).
@@ -83,6 +83,27 @@ def _build() -> dict[str, Any]:
             "gitstore_deadline_exceeded",
             "Requests answered 503 because they passed their deadline, by route template.",
             ["route"],
+        ),
+        **_repository_metrics(Gauge, Counter),
+    }
+
+
+def _repository_metrics(gauge: Any, counter: Any) -> dict[str, Any]:
+    """Per repository, as the maintenance process last saw it (gitstore.ops.maintenance)."""
+
+    def build(name: str, text: str) -> Any:
+        return gauge(name, text, ["repository"], multiprocess_mode="mostrecent")
+
+    return {
+        "loose": build("gitstore_repository_loose_objects", "Loose objects of a repository."),
+        "packs": build("gitstore_repository_packs", "Pack files of a repository."),
+        "size": build("gitstore_repository_size_bytes", "Bytes of a repository's objects."),
+        "maintained": build(
+            "gitstore_repository_last_maintenance_timestamp_seconds",
+            "When maintenance last ran on a repository (0: never).",
+        ),
+        "maintenance_errors": counter(
+            "gitstore_maintenance_errors", "Maintenance tasks that failed.", ["repository"]
         ),
     }
 
@@ -343,6 +364,29 @@ def secret_revealed() -> None:
 
 def auth_failed(reason: str) -> None:
     _metrics()["auth"].labels(reason).inc()
+
+
+def repository_usage(repository: str, usage: dict[str, int], maintained: float) -> None:
+    """A repository's loose objects, packs and size, and when maintenance last ran on it."""
+    found = _metrics()
+    found["loose"].labels(repository).set(usage["loose"])
+    found["packs"].labels(repository).set(usage["packs"])
+    found["size"].labels(repository).set(usage["size"])
+    found["maintained"].labels(repository).set(maintained)
+
+
+def maintenance_ran(repository: str, usage: dict[str, int], when: float, errors: list[str]) -> None:
+    """A maintenance run of a repository finished (gitstore.ops.maintenance)."""
+    repository_usage(repository, usage, when)
+    if errors:
+        _metrics()["maintenance_errors"].labels(repository).inc(len(errors))
+    log.info(
+        "maintenance of %s: %d loose objects, %d packs",
+        repository,
+        usage["loose"],
+        usage["packs"],
+        extra={"fields": {"event": "maintenance", "repository": repository, **usage}},
+    )
 
 
 def sync_refused(repository: str, failure: dict | None) -> None:

@@ -76,10 +76,13 @@ class Repositories:
         author: Author = DEFAULT_AUTHOR,
         write_guard: WriteGuard | None = None,
         replication: Replication | None = None,
+        store_guard: Callable[[], None] | None = None,
     ) -> None:
         self.root = Path(root)
         self.default_author = author
         self._write_guard = write_guard
+        # Raises to refuse creating or archiving a repository (a store of an older format).
+        self._store_guard = store_guard or (lambda: None)
         self.replication = replication
         self._repos: dict[Path, Repository] = {}
         # Every request finds its repositories here: plain strings and ids, because pathlib
@@ -182,6 +185,7 @@ class Repositories:
 
     def create_environment_repo(self, env_id: int, first: ChangeSet, author: Author) -> None:
         """Create `environments/<id>.git` with its first commit; Conflict if the id is taken."""
+        self._store_guard()
         path = self.environment_path(env_id)
         if path.exists():
             raise Conflict(f"environment {env_id} already exists")
@@ -194,6 +198,7 @@ class Repositories:
     ) -> None:
         """Create `environments/<id>.git` holding `source_id`'s history plus one commit made by
         `operation` on it (an upgrade seed); Conflict if the id is taken."""
+        self._store_guard()
         source = self.environment_repo(source_id)
         path = self.environment_path(env_id)
         if path.exists():
@@ -220,6 +225,7 @@ class Repositories:
         source = self.environment_path(env_id)
         if not (source / "HEAD").exists():
             raise unknown_environment(env_id)
+        self._store_guard()
         if self.replication is not None:
             self.replication.archiving(self.served_as(source), self.environment_repo(env_id))
         return self._move_to_archive(env_id, source)

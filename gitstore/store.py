@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from gitstore import limits
+from gitstore import limits, storeformat
 from gitstore.access.policy import AccessFile
 from gitstore.access.ratelimit import FailureLog
 from gitstore.backend.cache import Caches
@@ -76,6 +76,8 @@ class Store:
         for the one who holds the keyring on disk; the REST API binds its own per request)."""
         self.root = Path(root)
         self.default_author = author
+        # Refuses a newer or unreadable store here; an older one is served read-only.
+        self.format = storeformat.read(self.root)
         self.mirror_settings = MirrorSettings(self.root)
         # A cluster member (docs/ha.md) when `cluster` holds its settings; None: a single node.
         self.cluster = (
@@ -84,8 +86,9 @@ class Store:
         self.repos = Repositories(
             self.root,
             author=author,
-            write_guard=self.mirror_settings.check_writable,
+            write_guard=self._check_writable,
             replication=self.cluster,
+            store_guard=self.format.check_writable,
         )
         self._build_services(self.repos, local_executor)
         self.secrets.bind_caller(caller)
@@ -146,6 +149,12 @@ class Store:
             owners.on_roles_changed(self.nodes.reconcile)  # re-elect primaries
         self.environments.on_deleted(self.relations.environment_deleted)
 
+    def _check_writable(self, name: str) -> None:
+        """Refuse a write through the facade: to a store of an older format (until migrated)
+        or to a repository in mirror mode."""
+        self.format.check_writable()
+        self.mirror_settings.check_writable(name)
+
     @property
     def local_executor(self) -> bool:
         """Whether graph execution may use the `local` executor, which runs shell commands as
@@ -160,7 +169,11 @@ class Store:
     # -- creation --------------------------------------------------------------------------
     @classmethod
     def init(cls, root: str | os.PathLike, *, author: Author = DEFAULT_AUTHOR) -> Store:
-        """Create an empty store at `root` (an existing store is left as it is)."""
+        """Create an empty store at `root`, at the current format (an existing store is left as
+        it is, its format included: an older one is moved forward by `gitstore migrate`)."""
+        if not storeformat.read(root).exists:
+            Path(root).mkdir(parents=True, exist_ok=True)
+            storeformat.write(root)
         repos = Repositories(root, author=author)
         repos.create_catalog(ChangeSet("catalog: initialise the store"), author)
         store = cls(root, author=author, caller=KEYRING_HOLDER)  # its creator holds the keyring

@@ -173,6 +173,7 @@ LAYERS = [
         "gitstore.documents",
         "gitstore.validation",
         "gitstore.repositories",
+        "gitstore.storeformat",
     ),
     ("gitstore.catalog", "gitstore.access"),
     ("gitstore.secrets",),

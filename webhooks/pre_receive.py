@@ -31,7 +31,12 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
     """The refusal messages for a push (empty: accept it)."""
     root = store_root_of(git_dir)
     limits.configure(root)
-    store, name = Store(root), git_dir.relative_to(root).as_posix()
+    try:
+        store = Store(root)
+        store.format.check_writable()  # a store of an older format is read-only
+    except GitstoreError as exc:
+        return [f"gitstore: {exc.message}"]
+    name = git_dir.relative_to(root).as_posix()
     messages: list[str] = []
     staged = staged_push(os.environ)
     _recover(store, git_dir, [line.split()[2] for line in lines if line.strip()])

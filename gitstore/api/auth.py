@@ -56,6 +56,7 @@ from gitstore import (
 )
 from gitstore.api import git_http, sessions
 from gitstore.api.http import app_store
+from gitstore.cluster.secret import check_protocol as check_member_protocol
 from gitstore.errors import NotFound, TooManyRequests, Unauthorized, Unavailable
 from gitstore.names import parse_flag
 
@@ -75,6 +76,8 @@ _ID = re.compile(r"^[0-9]{1,18}$")
 _VALIDATOR = "gitstore.keystone"
 #: The header a cluster member signs its calls with (gitstore.cluster.secret.HEADER).
 MEMBER_HEADER = "X-Gitstore-Member"
+#: The members' protocol version of a call (gitstore.cluster.secret.PROTOCOL_HEADER).
+PROTOCOL_HEADER = "X-Gitstore-Protocol"
 #: Who a member's call is in logs (it makes no commits: members only read through /git/).
 MEMBER_USER = "cluster-member"
 
@@ -261,6 +264,7 @@ def _member_call(need: Need | None) -> bool:
         )
     if parts[0] == "git" and not (need is not None and need.roles == ("reader",)):
         raise Unauthorized(f"a {MEMBER_HEADER} header only lets a member fetch, not push")
+    check_member_protocol(request.headers.get(PROTOCOL_HEADER))  # once signed: 409 if unknown
     g.user = MEMBER_USER
     return True
 

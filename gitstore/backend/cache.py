@@ -53,6 +53,11 @@ class LRUCache:
         metrics.cache_lookup(self.name, found is not _MISSING)
         return default if found is _MISSING else found[0]
 
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._weight = 0
+
     def put(self, key: Hashable, value: Any, weight: int = 1) -> None:
         if self._max_weight is not None and weight > self._max_weight:
             return  # would evict everything else and still not fit

@@ -15,7 +15,7 @@ from typing import Any
 import pygit2
 
 from gitstore import yamlio
-from gitstore.backend import refs, revisions
+from gitstore.backend import chainindex, refs, revisions
 from gitstore.backend.cache import LRUCache, parsed
 from gitstore.backend.changes import ChangeSet, Graft
 from gitstore.backend.commits import (
@@ -46,12 +46,19 @@ __all__ = [
     "Repository",
     "WriteResult",
 ]
+#: git settings of every repository: gitstore packs them itself (`gitstore.ops.maintenance`),
+#: so git's own `gc --auto` (after a push, say) never runs a second repack beside it.
+GIT_SETTINGS = {"gc.auto": "0", "receive.autoGC": "false"}
 
 #: First-parent depth (the integer version) by commit id: immutable, so shared by the process.
 _DEPTHS = LRUCache(max_entries=200_000, name="depths")
 #: First-parent chain of main by repository path: (head, commit ids root first). Weighed by
 #: length: at most 400,000 ids (~36 MB) in all.
 _CHAINS = LRUCache(max_entries=64, max_weight=400_000, name="chains")
+#: Steps `depth` walks on its own before it asks main's index.
+_DEPTH_WALK = 256
+#: main's chain read from its index, by repository path (`chainindex.ChainView`).
+_VIEWS = LRUCache(max_entries=256, name="chain_views")
 
 
 class Repository:
@@ -76,12 +83,14 @@ class Repository:
         self._write_guard = write_guard
         #: Every commit to main goes through here (`commits.py`).
         self.commits = CommitQueue(self, replication, served_as)
+        # main's chain on disk, shared with the other processes (`chainindex`).
+        self._index = chainindex.ChainIndex(self.path)
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
     def create(cls, path: Path, name: str, first: ChangeSet, author: Author) -> Repository:
         """Initialise a bare repository at `path` holding one commit made of `first`."""
-        pygit2.init_repository(str(path), bare=True, initial_head="main")
+        _set_up(pygit2.init_repository(str(path), bare=True, initial_head="main"))
         repo = cls(path, name)
         repo.commits.first(None, first, author)
         return repo
@@ -96,7 +105,7 @@ class Repository:
         The objects are copied (a local `git fetch`), never shared through alternates: the new
         repository stays whole when `source` is archived.
         """
-        pygit2.init_repository(str(path), bare=True, initial_head="main")
+        _set_up(pygit2.init_repository(str(path), bare=True, initial_head="main"))
         _fetch_main(source, Path(path))
         repo = cls(path, name)
         head = repo.head()
@@ -159,6 +168,9 @@ class Repository:
         head = self.head()
         if head is None:
             return False
+        view = self._view(head)
+        if view is not None:
+            return view.commit_at(self.depth(commit_id)) == commit_id
         chain, depth = self._chain(head), self.depth(commit_id)
         return depth <= len(chain) and chain[depth - 1] == commit_id
 
@@ -220,6 +232,13 @@ class Repository:
         head = self.head()
         if head is None or number < 1:
             raise UnknownRevision(text, self.name)
+        chain = self._view(head)
+        if chain is not None:
+            found = chain.commit_at(number)
+            if found is None:
+                raise UnknownRevision(text, self.name)
+            _DEPTHS.put((self.path, found), number)  # its depth: no walk to learn it again
+            return self.git[found]
         try:
             chain = self._chain(head)
         except (KeyError, pygit2.GitError) as exc:
@@ -254,24 +273,83 @@ class Repository:
         return chain
 
     def depth(self, commit_id: str) -> int:
-        """The commit's position on its own first-parent chain (1 = root)."""
+        """The commit's position on its own first-parent chain (1 = root).
+
+        A few steps down the chain usually reach a commit whose depth this process knows (a
+        write's parent); past `_DEPTH_WALK` steps main's index on disk answers (a process that
+        starts on a long history never walks all of it).
+        """
         known = _DEPTHS.get((self.path, commit_id))
         if known is not None:
             return known
         pending: list[str] = []
         current: str | None = commit_id
         base = 0
+        view = None
         while current is not None:
             cached = _DEPTHS.get((self.path, current))
+            if cached is None and view is not None:
+                cached = view.version_of(current)
             if cached is not None:
                 base = cached
                 break
             pending.append(current)
+            if len(pending) == _DEPTH_WALK:
+                view = self._view(self.head())
             parents = self.git[current].parent_ids
             current = str(parents[0]) if parents else None
         for offset, cid in enumerate(reversed(pending), start=1):
             _DEPTHS.put((self.path, cid), base + offset)
         return base + len(pending)
+
+    # -- main's chain on disk (`chainindex`) -----------------------------------------------
+    def _view(self, head: str | None) -> chainindex.ChainView | None:
+        """main's chain at `head` from its index (None without an index, or when it cannot be
+        read: callers then walk). Read-only: maintenance alone extends the index."""
+        if head is None or not self._index.exists():
+            return None
+        previous = _VIEWS.get(self.path)
+        if previous is not None and previous.head == head:
+            return previous
+        try:
+            found = chainindex.view(self._index, head, self._first_parent_diff, previous)
+        except (chainindex.Error, OSError, LookupError):
+            return None
+        _VIEWS.put(self.path, found)
+        return found
+
+    def update_index(self) -> int | None:
+        """Extend main's index to the head (maintenance does, in the background); the head's
+        version."""
+        head = self.head()
+        return self._index.update(head, self._first_parent_diff) if head else None
+
+    def _first_parent_diff(self, commit_id: str) -> tuple[str | None, list[str]]:
+        commit = self.git[commit_id]
+        parent = str(commit.parent_ids[0]) if commit.parent_ids else None
+        before = self.git[parent].tree if parent else None
+        return parent, [change.path for change in revisions.compare(before, commit.tree)]
+
+    def commits_changing(self, start: str, stop: str | None, paths: Sequence[str]) -> Iterator[str]:
+        """Commits of `start`'s first-parent chain, newest first, down to `stop` (excluded)
+        or the root, whose object at one of `paths` (a file, or a folder: anything below it)
+        differs from their first parent's.
+
+        Commits off main are compared one by one until the chain reaches main; from there
+        main's index answers, so a path that did not change costs the same at any depth.
+        """
+        current: str | None = start
+        view = self._view(self.head())
+        while current is not None and current != stop:
+            version = view.version_of(current) if view is not None else None
+            if version is not None:
+                low = view.version_of(stop) if stop is not None else None
+                yield from view.changed(paths, version, low if low and low < version else 0)
+                return
+            parent = self.parent(current)
+            if parent is None or self.object_ids(current, paths) != self.object_ids(parent, paths):
+                yield current
+            current = parent
 
     def commit_info(self, commit_id: str) -> CommitInfo:
         return commit_info(self.git[commit_id])
@@ -387,6 +465,11 @@ class Repository:
         if self._write_guard is not None:
             self._write_guard()
         return self.commits.dry_run(operation, author)
+
+
+def _set_up(git: pygit2.Repository) -> None:
+    for key, value in GIT_SETTINGS.items():
+        git.config[key] = value
 
 
 def _fetch_main(source: Repository, target: Path) -> None:

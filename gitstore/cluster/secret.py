@@ -6,6 +6,11 @@ default, made by `gitstore cluster key`). A member's call to a peer (`/cluster/v
 HMAC-SHA256 of the time under the secret. The secret itself never crosses the wire, and a header
 seen on the wire is worth at most `MAX_SKEW_SECONDS` either side of its time (members keep their
 clocks in step with NTP, as etcd's members do).
+
+Every call also says which version of the members' protocol it speaks (`X-Gitstore-Protocol`),
+so that members of adjacent gitstore versions can run side by side during a rolling upgrade: a
+call in a protocol the receiver does not speak is refused with a message naming both (a 409),
+never misread. A call without the header is of protocol 1 (members made before the header).
 """
 
 from __future__ import annotations
@@ -23,6 +28,10 @@ from gitstore.errors import Conflict, InvalidInput
 #: The secret's file under the store root, unless `gitstore serve --cluster-secret-file`.
 KEY_FILE = "cluster.key"
 HEADER = "X-Gitstore-Member"
+PROTOCOL_HEADER = "X-Gitstore-Protocol"
+#: The protocol this member's calls speak, and those it answers.
+PROTOCOL = 1
+SPOKEN = frozenset({1})
 #: How far a header's time may be from the receiver's clock.
 MAX_SKEW_SECONDS = 300
 #: Shorter secrets are refused: 32 random bytes as hex is what `gitstore cluster key` writes.
@@ -59,15 +68,17 @@ class ClusterSecret:
         return f"{stamp}.{self._mac(stamp)}"
 
     def headers(self) -> dict[str, str]:
-        return {HEADER: self.header_value()}
+        return {HEADER: self.header_value(), PROTOCOL_HEADER: str(PROTOCOL)}
 
     def git_env(self) -> dict[str, str]:
-        """Environment that makes a `git fetch` send the header (in the environment, not on
+        """Environment that makes a `git fetch` send the headers (in the environment, not on
         the command line, which every local user can read in /proc)."""
         return {
-            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_COUNT": "2",
             "GIT_CONFIG_KEY_0": "http.extraHeader",
             "GIT_CONFIG_VALUE_0": f"{HEADER}: {self.header_value()}",
+            "GIT_CONFIG_KEY_1": "http.extraHeader",
+            "GIT_CONFIG_VALUE_1": f"{PROTOCOL_HEADER}: {PROTOCOL}",
         }
 
     def verify(self, value: str | None, now: float | None = None) -> bool:
@@ -82,6 +93,18 @@ class ClusterSecret:
 
     def _mac(self, stamp: str) -> str:
         return hmac.new(self._secret, _CONTEXT + stamp.encode(), hashlib.sha256).hexdigest()
+
+
+def check_protocol(value: str | None) -> None:
+    """Refuse a member's call in a protocol this member does not speak (None: protocol 1)."""
+    text = (value or "1").strip()
+    if text.isdigit() and len(text) < 6 and int(text) in SPOKEN:
+        return
+    spoken = ", ".join(map(str, sorted(SPOKEN)))
+    raise Conflict(
+        f"the calling member speaks cluster protocol {text[:20]!r}, this member speaks "
+        f"{spoken}: run adjacent gitstore versions only during a rolling upgrade (docs/ha.md)"
+    )
 
 
 def create(path: str | Path) -> Path:

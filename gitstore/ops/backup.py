@@ -32,8 +32,9 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
-from gitstore import files
+from gitstore import files, storeformat
 from gitstore.backend.hooks import install_hooks
+from gitstore.backend.repository import GIT_SETTINGS
 from gitstore.errors import Conflict, InvalidInput, NotFound
 from gitstore.ops.health import ENVIRONMENTS_DIR, repository_paths
 from gitstore.secrets.keyring import Keyring
@@ -56,7 +57,12 @@ def backup(root: Path, to: Path, passphrase: bytes | None = None) -> dict[str, A
     if not (root / "catalog.git" / "HEAD").exists():
         raise NotFound(f"{root} is not a gitstore root (no catalog.git)")
     _new_folder(to)
-    manifest: dict[str, Any] = {"format": FORMAT, "created": _now(), "repositories": []}
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "store_format": storeformat.read(root).version,
+        "created": _now(),
+        "repositories": [],
+    }
     for name, path in repository_paths(root):
         bundle = to / BUNDLES / f"{name}.bundle"
         bundle.parent.mkdir(parents=True, exist_ok=True)
@@ -86,6 +92,10 @@ def restore(source: Path, root: Path, passphrase: bytes | None = None) -> dict[s
         raise InvalidInput("the backup holds an encrypted keyring: give its passphrase")
     _new_folder(root)
     (root / ENVIRONMENTS_DIR).mkdir()
+    # A backup made before store formats is of format 0: restored as such, then migrated.
+    version = manifest.get("store_format", 0)
+    if version:
+        storeformat.write(root, version)
     for entry in manifest["repositories"]:
         _restore_repository(source / entry["bundle"], root, entry["name"], entry["main"])
     if manifest.get("access"):
@@ -151,6 +161,8 @@ def _restore_repository(bundle: Path, root: Path, name: str, main: str) -> None:
     try:
         repo = tmp / "repo.git"
         _git(["init", "--quiet", "--bare", "--initial-branch=main", str(repo)])
+        for key, value in GIT_SETTINGS.items():
+            _git(["--git-dir", str(repo), "config", key, value])
         _git(
             [
                 "--git-dir",

@@ -1,9 +1,10 @@
 """Explain an effective document: for every key path, the layers that set it, the winner, and
 the commit that last changed the winning value.
 
-The last change is found by one walk down the first-parent chain for all keys at once: a commit
-is opened only where a winning file's blob id differs from its parent's, and the walk stops as
-soon as every key is attributed. Answers are cached per commit (they never change).
+The last change of a winning file's keys is found among the commits that changed that file
+(main's index, `Repository.commits_changing`), newest first, stopping once each of its keys is
+attributed: a key whose file has not changed for 100,000 commits costs one lookup. Answers are
+cached per commit (they never change).
 """
 
 from __future__ import annotations
@@ -127,17 +128,15 @@ def _attribute(repo: Repository, start: str, keys: list[dict], deadline: Deadlin
     for item in keys:
         if item["winner"] is not None:
             pending.setdefault(item["layers"][item["winner"]]["file"], []).append(item)
-    files = sorted(pending)
-    current: str | None = start
-    ids = repo.object_ids(start, files)
-    while current is not None and pending:
-        deadline.check()
-        parent = repo.parent(current)
-        parent_ids = repo.object_ids(parent, files) if parent else (None,) * len(files)
-        for file, blob_id, old_id in zip(files, parent_ids, ids, strict=True):
-            if file in pending and blob_id != old_id:
-                _settle(repo, current, file, blob_id, pending)
-        current, ids = parent, parent_ids
+    for file in sorted(pending):
+        for commit_id in repo.commits_changing(start, None, [file]):
+            deadline.check()
+            parent = repo.parent(commit_id)
+            (blob_id,) = repo.object_ids(parent, [file]) if parent else (None,)
+            if blob_id != repo.object_ids(commit_id, [file])[0]:
+                _settle(repo, commit_id, file, blob_id, pending)
+            if file not in pending:
+                break
 
 
 def _settle(

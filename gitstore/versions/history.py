@@ -1,10 +1,12 @@
 """Which commits changed what: the change log of layer documents, and the history of one
 effective value.
 
-Both walk the first-parent chain of `main` newest first. A commit is examined through the ids of
-the objects it changed (subtrees with equal ids are never opened), and an effective value is
-re-merged only at commits where one of its layer blobs, or `environment.yaml`, differs: the cost
-follows the number of relevant changes, not the size of each commit.
+Both go down the first-parent chain of `main` newest first. A commit is examined through the ids
+of the objects it changed (subtrees with equal ids are never opened), and an effective value is
+re-merged only at commits where one of its layer blobs, or `environment.yaml`, differs. Where
+the question names its files or folders (a scope, a resource), only the commits that changed
+them are visited, found in main's index (`Repository.commits_changing`): the cost follows the
+number of relevant changes, not the length of history.
 """
 
 from __future__ import annotations
@@ -79,8 +81,13 @@ def change_log(
     """
     under, skip = _folders(pairs, resource)
     filtered = pairs is not None or resource is not None or key is not None
+    candidates = (
+        commits(repo, walk)
+        if "" in under  # the whole tree: every commit is a candidate
+        else repo.commits_changing(walk.start, walk.stop, under)
+    )
     entries = []
-    for commit_id in commits(repo, walk):
+    for commit_id in candidates:
         changes = [
             change
             for change in (_describe(repo, fc) for fc in repo.changed_files(commit_id, under, skip))
@@ -147,22 +154,17 @@ def value_history(
     path = keypaths.split_dotted(key)
     inputs = [ENVIRONMENT_FILE, *layer_paths(pairs, resource)]
     entries: list[dict[str, Any]] = []
-    current = walk.start
-    ids = repo.object_ids(current, inputs)
-    value = _value_at(repo, current, pairs, resource, path)
-    while current is not None and current != walk.stop and len(entries) < walk.limit:
+    value = _value_at(repo, walk.start, pairs, resource, path)
+    # Between two commits that changed an input the value cannot have changed.
+    for commit_id in repo.commits_changing(walk.start, walk.stop, inputs):
+        if len(entries) >= walk.limit:
+            break
         walk.deadline.check()
-        parent = repo.parent(current)
-        parent_ids = repo.object_ids(parent, inputs) if parent else None
-        if parent is None:
-            before = _MISSING
-        elif parent_ids == ids:
-            before = value  # no layer changed: the value cannot have changed
-        else:
-            before = _value_at(repo, parent, pairs, resource, path)
+        parent = repo.parent(commit_id)
+        before = _MISSING if parent is None else _value_at(repo, parent, pairs, resource, path)
         if not _same(before, value):
-            entries.append(_value_entry(repo, current, before, value))
-        current, ids, value = parent, parent_ids, before
+            entries.append(_value_entry(repo, commit_id, before, value))
+        value = before
     return entries
 
 

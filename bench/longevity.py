@@ -1,0 +1,326 @@
+"""Benchmark: a store that lives long: many REST writes into one environment, with gitstore's
+git maintenance running (store A) and without it (store B), then what history costs at depth.
+
+Two identical stores (bench/make_store.py: 20 nodes of 100 facts) are served at once by two
+`gitstore serve`s, A with its background maintenance and B with `--no-maintenance`. 8 clients
+(two processes) set new keys in the overrides of nodes 2-20 (`PATCH .../keys/set`), in rounds
+alternated between A and B until each took `--writes`; node 1 is never written. Reported, with
+the issue's targets (issue 38):
+
+- disk size of A's environment vs the same repository after `git gc --aggressive` (<= 2x);
+- loose objects in A, sampled every 0.5 s during the writes (<= 10,000 at any time);
+- write rate of A (maintenance running) vs B (<= none): median of rounds (>= 0.8x);
+- explain of one key of node 1 and its key history, at depth vs after the first 100 writes
+  (<= 2x), each the median of requests at 15 distinct versions (answers are cached per commit);
+  the same on B (no maintenance, so no index: the walk), and the key history of a written node,
+  for contrast;
+- `?version=N` reads vs head reads (<= 1.2x): first reads (no answer kept yet) in a fresh
+  process, medians; and the rates of repeated reads over HTTP;
+- `gitstore backup` of A (<= 60 s);
+- `gitstore maintenance --env 1` on A SIGKILLed at a random moment, `--kills` times: no object
+  reachable before is missing, and `git fsck --strict` is clean.
+
+Usage:
+  .venv/bin/python bench/longevity.py [--writes 20000] [--kills 50] [--workdir DIR]
+  .venv/bin/python bench/longevity.py --smoke        # 600 writes, 5 kills (about a minute)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402 - bench/ is not a package: scripts import their neighbours
+import make_store  # noqa: E402
+
+from gitstore.ops import maintenance  # noqa: E402
+
+NODES = 20
+ENV = "/api/v1/config/environments/1"
+NODE = ENV + "/nodes/{node}/resources/astute/{kind}"
+KEY = "fact_0001"  # a fact of node 1 nobody writes
+CLIENTS = 8
+
+
+class Writes:
+    """Request n: set key w<n> = n in the overrides of node 2 + n mod 19."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def __call__(self, number: int) -> bytes:
+        node = 2 + number % (NODES - 1)
+        body = json.dumps([[f"{self.prefix}{number}", number]]).encode()
+        return (
+            f"PATCH {NODE.format(node=node, kind='overrides')}/keys/set HTTP/1.1\r\n"
+            f"Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+
+
+class LooseSampler(threading.Thread):
+    """The most loose objects a repository held, sampled every half second."""
+
+    def __init__(self, repo: Path) -> None:
+        super().__init__(daemon=True)
+        self.repo, self.most, self.stop = repo, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            self.most = max(self.most, maintenance.usage(self.repo).loose)
+
+
+def write_round(server: harness.Server, count: int, prefix: str) -> tuple[float, int]:
+    """`count` writes from 8 clients; (writes/s, failures)."""
+    started = time.perf_counter()
+    load = harness.pyload_requests(
+        server.url, Writes(prefix), 600, processes=2, connections=CLIENTS // 2, total=count
+    )
+    elapsed = time.perf_counter() - started
+    return len(load.answered) / elapsed, load.errors
+
+
+def head_version(server: harness.Server) -> int:
+    _, _, headers = server.get(NODE.format(node=1, kind="values"))
+    return int(headers["X-Gitstore-Version"])
+
+
+def median_ms(server: harness.Server, paths: list[str]) -> float:
+    took = []
+    for path in paths:
+        started = time.perf_counter()
+        status, body, _ = server.get(path)
+        took.append((time.perf_counter() - started) * 1000)
+        if status != 200:
+            raise SystemExit(f"{path}: {status} {body[:200]!r}")
+    return statistics.median(took)
+
+
+def depth_costs(server: harness.Server) -> dict[str, float]:
+    """Median ms of explain and key histories at 15 versions below the head."""
+    top = head_version(server)
+    versions = range(top - 15, top)
+    explain = NODE.format(node=1, kind="values") + f"?effective&explain&key={KEY}&version="
+    history = ENV + "/history?path=nodes/{node}&resource=astute&key={key}&version="
+    return {
+        "explain": median_ms(server, [explain + str(v) for v in versions]),
+        "history": median_ms(server, [history.format(node=1, key=KEY) + str(v) for v in versions]),
+        "history_written": median_ms(
+            server, [history.format(node=2, key=KEY) + str(v) for v in versions]
+        ),
+    }
+
+
+def version_ratio(server: harness.Server, seconds: float) -> tuple[float, float]:
+    """(head reads/s, reads/s at 200 versions) of node 1's values over HTTP, each path read
+    once on every worker first (the server keeps a repeated answer, a head's or a version's)."""
+    top = head_version(server)
+    rng = random.Random(38)
+    path = NODE.format(node=1, kind="values")
+    at_versions = [f"{path}?version={rng.randrange(1, top)}" for _ in range(200)]
+    server.warm([path] + at_versions)
+    head = harness.pyload(server.url, [path], seconds, processes=1, connections=4)
+    versions = harness.pyload(server.url, at_versions, seconds, processes=1, connections=4)
+    return head.rate, versions.rate
+
+
+def cold_reads(root: Path) -> tuple[float, float]:
+    """Median ms of a first read (no answer kept yet) in a fresh process: at the head (400
+    distinct keys of nodes 1-5) and at 400 distinct versions (the first builds main's view)."""
+    from gitstore import Store
+    from gitstore.api import create_app
+
+    client = create_app({"TESTING": True}, store=Store(root)).test_client()
+    top = int(client.get(NODE.format(node=1, kind="values")).headers["X-Gitstore-Version"])
+    heads = [
+        NODE.format(node=node, kind="values") + f"?key=fact_{key:04d}"
+        for node in range(1, 6)
+        for key in range(80)
+    ]
+    rng = random.Random(41)
+    versions = [
+        NODE.format(node=1, kind="values") + f"?key=fact_0001&version={v}"
+        for v in rng.sample(range(2, top), min(400, top - 2))
+    ]
+
+    def timed(paths: list[str]) -> float:
+        took = []
+        for path in paths:
+            started = time.perf_counter()
+            assert client.get(path).status_code == 200, path
+            took.append((time.perf_counter() - started) * 1000)
+        return statistics.median(took)
+
+    return timed(heads), timed(versions)
+
+
+def at_rest(repo: Path, limit: float) -> float:
+    """Seconds until the background maintenance packed the repository left idle."""
+    started = time.monotonic()
+    while maintenance.usage(repo).loose >= maintenance.LOOSE_HOURLY:
+        if time.monotonic() - started > limit:
+            break
+        time.sleep(2)
+    return time.monotonic() - started
+
+
+def disk_bytes(folder: Path) -> int:
+    done = subprocess.run(["du", "-s", "-B1", str(folder)], capture_output=True, text=True)
+    return int(done.stdout.split()[0])
+
+
+def git(repo: Path, *args: str, stdin: str | None = None) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return subprocess.run(
+        ["git", "--git-dir", str(repo), *args],
+        input=stdin, env=env, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+
+
+def aggressive_size(repo: Path, scratch: Path) -> tuple[int, float]:
+    copy = scratch / "aggressive.git"
+    shutil.copytree(repo, copy)
+    started = time.perf_counter()
+    git(copy, "gc", "--aggressive", "--prune=now", "--quiet")
+    took = time.perf_counter() - started
+    size = disk_bytes(copy / "objects")
+    shutil.rmtree(copy)
+    return size, took
+
+
+def backup_seconds(root: Path, scratch: Path) -> float:
+    target = scratch / "backup"
+    started = time.perf_counter()
+    subprocess.run(
+        [str(Path(sys.executable).with_name("gitstore")), "backup", "--root", str(root),
+         "--to", str(target)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    took = time.perf_counter() - started
+    shutil.rmtree(target)
+    return took
+
+
+def kill_loop(root: Path, repo: Path, kills: int) -> tuple[int, str]:
+    """SIGKILL `gitstore maintenance --env 1` at random moments; (missing objects, fsck)."""
+    reachable = {
+        line.split()[0] for line in git(repo, "rev-list", "--objects", "--all").split("\n") if line
+    }
+    command = [str(Path(sys.executable).with_name("gitstore")), "maintenance", "--root", str(root),
+               "--env", "1"]  # fmt: skip
+    started = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True)
+    whole = time.perf_counter() - started
+    rng = random.Random(38)
+    for _ in range(kills):
+        run = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0, whole * 1.2))
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    out = git(repo, "cat-file", "--batch-check", stdin="\n".join(sorted(reachable)) + "\n")
+    missing = sum(1 for line in out.splitlines() if line.endswith("missing"))
+    fsck = subprocess.run(
+        ["git", "--git-dir", str(repo), "fsck", "--strict"], capture_output=True, text=True
+    )
+    return missing, "clean" if fsck.returncode == 0 else fsck.stderr.strip()[-300:]
+
+
+def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
+    roots = {name: scratch / name for name in ("a", "b")}
+    for root in roots.values():
+        make_store.build(root, NODES, make_store.FACADE_COMMITS + 1, keys=100)
+    repo_a = roots["a"] / "environments" / "1.git"
+    chunk = max(100, min(2000, writes // 10))
+    rates: dict[str, list[float]] = {"a": [], "b": []}
+    failures = 0
+    with (
+        harness.Server(roots["a"], workers=2) as a,
+        harness.Server(roots["b"], workers=2, extra=("--no-maintenance",)) as b,
+    ):
+        servers = {"a": a, "b": b}
+        for name, server in servers.items():  # the first 100 writes, then the costs at 100
+            failures += write_round(server, 100, f"{name}w")[1]
+        time.sleep(4)  # the background maintenance extends A's index every second
+        shallow = depth_costs(a)
+        sampler = LooseSampler(repo_a)
+        sampler.start()
+        done = 100
+        while done < writes:
+            count = min(chunk, writes - done)
+            for name in ("a", "b") if (done // chunk) % 2 == 0 else ("b", "a"):
+                rate, failed = write_round(servers[name], count, f"{name}{done}_")
+                rates[name].append(rate)
+                failures += failed
+            done += count
+            print(f"  {done} writes each; loose in A at most {sampler.most}", flush=True)
+        time.sleep(4)
+        deep, deep_b = depth_costs(a), depth_costs(b)
+        head_rate, version_rate = version_ratio(a, 3 if smoke else 10)
+        depth = head_version(a)
+        size_after = disk_bytes(repo_a)
+        rest = at_rest(repo_a, 180)
+        sampler.stop.set()
+    size_a, size_b = disk_bytes(repo_a), disk_bytes(roots["b"] / "environments" / "1.git")
+    cold_head, cold_version = cold_reads(roots["a"])
+    aggressive, gc_seconds = aggressive_size(repo_a, scratch)
+    backup = backup_seconds(roots["a"], scratch)
+    missing, fsck = kill_loop(roots["a"], repo_a, kills)
+    rate_a, rate_b = statistics.median(rates["a"]), statistics.median(rates["b"])
+    rows = [
+        ("disk size vs git gc --aggressive", size_a / aggressive, "<= 2",
+         f"A {size_a / 1e6:.1f} MB at rest (packed {rest:.0f} s after the last write), "
+         f"{size_after / 1e6:.1f} MB right after the writes ({size_after / aggressive:.2f}x); "
+         f"aggressive {aggressive / 1e6:.1f} MB ({gc_seconds:.0f} s); "
+         f"B (no maintenance) {size_b / 1e6:.1f} MB"),
+        ("loose objects at any time", sampler.most / 10_000, "<= 1",
+         f"at most {sampler.most} loose objects in A (sampled every 0.5 s)"),
+        ("write rate with maintenance vs without", rate_a / rate_b, ">= 0.8",
+         f"A {rate_a:.0f} writes/s, B {rate_b:.0f} writes/s (medians of "
+         f"{len(rates['a'])} alternated rounds of {chunk}); {failures} failed requests"),
+        ("explain of one key at depth vs at 100", deep["explain"] / shallow["explain"], "<= 2",
+         f"{deep['explain']:.1f} ms at {depth} commits, {shallow['explain']:.1f} ms at ~100; "
+         f"without an index (B) {deep_b['explain']:.1f} ms"),
+        ("key history at depth vs at 100", deep["history"] / shallow["history"], "<= 2",
+         f"{deep['history']:.1f} ms vs {shallow['history']:.1f} ms; without an index (B) "
+         f"{deep_b['history']:.1f} ms; a key of a written node {deep['history_written']:.1f} ms "
+         f"vs {shallow['history_written']:.1f} ms"),
+        ("version=N read vs head read, first reads", cold_version / cold_head, "<= 1.2",
+         f"{cold_version:.2f} ms at 400 versions, {cold_head:.2f} ms at the head (medians, "
+         f"a fresh process); repeated over HTTP: {head_rate:.0f} head reads/s, "
+         f"{version_rate:.0f} reads/s at 200 versions ({head_rate / version_rate:.2f}x)"),
+        ("backup", backup / 60, "<= 1", f"{backup:.1f} s for {depth} commits"),
+        ("maintenance SIGKILLed", float(missing), "= 0",
+         f"{kills} kills: {missing} reachable objects missing, fsck --strict {fsck}"),
+    ]  # fmt: skip
+    print(f"longevity: {writes} REST writes into one environment, {harness.machine_load()}")
+    ok = failures == 0
+    for name, ratio, target, details in rows:
+        print(f"  {name}: {ratio:.2f} (target {target}): {details}")
+    return ok and missing == 0 and fsck == "clean"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = harness.options(__doc__)
+    parser.add_argument("--writes", type=int, default=20_000, help="REST writes per store")
+    parser.add_argument("--kills", type=int, default=50, help="maintenance runs SIGKILLed")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # servers stopped on the way out
+    writes, kills = (600, 5) if args.smoke else (args.writes, args.kills)
+    with harness.scratch("gitstore-longevity-", args.workdir) as scratch:
+        ok = run(scratch, max(writes, 200), kills, args.smoke)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

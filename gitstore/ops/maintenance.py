@@ -1,0 +1,403 @@
+"""Git maintenance of a store's repositories: pack loose objects, keep a commit-graph.
+
+git packs nothing that libgit2 wrote (every REST commit leaves loose objects), so gitstore does
+it, with git's own thresholds and commands (the `git maintenance` incremental strategy):
+
+- `pack`: when a repository holds `PACK_AT` loose objects (half of git's `gc.auto`, 6,700: git
+  packs synchronously after its own commands, while this pack runs beside the writers that keep
+  adding loose objects, so it starts early enough to stay below git's mark), or `LOOSE_HOURLY`
+  (git's `maintenance.loose-objects.auto`) an hour after its last run, `git repack -d -l
+  --geometric=2 --window=0`: loose objects go into a new pack, and small packs are rolled up so
+  that each pack holds at least twice the objects of the next smaller one (a few packs, each
+  object rewritten a logarithmic number of times). No deltas are searched for (`--window=0`):
+  that search was most of the CPU maintenance took from the writers it runs beside; the
+  full repacks below (weekly, and once a repository is idle) find them. Nothing is deleted but
+  loose copies of packed objects and packs whose every object is in the new pack.
+- `commit-graph`: hourly when main moved, `git commit-graph write --reachable
+  --changed-paths --split`: generation numbers and changed-path Bloom filters for git itself
+  (`git log -- path`, backups, fsck).
+- `index`: main's first-parent index (`gitstore.backend.chainindex`: version -> commit, and
+  where each path changed), extended by the commits main gained, every second by the server's
+  process, and by every run that writes the commit-graph: history, explain and `version=N`
+  read it instead of walking the chain.
+- `cruft`: weekly, and a minute after the writes to a repository stopped, `git repack -d -l -f
+  --cruft --cruft-expiration=2.weeks.ago`: one pack of what is reachable, with deltas;
+  unreachable objects (previews of writes, lost races) go to a cruft pack and are dropped only
+  once older than git's grace period (`gc.pruneExpire`), so a pushed but not yet referenced
+  pack stays.
+
+Writes never wait for it: git writes new packs under temporary names and renames them, and
+removes an old file only once its objects are elsewhere; libgit2 readers in other processes
+re-scan the pack folder when an object is not where they last saw it. Two runs on one
+repository never overlap (a `flock` on `gitstore-maintenance.lock`, across processes).
+A run killed at any point leaves at worst a temporary file (`tmp_pack_*`), never a lost object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gitstore import metrics
+from gitstore.backend import chainindex
+from gitstore.backend.repository import Repository
+from gitstore.errors import GitstoreError
+from gitstore.ops.health import repository_paths
+
+#: git's `gc.auto`: the loose objects git itself would pack at.
+LOOSE_AUTO = 6700
+#: Loose objects that make a pack due at once (see the module's docstring).
+PACK_AT = LOOSE_AUTO // 2
+#: git's `maintenance.loose-objects.auto`: loose objects packed by the hourly run.
+LOOSE_HOURLY = 100
+HOUR = 3600.0
+WEEK = 7 * 24 * HOUR
+#: git's `gc.pruneExpire`: unreachable objects younger than this are kept.
+GRACE = "2.weeks.ago"
+LOCK = "gitstore-maintenance.lock"
+STATE = "gitstore-maintenance.json"
+TASKS = ("pack", "commit-graph", "cruft", "index")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a repository holds on disk."""
+
+    loose: int
+    packs: int
+    size: int  # bytes of objects/ (loose files, packs, indexes, commit-graph)
+
+
+@dataclass
+class State:
+    """What the last runs did (`gitstore-maintenance.json` in the repository)."""
+
+    last_run: float = 0.0
+    last_cruft: float = 0.0
+    graph_head: str | None = None
+
+
+@dataclass
+class Report:
+    """One repository's run: the tasks it runs (none in a dry run) and those its thresholds
+    made due, usage before and after."""
+
+    name: str
+    tasks: list[str]
+    before: Usage
+    due: list[str] = field(default_factory=list)
+    after: Usage | None = None
+    skipped: str | None = None  # why nothing ran (another run holds the lock)
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def usage(repo: Path) -> Usage:
+    """Loose objects, packs and bytes of a repository's object store."""
+    objects = Path(repo) / "objects"
+    loose = size = packs = 0
+    for entry in _files(objects):
+        size += entry.stat(follow_symlinks=False).st_size
+        parent = os.path.basename(os.path.dirname(entry.path))
+        if len(parent) == 2 and len(entry.name) == 38:
+            loose += 1
+        elif parent == "pack" and entry.name.endswith(".pack"):
+            packs += 1
+    return Usage(loose, packs, size)
+
+
+def _files(folder: Path) -> Iterator[os.DirEntry]:
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                if not entry.name.startswith("incoming-"):  # a push's quarantine: not ours yet
+                    yield from _files(Path(entry.path))
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    entry.stat(follow_symlinks=False)
+                    yield entry
+
+
+def due(repo: Path, found: Usage, state: State, now: float) -> list[str]:
+    """The tasks a run at `now` should do, in order."""
+    hourly = now - state.last_run >= HOUR
+    tasks = []
+    if found.loose >= PACK_AT or (hourly and found.loose >= LOOSE_HOURLY):
+        tasks.append("pack")
+    if now - state.last_cruft >= WEEK and (found.packs > 1 or found.loose):
+        tasks.append("cruft")
+    if hourly and _head(repo) != state.graph_head:
+        tasks += ["commit-graph", "index"]
+    return tasks
+
+
+def maintain(
+    repo: Path,
+    name: str,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    extra: Sequence[str] = (),
+) -> Report:
+    """Run the tasks due in one repository, and those of `extra` (every task with `force`);
+    a dry run only names those due. Skipped while another run holds the repository's lock."""
+    started = time.monotonic()
+    repo = Path(repo)
+    state = _load_state(repo)
+    before = usage(repo)
+    due_now = due(repo, before, state, time.time())
+    wanted = TASKS if force else [t for t in TASKS if t in due_now or t in extra]
+    tasks = [] if dry_run else list(wanted)
+    report = Report(name, tasks, before, due_now)
+    if not tasks:
+        report.after = before
+        return report
+    with _held(repo) as held:
+        if not held:
+            report.skipped = "another maintenance run holds " + LOCK
+            return report
+        _run_tasks(repo, tasks, state, report)
+    report.after = usage(repo)
+    report.seconds = round(time.monotonic() - started, 3)
+    metrics.maintenance_ran(name, asdict(report.after), time.time(), report.errors)
+    return report
+
+
+def maintain_store(
+    root: Path, *, only: str | None = None, dry_run: bool = False, force: bool = False
+) -> list[Report]:
+    """`maintain` every repository of the store at `root` (or only the one named `only`)."""
+    return [
+        maintain(path, name, dry_run=dry_run, force=force)
+        for name, path in repository_paths(Path(root))
+        if only is None or name == only
+    ]
+
+
+def observe_store(root: Path) -> None:
+    """Publish every repository's usage as metrics (without maintaining it)."""
+    for name, path in repository_paths(Path(root)):
+        metrics.repository_usage(name, asdict(usage(path)), _load_state(path).last_run)
+
+
+def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> None:
+    now = time.time()
+    _clear_stale_locks(repo)
+    for task in tasks:
+        if task == "index":
+            error = _index(repo, report.name)
+        else:
+            error = _git(repo, *_COMMANDS[task], nice=task == "cruft")
+        if error:
+            report.errors.append(f"{task}: {error}")
+            continue
+        if task == "cruft":
+            state.last_cruft = now
+        if task == "commit-graph":
+            state.graph_head = _head(repo)
+    state.last_run = now
+    _save_state(repo, state)
+
+
+_COMMANDS = {
+    "pack": ("repack", "-d", "-l", "-q", "--geometric=2", "--window=0", "--no-write-bitmap-index"),
+    "cruft": (
+        "repack",
+        "-d",
+        "-l",
+        "-q",
+        "-f",  # deltas searched again: the busy-time packs have none (`--window=0`)
+        "--cruft",
+        f"--cruft-expiration={GRACE}",
+        "--no-write-bitmap-index",
+    ),
+    "commit-graph": (
+        "commit-graph",
+        "write",
+        "--reachable",
+        "--changed-paths",
+        "--split",
+        "--no-progress",
+    ),
+}
+
+
+def _git(repo: Path, *args: str, nice: bool = False) -> str | None:
+    """Run git on `repo`; its last line of error output, None on success."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    # One thread: a repack must leave the other core to the writers it runs beside. Only the
+    # weekly full repack runs at low priority: a pack of loose objects must keep up with the
+    # writers (at `nice 10` beside busy workers it got too little CPU, and loose objects
+    # piled up).
+    command = ["git", "-c", "pack.threads=1", "--git-dir", str(repo), *args]
+    command = ["nice", "-n", "10", *command] if nice else command
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        return None
+    return (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+
+
+#: Lock files of the git commands maintenance runs: a run killed mid-way leaves them, and git
+#: then skips the commit-graph for good, without an error.
+_GIT_LOCKS = ("objects/info/commit-graphs/*.lock", "objects/info/*.lock", "objects/pack/*.lock")
+
+
+def _clear_stale_locks(repo: Path) -> None:
+    """Remove the lock files of a killed run (we hold the maintenance lock, and git's own gc
+    is off: none is in use unless a process has it open, e.g. an operator's `git gc`)."""
+    found = [path for pattern in _GIT_LOCKS for path in repo.glob(pattern)]
+    if not found:
+        return
+    in_use = _open_files()
+    for path in found:
+        if str(path) not in in_use:
+            path.unlink(missing_ok=True)
+
+
+def _open_files() -> set[str]:
+    """Every file some process has open now (Linux `/proc`)."""
+    found = set()
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        with contextlib.suppress(OSError):  # a process that ended, or one we may not see
+            found.update(os.readlink(fd) for fd in fd_dir.iterdir())
+    return found
+
+
+def _index(repo: Path, name: str) -> str | None:
+    """Extend main's index; what went wrong, None on success."""
+    try:
+        Repository(repo, name).update_index()
+    except (GitstoreError, chainindex.Error, OSError) as exc:
+        return str(exc)
+    return None
+
+
+def _head(repo: Path) -> str | None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    done = subprocess.run(
+        ["git", "--git-dir", str(repo), "rev-parse", "--verify", "-q", "refs/heads/main"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or None
+
+
+@contextlib.contextmanager
+def _held(repo: Path) -> Iterator[bool]:
+    """The repository's maintenance lock if free (True), else False at once."""
+    fd = os.open(repo / LOCK, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # drops the flock
+
+
+def _load_state(repo: Path) -> State:
+    try:
+        data = json.loads((repo / STATE).read_text())
+        return State(**{k: data[k] for k in asdict(State()) if k in data})
+    except (OSError, ValueError, TypeError):
+        return State()  # none yet, or torn by a crash: every task is then due
+
+
+def _save_state(repo: Path, state: State) -> None:
+    temporary = repo / f"{STATE}.tmp"
+    temporary.write_text(json.dumps(asdict(state)))
+    os.replace(temporary, repo / STATE)
+
+
+def loose_estimate(repo: Path) -> int:
+    """Loose objects of a repository estimated from one of its 256 folders, as `git gc --auto`
+    does (`objects/17`): one `scandir`, so it can be asked every second."""
+    try:
+        return 256 * sum(1 for _ in os.scandir(Path(repo) / "objects" / "17"))
+    except FileNotFoundError:
+        return 0
+
+
+def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:
+    """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
+    repository's index and pack those whose loose objects passed `PACK_AT`; every minute,
+    every task due, a full repack (`cruft`, with deltas) of a repository left idle with
+    `LOOSE_HOURLY` loose objects or more (no new ones for a minute: its writers are done, its
+    loose files and the undeltified packs of busy times need not wait),
+    and the metrics of every repository. It ends when `parent` is gone."""
+    last_full = 0.0
+    idle: dict[str, int] = {}  # loose objects of each repository at the last minute's pass
+    while parent is None or _alive(parent):
+        full = time.monotonic() - last_full >= 60
+        for name, path in repository_paths(Path(root)):
+            if full:
+                loose = usage(path).loose
+                settled = loose >= LOOSE_HOURLY and idle.get(name) == loose
+                extra = ("cruft", "commit-graph", "index") if settled else ()
+                _logged(maintain(path, name, extra=extra))
+                idle[name] = usage(path).loose
+            elif loose_estimate(path) >= PACK_AT:
+                _logged(maintain(path, name))
+            _index(path, name)  # reads walk only what main gained since
+        if full:
+            observe_store(root)
+            last_full = time.monotonic()
+        time.sleep(seconds)
+
+
+def _logged(report: Report) -> None:
+    if report.errors:
+        metrics.log.warning("maintenance of %s failed: %s", report.name, "; ".join(report.errors))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def start_detached(root: Path, parent: int) -> None:
+    """Start `run_forever` for `root` in a new process that is not our child (a fork, a fork
+    again, then exec at once, so no lock of ours is inherited), so that gunicorn's arbiter
+    counts only its workers as children; it stays in our process group (Ctrl-C stops it)
+    and ends by itself once `parent` is gone."""
+    command = [sys.executable, "-m", "gitstore.ops.maintenance", str(root), str(parent)]
+    child = os.fork()
+    if child == 0:
+        try:
+            if os.fork() == 0:
+                os.execv(sys.executable, command)
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+
+
+def _main(argv: list[str]) -> None:
+    from gitstore import logs
+
+    logs.configure(logs.default_format())
+    with contextlib.suppress(KeyboardInterrupt):
+        run_forever(Path(argv[0]), parent=int(argv[1]))
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -1,0 +1,231 @@
+"""Git maintenance (gitstore.ops.maintenance) against real repositories, real `git`, real
+pygit2 readers in other processes, and runs killed with SIGKILL."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from gitstore.ops import maintenance
+from tests.live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def _write(store, count: int, start: int = 0) -> None:
+    for i in range(start, start + count):
+        store.config.put(1, [("nodes", str(i % 7))], "astute", "values", {"n": i, "m": {"k": i}})
+
+
+def _git(repo: Path, *args: str, stdin: str | None = None) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    done = subprocess.run(
+        ["git", "--git-dir", str(repo), *args],
+        input=stdin,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def _reachable(repo: Path) -> set[str]:
+    return {line.split()[0] for line in _git(repo, "rev-list", "--objects", "--all").splitlines()}
+
+
+def _missing(repo: Path, ids: set[str]) -> list[str]:
+    out = _git(repo, "cat-file", "--batch-check", stdin="\n".join(sorted(ids)) + "\n")
+    return [line.split()[0] for line in out.splitlines() if line.endswith("missing")]
+
+
+@pytest.fixture
+def env_repo(fuel_store) -> Path:
+    return fuel_store.environment_path(1)
+
+
+def test_a_pack_is_due_past_the_threshold_and_empties_the_loose_objects(fuel_store, env_repo):
+    _write(fuel_store, 30)
+    before = maintenance.usage(env_repo)
+    assert before.loose >= maintenance.LOOSE_HOURLY and before.packs == 0
+    reachable = _reachable(env_repo)
+    report = maintenance.maintain(env_repo, "environments/1.git")
+    assert report.tasks[0] == "pack" and "commit-graph" in report.tasks and not report.errors
+    assert report.after.loose == 0 and report.after.packs == 1
+    assert (env_repo / "objects/info/commit-graphs/commit-graph-chain").exists()
+    assert not _missing(env_repo, reachable)
+    _git(env_repo, "fsck", "--strict")
+    assert fuel_store.config.read(1, [("nodes", "1")], "astute", "values").data["n"] == 29
+    again = maintenance.maintain(env_repo, "environments/1.git")
+    assert again.tasks == []  # nothing is due right after a run
+
+
+def test_a_dry_run_names_what_is_due_and_changes_nothing(fuel_store, env_repo):
+    _write(fuel_store, 30)
+    before = maintenance.usage(env_repo)
+    report = maintenance.maintain(env_repo, "environments/1.git", dry_run=True)
+    assert report.tasks == [] and "pack" in report.due
+    assert maintenance.usage(env_repo) == before
+
+
+def test_a_killed_run_s_commit_graph_lock_is_cleared(fuel_store, env_repo):
+    _write(fuel_store, 5)
+    maintenance.maintain(env_repo, "environments/1.git", force=True)
+    graphs = env_repo / "objects/info/commit-graphs"
+    (graphs / "commit-graph-chain.lock").write_text("")  # what a SIGKILLed git leaves
+    chain = (graphs / "commit-graph-chain").read_text()
+    _write(fuel_store, 5, start=10)
+    assert not maintenance.maintain(env_repo, "environments/1.git", force=True).errors
+    assert (graphs / "commit-graph-chain").read_text() != chain  # the new commits are in
+    assert not (graphs / "commit-graph-chain.lock").exists()
+
+
+def test_a_run_is_skipped_while_another_holds_the_lock(fuel_store, env_repo):
+    _write(fuel_store, 30)
+    fd = os.open(env_repo / maintenance.LOCK, os.O_CREAT | os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        report = maintenance.maintain(env_repo, "environments/1.git", force=True)
+    finally:
+        os.close(fd)
+    assert report.skipped and "gitstore-maintenance.lock" in report.skipped
+    assert maintenance.usage(env_repo).loose == report.before.loose
+
+
+def test_young_unreachable_objects_and_an_unreferenced_pack_stay(fuel_store, env_repo, tmp_path):
+    _write(fuel_store, 5)
+    loose = _git(env_repo, "hash-object", "-w", "--stdin", stdin="not referenced yet\n").strip()
+    other = tmp_path / "other.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(other)], check=True)
+    pushed = _git(other, "hash-object", "-w", "--stdin", stdin="pushed, no ref yet\n").strip()
+    subprocess.run(  # a pack that arrived, whose ref is not there yet
+        f"git --git-dir {other} pack-objects -q --stdout <<< {pushed} | "
+        f"git --git-dir {env_repo} index-pack --stdin >/dev/null",
+        shell=True,
+        executable="/bin/bash",
+        check=True,
+    )
+    maintenance.maintain(env_repo, "environments/1.git", force=True)
+    assert not _missing(env_repo, {loose, pushed})
+    _git(env_repo, "fsck", "--strict")
+
+
+_READER = textwrap.dedent(
+    """
+    import sys, time, pygit2
+    repo = pygit2.Repository(sys.argv[1])
+    until = time.monotonic() + float(sys.argv[2])
+    seen, reads, errors = set(), 0, []
+
+    def walk(tree):
+        global reads
+        for entry in tree:
+            obj = repo[entry.id]
+            reads += 1
+            if isinstance(obj, pygit2.Tree):
+                walk(obj)
+            else:
+                assert obj.data is not None
+
+    while time.monotonic() < until:
+        try:
+            commit = repo[repo.references["refs/heads/main"].resolve().target]
+            for _ in range(40):
+                seen.add(commit.id)
+                walk(commit.tree)
+                if not commit.parent_ids:
+                    break
+                commit = repo[commit.parent_ids[0]]
+            for oid in list(seen)[:200]:  # old commits, whose packs get replaced
+                walk(repo[oid].tree)
+        except Exception as exc:
+            errors.append(repr(exc))
+    print(reads, len(errors), errors[:3])
+    """
+)
+
+
+def test_pygit2_readers_in_other_processes_survive_packs_being_replaced(fuel_store, env_repo):
+    _write(fuel_store, 20)
+    readers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _READER, str(env_repo), "6"], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    for round_ in range(6):
+        _write(fuel_store, 25, start=100 * round_)
+        report = maintenance.maintain(env_repo, "environments/1.git", force=True)
+        assert not report.errors
+    for reader in readers:
+        out, _ = reader.communicate(timeout=60)
+        reads, errors, sample = out.split(" ", 2)
+        assert int(reads) > 0
+        assert int(errors) == 0, sample
+
+
+def test_a_run_killed_at_any_point_loses_nothing(fuel_store, env_repo):
+    """SIGKILL the run (and its git processes) after a random delay, round after round."""
+    script = (
+        "import sys; from gitstore.ops.maintenance import maintain; "
+        "maintain(sys.argv[1], 'environments/1.git', force=True)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    rng = random.Random(38)
+    reachable: set[str] = set()
+    for round_ in range(8):
+        _write(fuel_store, 20, start=100 * round_)
+        reachable |= _reachable(env_repo)
+        run = subprocess.Popen(
+            [sys.executable, "-c", script, str(env_repo)], env=env, start_new_session=True
+        )
+        time.sleep(rng.uniform(0.1, 0.5))
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+        assert not _missing(env_repo, reachable), f"round {round_}"
+    _git(env_repo, "fsck", "--strict")
+    assert not _missing(env_repo, reachable)
+    after = maintenance.maintain(env_repo, "environments/1.git", force=True)
+    assert after.errors == [], after
+    assert not list(env_repo.glob("objects/info/commit-graphs/*.lock"))
+    _git(env_repo, "fsck", "--strict")
+    assert fuel_store.config.read(1, [("nodes", "0")], "astute", "values").data["n"] == 714
+
+
+def test_the_server_maintains_its_repositories_and_reports_them(fuel_store, tmp_path):
+    _write(fuel_store, 30)
+    repo = fuel_store.environment_path(1)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    args = [str(GITSTORE), "serve", "--root", str(fuel_store.root), "--port", str(port)]
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [*args, "--workers", "1"], stdout=out, stderr=subprocess.STDOUT,
+            env=isolated_env(tmp_path),
+        )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_answers(server, url, log, probe="/healthz")
+        deadline = time.monotonic() + 30
+        while maintenance.usage(repo).loose and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert maintenance.usage(repo).loose == 0, log.read_text()[-2000:]
+        while time.monotonic() < deadline:
+            text = requests.get(url + "/metrics", timeout=10).text
+            if 'gitstore_repository_packs{repository="environments/1.git"} 1.0' in text:
+                break
+            time.sleep(0.2)
+        assert 'gitstore_repository_loose_objects{repository="environments/1.git"} 0.0' in text
+        assert "gitstore_repository_last_maintenance_timestamp_seconds{" in text
+    finally:
+        stop_process(server)
