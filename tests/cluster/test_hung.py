@@ -18,7 +18,8 @@ from cluster_harness import GITSTORE, Cluster, PrimarySampler, _pids_of_root, ht
 
 from gitstore.cluster.secret import KEY_FILE as CLUSTER_KEY_FILE
 from gitstore.cluster.settings import LEASE_TTL_SECONDS
-from tests.cluster.test_cluster import ENV_REPO, head_of, set_key, wait_until
+
+from .test_cluster import ENV_REPO, head_of, set_key, wait_until
 
 
 def acknowledged_write(cluster: Cluster, key: str, value, within: float) -> tuple[str, float]:

@@ -19,9 +19,9 @@ import pytest
 from cluster_harness import PrimarySampler, http
 from netns_harness import NetnsCluster, available
 
-from tests.cluster.conftest import seed_store
-from tests.cluster.test_cluster import head_of, set_key, wait_until
-from tests.cluster.test_hung import acknowledged_write, every_member_holds
+from .conftest import seed_store
+from .test_cluster import head_of, set_key, wait_until
+from .test_hung import acknowledged_write, every_member_holds
 
 pytestmark = pytest.mark.skipif(available() is not None, reason=str(available()))
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 import requests
+from live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
 from gitstore.ops import maintenance
-from tests.live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
 PROJECT = Path(__file__).resolve().parents[2]
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
 from cli.main import cli
 from gitstore import Store, storeformat
 from gitstore.api import create_app
 from gitstore.errors import Conflict, Unavailable
 from gitstore.ops.health import repository_paths
-from tests.live_server import GITSTORE, free_port, isolated_env, stop_process, wait_until_answers
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "stores"
 GLOBALS = "/api/v1/config/environments/1/resources/globals/values"
