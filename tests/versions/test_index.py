@@ -10,6 +10,7 @@ import pytest
 
 from gitstore.backend import chainindex
 from gitstore.backend import repository as repository_module
+from gitstore.deadlines import UNBOUNDED
 from gitstore.layout import EnvironmentView
 from gitstore.versions.explain import _explain
 from gitstore.versions.history import Walk, change_log, value_history
@@ -62,7 +63,7 @@ def _answers(store, extra_starts=()) -> list:
                         found.append(change_log(repo, walk, pairs, resource, key))
                         found.append(value_history(repo, walk, pairs, resource, key))
                 view = EnvironmentView(repo.snapshot(start))
-                found.append(_explain(repo, view, pairs, resource, None))
+                found.append(_explain(repo, view, pairs, resource, None, UNBOUNDED))
     for number in (1, 2, 17, 60, repo.depth(head)):
         snapshot = repo.snapshot(number)
         found.append((snapshot.commit_id, snapshot.version))
