@@ -53,6 +53,7 @@ from fuel_data import ASTUTE  # noqa: E402 - the vendored Fuel data
 from gitstore import Store  # noqa: E402
 from gitstore.backend.repository import Author
 from gitstore.layout import EnvironmentView  # noqa: E402
+from gitstore.secrets.caller import KEYRING_HOLDER
 
 AUTHOR = Author("bench", "bench@example.com")
 BIG, SMALL = 1, 2  # environment ids
@@ -99,9 +100,8 @@ class _Template:
 
 def _sealed(store: Store, env_id: int, path: str, text: str) -> bytes:
     """The facts as an upload stores them: every secret sealed for this file."""
-    sealer = store.secrets.sealer(
-        env_id, EnvironmentView(store.environment_repo(env_id).snapshot())
-    )
+    view = EnvironmentView(store.environment_repo(env_id).snapshot())
+    sealer = store.secrets.sealer(env_id, view, KEYRING_HOLDER)
     doc = sealer.seal(path, yaml.load(text, Loader=yaml.CSafeLoader), None)
     return yaml.dump(doc, Dumper=yaml.CSafeDumper, sort_keys=False, width=1000).encode()
 

@@ -330,17 +330,25 @@ class Repository:
         before = self.git[parent].tree if parent else None
         return parent, [change.path for change in revisions.compare(before, commit.tree)]
 
-    def commits_changing(self, start: str, stop: str | None, paths: Sequence[str]) -> Iterator[str]:
+    def commits_changing(
+        self,
+        start: str,
+        stop: str | None,
+        paths: Sequence[str],
+        deadline: Deadline = UNBOUNDED,
+    ) -> Iterator[str]:
         """Commits of `start`'s first-parent chain, newest first, down to `stop` (excluded)
         or the root, whose object at one of `paths` (a file, or a folder: anything below it)
         differs from their first parent's.
 
         Commits off main are compared one by one until the chain reaches main; from there
         main's index answers, so a path that did not change costs the same at any depth.
+        Without an index each commit compared is a step of `deadline`.
         """
         current: str | None = start
         view = self._view(self.head())
         while current is not None and current != stop:
+            deadline.check()
             version = view.version_of(current) if view is not None else None
             if version is not None:
                 low = view.version_of(stop) if stop is not None else None

@@ -39,6 +39,7 @@ import contextlib
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -378,13 +379,15 @@ def _alive(pid: int) -> bool:
 def start_detached(root: Path, parent: int) -> None:
     """Start `run_forever` for `root` in a new process that is not our child (a fork, a fork
     again, then exec at once, so no lock of ours is inherited), so that gunicorn's arbiter
-    counts only its workers as children; it stays in our process group (Ctrl-C stops it)
-    and ends by itself once `parent` is gone."""
+    counts only its workers as children. It ignores SIGINT (a Ctrl-C reaches our whole
+    process group, and would interrupt it mid-import with a traceback) and ends by itself
+    once `parent` is gone."""
     command = [sys.executable, "-m", "gitstore.ops.maintenance", str(root), str(parent)]
     child = os.fork()
     if child == 0:
         try:
             if os.fork() == 0:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # kept across exec
                 os.execv(sys.executable, command)
         finally:
             os._exit(0)

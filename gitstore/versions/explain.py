@@ -129,7 +129,7 @@ def _attribute(repo: Repository, start: str, keys: list[dict], deadline: Deadlin
         if item["winner"] is not None:
             pending.setdefault(item["layers"][item["winner"]]["file"], []).append(item)
     for file in sorted(pending):
-        for commit_id in repo.commits_changing(start, None, [file]):
+        for commit_id in repo.commits_changing(start, None, [file], deadline):
             deadline.check()
             parent = repo.parent(commit_id)
             (blob_id,) = repo.object_ids(parent, [file]) if parent else (None,)

@@ -84,7 +84,7 @@ def change_log(
     candidates = (
         commits(repo, walk)
         if "" in under  # the whole tree: every commit is a candidate
-        else repo.commits_changing(walk.start, walk.stop, under)
+        else repo.commits_changing(walk.start, walk.stop, under, walk.deadline)
     )
     entries = []
     for commit_id in candidates:
@@ -156,7 +156,7 @@ def value_history(
     entries: list[dict[str, Any]] = []
     value = _value_at(repo, walk.start, pairs, resource, path)
     # Between two commits that changed an input the value cannot have changed.
-    for commit_id in repo.commits_changing(walk.start, walk.stop, inputs):
+    for commit_id in repo.commits_changing(walk.start, walk.stop, inputs, walk.deadline):
         if len(entries) >= walk.limit:
             break
         walk.deadline.check()
