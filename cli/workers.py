@@ -78,7 +78,13 @@ def _stopped_before_its_handlers(signals: Any) -> bool:
 
 
 def _watch_of(app: Any) -> Any:
-    """The watch service of the worker's app (None while the app is loading)."""
+    """The watch service of the worker's app (None while the app is loading).
+
+    A stop signal may arrive while the worker still imports the app: nothing is imported
+    here then (an import from inside the signal handler would meet flask half-imported, and
+    the worker would exit as if it had failed to boot, taking the arbiter down)."""
+    if app is None:
+        return None
     from gitstore.api.http import STORE  # noqa: PLC0415 - the app is loaded by now
 
     store = getattr(app, "extensions", {}).get(STORE)
