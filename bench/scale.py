@@ -36,7 +36,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402 - bench/ is not a package: scripts import their neighbours
+import scale_blast  # noqa: E402
+import scale_console  # noqa: E402
 import scale_store  # noqa: E402
+import scale_transactions  # noqa: E402
 
 SMALL = 3
 ASTUTE = "/api/v1/config/environments/1/nodes/{node}/resources/astute/values?effective"
@@ -288,15 +291,54 @@ def row_push_gate(scale: Scale) -> list[Row]:
     ]
 
 
-#: The rows of the table, in order. Other scale benches append theirs.
+def row_blast_radius(scale: Scale) -> list[Row]:
+    """`scale_blast.py`'s REST diff, commit page and edit preview of a global write, in the
+    environments built here (the big one against the small one)."""
+    found = scale_blast.measure_pair(
+        scale.big.server.url, scale.small.server.url, 1, 1, runs=1 if scale.smoke else 3
+    )
+    return [Row(**row) for row in scale_blast.table_rows(found)]
+
+
+def row_console(scale: Scale) -> list[Row]:
+    """`scale_console.py`'s pages, on the big environment's server (its nodes known by their
+    facts only); the node page is the primary controller's. Chromium only in a full run."""
+    controller = next(node.id for node in scale.big.nodes if "controller" in node.role)
+    found = scale_console.measure_server(
+        scale.big.server, 3 if scale.smoke else 10, None if scale.smoke else 5, controller
+    )
+    return [
+        Row(f"console: {what}", measured, target, None if _context(target, measured) else met)
+        for what, measured, target, met in found
+    ]
+
+
+def _context(target: str, measured: str) -> bool:
+    """A row with no target, or one not measured in this run (Chromium under --smoke)."""
+    return target == "-" or measured.startswith("not measured")
+
+
+def row_transactions(scale: Scale) -> list[Row]:
+    """`scale_transactions.py`'s inventory and graph execution rows: a store of its own (Fuel's
+    Newton release and graph, inventory nodes), as many nodes as the big environment (at least
+    24 under --smoke, the fewest its refused-size row is built for)."""
+    nodes = max(len(scale.big.nodes), 24) if scale.smoke else len(scale.big.nodes)
+    found = scale_transactions.rows(nodes, scale.big.root.parent.parent)
+    return [Row(what.strip(), measured, target, met) for what, measured, target, met in found]
+
+
+#: The rows of the table, in order (every row of issues 35 and 40). Other benches may append.
 ROWS: list[Callable[[Scale], list[Row]]] = [
     row_bulk_upload,
     row_lookup,
     row_lookup_key,
     row_hiera,
     row_global_write,
-    row_worker_memory,
     row_push_gate,
+    row_blast_radius,
+    row_console,
+    row_worker_memory,
+    row_transactions,
 ]
 
 

@@ -37,8 +37,6 @@ from chromium import CHROMIUM, FLAGS  # noqa: E402 - how the suite starts Chromi
 
 ENV_PAGE = "/ui/environments/1"
 FILTERED = "/ui/environments/1?role=compute&status=error&page=3"
-NODE_PAGE = "/ui/environments/1/nodes/2"
-WHY = "/ui/environments/1/nodes/2/why?resource=astute&key=fqdn&fragment=1"
 ENV_TARGET_MS = 300.0
 NODE_PAGE_TARGET_BYTES = 400 * 1024
 LOADED_TARGET_MS = 1000.0
@@ -83,16 +81,26 @@ def dom_content_loaded(url: str, loads: int) -> float:
 
 
 def measure(root: Path, args) -> list[tuple[str, str, str, bool]]:
-    """(what, measured, target, met) rows."""
+    """(what, measured, target, met) rows, on a server of its own for `root`."""
     runs = 3 if args.smoke else args.runs
     with harness.Server(root, workers=args.workers, worker_class=args.worker_class) as server:
-        cold, _ = timed_get(server, ENV_PAGE)
-        env_ms = warm_ms(server, ENV_PAGE, runs)
-        filtered_ms = warm_ms(server, FILTERED, runs)
-        node_ms = warm_ms(server, NODE_PAGE, runs)
-        node_bytes = timed_get(server, NODE_PAGE)[1]
-        why_ms = warm_ms(server, WHY, runs)
-        loaded = None if args.smoke else dom_content_loaded(server.url + NODE_PAGE, args.loads)
+        return measure_server(server, runs, None if args.smoke else args.loads)
+
+
+def measure_server(
+    server: harness.Server, runs: int, loads: int | None, node: int = 2
+) -> list[tuple[str, str, str, bool]]:
+    """(what, measured, target, met) rows of environment 1 served by `server` (bench/scale.py
+    passes its own); `node` is a controller's id; `loads` None skips Chromium."""
+    node_page = f"/ui/environments/1/nodes/{node}"
+    why = f"{node_page}/why?resource=astute&key=fqdn&fragment=1"
+    cold, _ = timed_get(server, ENV_PAGE)
+    env_ms = warm_ms(server, ENV_PAGE, runs)
+    filtered_ms = warm_ms(server, FILTERED, runs)
+    node_ms = warm_ms(server, node_page, runs)
+    node_bytes = timed_get(server, node_page)[1]
+    why_ms = warm_ms(server, why, runs)
+    loaded = None if loads is None else dom_content_loaded(server.url + node_page, loads)
     kb = node_bytes / 1024
     return [
         ("environment page, first page, cold", f"{cold:.0f} ms", "-", True),
