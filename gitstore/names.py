@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
+from typing import Any
 
 from gitstore.errors import InvalidInput
 
@@ -165,3 +166,25 @@ def parse_flag(raw: str | None, name: str) -> bool:
     if value in ("0", "false", "no"):
         return False
     raise InvalidInput(f"flag {name!r} must be one of 1/true/yes or 0/false/no, not {raw!r}")
+
+
+#: The longest commit message a request may give (one line).
+MAX_MESSAGE = 500
+
+
+def commit_message(message: Any, default: str) -> str:
+    """A request's commit `message` (one printable line of at most MAX_MESSAGE characters), or
+    `default` when it gives none; InvalidInput naming `message` otherwise."""
+    if message is None:
+        return default
+    if (
+        not isinstance(message, str)
+        or not message.strip()
+        or len(message) > MAX_MESSAGE
+        or any(ord(c) < 32 for c in message)
+    ):
+        raise InvalidInput(
+            f"'message' must be one printable line of at most {MAX_MESSAGE} characters",
+            key="message",
+        )
+    return message

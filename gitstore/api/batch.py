@@ -21,10 +21,10 @@ from flask import Blueprint
 from gitstore.api.http import app_store, author, json_body, written
 from gitstore.bodies import Body
 from gitstore.errors import InvalidInput
+from gitstore.names import commit_message
 
 bp = Blueprint("batch", __name__, url_prefix="/api/v1/config/environments")
 
-MAX_MESSAGE = 500
 MAX_DOCUMENTS = 1000
 BATCH_BODY = Body(
     "documents", ("documents", "message"), required=("documents",), example='{"documents": [...]}'
@@ -78,16 +78,4 @@ def _item(item: Any, where: str) -> tuple[tuple, dict]:
 
 
 def _message(message: Any, count: int) -> str:
-    if message is None:
-        return f"config: write {count} documents"
-    if (
-        not isinstance(message, str)
-        or not message.strip()
-        or len(message) > MAX_MESSAGE
-        or any(ord(c) < 32 for c in message)
-    ):
-        raise InvalidInput(
-            f"'message' must be one printable line of at most {MAX_MESSAGE} characters",
-            key="message",
-        )
-    return message
+    return commit_message(message, f"config: write {count} documents")

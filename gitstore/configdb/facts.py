@@ -26,7 +26,7 @@ from gitstore.errors import InvalidInput
 from gitstore.factfiles import FactsReader
 from gitstore.layout import NODES_LEVEL, EnvironmentView, layer_file
 from gitstore.limits import check_plain_data
-from gitstore.names import check_resource_name
+from gitstore.names import check_resource_name, commit_message
 from gitstore.served import Served
 from gitstore.yamlio import same
 
@@ -41,7 +41,6 @@ VALUES = "values"
 #: Bounds of one upload's body.
 MAX_NODES = 10_000
 MAX_RESOURCES = 100
-MAX_MESSAGE = 500
 
 
 @dataclass
@@ -256,17 +255,5 @@ def _node_documents(
 
 
 def _message(message: Any, upload: FactsUpload) -> str:
-    if message is None:
-        names = ", ".join(upload.resources()[:5])
-        return f"facts: upload {len(upload.nodes)} nodes ({names})"
-    if (
-        not isinstance(message, str)
-        or not message.strip()
-        or len(message) > MAX_MESSAGE
-        or any(ord(c) < 32 for c in message)
-    ):
-        raise InvalidInput(
-            f"'message' must be one printable line of at most {MAX_MESSAGE} characters",
-            key="message",
-        )
-    return message
+    names = ", ".join(upload.resources()[:5])
+    return commit_message(message, f"facts: upload {len(upload.nodes)} nodes ({names})")
