@@ -43,10 +43,10 @@ from typing import Any
 
 from flask import Flask
 
-from gitstore import LRUCache
 from gitstore.api import auth, observe, request_state
 from gitstore.api.http import STORE, date_now
 from gitstore.api.request_state import RequestState
+from gitstore.backend.cache import LRUCache
 from gitstore.errors import GitstoreError
 from gitstore.names import is_commit_id
 

@@ -26,8 +26,8 @@ from gunicorn import glogging
 from gunicorn.workers.ggevent import GeventWorker as _GunicornGevent
 from gunicorn.workers.gthread import ThreadWorker as _GunicornThreads
 
-from cli import wire_errors
 from gitstore import metrics
+from gitstore.serve import wire_errors
 
 
 def _leave_at_once(sig: int, frame: Any) -> None:
