@@ -1,4 +1,5 @@
-"""The repositories of one store root: `catalog.git` and `environments/<id>.git` (DESIGN.md §3).
+"""The repositories of one store root: `catalog.git` and `environments/<id>.git`
+(docs/design.md, "The store on disk").
 
 Every service reaches git through this object: it hands out one `Repository` per folder (their
 caches live as long as the store), lists, creates, clones and archives environment

@@ -1,4 +1,5 @@
-"""Effective values: layers merged from the least to the most specific (DESIGN.md §4).
+"""Effective values: layers merged from the least to the most specific (docs/design.md,
+"Effective values").
 
 Pure functions. Layer data may come from a shared parse cache, so nothing here mutates its
 inputs: merged mappings are new dicts that share unchanged subtrees with their layers, by
