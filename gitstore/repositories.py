@@ -101,7 +101,7 @@ class Repositories:
 
     def catalog(self) -> Repository:
         self.check()
-        if self._catalog is None:  # a path join per request was a tenth of a warm lookup
+        if self._catalog is None:  # a path join per request was a visible share of a warm lookup
             self._catalog = self._repository(self.root / CATALOG, "catalog")
         return self._catalog
 

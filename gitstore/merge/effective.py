@@ -86,7 +86,7 @@ _KNOCK_LINE = "\n" + KNOCKOUT
 
 def _is_mapping(value: Any) -> bool:
     """`isinstance(value, Mapping)`, quick for the dicts and leaves parsed YAML is made of
-    (an ABC check per leaf was a tenth of merging a node's facts)."""
+    (an ABC check per leaf was a visible share of merging a node's facts)."""
     kind = type(value)
     if kind is dict:
         return True

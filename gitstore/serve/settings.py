@@ -26,15 +26,15 @@ from gitstore.errors import GitstoreError, InvalidInput
 
 #: gevent by default: a connection costs a green thread, never a worker thread, until its
 #: request head is complete, so clients that send half a header block hold nothing others need
-#: (gthread reads the head in a worker thread: 8 such clients stopped a 2x4-thread server).
+#: (gthread reads the head in a worker thread: as many such clients as threads stop a server).
 #: gthread stays available behind a front proxy that buffers requests (docs/security.md).
 WORKER_CLASSES = ("gevent", "gthread")
 DEFAULT_THREADS = 4
 #: Also the deadline of a request head under gevent (gunicorn times the head read with it).
 KEEPALIVE_SECONDS = 5
 #: A worker is replaced after this many requests (plus up to a tenth, so that workers do not
-#: restart together): pygit2 keeps what it looked up, and a worker grew 44 MB over 160k
-#: distinct URLs.
+#: restart together): pygit2 keeps what it looked up, so a worker serving many distinct URLs
+#: grows.
 MAX_REQUESTS = 50_000
 #: Seconds gunicorn's worker timeout is set above the longest deadline (limits.yaml): a request
 #: is answered 503 at its deadline, so the worker is never killed for it (a worker whose loop
