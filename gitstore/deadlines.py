@@ -22,8 +22,8 @@ import time
 from gitstore.errors import DeadlineExceeded
 
 #: Seconds a checkpoint lets pass before it yields to the worker's other requests: a lookup
-#: that arrives during a walk waits at most about this long for its turn. A yield costs ~12 us
-#: (`gevent.idle()` with nothing else to run), so a walk pays ~1 % for it.
+#: that arrives during a walk waits at most about this long for its turn. A yield with nothing
+#: else to run (`gevent.idle()`) costs a small share of a slice, so a walk pays little for it.
 SLICE = 0.001
 _HOW = "raise it in <root>/limits.yaml, see docs/operations.md"
 
@@ -73,7 +73,7 @@ def _yield() -> None:
     In a gevent worker, wait until its event loop is idle: every request that is ready (a
     lookup's socket, a reply) runs first. Not `sleep(0)`: gevent runs its queue of callbacks,
     where a `sleep(0)` puts the walk again at once, checking the time only every 50 callbacks,
-    so sockets were polled once per 50 steps (a warm lookup waited ~250 ms behind walks).
+    so sockets were polled once per 50 steps (a warm lookup waited behind whole walks).
     Elsewhere nothing: threads take turns on their own (the interpreter's switch interval).
     """
     monkey = sys.modules.get("gevent.monkey")

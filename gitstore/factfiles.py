@@ -1,8 +1,8 @@
 """Reading the facts files of many nodes, each distinct top-level entry parsed once.
 
 Fuel writes into every node's `astute.yaml` the entries that list the whole cluster (`nodes`,
-`network_metadata`): in a 1,000-node cluster they are ~1.4 MB of each ~1.5 MB file, the same
-text in every file. Parsing each file whole would read ~1.5 GB of YAML for one upload round.
+`network_metadata`): in a large cluster they are most of each file, the same text in every
+file. Parsing each file whole would read that text once per node for one upload round.
 Here a file is cut into its top-level entries (a line at column 0 starts one); each entry's text
 is parsed once and its value shared by every file that holds the same text, so the work follows
 the distinct text, not its copies (docs/store-format.md, "Facts of large clusters").

@@ -57,8 +57,8 @@ def _flock_exclusive(fd: int) -> None:
     deadlock as soon as the holder yields (a subprocess, a sleep) inside its critical section.
     So there the wait is handed to an operating-system thread of the worker's own pool, which
     the kernel wakes the moment the lock is released. (Polling, sleeping between tries, left
-    the lock idle while its waiters slept: 8 writers in 4 gevent processes committed 15-40 %
-    fewer writes per second than with the handed-off wait.)
+    the lock idle while its waiters slept: writers in several gevent processes committed fewer
+    writes per second than with the handed-off wait.)
 
     A green thread killed while it waits leaves its pool thread blocked on `fd`; the caller
     closes `fd`, so the lock that thread may still get dies with its last reference at once.

@@ -158,8 +158,8 @@ class FieldsLine:
     fixed but for those named `varying`: made once as text pieces (the fixed fields encoded and
     redacted once), then joined with the varying values per line.
 
-    A request's line cost ~30 us through `logging` (a LogRecord, the formatter, five redaction
-    searches, two lock rounds): `write` is one redaction search, one join and one write.
+    A request's line through `logging` costs a LogRecord, the formatter, five redaction
+    searches and two lock rounds: `write` is one redaction search, one join and one write.
     """
 
     def __init__(

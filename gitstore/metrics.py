@@ -205,8 +205,8 @@ _RULES_BY_MESSAGE = (
 def cache_lookup(cache: str, hit: bool) -> None:
     """Count a lookup in this thread; the request's end hands the counts to `_buffer`.
 
-    A request makes tens of lookups, and one shared increment costs ~3-6 us (a lock and a
-    write to the mapped file in multiprocess mode, measured): a dict of this thread is ~0.3 us.
+    A request makes tens of lookups, and one shared increment costs a lock and a write to the
+    mapped file in multiprocess mode: a dict of this thread costs far less.
     """
     try:
         counts = _pending.cache
@@ -219,8 +219,8 @@ def cache_lookup(cache: str, hit: bool) -> None:
 class _Buffer:
     """The request and cache counts of this process since the last flush, in plain numbers.
 
-    Counting a request in the shared counters cost ~15 us (three labelled samples, each a lock
-    and a write to a mapped file in multiprocess mode): more than the rest of a warm lookup's
+    Counting a request in the shared counters (three labelled samples, each a lock and a write
+    to a mapped file in multiprocess mode) cost more than the rest of a warm lookup's
     own work. So a request adds to these dicts (one lock), and `flush` adds them to the shared
     counters: every `FLUSH_SECONDS` (a timer of the process), before this process answers a
     scrape, and when a worker exits. A scrape answered by another worker may therefore miss

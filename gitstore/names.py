@@ -13,7 +13,8 @@ from typing import Any
 
 from gitstore.errors import InvalidInput
 
-#: Top-level names of an environment repository that are not levels (DESIGN.md §3.2).
+#: Top-level names of an environment repository that are not levels (docs/design.md, "The store
+#: on disk").
 RESERVED_TOP_LEVEL = frozenset(
     {"environment.yaml", "global", "graphs", "inventory", "settings", "transactions", "network"}
 )

@@ -1,4 +1,5 @@
-"""The repositories of one store root: `catalog.git` and `environments/<id>.git` (DESIGN.md §3).
+"""The repositories of one store root: `catalog.git` and `environments/<id>.git`
+(docs/design.md, "The store on disk").
 
 Every service reaches git through this object: it hands out one `Repository` per folder (their
 caches live as long as the store), lists, creates, clones and archives environment
@@ -100,7 +101,7 @@ class Repositories:
 
     def catalog(self) -> Repository:
         self.check()
-        if self._catalog is None:  # a path join per request was a tenth of a warm lookup
+        if self._catalog is None:  # a path join per request was a visible share of a warm lookup
             self._catalog = self._repository(self.root / CATALOG, "catalog")
         return self._catalog
 

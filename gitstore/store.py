@@ -1,11 +1,11 @@
 """The facade: the one object every front end (REST, CLI, hooks) calls, and the composition root.
 
-A Store is a root folder holding `catalog.git` and `environments/<id>.git` (DESIGN.md §3). It
-builds the repositories and one service per entity family, and wires each service to the
-services it names in its constructor: this is the only place that knows them all. Where two
-families must react to each other, the later one subscribes to a notification of the earlier
-(an environment deleted, a release's roles changed, a node write about to start), so no
-service holds a reference back up (gitstore/README.md draws the arrows).
+A Store is a root folder holding `catalog.git` and `environments/<id>.git` (docs/design.md,
+"The store on disk"). It builds the repositories and one service per entity family, and wires
+each service to the services it names in its constructor: this is the only place that knows
+them all. Where two families must react to each other, the later one subscribes to a
+notification of the earlier (an environment deleted, a release's roles changed, a node write
+about to start), so no service holds a reference back up (gitstore/README.md draws the arrows).
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 Fuel writes a node's facts one entry per line: `key: value`, `key:` above a deeper block,
 `- item`, with plain, single-quoted or simply double-quoted scalars (a long plain scalar wrapped
 onto deeper lines). PyYAML's C parser builds a Python node object per scalar and calls back into
-Python to resolve and construct each one: 4.5 us per line, 1.1 ms of the ~2.6 ms a first (cold)
-lookup of a node's 100 facts cost. Here such a text is read line by line with str methods into
-the same values, scalars resolved by PyYAML's own YAML 1.1 rules and built by its
-SafeConstructor: 0.29 ms for those facts (docs/performance.md).
+Python to resolve and construct each one: much of what a first (cold) lookup of a node's facts
+cost. Here such a text is read line by line with str methods into the same values, scalars
+resolved by PyYAML's own YAML 1.1 rules and built by its SafeConstructor, in a fraction of that
+time (docs/performance.md).
 
 It is conservative, like `yamlsplice`: anything it does not fully understand (anchors, aliases,
 tags, flow collections with content, block scalars, quoted scalars over several lines, blank

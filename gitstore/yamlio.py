@@ -148,8 +148,7 @@ class _QuickLoader(_FastLoader):
     lists, strings and the five plain scalar types directly, calling the SafeConstructor's
     own functions for the scalars; anything else (`<<` merge keys, `=`, explicit tags, keys
     that are not scalars) and any error gives the document to PyYAML's constructor, which
-    builds it or raises exactly what it raised before.
-    Parsing a node's 100 facts: 1.2 -> 0.8 ms (docs/performance.md, cold lookups).
+    builds it or raises exactly what it raised before (docs/performance.md, cold lookups).
     """
 
     def resolve(self, kind, value, implicit):  # noqa: D102 - PyYAML's hook

@@ -1,6 +1,6 @@
 """One key's entry found in the text of a block-style YAML mapping, so that a key write replaces
-that entry's lines and keeps every other byte, without parsing the document (a 27 KB
-astute.yaml takes ~10 ms to parse; finding a key's lines takes ~0.1-0.3 ms).
+that entry's lines and keeps every other byte, without parsing the document (finding a key's
+lines costs a small fraction of parsing a large astute.yaml).
 
 The scanner is conservative. It reads gitstore's own output (PyYAML block style) and the common
 hand-written subset: block mappings of plain or single-quoted string keys, each key on its own
@@ -45,8 +45,8 @@ _REFUSED_STARTS = (b"---", b"...", b"%", b"\xef\xbb\xbf")
 #: What may not start a node: a quote not closed on its line (a quoted scalar may run on at any
 #: indentation), a tag, a flow collection with content, a block scalar keeping its trailing
 #: blank lines (`|+`). Nodes start a line (after `- ` or `? `) or follow `: `; each pattern
-#: starts with a literal, which the regex engine finds fast (one pattern with both took ~1 ms
-#: for 27 KB, these ~0.1 ms).
+#: starts with a literal, which the regex engine finds fast (one pattern with both was several
+#: times slower).
 _NODE = rb"""(?:[-?] ++)*+(?:'(?:[^'\n]|'')*$|"[^"\n]*$|!|[\[{](?![\]}])|[|>][0-9]?\+)"""
 #: ... and a line starting with 30 columns of indentation, `- ` or `? `: below that, no node nests
 #: deeper than 61 (every two levels move a block node right by a column at least), so the
@@ -59,7 +59,7 @@ _NOT_FINITE = (
     re.compile(rb"\.(?:nan|NaN|NAN|inf|Inf|INF)\b"),
     re.compile(rb"\.(?<=[0-9_]{300}\.)"),
 )
-#: One pattern per letter: a literal first is found fast, `[eE]` first took ~0.2 ms for 27 KB.
+#: One pattern per letter: a literal first is found fast, `[eE]` first is not.
 _EXPONENTS = (re.compile(rb"e[-+][0-9]{3}"), re.compile(rb"E[-+][0-9]{3}"))
 
 

@@ -1,4 +1,5 @@
-"""The one JSON error shape every 4xx and 5xx answer has (DESIGN.md, "interfaces")."""
+"""The one JSON error shape every 4xx and 5xx answer has (docs/api.md, "The rules every route
+follows")."""
 
 from __future__ import annotations
 

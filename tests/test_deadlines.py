@@ -22,11 +22,11 @@ from access.helpers import serve
 from deep_history import DEEP_HISTORY, LOOKUP, NODE_DOCUMENT, build
 from error_shape import assert_error
 
-from cli.server import TIMEOUT_MARGIN, worker_timeout
 from gitstore import limits
 from gitstore.api import create_app, offload
 from gitstore.deadlines import Deadline
 from gitstore.errors import DeadlineExceeded, InvalidInput, NotFound
+from gitstore.serve.settings import TIMEOUT_MARGIN, worker_timeout
 
 COMMITS = 20_000
 HISTORY_ROUTE = "/api/v1/config/environments/<int:env_id>/history"

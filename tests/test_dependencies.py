@@ -19,7 +19,10 @@ from importlib import metadata
 from packaging.markers import Marker  # the test extra has it (pytest depends on it)
 
 #: What serving imports: the CLI, gunicorn's worker classes and the app with every blueprint.
-SERVE = "import cli.main, cli.workers, gunicorn.app.base, gitstore.api; gitstore.api.create_app"
+SERVE = (
+    "import cli.main, gitstore.serve.workers, gunicorn.app.base, gitstore.api;"
+    " gitstore.api.create_app"
+)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 _GUARD = textwrap.dedent(
     """

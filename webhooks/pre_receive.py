@@ -21,9 +21,9 @@ from gitstore.layout import store_root_of
 from gitstore.validation import format_problem
 
 _log = logging.getLogger("gitstore.gate")
-#: Problems listed per refused ref: one broken catalog entry once refused a push with 20,006
-#: problems (3.4 MB of `remote:` lines); the first ones say what to fix, `gitstore validate`
-#: lists them all.
+#: Problems listed per refused ref: one broken catalog entry can refuse a push with tens of
+#: thousands of problems (megabytes of `remote:` lines); the first ones say what to fix,
+#: `gitstore validate` lists them all.
 SHOWN_PROBLEMS = 50
 
 

@@ -40,20 +40,19 @@ from typing import Any
 
 from flask import Flask, current_app, g, request
 
-from gitstore import (
+from gitstore import metrics
+from gitstore.access.credentials import token_id_of
+from gitstore.access.keystone import KEYSTONE, KeystoneValidator
+from gitstore.access.policy import (
     ACCESS_REQUIRED,
     ANONYMOUS_READ,
     ANY,
-    KEYSTONE,
     AccessFile,
     Credentials,
-    FailureLog,
     Identity,
-    KeystoneValidator,
-    metrics,
     require,
-    token_id_of,
 )
+from gitstore.access.ratelimit import FailureLog
 from gitstore.api import git_http, sessions
 from gitstore.api.http import app_store
 from gitstore.cluster.secret import check_protocol as check_member_protocol

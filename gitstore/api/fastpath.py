@@ -1,8 +1,8 @@
 """A WSGI-level answer for a repeated read of values: a warm lookup costs what gunicorn costs.
 
 A warm effective-value GET went through Flask's request context, routing, four request hooks,
-the view, the answer cache and the response object: ~0.45 ms of a worker's CPU here, against
-~0.15 ms for the server stack to send the same bytes (docs/performance.md). Yet an answer of
+the view, the answer cache and the response object: several times what the server stack costs
+to send the same bytes (docs/performance.md). Yet an answer of
 `.../resources/<r>/values|overrides` follows from the request and three ids only: the head of
 the environment, the head of the catalog and the parsed access file (whose grants decide 200
 or 401/403). So the first answer of a request is made by the app as always and kept whole
@@ -43,10 +43,10 @@ from typing import Any
 
 from flask import Flask
 
-from gitstore import LRUCache
 from gitstore.api import auth, observe, request_state
 from gitstore.api.http import STORE, date_now
 from gitstore.api.request_state import RequestState
+from gitstore.backend.cache import LRUCache
 from gitstore.errors import GitstoreError
 from gitstore.names import is_commit_id
 

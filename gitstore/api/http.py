@@ -78,7 +78,8 @@ def request_body(cache: bool = True) -> bytes:
 
 #: The most values a JSON body may hold, counted by its commas and brackets before it is
 #: parsed (an upper bound: commas inside strings count too). Twenty documents at the key limit;
-#: 16 MiB of `[{},{},...]` parsed into 5.6 million objects, ~800 MB and 3 s of a worker.
+#: a body of `[{},{},...]` at the size limit parses into millions of objects, which take a
+#: worker's memory and seconds of its CPU.
 MAX_BODY_VALUES = 1_000_000
 
 
@@ -232,8 +233,8 @@ def bound_requests(app: Flask) -> None:
 
 
 #: The most fields a form may hold (the console's hold a dozen). Werkzeug parses a whole
-#: urlencoded body at once: 5 million empty fields (15 MB, `a=&a=&...`) took 700 MB and 3 s
-#: of a worker, from anyone, before the session or CSRF check could refuse it.
+#: urlencoded body at once: millions of empty fields (`a=&a=&...`) took a worker's memory and
+#: seconds of its CPU, from anyone, before the session or CSRF check could refuse it.
 MAX_FORM_FIELDS = 200
 
 
@@ -293,8 +294,8 @@ class _Fragments:
     """The JSON of a shared answer assembled from the entries it shares, in place, with an
     earlier answer (a head), so that only its other entries are encoded: a node's effective
     document is its parent scope's kept document with the node's keys merged over it
-    (`configdb.scopes`), so every node of a scope shares the head's entries but its own.
-    190 -> ~95 -> ~70 us for a cold node's 25 KB astute answer. Bytes are exactly
+    (`configdb.scopes`), so every node of a scope shares the head's entries but its own: a
+    cold node's answer costs a fraction of encoding it whole. Bytes are exactly
     `app.json.dumps(data)`'s: the same encoder settings, entries in the same order, joined by
     its item separator.
 
@@ -399,7 +400,7 @@ def _encoded(data: Any) -> bytes:
 
 
 def _body(result: Served) -> bytes:
-    """The JSON of `result.data`; kept per app for a shared answer (encoding 25 KB of JSON
+    """The JSON of `result.data`; kept per app for a shared answer (encoding a large document
     costs more than the rest of a warm lookup). Keyed by the object's identity: the entry
     holds the object, so the id cannot be reused while the entry lives."""
     if not result.shared:
@@ -495,7 +496,7 @@ def _check_if_match(etag: tuple[str | None, bool]) -> None:
 
 
 #: The `Date` header, formatted once a second, not once a request (email.utils' formatting was
-#: ~20 us of a cold lookup's CPU in-process).
+#: a visible share of a cold lookup's CPU).
 _DATE = logs.PerSecond(http_date)
 
 

@@ -101,7 +101,7 @@ def new_request_id(given: str) -> str:
     """The request's own id when it is a valid one (a proxy's or the client's), else a new one."""
     if given and _VALID_ID.match(given):
         return given
-    return os.urandom(16).hex()  # random like uuid4's, a fifth of its cost
+    return os.urandom(16).hex()  # random like uuid4's, at a fraction of its cost
 
 
 def answered(

@@ -1,12 +1,12 @@
 """Heavy reads (history, diff, explain) in helper processes of lower priority than the worker's.
 
-A gevent worker that walks 20,000 commits itself, even yielding between steps, spends its
-share of the CPU on the walk, and the kernel then lets its lookups wait: with walks on both
-workers of a 2-core machine, a warm lookup took 12 ms at the median instead of 0.3 ms
-(bench/deadlines.py). Walks in processes of their own at nice 10 leave the workers' share to
-the lookups. Each worker keeps `heavy_requests` helpers (its turns, `deadlines.py`), started at
-its first heavy requests (a worker that gets none costs none); a helper serves one call at a
-time and exits when its worker does (its stdin closes).
+A gevent worker that walks a long history itself, even yielding between steps, spends its
+share of the CPU on the walk, and the kernel then lets its lookups wait: with walks on every
+worker, a warm lookup's median grew tens of times (bench/deadlines.py). Walks in processes of
+their own at nice 10 leave the workers' share to the lookups. Each worker keeps
+`heavy_requests` helpers (its turns, `deadlines.py`), started at its first heavy requests (a
+worker that gets none costs none); a helper serves one call at a time and exits when its
+worker does (its stdin closes).
 
 A call names a service of the `Store` and one of its methods; the helper runs it on a store of
 its own with the request's deadline, and answers the result (a `Served`) or the error. A helper

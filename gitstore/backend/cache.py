@@ -99,7 +99,8 @@ def parsed(blob_id: str, data: Callable[[], bytes], parse: Callable[[bytes], Any
     return value
 
 
-#: The most SVG text the console's graph drawings keep (Fuel's default graph is ~360 KB).
+#: The most SVG text the console's graph drawings keep (room for many drawings of Fuel's
+#: default graph, the largest known).
 DRAWINGS_BYTES = 32 * 1024 * 1024
 
 

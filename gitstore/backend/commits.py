@@ -196,8 +196,8 @@ class CommitQueue:
         #: The repository's name as its replication knows it (`environments/<id>.git`).
         self.served_as = served_as
         # Threads of one process queue here before the flock, so that only one of them waits
-        # in the kernel: with all of them there, 8 writers in 4 processes committed a fifth
-        # fewer writes per second (more threads woke to fight over the process's GIL).
+        # in the kernel: with all of them there, writers in several processes committed fewer
+        # writes per second (more threads woke to fight over the process's GIL).
         self._writers = threading.Lock()
         # How often this process's guesses were wasted lately (`_Guesses`).
         self._guesses = _Guesses()

@@ -43,7 +43,7 @@ def read_ref(git_dir: Path, ref: str) -> str | None:
     """The commit id a ref points at (loose file first, then packed-refs), or None.
 
     Read with bare `os` calls: every request reads a ref or two, and `Path.read_text` costs
-    three times as much (text decoding set-up).
+    several times as much (text decoding set-up).
     """
     try:
         fd = os.open(os.path.join(git_dir, ref), os.O_RDONLY)

@@ -1,4 +1,5 @@
-"""Components and resource definitions, kept in `catalog.git` (DESIGN.md §3.1).
+"""Components and resource definitions, kept in `catalog.git` (docs/design.md, "The store on
+disk").
 
 `components/<name>.yaml` holds a component and its definitions; definitions that belong to no
 component live in `resource_definitions.yaml`. Resource names are unique across the catalog,

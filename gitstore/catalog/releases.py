@@ -1,4 +1,5 @@
-"""Releases and plugins: catalog entities that own roles, tags and graphs (DESIGN.md §3.1).
+"""Releases and plugins: catalog entities that own roles, tags and graphs (docs/design.md, "The
+store on disk").
 
     releases/<name>/release.yaml   {id, name, version, operating_system, state, ...}
     releases/<name>/roles.yaml     {roles_metadata: {role: {name, tags, conflicts?, ...}}}

@@ -7,7 +7,7 @@ every commit's transaction must name them to be fenced (docs/ha.md). Every failu
 leaves this module.
 
 etcd3gw is imported when a client is made, not with this module: it brings `requests` and
-`ssl` (0.3 s), which a single node, the CLI and gunicorn's arbiter never need.
+`ssl`, slow to import, which a single node, the CLI and gunicorn's arbiter never need.
 """
 
 from __future__ import annotations

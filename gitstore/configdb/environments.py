@@ -1,4 +1,5 @@
-"""Environments: one bare repository each, described by `environment.yaml` (DESIGN.md §3.2)."""
+"""Environments: one bare repository each, described by `environment.yaml` (docs/design.md,
+"The store on disk")."""
 
 from __future__ import annotations
 

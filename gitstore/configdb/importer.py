@@ -1,8 +1,8 @@
 """Build repositories from a folder of files: how `gitstore init --sample` loads `sample_repo/`.
 
-The folder mirrors a store (DESIGN.md §3): `catalog/**` holds files of `catalog.git` and
-`environments/<id>/**` the files of `environments/<id>.git`. The catalog's new files are added in
-one commit; each environment becomes a new repository holding one commit.
+The folder mirrors a store (docs/design.md, "The store on disk"): `catalog/**` holds files of
+`catalog.git` and `environments/<id>/**` the files of `environments/<id>.git`. The catalog's new
+files are added in one commit; each environment becomes a new repository holding one commit.
 
 Loading never replaces data: a catalog file that already exists and an environment that already
 exists are kept as they are, so loading the same folder twice changes nothing, and a load that was

@@ -7,7 +7,7 @@ what a record does not say comes from the node's own `astute` facts, as Fuel's a
 them (`nodes/<id>/values/astute.yaml`, its `overrides` on top): `fqdn`, `roles` (or Fuel's one
 `role`) and `status`.
 
-Parsing 1,000 real facts files whole is 20-30 MB of YAML and seconds of a worker, so only the
+Parsing a large cluster's facts files whole takes seconds of a worker, so only the
 lines of those top-level entries are parsed (`top_level_entries`; a file that is not a plain
 block mapping is parsed whole), and rows are computed once and kept by immutable ids in caches
 the Store owns (`RosterCaches`): a node's facts by the blob ids they were read from, so a
@@ -45,11 +45,11 @@ FIELDS = ("fqdn", "roles", "pending_roles", "status")
 class RosterCaches:
     """The roster's caches: built by the Store, which owns, sizes and clears them."""
 
-    #: (repository, `nodes` tree id, `inventory/nodes` tree id) -> the rows (a list, shared;
-    #: under 1 MB at 1,000 nodes): the heads of a few environments and a few pinned versions.
+    #: (repository, `nodes` tree id, `inventory/nodes` tree id) -> the rows (a list, shared):
+    #: the heads of a few environments and a few pinned versions.
     rows: LRUCache = field(default_factory=lambda: LRUCache(16, name="roster_rows"))
     #: (values blob id, overrides blob id) -> a node's facts summary (a small dict, shared):
-    #: 20,000 nodes' worth, ~10 MB.
+    #: 20,000 nodes' worth.
     facts: LRUCache = field(default_factory=lambda: LRUCache(20_000, name="roster_facts"))
 
 
@@ -138,7 +138,7 @@ def _summary(snapshot: Snapshot, paths: list[str]) -> dict:
 
 def top_level_entries(data: bytes) -> dict | None:
     """The top-level `fqdn`, `role`, `roles` and `status` entries of a facts file, parsed from
-    their own lines (a 27 KB astute.yaml in a tenth of the time of parsing it whole); None when
+    their own lines (a fraction of the time of parsing the file whole); None when
     the file is not a block mapping whose keys start at column 0, as Fuel and YAML emitters
     write them, or those lines do not parse alone (an alias): the caller parses it whole."""
     if not _BLOCK_MAPPING.match(data):

@@ -1,6 +1,7 @@
 """ConfigDB values and overrides: read a layer or the effective result, write documents and keys.
 
-Reads never write. Every write is one commit made of one document (DESIGN.md §3.2, §4).
+Reads never write. Every write is one commit made of one document (docs/design.md: "The store
+on disk", "Effective values").
 """
 
 from __future__ import annotations

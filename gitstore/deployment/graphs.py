@@ -1,4 +1,5 @@
-"""Deployment graphs of releases, plugins and clusters (DESIGN.md §3, docs/graphs.md).
+"""Deployment graphs of releases, plugins and clusters (docs/design.md, "The store on disk";
+docs/graphs.md).
 
     catalog.git                 releases/<release>/graphs/<type>.yaml
                                 plugins/<plugin>/graphs/<type>.yaml

@@ -1,4 +1,5 @@
-"""Node inventory of an environment: `inventory/nodes/<id>.yaml` (DESIGN.md §3.2).
+"""Node inventory of an environment: `inventory/nodes/<id>.yaml` (docs/design.md, "The store
+on disk").
 
 A `Cluster` is one environment commit read together with its catalog owners (the release and
 enabled plugins named in `environment.yaml`): merged role and tag metadata, and the nodes.

@@ -1,4 +1,5 @@
-"""Effective values: layers merged from the least to the most specific (DESIGN.md §4).
+"""Effective values: layers merged from the least to the most specific (docs/design.md,
+"Effective values").
 
 Pure functions. Layer data may come from a shared parse cache, so nothing here mutates its
 inputs: merged mappings are new dicts that share unchanged subtrees with their layers, by
@@ -85,7 +86,7 @@ _KNOCK_LINE = "\n" + KNOCKOUT
 
 def _is_mapping(value: Any) -> bool:
     """`isinstance(value, Mapping)`, quick for the dicts and leaves parsed YAML is made of
-    (an ABC check per leaf was a tenth of merging a node's facts)."""
+    (an ABC check per leaf was a visible share of merging a node's facts)."""
     kind = type(value)
     if kind is dict:
         return True

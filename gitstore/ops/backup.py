@@ -44,7 +44,7 @@ MANIFEST = "manifest.json"
 BUNDLES = "repositories"
 ACCESS_FILE = "access.yaml"
 KEYRING_COPY = "keyring.enc"
-#: scrypt cost: ~0.1 s and 32 MiB on this kind of machine; stored with the copy, so it can
+#: scrypt cost (32 MiB of memory per derivation); stored with the copy, so it can
 #: grow without breaking older backups.
 _SCRYPT = {"n": 2**15, "r": 8, "p": 1}
 _AAD = b"gitstore backup keyring v1"

@@ -11,7 +11,7 @@ opens the file anew).
 
 A Puppet master asks for the same revealed node document at every compile: the line's part
 after the time is kept per (who, environment, what, commit, paths), so a repeated reveal costs
-the write, not the encoding of its ~60 paths (~40 us, ~170 us in a worker that was idle).
+the write, not the encoding of its paths again.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Effective values (DESIGN.md §4): pure merging of layers, least specific first."""
+"""Effective values (docs/design.md, "Effective values"): pure merging of layers, least specific
+first."""
 
 from __future__ import annotations
 
@@ -212,7 +213,8 @@ def _reference_knocked(key) -> bool:
 
 
 def _reference_merge(base, layer):
-    """Deep merge as DESIGN.md §4 says, written plainly (copies everything)."""
+    """Deep merge as docs/design.md ("Effective values") says, written plainly (copies
+    everything)."""
     if not isinstance(base, Mapping) or not isinstance(layer, Mapping):
         return _reference_strip(layer)
     gone = {key[2:] for key in layer if _reference_knocked(key)}

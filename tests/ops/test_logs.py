@@ -74,7 +74,7 @@ def test_the_config_routes_gunicorn_through_the_same_handler():
 def test_gunicorn_builds_access_lines_only_when_they_are_logged():
     from gunicorn.config import Config
 
-    from cli.workers import Logger
+    from gitstore.serve.workers import Logger
 
     try:
         for access_log in (False, True):

@@ -315,7 +315,7 @@ def _base_commit() -> str:
 @bp.route("/environments/<int:env_id>/commits/<commit>/revert", methods=["GET", "POST"])
 def revert(env_id: int, commit: str):
     """GET shows the commit and the form; the preview is a POST, because its dry run builds
-    a commit (reads never write, DESIGN.md section 7)."""
+    a commit (reads never write, docs/design.md)."""
     _require_writer(env_id)
     store = app_store()
     target = store.versions.commits(env_id, limit=1, version=commit).data["entries"][0]

@@ -5,8 +5,8 @@ task to its row in the task table (type, source: release, plugin or cluster, dep
 drawn as SVG by Graphviz `dot`. `dot` is bounded: graphs of more than `MAX_TASKS` tasks or
 `MAX_DOT_BYTES` of DOT are not drawn, and a run longer than `DOT_SECONDS` is stopped; the page
 then says so and still lists the tasks. `dot` lays the graph out with straight edges and few
-rank and crossing passes (`LAYOUT`): Fuel's default graph of 204 tasks took 6.8-15 s with
-Graphviz's defaults and takes 0.6 s so (docs/performance.md). Drawings are kept in the Store's
+rank and crossing passes (`LAYOUT`): with Graphviz's defaults Fuel's default graph took many
+times as long (docs/performance.md). Drawings are kept in the Store's
 `drawings` cache by the SHA-256 of their DOT (which names every task, edge and link), so a
 graph is drawn once per worker and commit that changes it. The style sheet shrinks a drawing
 wider than its box to fit it (Fuel's is 13,000 pixels wide), and the page's script adds zoom

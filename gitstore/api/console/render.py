@@ -2,9 +2,9 @@
 key's provenance.
 
 A Fuel controller has ~1,600 effective keys; as Jinja macros the per-key parts took most of the
-node view's time (bench/console.py, docs/performance.md), built here they are ~3x faster. The
-tree holds no provenance: a key's is fetched when it is opened (`why` in pages.py), which keeps
-a controller's page a third of its size. Every value is escaped (`html.escape`: faster than
+node view's time (bench/console.py, docs/performance.md), and built here they cost a fraction
+of it. The tree holds no provenance: a key's is fetched when it is opened (`why` in pages.py),
+which keeps a controller's page small. Every value is escaped (`html.escape`: faster than
 building a `Markup` per value); the results are `Markup`, safe to insert as is.
 """
 

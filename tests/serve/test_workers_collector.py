@@ -1,4 +1,5 @@
-"""A serving worker sets the cyclic garbage collector up once its app is loaded (cli/workers.py).
+"""A serving worker sets the cyclic garbage collector up once its app is loaded
+(gitstore/serve/workers.py).
 
 Run in a child process: the collector's settings are process-wide, and the test process's own
 must stay Python's defaults.
@@ -15,7 +16,7 @@ import pytest
 CHILD = """
 import gc, json, sys
 from gunicorn.config import Config
-from cli.workers import BY_NAME, YOUNG_THRESHOLD
+from gitstore.serve.workers import BY_NAME, YOUNG_THRESHOLD
 
 class App:
     def wsgi(self):

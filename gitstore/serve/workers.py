@@ -26,8 +26,8 @@ from gunicorn import glogging
 from gunicorn.workers.ggevent import GeventWorker as _GunicornGevent
 from gunicorn.workers.gthread import ThreadWorker as _GunicornThreads
 
-from cli import wire_errors
 from gitstore import metrics
+from gitstore.serve import wire_errors
 
 
 def _leave_at_once(sig: int, frame: Any) -> None:
@@ -102,11 +102,10 @@ def _flush_counts() -> None:
 #: Container allocations (net of frees) between two young collections; Python's default is 700.
 #: A cold lookup holds thousands of new objects at once (the node's parsed facts, the merged
 #: document): with 700, about one young collection per lookup promoted them all, and the full
-#: collections that followed walked every cached document of the worker: ~0.45 ms of a
-#: ~2.7 ms cold lookup in a worker holding 1,250 nodes (gc.callbacks timing, 6 full collections
-#: of ~70 ms each per 1,250 lookups). At 10,000 the temporaries are freed by their reference
-#: counts before a collection sees them: 11 young and 1 full collection per 1,250 lookups,
-#: ~0.07 ms each. Cyclic garbage still goes within 10,000 allocations.
+#: collections that followed walked every cached document of the worker, a large share of a
+#: cold lookup in a worker holding many nodes (docs/performance.md). At 10,000 the temporaries
+#: are freed by their reference counts before a collection sees them, and full collections
+#: become rare. Cyclic garbage still goes within 10,000 allocations.
 YOUNG_THRESHOLD = 10_000
 
 
@@ -196,8 +195,8 @@ class Logger(glogging.Logger):
     """gunicorn's logger, which builds an access line only when one is logged.
 
     gunicorn decides before it applies a logging config, and with any config given (ours
-    always is) it built every request's access line for a logger set to drop it: ~40 us of
-    a worker's CPU per request, a sixth of what a warm lookup costs (docs/performance.md).
+    always is) it built every request's access line for a logger set to drop it, a visible
+    share of what a warm lookup costs (docs/performance.md).
     """
 
     def setup(self, cfg: Any) -> None:

@@ -3,7 +3,7 @@
 A request gunicorn cannot parse (a request line or headers over its limits, a malformed
 header or chunk) never reaches the app: gunicorn answers it with an HTML page of its own
 (`gunicorn.util.write_error`), the one error of the API that was not `{"status", "message"}`.
-A serving worker puts `write_error` here in its place (`install`, from `cli/workers.py`):
+A serving worker puts `write_error` here in its place (`install`, from `workers.py`):
 the same status line and `Connection: close`, with a JSON body.
 """
 

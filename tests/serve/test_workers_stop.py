@@ -1,4 +1,5 @@
-"""A stop reaching a worker before its own signal handlers are in still stops it (cli/workers.py).
+"""A stop reaching a worker before its own signal handlers are in still stops it
+(gitstore/serve/workers.py).
 
 Between the fork and the worker's handlers, the master's inherited handlers only queue a signal
 in the worker's copy of the master's queue: the master's QUIT (Ctrl-C) was lost there, and the
@@ -19,7 +20,7 @@ import pytest
 SERVER = """
 import time
 from gunicorn.app.base import BaseApplication
-from cli.workers import BY_NAME, post_fork
+from gitstore.serve.workers import BY_NAME, post_fork
 
 def held_open(server, worker):
     post_fork(server, worker)
