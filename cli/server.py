@@ -330,6 +330,10 @@ def serve(
             "read-only until `gitstore migrate` (docs/operations.md)"
         )
     _SERVING.append(hold_for_serving(root))  # `gitstore migrate` names our pid
+    # A hook names the interpreter that wrote it: after an upgrade into another installation
+    # the repositories would still run the previous version's push gate (or none, once it is
+    # removed), so every start writes them for this one.
+    store.install_hooks()
     config = _access_config(root, host, open_store, allow_anonymous_read)
     config.update(
         GITSTORE_LOCAL_EXECUTOR=enable_local_executor,
