@@ -210,12 +210,14 @@ class Cluster:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
-    def terminate(self, name: str) -> None:
+    def terminate(self, name: str, wait: bool = True) -> None:
         """Stop the node as an init system does: SIGTERM to every process of it. Its coordinator
-        revokes the lease at once while the workers finish the requests they hold."""
+        revokes the lease at once while the workers finish the requests they hold (`wait` for
+        them: seconds, as idle keep-alive connections close)."""
         node = self.nodes[name]
         os.killpg(node.process.pid, signal.SIGTERM)
-        node.process.wait(timeout=30)
+        if wait:
+            node.process.wait(timeout=30)
 
     def partition(self, name: str) -> None:
         """Cut the node off etcd (its relay stops moving bytes); peers still reach it."""

@@ -172,33 +172,46 @@ def refuses_protocol_2(cluster: Cluster, name: str) -> bool:
 
 
 def test_a_rolling_upgrade_under_load_loses_no_acknowledged_write(previous, tmp_path):
+    started = time.monotonic()
+    steps: list[str] = []  # printed: where the seconds went
+
+    def step(what: str) -> None:
+        steps.append(f"{what} {time.monotonic() - started:.1f}s")
+
     seed = tmp_path / "seed"
     run_previous(previous, "-c", SEED, str(seed), home=tmp_path / "home")
-    with Cluster(tmp_path / "cluster", seed, version=previous) as cluster:
+    with Cluster(tmp_path / "cluster", seed, workers=1, version=previous) as cluster:
         primary = cluster.wait_for_primary()
         replicas = [n for n in cluster.nodes if n != primary]
+        step("previous version serving")
         with Readers(cluster) as readers, Writers(cluster, tmp_path, rest=3, pushers=1) as writers:
             count = acknowledged_meanwhile(writers, 0, "by the previous version")
             for name in replicas:
                 upgrade(cluster, name)
                 count = acknowledged_meanwhile(writers, count, f"with {name} upgraded")
+                step(f"{name} upgraded")
             # either version refuses a member call in a protocol it does not speak
             assert refuses_protocol_2(cluster, primary) and refuses_protocol_2(cluster, name)
             stopped = time.monotonic()
-            cluster.terminate(primary)  # the failover: an upgraded replica takes the lease
+            cluster.terminate(primary, wait=False)  # the failover: its coordinator lets go
             assert cluster.wait_for_primary(other_than=primary) in replicas
             took_over = time.monotonic()
             count = acknowledged_meanwhile(writers, count, "by the upgraded primary")
+            step("failed over")
+            cluster.nodes[primary].process.wait(timeout=30)
+            uninstall(previous)  # no member runs it now
+            pushed = len(writers.pushed) + 1  # the push under way may have passed the old gate
             cluster.nodes[primary].version = THIS_VERSION
             cluster.start_node(primary)
             caught_up(cluster, primary)
-            uninstall(previous)
             acknowledged_meanwhile(writers, count, "with every member upgraded")
-            pushed = len(writers.pushed) + 1  # the push under way may have passed the old gate
+            step(f"{primary} upgraded")
             wait_until(lambda: len(writers.pushed) > pushed, what="a push through the new gate")
+            step("pushed")
         print(f"upgrade: {len(writers.keys)} writes and {len(writers.pushed)} pushes "
               f"acknowledged, {writers.codes} refused; {readers.served} reads served, "
-              f"{len(readers.failed)} failed; failover {took_over - stopped:.1f}s")  # fmt: skip
+              f"{len(readers.failed)} failed; failover {took_over - stopped:.1f}s; "
+              f"{', '.join(steps)}")  # fmt: skip
         outside = [(round(t - stopped, 1), code) for t, code in readers.failed
                    if not stopped <= t <= took_over + 1]  # fmt: skip
         assert outside == [], "reads failed outside the failover (seconds after the stop, code)"
