@@ -26,6 +26,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from gitstore.cluster.secret import KEY_FILE as CLUSTER_KEY_FILE
@@ -36,6 +37,20 @@ ETCD = "/usr/bin/etcd"
 HAPROXY = "/usr/sbin/haproxy"
 GITSTORE = str(Path(sys.executable).with_name("gitstore"))
 RELAY = Path(__file__).with_name("cluster_relay.py")
+
+
+@dataclass(frozen=True)
+class Version:
+    """The gitstore a node runs: this checkout's `gitstore` (the default), or another version's
+    program. Another version runs without this process's PYTHONPATH and in its log's folder
+    (`python -c` looks in the working directory first), so that it and every process it starts
+    (coordinator, maintenance, git hooks) import that version's own code."""
+
+    program: str = GITSTORE
+    inherits_path: bool = True
+
+
+THIS_VERSION = Version()
 
 
 def free_port() -> int:
@@ -64,10 +79,11 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 class Node:
     """One member: its store root, port, relay to etcd and `gitstore serve` process group."""
 
-    def __init__(self, name: str, root: Path, log: Path) -> None:
+    def __init__(self, name: str, root: Path, log: Path, version: Version) -> None:
         self.name = name
         self.root = root
         self.log = log
+        self.version = version  # what start_node runs; an upgrade changes it
         self.host = "127.0.0.1"
         self.port = free_port()
         self.relay_port = free_port()
@@ -82,7 +98,14 @@ class Node:
 class Cluster:
     """Start with `start()`, stop with `stop()` (or use it as a context manager)."""
 
-    def __init__(self, workdir: Path, seed: Path, nodes: int = 3, workers: int = 2) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        seed: Path,
+        nodes: int = 3,
+        workers: int = 2,
+        version: Version = THIS_VERSION,
+    ) -> None:
         self.workdir = Path(workdir)
         self.seed = seed
         self.workers = workers
@@ -91,7 +114,9 @@ class Cluster:
         self.proxy_port = free_port()
         self.url = f"http://127.0.0.1:{self.proxy_port}"
         names = [chr(ord("a") + i) for i in range(nodes)]
-        self.nodes = {n: Node(n, self.workdir / n, self.workdir / f"{n}.log") for n in names}
+        self.nodes = {
+            n: Node(n, self.workdir / n, self.workdir / f"{n}.log", version) for n in names
+        }
         self._etcd: subprocess.Popen | None = None
         self._haproxy: subprocess.Popen | None = None
         self.secret: ClusterSecret | None = None  # made or read by start()
@@ -113,7 +138,9 @@ class Cluster:
         for node in self.nodes.values():
             shutil.copytree(self.seed, node.root, symlinks=True)
             self._start_relay(node)
-            self.start_node(node.name)
+            self._launch(node)
+        for node in self.nodes.values():  # the nodes boot side by side: seconds each
+            self._wait_serving(node)
         self._start_haproxy()
         self.wait_for_primary()
 
@@ -149,16 +176,23 @@ class Cluster:
 
     def start_node(self, name: str) -> None:
         node = self.nodes[name]
+        self._launch(node)
+        self._wait_serving(node)
+
+    def _launch(self, node: Node) -> None:
         peers = ",".join(f"{n.name}={n.url}" for n in self.nodes.values())
         node.process = _spawn(
-            [GITSTORE, "serve", "--root", str(node.root), "--port", str(node.port),
+            [node.version.program, "serve", "--root", str(node.root), "--port", str(node.port),
              "--workers", str(self.workers), "--min-free-disk", "0",
-             "--cluster", f"etcd://127.0.0.1:{node.relay_port}", "--node-name", name,
+             "--cluster", f"etcd://127.0.0.1:{node.relay_port}", "--node-name", node.name,
              "--peers", peers],
             node.log,
             append=True,
+            inherits_path=node.version.inherits_path,
         )  # fmt: skip
-        _wait(lambda: _answers(node.url + "/healthz"), f"node {name}", node.log)
+
+    def _wait_serving(self, node: Node) -> None:
+        _wait(lambda: _answers(node.url + "/healthz"), f"node {node.name}", node.log)
 
     def _start_haproxy(self) -> None:
         config = self.workdir / "haproxy.cfg"
@@ -175,6 +209,15 @@ class Cluster:
         for pid in _pids_of_root(node.root):  # git processes in sessions of their own
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+    def terminate(self, name: str, wait: bool = True) -> None:
+        """Stop the node as an init system does: SIGTERM to every process of it. Its coordinator
+        revokes the lease at once while the workers finish the requests they hold (`wait` for
+        them: seconds, as idle keep-alive connections close)."""
+        node = self.nodes[name]
+        os.killpg(node.process.pid, signal.SIGTERM)
+        if wait:
+            node.process.wait(timeout=30)
 
     def partition(self, name: str) -> None:
         """Cut the node off etcd (its relay stops moving bytes); peers still reach it."""
@@ -328,11 +371,16 @@ def clean_env(home: Path) -> dict[str, str]:
     return env
 
 
-def _spawn(args: list[str], log: Path, append: bool = False) -> subprocess.Popen:
+def _spawn(
+    args: list[str], log: Path, append: bool = False, inherits_path: bool = True
+) -> subprocess.Popen:
     env = clean_env(log.parent / "home")
+    if not inherits_path:
+        env.pop("PYTHONPATH", None)
+    cwd = None if inherits_path else log.parent
     with log.open("a" if append else "w") as out:
         return subprocess.Popen(
-            args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
+            args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=cwd
         )
 
 

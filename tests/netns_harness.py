@@ -206,19 +206,17 @@ class NetnsCluster(Cluster):
     def _start_relay(self, node: Node) -> None:
         """No relay: partitions are made with the network."""
 
-    def start_node(self, name: str) -> None:
-        node = self.nodes[name]
+    def _launch(self, node: Node) -> None:
         peers = ",".join(f"{n.name}={n.url}" for n in self.nodes.values())
-        etcd = self.etcd_hosts[self.etcd_of(name)]
+        etcd = self.etcd_hosts[self.etcd_of(node.name)]
         node.process = _spawn(
-            [IP, "netns", "exec", self.network.namespace(name), GITSTORE, "serve",
+            [IP, "netns", "exec", self.network.namespace(node.name), GITSTORE, "serve",
              "--root", str(node.root), "--host", node.host, "--port", str(node.port), "--open",
              "--workers", str(self.workers), "--min-free-disk", "0",
-             "--cluster", f"etcd://{etcd}:2379", "--node-name", name, "--peers", peers],
+             "--cluster", f"etcd://{etcd}:2379", "--node-name", node.name, "--peers", peers],
             node.log,
             append=True,
         )  # fmt: skip
-        _wait(lambda: _answers(node.url + "/healthz"), f"node {name}", node.log)
 
     def partition(self, name: str) -> None:
         """Cut member `name` off its etcd member (and every other): peers still reach it."""

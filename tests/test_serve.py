@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +143,18 @@ def test_sigterm_stops_the_master_and_its_workers(sample_root, workdir):
         assert not Path(f"/proc/{pid}").exists()
     with pytest.raises(requests.ConnectionError):
         requests.get(server.url + "/api/v1/config/environments", timeout=2)
+
+
+def test_serve_rewrites_the_hooks_a_previous_installation_wrote(sample_root, workdir):
+    """A hook names the interpreter that wrote it: after an upgrade into another installation
+    (the previous one then removed) every push would fail at its gate."""
+    repos = [sample_root / "catalog.git", *sorted((sample_root / "environments").glob("*.git"))]
+    hooks = [repo / "hooks" / name for repo in repos for name in ("pre-receive", "post-receive")]
+    for hook in hooks:
+        hook.write_text(hook.read_text().replace(sys.executable, "/opt/gitstore-0.9/bin/python"))
+    server = start(sample_root, workdir, "--workers", "1")
+    stop(server)
+    assert [h for h in hooks if f"exec {sys.executable} -P -m" not in h.read_text()] == []
 
 
 def test_serve_refuses_a_folder_that_is_not_a_store(tmp_path):

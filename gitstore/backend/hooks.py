@@ -12,18 +12,20 @@ from pathlib import Path
 
 _PRE_RECEIVE = """#!/bin/sh
 # The gitstore push gate (webhooks/pre_receive.py). Written by gitstore when a repository is
-# created and by `gitstore init`; edits are overwritten.
+# created, by `gitstore init` and at every start of `gitstore serve`; edits are overwritten.
 exec {python} -P -m webhooks.pre_receive
 """
 
 _POST_RECEIVE = """#!/bin/sh
 # gitstore's post-receive (webhooks/post_receive.py): seals pushed eyaml values. Written by
-# gitstore when a repository is created and by `gitstore init`; edits are overwritten.
+# gitstore when a repository is created, by `gitstore init` and at every start of
+# `gitstore serve`; edits are overwritten.
 exec {python} -P -m webhooks.post_receive
 """
 
 #: Hook name -> launcher template; `{python}` becomes the interpreter running gitstore at
-#: install time, so the hook runs with the same packages whatever PATH git gives it.
+#: install time, so the hook runs with the same packages whatever PATH git gives it (and
+#: `gitstore serve` rewrites them at start, so an upgraded installation runs its own).
 HOOKS: dict[str, str] = {"pre-receive": _PRE_RECEIVE, "post-receive": _POST_RECEIVE}
 
 

@@ -48,6 +48,10 @@ def serve(checked: Checked) -> None:
             "read-only until `gitstore migrate` (docs/operations.md)"
         )
     _SERVING.append(hold_for_serving(root))  # `gitstore migrate` names our pid
+    # A hook names the interpreter that wrote it: after an upgrade into another installation
+    # the repositories would still run the previous version's push gate (or none, once it is
+    # removed), so every start writes them for this one.
+    store.install_hooks()
     config = app_config(checked)
     host, port = settings.host, settings.port
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
