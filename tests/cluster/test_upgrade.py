@@ -1,7 +1,8 @@
 """A rolling upgrade under load (docs/ha.md "Upgrading a cluster, one member at a time").
 
 Three members start on the previous version of gitstore, the commit the annotated tag
-`gitstore-prev` names, unpacked from git and run from a virtualenv of its own (its own
+`gitstore-prev` names, unpacked from git (or, in a checkout without the tag, from the same
+code kept in tests/data/gitstore-prev.tar.gz) and run from a virtualenv of its own (its own
 interpreter and path; the third-party packages are this checkout's virtualenv's, so nothing is
 downloaded). Writers (REST keys and git pushes) and readers go through HAProxy while each member
 in turn is stopped and started again on this checkout's version with the same store root: the
@@ -12,6 +13,7 @@ the primary is replaced, and once the previous version is removed pushes still p
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import subprocess
@@ -31,6 +33,8 @@ from .test_cluster import VALUES, Writers, _settled, wait_until
 
 PROJECT = Path(__file__).resolve().parents[2]
 TAG = "gitstore-prev"
+ARCHIVE = PROJECT / "tests/data/gitstore-prev.tar.gz"
+ARCHIVED = ("gitstore", "cli", "webhooks", "pyproject.toml")
 
 #: The store every member starts from, made by the previous version (tests/cluster/conftest.py's
 #: seed_store, as that version's code runs it).
@@ -48,20 +52,18 @@ sys.exit(main())
 """
 
 
-def previous_commit() -> str:
-    """The commit `gitstore-prev` names; the test fails (never skips) without the tag."""
+def previous_code() -> bytes:
+    """The previous version's code as a tar: `git archive` of the tag when this checkout has
+    it, which must then equal the archive kept in tests/data (`tools/previous-version.sh`
+    writes it); that archive alone in a checkout without the tag (a shallow clone)."""
     done = subprocess.run(
-        ["git", "-C", str(PROJECT), "rev-parse", "-q", "--verify", f"refs/tags/{TAG}^{{commit}}"],
-        capture_output=True, text=True, check=False,
+        ["git", "-C", str(PROJECT), "archive", "--format=tar", f"refs/tags/{TAG}", *ARCHIVED],
+        capture_output=True, check=False,
     )  # fmt: skip
-    if done.returncode != 0:
-        pytest.fail(
-            f"this checkout has no tag {TAG!r} (the previous version the rolling-upgrade test "
-            f"runs): fetch it with `git fetch --tags origin` (a shallow clone needs "
-            f"`git fetch --unshallow --tags`)",
-            pytrace=False,
-        )
-    return done.stdout.strip()
+    kept = gzip.decompress(ARCHIVE.read_bytes())
+    if done.returncode == 0:
+        assert done.stdout == kept, f"{ARCHIVE} is not {TAG}'s code: run tools/previous-version.sh"
+    return kept
 
 
 def build_previous_version(workdir: Path) -> Version:
@@ -70,11 +72,7 @@ def build_previous_version(workdir: Path) -> Version:
     lines, so this checkout's editable install of gitstore is not among them)."""
     src, venv = workdir / "src", workdir / "venv"
     src.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(PROJECT), "archive", "--format=tar", previous_commit()],
-        capture_output=True, check=True,
-    )  # fmt: skip
-    subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
+    subprocess.run(["tar", "-x", "-C", str(src)], input=previous_code(), check=True)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin/python"
     site = subprocess.run(
