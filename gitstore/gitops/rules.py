@@ -14,6 +14,7 @@ from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog import rules as catalog_rules
 from gitstore.configdb import rules as environment_rules
 from gitstore.deployment import graphs
+from gitstore.filechecks import FileChecks
 from gitstore.plans import gate as plan_gate
 from gitstore.repositories import Repositories
 from gitstore.secrets import gate as secrets_gate
@@ -58,10 +59,11 @@ def validate(
     catalog: Catalog | None = None,
     env_id: int | None = None,
     repos: Repositories | None = None,
+    checks: FileChecks | None = None,
 ) -> list[Problem]:
     """Every problem of one commit of a `catalog` or `environment` repository (see
-    `validation.validate_tree`)."""
+    `validation.validate_tree`; `checks` keeps per-file results between calls)."""
     rules = RULES.get(kind, ())
     return validation.validate_tree(
-        snapshot, kind, rules, catalog=catalog, env_id=env_id, repos=repos
+        snapshot, kind, rules, catalog=catalog, env_id=env_id, repos=repos, checks=checks
     )

@@ -77,11 +77,13 @@ def secret_paths(document: Any, rules: Rules) -> list[tuple[str, ...]]:
     What a schema may not judge (`gitstore.validation`): REST sees these values in plain text,
     the push gate as `ENC[...]`, so only one rule is the same for both: not their values.
     """
-    return [
-        path
-        for path, value, secret in secret_leaves(document, rules)
-        if secret or cipher.is_sealed(value)
-    ]
+    return [path for path, _, _ in marked_leaves(document, rules)]
+
+
+def marked_leaves(document: Any, rules: Rules) -> list[tuple[tuple[str, ...], Any, bool]]:
+    """(key path, value, secret?) of the leaves a rule makes secret or that look sealed: all
+    that the push gate's secrets rule and a schema's exemptions look at, from one walk."""
+    return [leaf for leaf in secret_leaves(document, rules) if leaf[2] or cipher.is_sealed(leaf[1])]
 
 
 def value_at(document: Any, path: tuple[str, ...]) -> Any:
