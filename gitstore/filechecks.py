@@ -20,9 +20,10 @@ from collections.abc import Hashable
 
 from gitstore.backend.cache import LRUCache
 
-#: Entries kept: four rules over two environments of ~2,000 files each, with room for the
-#: trees previews propose. An entry is a key of ids and, almost always, an empty tuple.
-MAX_ENTRIES = 100_000
+#: Entries kept: a few hundred bytes each (a key of ids and, almost always, an empty tuple).
+#: A check of a 1,000-node environment keeps ~6,000 (three rules over its ~2,000 files), so
+#: this holds several environments, or several contexts of one, within ~15 MB of a worker.
+MAX_ENTRIES = 50_000
 
 
 class FileChecks:

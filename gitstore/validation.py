@@ -76,12 +76,29 @@ def validate_tree(
     `checks` keeps what the rules found in one file (`gitstore.filechecks`): with it, a file
     already checked in the same context is not parsed again, and the report is the same.
     """
+    return check_tree(
+        snapshot, kind, rules, catalog=catalog, env_id=env_id, repos=repos, checks=checks
+    ).sorted_problems()
+
+
+def check_tree(
+    snapshot: Snapshot,
+    kind: str,
+    rules: Sequence[Check],
+    *,
+    catalog: Catalog | None = None,
+    env_id: int | None = None,
+    repos: Repositories | None = None,
+    checks: FileChecks | None = None,
+) -> TreeCheck:
+    """`validate_tree`'s check with its tree kept: the problems and the documents it parsed
+    (a caller that reads the same files next need not parse them again)."""
     if kind not in (ENVIRONMENT, CATALOG):
         raise InvalidInput(f"unknown repository kind {kind!r}; use catalog or environment")
     tree = TreeCheck(snapshot, kind, catalog, env_id, repos, checks)
     for rule in rules:
         rule(tree)
-    return sorted(tree.problems, key=lambda p: (p["file"], p.get("line") or 0))
+    return tree
 
 
 def detect_kind(snapshot: Snapshot) -> str:
@@ -238,6 +255,7 @@ class TreeCheck:
         self.not_regular = {p: why for p, e in entries if (why := not_a_file(e.filemode))}
         self._below = _index_by_folder(self.files)
         self._parsed: dict[str, Any] = {}
+        self._by_blob: dict[str, dict] | None = None  # `parsed_mapping`'s, once the rules ran
         self._lines: dict[str, dict] = {}
         self._memo: dict[str, Any] = {}
 
@@ -294,6 +312,22 @@ class TreeCheck:
         `secret_keys`) and the limits in force."""
         catalog = self.catalog.snapshot.commit_id if self.catalog is not None else None
         return (catalog, self._blob_ids.get(ENVIRONMENT_FILE), limits.current())
+
+    def sorted_problems(self) -> list[Problem]:
+        """Every problem found, by file and line."""
+        return sorted(self.problems, key=lambda p: (p["file"], p.get("line") or 0))
+
+    def parsed_mapping(self, blob_id: str) -> dict | None:
+        """The mapping this check parsed from blob `blob_id`, None if it parsed none. A strict
+        read that succeeded is what `yamlio.load` gives (it only refuses more): a diff of the
+        same tree may use it instead of parsing the blob again. Shared: never mutate it."""
+        if self._by_blob is None:
+            self._by_blob = {
+                self._blob_ids[path]: doc
+                for path, doc in self._parsed.items()
+                if isinstance(doc, dict) and self._blob_ids.get(path)
+            }
+        return self._by_blob.get(blob_id)
 
     def document(self, path: str) -> Any:
         """The parsed file (None when absent or empty); parse errors are reported once."""

@@ -20,7 +20,7 @@ from gitstore.backend.repository import Author
 from gitstore.catalog.view import CatalogView
 from gitstore.configdb.hiera import find_node
 from gitstore.errors import Conflict, InvalidInput, NotFound
-from gitstore.gitops.rules import validate
+from gitstore.gitops.rules import check
 from gitstore.layout import (
     INVENTORY_NODES,
     NODES_LEVEL,
@@ -98,15 +98,18 @@ class Previews:
         base = repo.parent(proposed) if changed else proposed
         before = EnvironmentView(repo.snapshot(base))
         catalog = CatalogView(self._repos.catalog().snapshot())
-        problems = validate(
+        tree = check(
             after.snapshot, ENVIRONMENT, catalog=catalog, env_id=env_id, checks=self._checks
         )
+        problems = tree.sorted_problems()
         rules_of = self._secrets.rules_of(after)
 
         def masked(scopes: dict) -> dict:
             return mask_scopes(scopes, lambda r: rules_of(layer_file(None, "values", r)))[0]
 
-        differ = ScopeDiffs(before, after)  # level values and node chains share their parents
+        # Level values and node chains share their parents; the files the gate parsed (every
+        # one, on a worker's first check) are not parsed again for the nodes' key indexes.
+        differ = ScopeDiffs(before, after, tree.parsed_mapping)
 
         data = {
             "base": _version_of(before),

@@ -19,7 +19,7 @@ from gitstore.plans import gate as plan_gate
 from gitstore.repositories import Repositories
 from gitstore.secrets import gate as secrets_gate
 from gitstore.upgrade import networks, settings
-from gitstore.validation import CATALOG, ENVIRONMENT, Catalog, Check, Problem
+from gitstore.validation import CATALOG, ENVIRONMENT, Catalog, Check, Problem, TreeCheck
 
 #: Repository kind -> its rules, run in this order (a problem found twice is reported once).
 RULES: dict[str, Sequence[Check]] = {
@@ -63,7 +63,22 @@ def validate(
 ) -> list[Problem]:
     """Every problem of one commit of a `catalog` or `environment` repository (see
     `validation.validate_tree`; `checks` keeps per-file results between calls)."""
+    return check(
+        snapshot, kind, catalog=catalog, env_id=env_id, repos=repos, checks=checks
+    ).sorted_problems()
+
+
+def check(
+    snapshot: Snapshot,
+    kind: str,
+    *,
+    catalog: Catalog | None = None,
+    env_id: int | None = None,
+    repos: Repositories | None = None,
+    checks: FileChecks | None = None,
+) -> TreeCheck:
+    """`validate`'s check with its tree kept (`validation.check_tree`)."""
     rules = RULES.get(kind, ())
-    return validation.validate_tree(
+    return validation.check_tree(
         snapshot, kind, rules, catalog=catalog, env_id=env_id, repos=repos, checks=checks
     )

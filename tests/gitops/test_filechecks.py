@@ -1,5 +1,6 @@
 """The gate with per-file results kept (`gitstore.filechecks`) reports exactly what the full
-check reports, tree after tree, whatever changed: files, environment.yaml, catalog, limits."""
+check reports, tree after tree, whatever changed: files, environment.yaml, catalog, limits; a
+preview's blast radius reads the documents its gate parsed instead of parsing them again."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import yaml
 from gitstore import limits, yamlio
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
+from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog.view import CatalogView
 from gitstore.filechecks import FileChecks
 from gitstore.gitops import rules
 from gitstore.repositories import open_repository
 from gitstore.validation import ENVIRONMENT
+from gitstore.versions import diffs
 
 from .helpers import commit_files, git
 
@@ -137,3 +140,19 @@ def test_previews_keep_results_in_the_stores_cache(gitops_store):
     assert kept > 0 and first["valid"]
     again = gitops_store.previews.edit(1, [], "astute", "set", [["port", "x"]]).data
     assert not again["valid"] and again["errors"][0]["file"] == "global/overrides/astute.yaml"
+
+
+def test_the_previews_blast_radius_reads_what_its_gate_parsed(gitops_store, monkeypatch):
+    """A worker's first preview parses every node's file for the gate: the nodes' key indexes
+    for the blast radius are made from those documents, not from a second parse."""
+    for kept in (diffs._KEY_INDEXES, diffs._RESTRICTED):  # process-wide: earlier tests fill them
+        kept.clear()
+    read = []
+    read_mapping = Snapshot.read_mapping
+    monkeypatch.setattr(
+        Snapshot, "read_mapping", lambda self, path: read.append(path) or read_mapping(self, path)
+    )
+    report = gitops_store.previews.edit(1, [], "astute", "set", [["port", 9]]).data
+    changed = {n["node"]: n["resources"]["astute"]["changed"] for n in report["nodes"]}
+    assert changed == {n: {"port": {"old": 8000, "new": 9}} for n in ("1", "2", "3", "4")}
+    assert [p for p in read if p.startswith("nodes/")] == []
