@@ -36,6 +36,7 @@ from gitstore.deployment.inventory import Nodes
 from gitstore.deployment.journal import MoveJournal
 from gitstore.deployment.tags import Tags
 from gitstore.deployment.transactions import Transactions
+from gitstore.filechecks import FileChecks
 from gitstore.gitops.mirrors import MirrorSettings
 from gitstore.gitops.preview import Previews
 from gitstore.gitops.service import GitOps
@@ -134,8 +135,12 @@ class Store:
             self.secrets,
         )
         self.plans = Plans(repos, self.secrets)
-        self.gitops = GitOps(repos, self.mirror_settings, self.eyaml_pushes.problems)
-        self.previews = Previews(repos, self.config, self.versions, self.secrets)
+        #: What the gate's rules found per file, by immutable ids (`gitstore.filechecks`).
+        self.file_checks = FileChecks()
+        self.gitops = GitOps(
+            repos, self.mirror_settings, self.eyaml_pushes.problems, self.file_checks
+        )
+        self.previews = Previews(repos, self.config, self.versions, self.secrets, self.file_checks)
         catch_up = CLUSTER_INDEX_WAIT_SECONDS if self.cluster else 0.0
         slots = Slots(lambda: limits.current().waiting_requests)
         self.watch = Watch(repos, Heads(repos), slots, catch_up)

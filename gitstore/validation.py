@@ -19,17 +19,20 @@ never served, never checked.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import referencing.exceptions
 
-from gitstore import schema_regex, schemas, yamlio
+from gitstore import limits, schema_regex, schemas, yamlio
 from gitstore.backend.snapshot import Snapshot, not_a_file
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.layout import CATALOG_KIND, ENVIRONMENT_FILE, ENVIRONMENT_KIND
 from gitstore.names import not_utf8, shown
 from gitstore.repositories import Repositories
+
+if TYPE_CHECKING:
+    from gitstore.filechecks import FileChecks
 
 ENVIRONMENT = ENVIRONMENT_KIND
 CATALOG = CATALOG_KIND
@@ -61,6 +64,7 @@ def validate_tree(
     catalog: Catalog | None = None,
     env_id: int | None = None,
     repos: Repositories | None = None,
+    checks: FileChecks | None = None,
 ) -> list[Problem]:
     """Every problem `rules` find in one commit of a `catalog` or `environment` repository.
 
@@ -69,13 +73,32 @@ def validate_tree(
     checks that need one are skipped. `env_id`, when known, must match the id in
     `environment.yaml`. `repos` is the store whose environments a catalog commit must keep
     whole (without it, outside a store, the checks against environments' data are skipped).
+    `checks` keeps what the rules found in one file (`gitstore.filechecks`): with it, a file
+    already checked in the same context is not parsed again, and the report is the same.
     """
+    return check_tree(
+        snapshot, kind, rules, catalog=catalog, env_id=env_id, repos=repos, checks=checks
+    ).sorted_problems()
+
+
+def check_tree(
+    snapshot: Snapshot,
+    kind: str,
+    rules: Sequence[Check],
+    *,
+    catalog: Catalog | None = None,
+    env_id: int | None = None,
+    repos: Repositories | None = None,
+    checks: FileChecks | None = None,
+) -> TreeCheck:
+    """`validate_tree`'s check with its tree kept: the problems and the documents it parsed
+    (a caller that reads the same files next need not parse them again)."""
     if kind not in (ENVIRONMENT, CATALOG):
         raise InvalidInput(f"unknown repository kind {kind!r}; use catalog or environment")
-    tree = TreeCheck(snapshot, kind, catalog, env_id, repos)
+    tree = TreeCheck(snapshot, kind, catalog, env_id, repos, checks)
     for rule in rules:
         rule(tree)
-    return sorted(tree.problems, key=lambda p: (p["file"], p.get("line") or 0))
+    return tree
 
 
 def detect_kind(snapshot: Snapshot) -> str:
@@ -214,6 +237,7 @@ class TreeCheck:
         catalog: Catalog | None,
         env_id: int | None,
         repos: Repositories | None = None,
+        checks: FileChecks | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.kind = kind
@@ -222,12 +246,16 @@ class TreeCheck:
         self.repos = repos
         self.problems: list[Problem] = []
         self._reported: set[tuple] = set()
+        self._checks = checks
+        self._recording: list[Problem] | None = None  # what the `per_file` check running found
         entries = [(p, e) for p, e in snapshot.walk_entries() if not p.startswith(".")]
         self.files = [p for p, _ in entries]
+        self._blob_ids = {p: e.object_id for p, e in entries}
         #: path -> why it is no regular file (`regular_files` reports it; nothing reads it)
         self.not_regular = {p: why for p, e in entries if (why := not_a_file(e.filemode))}
         self._below = _index_by_folder(self.files)
         self._parsed: dict[str, Any] = {}
+        self._by_blob: dict[str, dict] | None = None  # `parsed_mapping`'s, once the rules ran
         self._lines: dict[str, dict] = {}
         self._memo: dict[str, Any] = {}
 
@@ -243,10 +271,63 @@ class TreeCheck:
         if key:
             problem["key"] = key
         problem["message"] = message
-        identity = (file, line, key, message)
+        if self._recording is not None:
+            self._recording.append(problem)
+        self._add(problem)
+
+    def _add(self, problem: Problem) -> None:
+        identity = (problem["file"], problem.get("line"), problem.get("key"), problem["message"])
         if identity not in self._reported:  # a file reached by two checks is named once
             self._reported.add(identity)
-            self.problems.append(problem)
+            self.problems.append(dict(problem))
+
+    def per_file(self, rule: str, path: str, context: Hashable, check: Callable[[], None]) -> None:
+        """Run `check`, rule `rule`'s judgement of file `path` alone, or replay what it reported
+        on the same blob at `path` in the same `context` (all else `check` reads). `check`
+        reports only about `path`; a replay in order gives the report a run would give."""
+        blob_id = self._blob_ids.get(path)
+        if self._checks is None or blob_id is None:
+            check()
+            return
+        key = (rule, path, blob_id, context)
+        found = self._checks.get(key)
+        if found is not None:
+            for problem in found:
+                self._add(problem)
+            return
+        self._recording = []
+        try:
+            check()
+            self._checks.put(key, self._recording)
+        finally:
+            self._recording = None
+
+    def file_context(self) -> Hashable:
+        """What a rule judging one file alone reads besides it: the limits in force."""
+        return limits.current()
+
+    def data_context(self) -> Hashable:
+        """What a rule judging one data file reads besides it: the catalog commit (resource
+        definitions, schemas, their `secret_keys`), the blob of `environment.yaml` (components,
+        `secret_keys`) and the limits in force."""
+        catalog = self.catalog.snapshot.commit_id if self.catalog is not None else None
+        return (catalog, self._blob_ids.get(ENVIRONMENT_FILE), limits.current())
+
+    def sorted_problems(self) -> list[Problem]:
+        """Every problem found, by file and line."""
+        return sorted(self.problems, key=lambda p: (p["file"], p.get("line") or 0))
+
+    def parsed_mapping(self, blob_id: str) -> dict | None:
+        """The mapping this check parsed from blob `blob_id`, None if it parsed none. A strict
+        read that succeeded is what `yamlio.load` gives (it only refuses more): a diff of the
+        same tree may use it instead of parsing the blob again. Shared: never mutate it."""
+        if self._by_blob is None:
+            self._by_blob = {
+                self._blob_ids[path]: doc
+                for path, doc in self._parsed.items()
+                if isinstance(doc, dict) and self._blob_ids.get(path)
+            }
+        return self._by_blob.get(blob_id)
 
     def document(self, path: str) -> Any:
         """The parsed file (None when absent or empty); parse errors are reported once."""
@@ -356,6 +437,7 @@ def regular_files(tree: TreeCheck) -> None:
 
 
 def yaml_parses(tree: TreeCheck) -> None:
+    context = tree.file_context()
     for path in tree.files:
         if path.endswith(YAML_SUFFIXES):
-            tree.document(path)
+            tree.per_file("yaml_parses", path, context, lambda p=path: tree.document(p))

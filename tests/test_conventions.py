@@ -181,6 +181,7 @@ LAYERS = [
         "gitstore.layout",
         "gitstore.documents",
         "gitstore.validation",
+        "gitstore.filechecks",
         "gitstore.repositories",
         "gitstore.storeformat",
     ),

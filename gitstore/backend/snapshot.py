@@ -29,6 +29,8 @@ class Entry:
     name: str
     is_tree: bool
     filemode: int = pygit2.enums.FileMode.BLOB
+    #: The object id (a blob's names its content for good: what caches of files key on).
+    object_id: str | None = None
 
 
 #: Modes of a regular file in git; a symlink's blob holds its target's name, a gitlink names a
@@ -198,7 +200,10 @@ class Snapshot:
         obj = self._object(path)
         if not isinstance(obj, pygit2.Tree):
             return []
-        return [Entry(entry.name, entry.type_str == "tree", entry.filemode) for entry in obj]
+        return [
+            Entry(entry.name, entry.type_str == "tree", entry.filemode, str(entry.id))
+            for entry in obj
+        ]
 
     def file_ids(self, path: str) -> dict[str, str]:
         """Name -> blob id of each regular file directly in folder `path`, from one read of the

@@ -22,7 +22,7 @@ from gitstore.names import (
     check_level_value,
     check_resource_name,
 )
-from gitstore.secrets.leaves import secret_paths
+from gitstore.secrets.gate import marked_leaves_of
 from gitstore.secrets.rules import rules_for_file
 from gitstore.validation import YAML_SUFFIXES, TreeCheck, resource_document_problems
 
@@ -152,9 +152,16 @@ def _check_scope(tree: TreeCheck, folder: str) -> None:
                 f"{folder}/ may hold only the folders values/ and overrides/",
             )
     definitions = tree.memo("definitions", lambda: _attached_definitions(tree))
+    context = tree.data_context()
     for kind in KINDS:
         for path in tree.files_under(f"{folder}/{kind}"):
-            _check_resource_file(tree, path, path[len(folder) + len(kind) + 2 :], definitions)
+            name = path[len(folder) + len(kind) + 2 :]
+            tree.per_file(
+                "layers",
+                path,
+                context,
+                lambda p=path, n=name: _check_resource_file(tree, p, n, definitions),
+            )
 
 
 def _check_resource_file(
@@ -183,7 +190,10 @@ def _check_resource_file(
     rules = rules_for_file(path, definitions, environment if isinstance(environment, dict) else {})
     try:
         problems = resource_document_problems(
-            definitions[resource], path, doc, secrets=secret_paths(doc, rules)
+            definitions[resource],
+            path,
+            doc,
+            secrets=[leaf[0] for leaf in marked_leaves_of(tree, path, doc, rules)],
         )
     except ValidationFailed as exc:
         problems = [{"file": path, "message": exc.message}]
@@ -217,7 +227,8 @@ def _attached_definitions(tree: TreeCheck) -> dict[str, dict] | None:
 
 
 def mapping_files(tree: TreeCheck) -> None:
+    context = tree.file_context()
     for folder in MAPPING_FOLDERS:
         for path in tree.files_under(folder):
             if path.endswith(YAML_SUFFIXES):
-                tree.mapping(path)
+                tree.per_file("mapping_files", path, context, lambda p=path: tree.mapping(p))

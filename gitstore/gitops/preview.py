@@ -20,7 +20,7 @@ from gitstore.backend.repository import Author
 from gitstore.catalog.view import CatalogView
 from gitstore.configdb.hiera import find_node
 from gitstore.errors import Conflict, InvalidInput, NotFound
-from gitstore.gitops.rules import validate
+from gitstore.gitops.rules import check
 from gitstore.layout import (
     INVENTORY_NODES,
     NODES_LEVEL,
@@ -37,6 +37,7 @@ from gitstore.versions.diffs import ScopeDiffs, diff_environment
 
 if TYPE_CHECKING:
     from gitstore.configdb.values import Config
+    from gitstore.filechecks import FileChecks
     from gitstore.repositories import Repositories
     from gitstore.secrets.service import Secrets
     from gitstore.versions.service import Versions
@@ -49,12 +50,18 @@ class Previews:
     """Dry runs of key edits and reverts, reported as the gate and the diff see them."""
 
     def __init__(
-        self, repos: Repositories, config: Config, versions: Versions, secrets: Secrets
+        self,
+        repos: Repositories,
+        config: Config,
+        versions: Versions,
+        secrets: Secrets,
+        checks: FileChecks | None = None,
     ) -> None:
         self._repos = repos
         self._config = config
         self._versions = versions
         self._secrets = secrets
+        self._checks = checks  # what the gate found per file, shared with the push gate
 
     def edit(
         self,
@@ -91,13 +98,18 @@ class Previews:
         base = repo.parent(proposed) if changed else proposed
         before = EnvironmentView(repo.snapshot(base))
         catalog = CatalogView(self._repos.catalog().snapshot())
-        problems = validate(after.snapshot, ENVIRONMENT, catalog=catalog, env_id=env_id)
+        tree = check(
+            after.snapshot, ENVIRONMENT, catalog=catalog, env_id=env_id, checks=self._checks
+        )
+        problems = tree.sorted_problems()
         rules_of = self._secrets.rules_of(after)
 
         def masked(scopes: dict) -> dict:
             return mask_scopes(scopes, lambda r: rules_of(layer_file(None, "values", r)))[0]
 
-        differ = ScopeDiffs(before, after)  # level values and node chains share their parents
+        # Level values and node chains share their parents; the files the gate parsed (every
+        # one, on a worker's first check) are not parsed again for the nodes' key indexes.
+        differ = ScopeDiffs(before, after, tree.parsed_mapping)
 
         data = {
             "base": _version_of(before),

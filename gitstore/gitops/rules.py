@@ -14,11 +14,12 @@ from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog import rules as catalog_rules
 from gitstore.configdb import rules as environment_rules
 from gitstore.deployment import graphs
+from gitstore.filechecks import FileChecks
 from gitstore.plans import gate as plan_gate
 from gitstore.repositories import Repositories
 from gitstore.secrets import gate as secrets_gate
 from gitstore.upgrade import networks, settings
-from gitstore.validation import CATALOG, ENVIRONMENT, Catalog, Check, Problem
+from gitstore.validation import CATALOG, ENVIRONMENT, Catalog, Check, Problem, TreeCheck
 
 #: Repository kind -> its rules, run in this order (a problem found twice is reported once).
 RULES: dict[str, Sequence[Check]] = {
@@ -58,10 +59,26 @@ def validate(
     catalog: Catalog | None = None,
     env_id: int | None = None,
     repos: Repositories | None = None,
+    checks: FileChecks | None = None,
 ) -> list[Problem]:
     """Every problem of one commit of a `catalog` or `environment` repository (see
-    `validation.validate_tree`)."""
+    `validation.validate_tree`; `checks` keeps per-file results between calls)."""
+    return check(
+        snapshot, kind, catalog=catalog, env_id=env_id, repos=repos, checks=checks
+    ).sorted_problems()
+
+
+def check(
+    snapshot: Snapshot,
+    kind: str,
+    *,
+    catalog: Catalog | None = None,
+    env_id: int | None = None,
+    repos: Repositories | None = None,
+    checks: FileChecks | None = None,
+) -> TreeCheck:
+    """`validate`'s check with its tree kept (`validation.check_tree`)."""
     rules = RULES.get(kind, ())
-    return validation.validate_tree(
-        snapshot, kind, rules, catalog=catalog, env_id=env_id, repos=repos
+    return validation.check_tree(
+        snapshot, kind, rules, catalog=catalog, env_id=env_id, repos=repos, checks=checks
     )

@@ -59,6 +59,7 @@ from gitstore.validation import (
 from gitstore.versions.diffs import diff_environment
 
 if TYPE_CHECKING:
+    from gitstore.filechecks import FileChecks
     from gitstore.repositories import Repositories
 
 log = logging.getLogger("gitstore.gitops")
@@ -88,11 +89,13 @@ class GitOps:
         repos: Repositories,
         mirrors: MirrorSettings,
         eyaml_problems: Callable[[Snapshot], list] | None = None,
+        checks: FileChecks | None = None,
     ) -> None:
         self._repos = repos
         self.mirror_settings = mirrors
         #: The pushed eyaml values that do not decrypt (`secrets.eyamlpush`).
         self._eyaml_problems = eyaml_problems
+        self._checks = checks  # what the rules found per file (`gitstore.filechecks`)
 
     # -- repositories ----------------------------------------------------------------------
     def repository_path(self, name: str) -> Path:
@@ -133,7 +136,9 @@ class GitOps:
         catalog = self._served_catalog()
         if target.kind != ENVIRONMENT:  # what environments hold data for stays defined
             return validate_tree(snapshot, target.kind, catalog=catalog, repos=self._repos)
-        problems = validate_tree(snapshot, target.kind, catalog=catalog, env_id=target.env_id)
+        problems = validate_tree(
+            snapshot, target.kind, catalog=catalog, env_id=target.env_id, checks=self._checks
+        )
         if not problems and self._eyaml_problems is not None:  # a sound tree: files read
             problems = self._eyaml_problems(snapshot)
         return problems

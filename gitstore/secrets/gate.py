@@ -13,12 +13,12 @@ It needs no key: whether a sealed value opens is checked when it is revealed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitstore.errors import InvalidInput
 from gitstore.layout import ENVIRONMENT_FILE
 from gitstore.secrets import cipher, eyaml
-from gitstore.secrets.leaves import secret_leaves
+from gitstore.secrets.leaves import marked_leaves
 from gitstore.secrets.rules import Rules, parse_patterns, rules_for_file
 
 if TYPE_CHECKING:
@@ -36,12 +36,19 @@ def check_tree(tree: TreeCheck) -> None:
     except InvalidInput as exc:
         tree.report(ENVIRONMENT_FILE, exc.message, key="secret_keys")
     definitions = _definitions(tree, environment)
+    context = tree.data_context()
     for file in tree.files:
         if not file.endswith(_YAML) or file == ENVIRONMENT_FILE:
             continue
-        document = tree.document(file)
-        if isinstance(document, dict):
-            check_document(tree, file, document, rules_for_file(file, definitions, environment))
+        tree.per_file(
+            "secrets", file, context, lambda f=file: _check_file(tree, f, definitions, environment)
+        )
+
+
+def _check_file(tree: TreeCheck, file: str, definitions: dict | None, environment: dict) -> None:
+    document = tree.document(file)
+    if isinstance(document, dict):
+        check_document(tree, file, document, rules_for_file(file, definitions, environment))
 
 
 def _definitions(tree: TreeCheck, environment: dict) -> dict[str, dict] | None:
@@ -63,7 +70,7 @@ def check_document(
 ) -> None:
     """Report each plain value at a secret path of `document` and each malformed sealed one;
     `hint` says how to store that value sealed."""
-    for path, value, secret in secret_leaves(document, rules):
+    for path, value, secret in marked_leaves_of(tree, file, document, rules):
         key = ".".join(path)
         if eyaml.is_encrypted(value) and not value.startswith("ENC[v1,"):
             continue  # an eyaml value: checked and sealed by `eyamlpush`
@@ -79,3 +86,9 @@ def check_document(
             tree.report(
                 file, f"a secret stored in plain text; seal it before pushing ({hint})", key=key
             )
+
+
+def marked_leaves_of(tree: TreeCheck, file: str, document: Any, rules: Rules) -> list[tuple]:
+    """`leaves.marked_leaves` of `file`'s document, walked once per tree: the layout's schema
+    check (`configdb.rules`, its secret leaves exempt) and this rule both read them."""
+    return tree.memo(f"marked_leaves:{file}:{rules!r}", lambda: marked_leaves(document, rules))

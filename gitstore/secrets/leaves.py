@@ -77,11 +77,29 @@ def secret_paths(document: Any, rules: Rules) -> list[tuple[str, ...]]:
     What a schema may not judge (`gitstore.validation`): REST sees these values in plain text,
     the push gate as `ENC[...]`, so only one rule is the same for both: not their values.
     """
-    return [
-        path
-        for path, value, secret in secret_leaves(document, rules)
-        if secret or cipher.is_sealed(value)
-    ]
+    return [path for path, _, _ in marked_leaves(document, rules)]
+
+
+def marked_leaves(document: Any, rules: Rules) -> list[tuple[tuple[str, ...], Any, bool]]:
+    """(key path, value, secret?) of the leaves a rule makes secret or that look sealed, in
+    `secret_leaves`' order: all that the push gate's secrets rule and a schema's exemptions
+    look at, from one walk. The gate walks every pushed document: a plain recursion that keeps
+    only these leaves, not a generator that hands every leaf up through each level."""
+    found: list[tuple[tuple[str, ...], Any, bool]] = []
+    _mark(document, rules, (), False, found)
+    return found
+
+
+def _mark(value: Any, rules: Rules, path: tuple[str, ...], inherited: bool, found: list) -> None:
+    secret = inherited or rules.starts_here(path)
+    if isinstance(value, dict):
+        for key, child in value.items():
+            _mark(child, rules, (*path, str(key)), secret, found)
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            _mark(child, rules, (*path, str(index)), secret, found)
+    elif secret or cipher.is_sealed(value):
+        found.append((path, value, secret))
 
 
 def value_at(document: Any, path: tuple[str, ...]) -> Any:

@@ -16,6 +16,7 @@ of 1,000 nodes' facts do not fit the parse cache and would be parsed again by ev
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from gitstore.backend.cache import LRUCache
@@ -74,9 +75,17 @@ class ScopeDiffs:
     Answers are shared between scopes that change alike: read them, never edit them.
     """
 
-    def __init__(self, before: EnvironmentView, after: EnvironmentView) -> None:
+    def __init__(
+        self,
+        before: EnvironmentView,
+        after: EnvironmentView,
+        documents: Callable[[str], dict | None] | None = None,
+    ) -> None:
+        """`documents`: blob id -> the mapping a caller parsed already (None: not parsed), as
+        `Snapshot.read_mapping` reads it (the edit preview's gate parsed the same files)."""
         self.before = before
         self.after = after
+        self._documents = documents
         self._same_mode = before.merge == after.merge
         # A scope's change follows from its parent's only for a merge that folds its layers
         # over the parent's result (deep or shallow); per-key strategies merge whole chains.
@@ -137,7 +146,10 @@ class ScopeDiffs:
 
     def _read(self, path: str, blob: str) -> dict | None:
         if blob not in self._parsed:
-            self._parsed[blob] = self.after.snapshot.read_mapping(path)
+            known = self._documents(blob) if self._documents is not None else None
+            self._parsed[blob] = (
+                known if known is not None else self.after.snapshot.read_mapping(path)
+            )
         return self._parsed[blob]
 
     def _through_own_layers(
