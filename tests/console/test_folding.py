@@ -3,7 +3,8 @@ Fuel cluster was 5 MB): a node whose values hold a long list (`nodes`) and a map
 small mappings (`network_metadata.nodes`), as Fuel's astute.yaml does, gets a small page whose
 placeholders fetch the subtree (`.../subtree?resource=&key=`) at the page's commit, with the
 page's filter and masking and the REST reads' access rules; a bad key path is a 4xx. Checked
-with the Flask client and, opening the placeholders, in Debian's Chromium."""
+with the Flask client and, opening the placeholders, in Debian's Chromium (with the axe-core
+and keyboard checks of test_browser.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ import re
 
 import pytest
 from access.helpers import add_users, bearer, serve
-from chromium import CHROMIUM, FLAGS
 from markupsafe import escape
-from playwright import sync_api as playwright
 
 from console.forms import ALICE, USERS, build_store, sign_in
 from console.pages import leaf, leaf_paths
+from console.test_browser import (  # noqa: F401 - fixtures
+    _assert_every_control_reached,
+    axe,
+    browser,
+    driver,
+)
 from gitstore import Store
 from gitstore.api import create_app
 
@@ -233,25 +238,8 @@ def server(store, tmp_path_factory):
     running.stop()
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    assert CHROMIUM.exists(), ".ci/run installs Debian's chromium; install it to run this test"
-    with playwright.sync_playwright() as driver:
-        context = driver.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("profile")),
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=FLAGS,
-            viewport={"width": 1280, "height": 900},
-        )
-        try:
-            yield context
-        finally:
-            context.close()
-
-
 @pytest.fixture
-def page(browser):
+def page(browser):  # noqa: F811
     page = browser.new_page()
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
@@ -297,3 +285,24 @@ def test_expand_all_leaves_unopened_folds_folded(server, page):
     page.get_by_role("button", name="Expand all").click()
     assert page.locator(leaf("db")).get_attribute("open") is not None  # fetched: it opens
     assert page.locator(leaf("network_metadata")).get_attribute("open") is None
+
+
+@pytest.mark.parametrize("opened", [True, False])
+def test_folded_pages_are_accessible_and_keyboard_reachable(server, page, axe, opened):  # noqa: F811
+    """The node page with a folded mapping opened (its keys fetched, one folded again), and
+    the subtree's own page that a browser without JavaScript reaches."""
+    if opened:
+        page.goto(server.url + NODE)
+        page.locator(leaf("network_metadata")).locator("summary").first.click()
+        page.locator(leaf("network_metadata.vips.management")).wait_for()
+    else:
+        page.goto(f"{server.url}{SUBTREE}?resource=astute&key=network_metadata")
+    assert SECRET not in page.content()
+    page.add_script_tag(path=str(axe))
+    violations = page.evaluate(
+        """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+             .filter(v => ['serious', 'critical'].includes(v.impact))
+             .map(v => `${v.id}: ${v.help} (${v.nodes.map(n => n.target).join(' ')})`)"""
+    )
+    assert violations == []
+    _assert_every_control_reached(page)
