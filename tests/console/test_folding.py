@@ -306,3 +306,16 @@ def test_folded_pages_are_accessible_and_keyboard_reachable(server, page, axe, o
     )
     assert violations == []
     _assert_every_control_reached(page)
+
+
+def test_the_subtree_page_filters_its_keys(client):
+    url = f"{SUBTREE}?resource=astute&key=network_metadata.nodes&filter=node-1234"
+    page = _get(client, url)
+    assert 'name="key" value="network_metadata.nodes"' in page  # the form keeps the subtree
+    assert leaf_paths(page) == [
+        "node-1234.uid",
+        "node-1234.name",
+        "node-1234.network_roles.a",
+        "node-1234.network_roles.b",
+        "node-1234.network_roles.c",
+    ]

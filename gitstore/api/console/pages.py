@@ -4,9 +4,8 @@ Pages: the environments, one environment (levels, a page of its nodes, resources
 recent commits), one node (every resource's effective values as a tree, large subtrees folded:
 `subtrees.py` serves them) and a key's provenance at a node (the level that won, its file and
 line, the commit that set it), which the node page fetches when a key is opened rather than
-carrying it for every key. Every page
-takes `?version=` (a version number, commit or label) and carries it in its links: the whole
-console travels in time.
+carrying it for every key. Every page takes `?version=` (a version number, commit or label)
+and carries it in its links: the whole console travels in time.
 Access is the REST reads' (`auth.needed` maps `/ui/environments/<id>` to that environment);
 an unknown environment or node is the usual JSON error (404); a blank `?version=`
 (the form left empty) is the head. `?reveal=1` on a node page opens secret values for a

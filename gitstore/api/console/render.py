@@ -6,8 +6,8 @@ node view's time (bench/console.py, docs/performance.md), built here they are ~3
 tree holds no provenance: a key's is fetched when it is opened (`why` in pages.py), which keeps
 a controller's page a third of its size. In a large cluster a node's values hold the cluster's
 lists (Fuel's `nodes` and `network_metadata.nodes`: tens of thousands of entries at 1,000
-nodes), so a large mapping or list is sent folded, a placeholder fetched when opened (`subtree`
-in pages.py). Every value is escaped (`html.escape`: faster than building a `Markup` per
+nodes), so a large mapping or list is sent folded, a placeholder fetched when opened
+(subtrees.py). Every value is escaped (`html.escape`: faster than building a `Markup` per
 value); the results are `Markup`, safe to insert as is.
 """
 
@@ -59,7 +59,7 @@ def matching(value: dict, wanted: str, path: tuple = ()) -> dict:
 
 
 def values_tree(value: dict, fold_url: str, path: tuple = ()) -> Markup:
-    """The `<li>`s of a mapping's tree (a resource's values, or a subtree at dotted `path`): a
+    """The `<li>`s of a mapping's tree (a resource's values, or a subtree at keys `path`): a
     mapping opens to its keys, a leaf (a scalar, a list or an empty mapping) shows its value as
     JSON and, unless it is an empty mapping, opens to its provenance. A large mapping or list
     is folded (`FOLD_ENTRIES`, `CROWDED_ENTRIES`): it opens to a link to `fold_url` plus
