@@ -34,6 +34,8 @@ LISTED = 1500
 #: The node page of this node, folded (the 1,000-node bench's target is 400 KB).
 MAX_PAGE_BYTES = 24 * 1024
 SECRET = "hunter2-secret"
+#: Keys of one mapping of scalars: shown a thousand at a time (render.PAGE_KEYS).
+HOSTS = 2500
 
 
 def _member(number: int) -> dict:
@@ -60,7 +62,9 @@ def _astute() -> dict:
 def _fill(store: Store) -> None:
     store.config.put(1, [], "astute", "values", _astute(), ALICE)
     many = {f"key_{index}": index for index in range(1200)}  # `db` folds, its secret inside
-    store.config.put(1, [], "globals", "values", {"db": {"pass": SECRET, **many}}, ALICE)
+    hosts = {f"host-{index}": f"10.9.{index // 250}.{index % 250}" for index in range(HOSTS)}
+    document = {"db": {"pass": SECRET, **many}, "hosts": hosts}
+    store.config.put(1, [], "globals", "values", document, ALICE)
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +104,7 @@ def test_the_cluster_lists_are_folded_and_the_page_is_small(client, store):
     assert {"net.mtu", "net.vlan"} <= set(leaf_paths(page))  # small mappings stay open
     assert "node-1500.example" not in page and "network_roles" not in page
     folds = _folds(page)
-    assert set(folds) == {"nodes", "network_metadata", "db"}
+    assert set(folds) == {"nodes", "network_metadata", "db", "hosts"}
     head = store.environment_repo(1).head()
     assert all(f"version={head}" in url for url in folds.values())  # the page's revision
     assert "(a list of 1,500 items, 6,000 entries in all)" in page
@@ -111,8 +115,9 @@ def test_a_folded_mapping_opens_to_its_keys_folded_again_when_crowded(client):
     assert "<html" not in metadata
     assert leaf_paths(f'<ul class="tree">{metadata}</ul>') == ["vips.management"]
     listed = _get(client, _folds(metadata)["network_metadata.nodes"] + "&fragment=1")
-    inner = _folds(listed)  # 1,500 small mappings: each folded, one line each
-    assert len(inner) == LISTED and "network_roles" not in listed
+    inner = _folds(listed)  # 1,500 small mappings: each folded, one line each, 1,000 at once
+    assert len(inner) == 1000 and "network_roles" not in listed
+    assert "Show keys 1,001–1,500 of 1,500</a></li>" in listed
     one = _get(client, inner["network_metadata.nodes.node-7"] + "&fragment=1")
     paths = leaf_paths(f'<ul class="tree">{one}</ul>')
     assert paths == ["uid", "name", "network_roles.a", "network_roles.b", "network_roles.c"]
@@ -170,7 +175,9 @@ def test_a_placeholder_reads_the_revision_of_its_page(client, store):
         ("resource=astute&key=net..mtu", 400, "net..mtu"),
         ("resource=astute&key=" + "a" * 5000, 400, "longer than"),
         ("resource=astute&key=" + ".".join(["a"] * 65), 400, "segments"),
-        ("resource=astute", 400, "key"),
+        ("resource=globals&key=hosts&start=x", 400, "start"),
+        ("resource=globals&key=hosts&start=-1", 400, "start"),
+        ("resource=globals&key=hosts&start=2500", 400, "start"),
         ("key=net", 400, "resource"),
         ("resource=nothing&key=net", 404, "nothing"),
         ("resource=astute&key=net&version=no-such-version", 422, "no-such-version"),
@@ -182,6 +189,33 @@ def test_a_bad_key_path_is_a_4xx_naming_it(client, query, status, named):
         assert response.status_code == status, response.get_data(as_text=True)[:300]
         error = response.get_json()
         assert error["status"] == status and named in error["message"]
+
+
+def test_a_long_mapping_shows_a_thousand_keys_at_a_time(client):
+    url, fragments, seen = _folds(_get(client, NODE))["hosts"], 0, []
+    while url:
+        fragment = _get(client, url + "&fragment=1")
+        seen += leaf_paths(f'<ul class="tree">{fragment}</ul>')
+        fragments += 1
+        more = re.search(r'<li class="more"><a class="more" href="([^"]+)"', fragment)
+        url = more.group(1).replace("&amp;", "&") if more else None
+    assert fragments == 3 and seen == [f"host-{index}" for index in range(HOSTS)]
+    page = _get(client, f"{SUBTREE}?resource=globals&key=hosts&start=2000")
+    assert "Show keys" not in page and len(leaf_paths(page)) == 500
+
+
+def test_a_resource_with_many_keys_shows_a_thousand_then_a_link(tmp_path):
+    store = build_store(tmp_path / "store")
+    wide = {f"key_{index}": index for index in range(1500)}
+    store.config.put(1, [], "astute", "values", wide, ALICE)
+    client = create_app({"TESTING": True}, store=store).test_client()
+    page = _get(client, NODE)
+    assert [p for p in leaf_paths(page) if p.startswith("key_")] == list(wide)[:1000]
+    assert "Show keys 1,001–1,500 of 1,500" in page
+    link = re.search(r'<a class="more" href="([^"]+)"', page).group(1).replace("&amp;", "&")
+    assert "resource=astute" in link and "key=&" in link  # the resource's own keys
+    rest = _get(client, link + "&fragment=1")
+    assert leaf_paths(f'<ul class="tree">{rest}</ul>') == list(wide)[1000:]
 
 
 # -- secrets and access ------------------------------------------------------------------------
@@ -256,10 +290,10 @@ def test_opening_folded_subtrees_in_a_browser_shows_their_entries(server, page):
     metadata.locator("summary").first.click()
     page.locator(leaf("network_metadata.vips.management")).wait_for()
     page.locator(leaf("network_metadata.nodes")).locator("summary").first.click()
-    node = page.locator(leaf("network_metadata.nodes.node-1234"))
+    node = page.locator(leaf("network_metadata.nodes.node-734"))
     node.locator("summary").first.click()
-    key = page.locator(leaf("network_metadata.nodes.node-1234.network_roles.b"))
-    assert key.locator("code.value").inner_text() == '"10.4.234.1"'
+    key = page.locator(leaf("network_metadata.nodes.node-734.network_roles.b"))
+    assert key.locator("code.value").inner_text() == '"10.2.234.1"'
     key.locator("summary").press("Enter")  # its provenance: the path runs through the folds
     assert key.locator("dd.file").inner_text().startswith("global/values/astute.yaml:")
     listed = page.locator(leaf("nodes"))
@@ -267,6 +301,19 @@ def test_opening_folded_subtrees_in_a_browser_shows_their_entries(server, page):
     value = listed.locator("summary code.value")
     value.filter(has_text="node-1500.example").wait_for()
     assert listed.locator("dd.file").inner_text().startswith("global/values/astute.yaml:")
+
+
+def test_the_next_keys_of_a_long_mapping_load_in_place(server, page):
+    page.goto(server.url + NODE)
+    page.locator(leaf("hosts")).locator("summary").first.click()
+    page.locator(leaf("hosts.host-999")).wait_for()
+    assert page.locator(leaf("hosts.host-1000")).count() == 0
+    page.get_by_role("link", name="Show keys 1,001–2,000 of 2,500").click()
+    page.locator(leaf("hosts.host-1999")).wait_for()
+    assert page.url == server.url + NODE  # fetched in place, not followed
+    key = page.locator(leaf("hosts.host-1500"))
+    key.locator("summary").click()
+    assert key.locator("dd.file").inner_text().startswith("global/values/globals.yaml:")
 
 
 def test_expand_all_leaves_unopened_folds_folded(server, page):
@@ -279,7 +326,7 @@ def test_expand_all_leaves_unopened_folds_folded(server, page):
     assert page.evaluate("() => document.querySelectorAll('ul.tree details.map[open]').length")
     assert not [url for url in requests if "/subtree" in url]
     page.locator(leaf("db")).locator("summary").first.click()
-    page.locator(leaf("db.key_1199")).wait_for()
+    page.locator(leaf("db.key_500")).wait_for()
     page.get_by_role("button", name="Collapse all").click()
     assert page.evaluate("() => document.querySelectorAll('ul.tree details.map[open]').length") == 0
     page.get_by_role("button", name="Expand all").click()

@@ -28,6 +28,9 @@ FOLD_ENTRIES = 1000
 #: When the keys of one mapping would still show more entries than this unfolded (a mapping of
 #: a thousand small mappings), every non-empty mapping and list among them is sent folded.
 CROWDED_ENTRIES = 4000
+#: A tree shows at most this many keys of the mapping it renders, then a link to the next ones
+#: (a mapping's keys are a line each, even folded).
+PAGE_KEYS = 1000
 
 
 def entries(value: Any) -> int:
@@ -58,14 +61,29 @@ def matching(value: dict, wanted: str, path: tuple = ()) -> dict:
     return kept
 
 
-def values_tree(value: dict, fold_url: str, path: tuple = ()) -> Markup:
+def values_tree(value: dict, fold_url: str, path: tuple = (), start: int = 0) -> Markup:
     """The `<li>`s of a mapping's tree (a resource's values, or a subtree at keys `path`): a
     mapping opens to its keys, a leaf (a scalar, a list or an empty mapping) shows its value as
     JSON and, unless it is an empty mapping, opens to its provenance. A large mapping or list
     is folded (`FOLD_ENTRIES`, `CROWDED_ENTRIES`): it opens to a link to `fold_url` plus
-    `&key=<its dotted path>`, which the page's script fetches in its place."""
+    `&key=<its dotted path>`, which the page's script fetches in its place. Of `value`'s own
+    keys, `PAGE_KEYS` from the `start`th are shown, then a link to the next ones."""
     parts: list[str] = []
-    _items(value, path, fold_url, parts)
+    keys = list(value)
+    shown = keys[start : start + PAGE_KEYS]
+    _items(
+        {key: value[key] for key in shown} if len(shown) < len(value) else value,
+        path,
+        fold_url,
+        parts,
+    )
+    if start + PAGE_KEYS < len(keys):
+        following = min(len(keys), start + 2 * PAGE_KEYS)
+        url = f"{fold_url}&key={_key_arg(path)}&start={start + PAGE_KEYS}"
+        parts.append(
+            f'<li class="more"><a class="more" href="{escape(url)}">Show keys '
+            f"{start + PAGE_KEYS + 1:,}–{following:,} of {len(keys):,}</a></li>"
+        )
     return Markup("".join(parts))
 
 

@@ -1,5 +1,7 @@
 """`/ui/environments/<id>/nodes/<node>/subtree?resource=R&key=K`: one folded mapping or list of
-the node page (render.py folds the large ones: a real cluster's node lists).
+the node page (render.py folds the large ones: a real cluster's node lists); without `key`,
+the resource's whole values; `&start=N` the keys of a mapping from the Nth (render.py shows
+`PAGE_KEYS` at a time).
 
 It reads the same Hiera node document as the node page, so the same masking (`?reveal=1` only
 for the `secrets` role, audited) and the same access (`auth.needed` maps the path to its
@@ -12,6 +14,7 @@ whole page, with its own tree, serves a browser without JavaScript.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from flask import g, render_template, request
@@ -25,13 +28,14 @@ from gitstore.keypaths import MAX_PATH, split_dotted
 
 #: The longest `key` taken (a dotted path of `MAX_PATH` segments of ordinary keys fits).
 MAX_KEY = 4096
+_DIGITS = re.compile(r"[0-9]{1,9}")
 
 
 @bp.get("/environments/<int:env_id>/nodes/<node>/subtree")
 def subtree(env_id: int, node: str):
     version, fragment, reveal = pinned(), flag("fragment"), flag("reveal")
-    resource, key = _required("resource"), _required("key")
-    segments = _segments(key)
+    resource, key = _required("resource"), (request.args.get("key") or "").strip()
+    segments = _segments(key) if key else []
     document = (
         app_store()
         .hiera.node_document(env_id, node, version, reveal=reveal, who=g.get("user"))
@@ -43,9 +47,12 @@ def subtree(env_id: int, node: str):
     value, path = _walk(values, segments, key, resource)
     wanted = wanted_filter()
     tree = text = None
+    start = 0
     if isinstance(value, dict):
         shown = matching(value, wanted.casefold(), path)
-        tree = values_tree(shown, fold_url(env_id, document, resource, wanted, reveal), path)
+        start = _start(len(shown))
+        url = fold_url(env_id, document, resource, wanted, reveal)
+        tree = values_tree(shown, url, path, start)
     else:
         text = json.dumps(value, ensure_ascii=False)
     return render_template(
@@ -57,6 +64,7 @@ def subtree(env_id: int, node: str):
         tree=tree,
         text=text,
         entries=len(value),
+        start=start,
         filter=wanted,
         version=version,
         reveal=reveal,
@@ -68,6 +76,16 @@ def _required(name: str) -> str:
     if not value:
         raise InvalidInput(f"{name} is required", key=name)
     return value
+
+
+def _start(keys: int) -> int:
+    """`?start=`: the first key shown of a mapping with more than `PAGE_KEYS` (0 if absent)."""
+    text = (request.args.get("start") or "0").strip()
+    if not _DIGITS.fullmatch(text) or int(text) > max(keys - 1, 0):
+        raise InvalidInput(
+            f"start {text[:20]!r} is no key's position (0 to {keys - 1})", key="start"
+        )
+    return int(text)
 
 
 def _segments(key: str) -> list[str]:
@@ -97,7 +115,6 @@ def _walk(values: dict, segments: list[str], key: str, resource: str) -> tuple[A
         path.append(".".join(segments[at:end]))
         here, at = keys[path[-1]], end
     if not isinstance(here, (dict, list)) or not here:
-        raise InvalidInput(
-            f"key {key!r} of {resource} is a value, not a mapping or list to open", key="key"
-        )
+        what = f"key {key!r} of {resource}" if key else resource
+        raise InvalidInput(f"{what} is a value, not a mapping or list to open", key="key")
     return here, tuple(path)

@@ -2,7 +2,8 @@
 // - Node page: a key's provenance is fetched when the key is opened (the tree does not carry
 //   it: a controller's ~1,600 keys would triple the page), from the tree's `data-why` URL;
 //   a folded subtree (a large mapping or list, `details.folded`) is fetched when opened, from
-//   the link it holds (the page without JavaScript follows it); "Expand all" and
+//   the link it holds (the page without JavaScript follows it), and so are the next keys of
+//   a mapping too long for one tree (`li.more`); "Expand all" and
 //   "Collapse all" open or close every mapping of the values trees, leaving folded subtrees
 //   that were never opened folded (opening them all would fetch what folding spared).
 // - Graph page: the drawing opens fitted to its box (the style sheet); zoom buttons scale
@@ -51,6 +52,20 @@ function loadSubtree(details) {
   });
 }
 
+// The next keys of a long mapping, in place of the link to them.
+function loadMore(link) {
+  const item = link.parentElement;
+  if (item.dataset.fetched) return;
+  item.dataset.fetched = "1";
+  fetchHtml(link.href + "&fragment=1").then((html) => {
+    item.insertAdjacentHTML("beforebegin", html);
+    item.remove();
+  }, (error) => {
+    link.after(" (they could not be loaded: " + error.message + ")");
+    delete item.dataset.fetched;
+  });
+}
+
 function loadProvenance(tree, details) {
   if (details.dataset.loaded) return;
   details.dataset.loaded = "1";
@@ -95,6 +110,12 @@ document.addEventListener("DOMContentLoaded", () => {
       if (details.classList.contains("folded")) loadSubtree(details);
       if (!details.classList.contains("map")) loadProvenance(tree, details);
     }, true);
+    tree.addEventListener("click", (event) => {
+      const link = event.target.closest("li.more > a.more");
+      if (!link) return;
+      event.preventDefault();
+      loadMore(link);
+    });
   }
   for (const button of document.querySelectorAll("button[data-open]")) {
     button.hidden = false;
