@@ -114,7 +114,9 @@ def _walk(values: dict, segments: list[str], key: str, resource: str) -> tuple[A
             raise NotFound(f"{resource} has no mapping or list at key {key!r}", key="key")
         path.append(".".join(segments[at:end]))
         here, at = keys[path[-1]], end
-    if not isinstance(here, (dict, list)) or not here:
-        what = f"key {key!r} of {resource}" if key else resource
+    what = f"key {key!r} of {resource}" if key else resource
+    if not isinstance(here, (dict, list)):
         raise InvalidInput(f"{what} is a value, not a mapping or list to open", key="key")
+    if not here:
+        raise InvalidInput(f"{what} is empty: nothing to open", key="key")
     return here, tuple(path)
