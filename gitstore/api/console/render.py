@@ -1,14 +1,11 @@
-"""HTML of the node view built in Python: the values tree (the part repeated per key), its
-folded subtrees, and a key's provenance.
+"""HTML of the node view built in Python: the values tree (the part repeated per key) and a
+key's provenance.
 
 A Fuel controller has ~1,600 effective keys; as Jinja macros the per-key parts took most of the
-node view's time (bench/console.py, docs/performance.md), built here they are ~3x faster. The
-tree holds no provenance: a key's is fetched when it is opened (`why` in pages.py), which keeps
-a controller's page a third of its size. In a large cluster a node's values hold the cluster's
-lists (Fuel's `nodes` and `network_metadata.nodes`: tens of thousands of entries at 1,000
-nodes), so a large mapping or list is sent folded, a placeholder fetched when opened
-(subtrees.py). Every value is escaped (`html.escape`: faster than building a `Markup` per
-value); the results are `Markup`, safe to insert as is.
+node view's time (bench/console.py, docs/performance.md), and built here they cost a fraction
+of it. The tree holds no provenance: a key's is fetched when it is opened (`why` in pages.py),
+which keeps a controller's page small. Every value is escaped (`html.escape`: faster than
+building a `Markup` per value); the results are `Markup`, safe to insert as is.
 """
 
 from __future__ import annotations
@@ -22,6 +19,9 @@ from markupsafe import Markup
 
 #: The longest text the node view's filter box matches (longer is cut).
 MAX_FILTER = 200
+# In a large cluster a node's values hold the cluster's lists (Fuel's `nodes` and
+# `network_metadata.nodes`: tens of thousands of entries at 1,000 nodes), so the tree sends a
+# large mapping or list folded: a placeholder fetched when opened (subtrees.py).
 #: A mapping or list holding more entries than this (keys and list items, counted all the way
 #: down) is sent folded: a placeholder whose content is fetched when it is opened.
 FOLD_ENTRIES = 1000
