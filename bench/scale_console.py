@@ -8,6 +8,8 @@ by `git fast-import`), serves it with `gitstore serve` and measures on loopback:
     environment page, filtered     GET /ui/environments/1?role=compute&status=error&page=3
     node page of a controller      GET /ui/environments/1/nodes/2  time and bytes of HTML
     a key's provenance             GET .../nodes/2/why?resource=astute&key=fqdn&fragment=1
+    the largest folded subtree     GET .../nodes/2/subtree?...&fragment=1 of each placeholder
+                                   of the node page (the cluster's lists, when nodes list them)
     DOMContentLoaded               the node page in Debian's Chromium (median after a first load)
 
     targets: environment page <= 300 ms; node page <= 400 KB of HTML, DOMContentLoaded <= 1 s
@@ -22,6 +24,8 @@ Usage:
 
 from __future__ import annotations
 
+import html
+import re
 import statistics
 import sys
 import tempfile
@@ -80,6 +84,20 @@ def dom_content_loaded(url: str, loads: int) -> float:
     return statistics.median(took)
 
 
+def largest_fold(server: harness.Server, node_page: str, runs: int) -> tuple[str, float, int]:
+    """The key of the node page's folded subtree whose fragment is the largest, its warm
+    milliseconds and bytes; ("", 0, 0) when the page folds nothing."""
+    _, page, _ = server.get(node_page)
+    sizes = []
+    for href in re.findall(r'<a class="fold" href="([^"]+)"', page.decode()):
+        url = html.unescape(href) + "&fragment=1"
+        sizes.append((timed_get(server, url)[1], url))
+    if not sizes:
+        return "", 0.0, 0
+    size, url = max(sizes)
+    return url.split("key=", 1)[1].split("&", 1)[0], warm_ms(server, url, runs), size
+
+
 def measure(root: Path, args) -> list[tuple[str, str, str, bool]]:
     """(what, measured, target, met) rows, on a server of its own for `root`."""
     runs = 3 if args.smoke else args.runs
@@ -100,6 +118,7 @@ def measure_server(
     node_ms = warm_ms(server, node_page, runs)
     node_bytes = timed_get(server, node_page)[1]
     why_ms = warm_ms(server, why, runs)
+    fold_key, fold_ms, fold_bytes = largest_fold(server, node_page, runs)
     loaded = None if loads is None else dom_content_loaded(server.url + node_page, loads)
     kb = node_bytes / 1024
     return [
@@ -119,6 +138,12 @@ def measure_server(
             node_bytes <= NODE_PAGE_TARGET_BYTES,
         ),
         ("a key's provenance (fragment), warm", f"{why_ms:.1f} ms", "-", True),
+        (
+            "the node page's largest folded subtree (fragment), warm",
+            f"{fold_key}: {fold_ms:.1f} ms, {fold_bytes / 1024:.0f} KB" if fold_key else "none",
+            "-",
+            True,
+        ),
         (
             "node page DOMContentLoaded (Chromium)",
             "not measured (--smoke)" if loaded is None else f"{loaded:.0f} ms",

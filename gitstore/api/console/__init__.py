@@ -7,11 +7,12 @@ routes to `bp` when imported): the list is the registry, not an import side effe
 
 from __future__ import annotations
 
-from gitstore.api.console import compare, edit, graphs, history, pages, search
+from gitstore.api.console import compare, edit, graphs, history, pages, search, subtrees
 from gitstore.api.console.blueprint import bp
 
-#: The console's views: environments and nodes, changes (diff, key history, a commit's blast
-#: radius), two environments compared, search, graphs, and the writes (sign-in, edit, revert).
-MODULES = (pages, history, compare, search, graphs, edit)
+#: The console's views: environments and nodes (and a node's folded subtrees), changes (diff,
+#: key history, a commit's blast radius), two environments compared, search, graphs, and the
+#: writes (sign-in, edit, revert).
+MODULES = (pages, subtrees, history, compare, search, graphs, edit)
 
 __all__ = ["MODULES", "bp"]

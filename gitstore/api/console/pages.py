@@ -1,11 +1,11 @@
 """`/ui/`: the read-only web console, server-rendered HTML readable without JavaScript.
 
 Pages: the environments, one environment (levels, a page of its nodes, resources, labels,
-recent commits), one node (every resource's effective values as a tree) and a key's
-provenance at a node (the level that won, its file and line, the commit that set it), which
-the node page fetches when a key is opened rather than carrying it for every key. Every page
-takes `?version=` (a version number, commit or label) and carries it in its links: the whole
-console travels in time.
+recent commits), one node (every resource's effective values as a tree, large subtrees folded:
+`subtrees.py` serves them) and a key's provenance at a node (the level that won, its file and
+line, the commit that set it), which the node page fetches when a key is opened rather than
+carrying it for every key. Every page takes `?version=` (a version number, commit or label)
+and carries it in its links: the whole console travels in time.
 Access is the REST reads' (`auth.needed` maps `/ui/environments/<id>` to that environment);
 an unknown environment or node is the usual JSON error (404); a blank `?version=`
 (the form left empty) is the head. `?reveal=1` on a node page opens secret values for a
@@ -18,8 +18,8 @@ from flask import g, render_template, request, url_for
 
 from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.console.nodelist import node_page
-from gitstore.api.console.render import MAX_FILTER, provenance, values_tree
-from gitstore.api.console.shared import attached_resources, node_chain
+from gitstore.api.console.render import matching, provenance, values_tree
+from gitstore.api.console.shared import attached_resources, fold_url, node_chain, wanted_filter
 from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store, flag
 from gitstore.api.offload import heavy_service
@@ -70,11 +70,12 @@ def node(env_id: int, node: str):
     document = store.hiera.node_document(
         env_id, node, version, reveal=reveal, who=g.get("user")
     ).data
-    wanted = (request.args.get("filter") or "").strip()[:MAX_FILTER]
+    wanted = wanted_filter()
     resources = []
     for name, values in document["resources"].items():
-        tree, shown = values_tree(values, wanted)
-        resources.append({"name": name, "tree": tree, "shown": shown})
+        shown = matching(values, wanted.casefold())
+        tree = values_tree(shown, fold_url(env_id, document, name, wanted, reveal))
+        resources.append({"name": name, "tree": tree, "shown": len(shown)})
     return render_template(
         "console/node.html",
         env_id=env_id,

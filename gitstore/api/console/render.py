@@ -13,49 +13,130 @@ from __future__ import annotations
 import json
 from html import escape as _escape
 from typing import Any
+from urllib.parse import quote
 
 from markupsafe import Markup
 
 #: The longest text the node view's filter box matches (longer is cut).
 MAX_FILTER = 200
+# In a large cluster a node's values hold the cluster's lists (Fuel's `nodes` and
+# `network_metadata.nodes`: tens of thousands of entries at 1,000 nodes), so the tree sends a
+# large mapping or list folded: a placeholder fetched when opened (subtrees.py).
+#: A mapping or list holding more entries than this (keys and list items, counted all the way
+#: down) is sent folded: a placeholder whose content is fetched when it is opened.
+FOLD_ENTRIES = 1000
+#: When the keys of one mapping would still show more entries than this unfolded (a mapping of
+#: a thousand small mappings), every non-empty mapping and list among them is sent folded.
+CROWDED_ENTRIES = 4000
+#: A tree shows at most this many keys of the mapping it renders, then a link to the next ones
+#: (a mapping's keys are a line each, even folded).
+PAGE_KEYS = 1000
 
 
-def values_tree(value: dict, wanted: str = "") -> tuple[Markup, int]:
-    """The `<li>`s of a resource's tree, and how many leaves they show: a mapping opens to its
-    keys, a leaf (a scalar, a list or an empty mapping) shows its value as JSON and, unless it
-    is an empty mapping, opens to its provenance. With `wanted`, only leaves whose dotted path
-    or JSON value holds that text (ignoring case) are shown, with the mappings above them."""
-    parts: list[str] = []
-    shown = _items(value, (), wanted.casefold(), parts)
-    return Markup("".join(parts)), shown
+def entries(value: Any) -> int:
+    """The keys and list items `value` holds, counted all the way down (0 for a scalar)."""
+    if isinstance(value, dict):
+        children = value.values()
+    elif isinstance(value, list):
+        children = value
+    else:
+        return 0
+    return len(children) + sum(entries(c) for c in children if isinstance(c, (dict, list)))
 
 
-def _items(value: dict, path: tuple, wanted: str, parts: list[str]) -> int:
-    shown = 0
+def matching(value: dict, wanted: str, path: tuple = ()) -> dict:
+    """The part of mapping `value` (at dotted `path`) whose leaves' dotted path or JSON value
+    holds `wanted` (casefolded), with the mappings above them; all of it without `wanted`."""
+    if not wanted:
+        return value
+    kept = {}
     for key, child in value.items():
         here = (*path, str(key))
         if isinstance(child, dict) and child:
-            mark = len(parts)
+            inner = matching(child, wanted, here)
+            if inner:
+                kept[key] = inner
+        elif wanted in ".".join(here).casefold() or wanted in _json(child).casefold():
+            kept[key] = child
+    return kept
+
+
+def values_tree(value: dict, fold_url: str, path: tuple = (), start: int = 0) -> Markup:
+    """The `<li>`s of a mapping's tree (a resource's values, or a subtree at keys `path`): a
+    mapping opens to its keys, a leaf (a scalar, a list or an empty mapping) shows its value as
+    JSON and, unless it is an empty mapping, opens to its provenance. A large mapping or list
+    is folded (`FOLD_ENTRIES`, `CROWDED_ENTRIES`): it opens to a link to `fold_url` plus
+    `&key=<its dotted path>`, which the page's script fetches in its place. Of `value`'s own
+    keys, `PAGE_KEYS` from the `start`th are shown, then a link to the next ones."""
+    parts: list[str] = []
+    keys = list(value)
+    shown = keys[start : start + PAGE_KEYS]
+    _items(
+        {key: value[key] for key in shown} if len(shown) < len(value) else value,
+        path,
+        fold_url,
+        parts,
+    )
+    if start + PAGE_KEYS < len(keys):
+        following = min(len(keys), start + 2 * PAGE_KEYS)
+        url = f"{fold_url}&key={_key_arg(path)}&start={start + PAGE_KEYS}"
+        parts.append(
+            f'<li class="more"><a class="more" href="{escape(url)}">Show keys '
+            f"{start + PAGE_KEYS + 1:,}–{following:,} of {len(keys):,}</a></li>"
+        )
+    return Markup("".join(parts))
+
+
+def _items(value: dict, path: tuple, fold_url: str, parts: list[str]) -> None:
+    sizes = {key: entries(child) for key, child in value.items()}
+    unfolded = sum(1 + (size if size <= FOLD_ENTRIES else 0) for size in sizes.values())
+    crowded = unfolded > CROWDED_ENTRIES
+    for key, child in value.items():
+        here = (*path, str(key))
+        if sizes[key] and (crowded or sizes[key] > FOLD_ENTRIES):
+            parts.append(_folded(key, child, sizes[key], f"{fold_url}&key={_key_arg(here)}"))
+        elif isinstance(child, dict) and child:
             parts.append(
                 f'<li><details class="map" open><summary><code>{escape(key)}</code></summary><ul>'
             )
-            inner = _items(child, here, wanted, parts)
-            if inner:
-                parts.append("</ul></details></li>")
-                shown += inner
-            else:
-                del parts[mark:]
-            continue
-        dotted, text = ".".join(here), _json(child)
-        if wanted and wanted not in dotted.casefold() and wanted not in text.casefold():
-            continue
-        shown += 1
-        label = f'<code>{escape(key)}</code>: <code class="value">{escape(text)}</code>'
-        if isinstance(child, dict):  # an empty mapping: no layer sets a key here
-            parts.append(f'<li class="empty">{label}</li>')
-        else:  # its dotted path is its keys up the tree (a path per key was a fifth of a page)
-            parts.append(f"<li><details><summary>{label}</summary></details></li>")
-    return shown
+            _items(child, here, fold_url, parts)  # it holds at most FOLD_ENTRIES: nothing folds
+            parts.append("</ul></details></li>")
+        else:
+            parts.append(_leaf(key, child))
+
+
+def _leaf(key: Any, value: Any) -> str:
+    label = f'<code>{escape(key)}</code>: <code class="value">{escape(_json(value))}</code>'
+    if isinstance(value, dict):  # an empty mapping: no layer sets a key here
+        return f'<li class="empty">{label}</li>'
+    # its dotted path is its keys up the tree (a path per key was a fifth of a page)
+    return f"<li><details><summary>{label}</summary></details></li>"
+
+
+def _folded(key: Any, value: dict | list, size: int, url: str) -> str:
+    """A folded mapping opens to a link to its keys (the script puts them in its `<ul>`); a
+    folded list (a leaf) to its provenance and a link to its whole value."""
+    count = len(value)
+    link = f'<a class="fold" href="{escape(url)}">'
+    if isinstance(value, dict):
+        what = f"{count:,} {'key' if count == 1 else 'keys'}, {size:,} entries in all"
+        return (
+            f'<li><details class="map folded"><summary><code>{escape(key)}</code> '
+            f'<span class="count">({what})</span></summary>'
+            f"<ul><li>{link}Show the keys of <code>{escape(key)}</code></a></li></ul>"
+            "</details></li>"
+        )
+    what = f"a list of {count:,} {'item' if count == 1 else 'items'}, {size:,} entries in all"
+    return (
+        f'<li><details class="folded"><summary><code>{escape(key)}</code>: '
+        f'<code class="value">[…]</code> <span class="count">({what})</span></summary>'
+        f'<p class="fold">{link}Show the whole value of <code>{escape(key)}</code></a></p>'
+        "</details></li>"
+    )
+
+
+def _key_arg(path: tuple) -> str:
+    return quote(".".join(path), safe="")
 
 
 def provenance(

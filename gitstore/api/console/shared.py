@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from flask import g
+from flask import g, request, url_for
 
+from gitstore.api.console.render import MAX_FILTER
 from gitstore.api.http import app_store
 
 
@@ -76,3 +77,23 @@ def known_nodes(env_id: int, version: str | None) -> list[str]:
         if level["name"] == "nodes":
             found.update(str(value) for value in level["values"])
     return sorted(found, key=lambda text: (len(text), text))
+
+
+def wanted_filter() -> str:
+    """The node view's `?filter=` text, stripped and cut to `MAX_FILTER` characters."""
+    return (request.args.get("filter") or "").strip()[:MAX_FILTER]
+
+
+def fold_url(env_id: int, document: dict, resource: str, wanted: str, reveal: bool) -> str:
+    """The URL of a folded subtree of `resource` in the node view of `document` (the Hiera node
+    document), less its `&key=`: pinned to the document's commit, so a subtree opened later
+    is read at the same revision, and with the page's filter and reveal."""
+    return url_for(
+        "console.subtree",
+        env_id=env_id,
+        node=document["node"],
+        resource=resource,
+        version=document["commit"],
+        filter=wanted or None,
+        reveal=1 if reveal else None,
+    )
