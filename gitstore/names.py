@@ -113,8 +113,7 @@ def check_level_value(value: object, level: str = "level") -> str:
 
 def check_identifier(value: object, field: str) -> str:
     """A plain identifier (component, level, graph type names): letters, digits, `_.-`."""
-    check_segment(value, field)
-    if not _IDENTIFIER.match(value):  # type: ignore[arg-type]
+    if not _IDENTIFIER.match(check_segment(value, field)):
         raise InvalidInput(
             f"{field} {value!r} may contain only letters, digits, '_', '.' and '-'", key=field
         )
