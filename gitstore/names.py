@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
-from typing import Any
+from typing import Any, TypeGuard
 
 from gitstore.errors import InvalidInput
 
@@ -35,7 +35,7 @@ _COMMIT_ID = re.compile(r"[0-9a-fA-F]{40}")
 _ABBREVIATED_ID = re.compile(r"[0-9a-fA-F]{4,40}")
 
 
-def is_number(text: object) -> bool:
+def is_number(text: object) -> TypeGuard[str]:
     """`text` is a string of ASCII digits that `int` converts. `str.isdigit` also holds for `²`
     or `①`, which `int` refuses, and `int` refuses more than `MAX_DIGITS` digits (a number that
     long names nothing a store holds): every number read from a request is recognised here,
