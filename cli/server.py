@@ -402,6 +402,7 @@ def _cluster_settings(
         return None
     if not node or not peers:
         raise click.UsageError("--cluster needs --node-name and --peers")
+    assert secret_file is not None  # the caller defaults it to <root>/cluster.key
     try:
         secret_file = str(Path(secret_file).resolve())
         membership = cluster_settings(cluster, node, peers, min_replicas, secret_file)
@@ -632,9 +633,12 @@ def _tls_options(certfile: str | None, keyfile: str | None, ca_certs: str | None
         raise click.UsageError(
             "--ca-certs needs --certfile and --keyfile (it verifies clients of an HTTPS server)"
         )
-    if not certfile:
+    if not certfile or not keyfile:  # (both or neither, checked above)
         return {}
-    tls = {"certfile": str(Path(certfile).resolve()), "keyfile": str(Path(keyfile).resolve())}
+    tls: dict[str, Any] = {
+        "certfile": str(Path(certfile).resolve()),
+        "keyfile": str(Path(keyfile).resolve()),
+    }
     if ca_certs:
         tls.update(ca_certs=str(Path(ca_certs).resolve()), cert_reqs=ssl.CERT_REQUIRED)
     return tls
