@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import pygit2
 
@@ -201,7 +201,9 @@ class Snapshot:
         obj = self._object(path)
         if not isinstance(obj, pygit2.Tree):
             return []
-        return [Entry(_name(entry), entry.type_str == "tree", entry.filemode) for entry in obj]
+        return [
+            Entry(entry.name, entry.type_str == "tree", entry.filemode) for entry in _entries(obj)
+        ]
 
     def file_ids(self, path: str) -> dict[str, str]:
         """Name -> blob id of each regular file directly in folder `path`, from one read of the
@@ -209,7 +211,7 @@ class Snapshot:
         obj = self._object(path)
         if not isinstance(obj, pygit2.Tree):
             return {}
-        return {_name(e): str(e.id) for e in obj if e.filemode in REGULAR_MODES}
+        return {e.name: str(e.id) for e in _entries(obj) if e.filemode in REGULAR_MODES}
 
     def walk(self, path: str = "") -> Iterator[str]:
         """Every file path below `path` (repository-relative), depth first, sorted: symlinks
@@ -270,10 +272,18 @@ def remember_parsed(data: bytes, document: Any) -> None:
     PARSED_BLOBS.put(str(pygit2.hash(data)), document, len(data))
 
 
-def _name(entry: pygit2.Object) -> str:
-    """A tree entry's name (pygit2 types `name` optional: objects not read from a tree have
-    none)."""
-    return cast(str, entry.name)
+class _TreeEntry(Protocol):
+    """An entry of a tree as pygit2 yields it: named (pygit2 types `name` optional, for the
+    objects not read from a tree)."""
+
+    name: str
+    id: pygit2.Oid
+    filemode: int
+    type_str: str
+
+
+def _entries(tree: pygit2.Tree) -> Iterable[_TreeEntry]:
+    return cast("Iterable[_TreeEntry]", tree)  # one cast per folder, none per entry
 
 
 def commit_of(repo: pygit2.Repository, commit_id: str | pygit2.Oid) -> pygit2.Commit:
