@@ -66,9 +66,12 @@ system-deps:
 test: system-deps $(TEST_STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+# mypy checks the packages `[tool.mypy]` in pyproject.toml names (strictly: backend/, merge/ and
+# the foundation modules); its cache in .mypy_cache makes a second run take a second or two.
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 clean-demo:
 	rm -rf $(DEMO_STORE)

@@ -183,7 +183,7 @@ class Client:
         query: Query,
         index: str | None,
         wait: float,
-    ) -> tuple[Any, str]:
+    ) -> tuple[Any, str | None]:
         """A blocking query of a value (docs/watch.md): the answer and the head it was read at."""
         who = self._reader()
 

@@ -66,6 +66,7 @@ class Connection:
         if self.root:
             return LocalClient(self.root, author=self._local_author())
         self._check_http_options()
+        assert self.url is not None  # exactly one of url and root, checked above
         return HttpClient(
             self.url,
             token=self.token,
@@ -78,6 +79,7 @@ class Connection:
     def _log_in_to_keystone(self) -> None:
         """A Keystone login for the requests (its token is renewed as it expires, or when the
         server refuses it); gitstore's URL from the catalog unless --url."""
+        assert self.openstack is not None  # called only with the --os-* options
         self._keystone = KeystoneSession(self.openstack, self.cacert)
         self._keystone.token()  # log in now: bad credentials fail before anything is sent
         if not self.url:
@@ -134,9 +136,16 @@ def _on_a_terminal() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
+def current_connection() -> Connection:
+    """The connection options of the running command."""
+    connection = click.get_current_context().find_object(Connection)
+    assert connection is not None  # the top-level group puts one in the context
+    return connection
+
+
 def current_client() -> Client:
     """The client of the running command (see `Connection.client`)."""
-    return click.get_current_context().find_object(Connection).client()
+    return current_connection().client()
 
 
 def pass_client(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -318,6 +318,7 @@ def def_create(
 @pass_client
 def def_list(client: Client, component_ref: str | None, version: str | None, fmt: str) -> None:
     """List resource definitions."""
+    owner: str | int | None
     if component_ref is None or component_ref == "":
         owner = component_ref
     else:

@@ -119,6 +119,7 @@ def upload(
     for path, reason in report.skipped:
         click.echo(f"skipped {path}: {reason}", err=True)
     result = report.result
+    assert result is not None  # an upload that returned has its commit
     click.echo(
         f"uploaded {len(report.documents)} resources for node {node} to environment "
         f"{env_id} (version {result.version}, commit {(result.commit or '')[:12]})"
@@ -137,6 +138,7 @@ def _upload_folders(client: Client, env_id: int, directory: Path | None, compone
     report = upload_nodes(client, env_id, directory, component)
     _warn(report)
     result = report.result
+    assert result is not None  # an upload that returned has its commit
     click.echo(
         f"uploaded {report.nodes} nodes ({report.files} files) to environment {env_id} "
         f"(version {result.version}, commit {(result.commit or '')[:12]})"

@@ -57,7 +57,7 @@ def _repository_name(env_id: int | None, catalog: bool) -> str:
 
     if (env_id is None) == (not catalog):
         raise click.UsageError("give exactly one of --env ID and --catalog")
-    return "catalog.git" if catalog else environment_repository(env_id)
+    return "catalog.git" if catalog or env_id is None else environment_repository(env_id)
 
 
 # -- validate -------------------------------------------------------------------------------

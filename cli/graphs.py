@@ -139,7 +139,11 @@ def graph_upload(
     kind, owner_id = _one_owner(cluster, release, plugin)
     if bool(file) == bool(folder):
         raise click.UsageError("give exactly one of --file or --dir")
-    body = _read_file(Path(file)) if file else _read_folder(Path(folder))
+    if file:
+        body = _read_file(Path(file))
+    else:
+        assert folder  # exactly one of them, checked above
+        body = _read_folder(Path(folder))
     try:
         client.get_graph(kind, owner_id, graph_type)
     except NotFound:

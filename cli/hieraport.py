@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from cli import output, values
-from cli.connection import Connection
+from cli.connection import current_connection
 from cli.local_client import LocalClient
 from gitstore.errors import InvalidInput
 
@@ -41,13 +41,15 @@ def export_group() -> None:
 
 
 def _local(command: str) -> LocalClient:
-    connection = click.get_current_context().find_object(Connection)
+    connection = current_connection()
     if not connection.root:
         raise click.UsageError(
             f"{command} works on a local store: give --root (or GITSTORE_ROOT) on the "
             "server's host, so keys and secrets never travel"
         )
-    return connection.client()  # a LocalClient: --root was given
+    client = connection.client()
+    assert isinstance(client, LocalClient)  # --root was given
+    return client
 
 
 def _read_key(path: str | None, option: str) -> bytes | None:

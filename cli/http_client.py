@@ -82,7 +82,7 @@ _CONNECTIONS = {
 class _ConnectionsThatReadEarlyAnswers:
     """A urllib handler that opens the connections above instead of http.client's own."""
 
-    def do_open(self, http_class: type, req: Any, **kwargs: Any) -> Any:
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
         return super().do_open(_CONNECTIONS.get(http_class, http_class), req, **kwargs)  # type: ignore[misc]
 
 
@@ -234,7 +234,7 @@ class HttpClient(Client):
         query: Query,
         index: str | None,
         wait: float,
-    ) -> tuple[Any, str]:
+    ) -> tuple[Any, str | None]:
         """A blocking query of a value (docs/watch.md): the answer and the head it was read at."""
         params = {
             "effective": _on(query.effective),

@@ -32,6 +32,7 @@ def register(group: click.Group) -> None:
 
 def _passphrase(path: str | None, needed: bool) -> bytes | None:
     """The passphrase from --passphrase-file (first line), else $GITSTORE_BACKUP_PASSPHRASE."""
+    phrase: bytes | None
     if path:
         lines = Path(path).read_bytes().splitlines()
         phrase = lines[0] if lines else b""

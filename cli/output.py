@@ -95,7 +95,8 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
         numalign="left",
         disable_numparse=True,
         maxcolwidths=caps if any(caps) else None,
-        maxheadercolwidths=caps if any(caps) else None,
+        # (tabulate takes None for a column it leaves whole; its stub says int only)
+        maxheadercolwidths=caps if any(caps) else None,  # type: ignore[arg-type]
     )
     return "\n".join(line.rstrip() for line in text.splitlines())
 

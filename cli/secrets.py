@@ -17,7 +17,7 @@ import click
 
 from cli import output, values
 from cli.client import Client
-from cli.connection import Connection, pass_client
+from cli.connection import current_connection, pass_client
 from cli.local_client import LocalClient
 from gitstore import yamlio
 from gitstore.errors import InvalidInput
@@ -72,13 +72,15 @@ def rules(client: Client, env: int, fmt: str) -> None:
 
 # -- the keyring (on the store's host) ------------------------------------------------------------
 def _local() -> LocalClient:
-    connection = click.get_current_context().find_object(Connection)
+    connection = current_connection()
     if not connection.root:
         raise click.UsageError(
             "this command works on the store's keyring: give --root (or "
             "GITSTORE_ROOT) on the server's host"
         )
-    return connection.client()  # a LocalClient: --root was given
+    client = connection.client()
+    assert isinstance(client, LocalClient)  # --root was given
+    return client
 
 
 @secrets.command("keys")
@@ -139,7 +141,7 @@ def encrypt(file: str, env: int, keyring: str | None, catalog: str | None, in_pl
     if keyring:
         data = clone.sealed(keyring)
     else:
-        connection = click.get_current_context().find_object(Connection)
+        connection = current_connection()
         _, document = clone.read()
         data = clone.with_document(connection.client().encrypt_secrets(env, clone.path, document))
     _emit(clone, data, in_place)

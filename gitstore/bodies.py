@@ -28,7 +28,7 @@ class Body:
     required: tuple[str, ...] = ()
     example: str = ""
 
-    def check(self, body: Any, where: str = "") -> dict:
+    def check(self, body: Any, where: str = "") -> dict[str, Any]:
         """`body` as a new dict, when it is an object holding only declared fields and every
         required one; `where` names a nested body (`documents[2]`) in messages."""
         named = where or f"the {self.what} body"

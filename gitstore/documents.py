@@ -112,7 +112,7 @@ def set_keys(
     remembered, as `encode` does for a key batch.
     """
     rules = _judged(path, old, sealer)
-    if rules is _REFUSED:
+    if rules is _REFUSED or old is None:  # (`_judged` refuses no text)
         return None
     data, sealed, sure = old, [], True
     for *keys, value in paths:
@@ -160,7 +160,7 @@ def delete_keys(
     text (see `set_keys`), where a path does not exist (the full path names it) or where its
     entry is the last of its mapping (which must read as `{}`, not as null)."""
     rules = _judged(path, old, sealer)
-    if rules is _REFUSED:
+    if rules is _REFUSED or old is None:  # (`_judged` refuses no text)
         return None
     data = old
     for keys in paths:

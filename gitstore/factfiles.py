@@ -30,7 +30,7 @@ _ENTRY_START = re.compile(rb"\n(?=[^ \t\r\n#\-]|-[^ \t\r\n])")
 class FactsFile:
     """One file's document and the keys it repeats (YAML kept the last value of each)."""
 
-    document: dict
+    document: dict[str, Any]
     repeats: list[RepeatedKey]
 
 
@@ -74,7 +74,7 @@ class FactsReader:
             raise _Uncut
         starts = [0] + [match.end() for match in _ENTRY_START.finditer(data)]
         ends = starts[1:] + [len(data)]
-        document: dict = {}
+        document: dict[str, Any] = {}
         first_lines: dict[Any, int] = {}
         repeats: list[RepeatedKey] = []
         line = 1

@@ -11,7 +11,10 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from gevent.threadpool import ThreadPool
 
 T = TypeVar("T")
 
@@ -76,10 +79,10 @@ def _flock_exclusive(fd: int) -> None:
 #: use, so after gunicorn forked the worker). Not gevent's shared pool: a writer per
 #: repository and every queued push may wait at once, and a full pool would stall what else
 #: uses it (name resolution).
-_WAITERS: list = []
+_WAITERS: list[ThreadPool] = []
 
 
-def _lock_waiters():
+def _lock_waiters() -> ThreadPool:
     if not _WAITERS:
         from gevent.threadpool import ThreadPool
 
@@ -101,7 +104,10 @@ def os_thread_local() -> threading.local:
     threads of one OS thread never run a C call at the same time, so they may share a handle.
     """
     if _green():
-        return sys.modules["gevent.monkey"].get_original("threading", "local")()
+        local: type[threading.local] = sys.modules["gevent.monkey"].get_original(
+            "threading", "local"
+        )
+        return local()
     return threading.local()
 
 

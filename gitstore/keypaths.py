@@ -57,7 +57,7 @@ def _as_int(segment: Any) -> int | None:
     return None
 
 
-def _existing_key(container: dict, segment: Any) -> Any:
+def _existing_key(container: dict[str, Any], segment: Any) -> Any:
     """The key of `container` that `segment` names: itself, or its integer or string form.
 
     YAML keys may be integers (`1: x`) while a dotted or JSON path gives strings, and the
@@ -69,7 +69,7 @@ def _existing_key(container: dict, segment: Any) -> Any:
     return _MISSING
 
 
-def _dict_key(container: dict, segment: Any) -> Any:
+def _dict_key(container: dict[str, Any], segment: Any) -> Any:
     """The key `segment` names in `container`; a new key is a string, as JSON's keys are."""
     key = _existing_key(container, segment)
     return str(segment) if key is _MISSING else key
@@ -108,7 +108,7 @@ def check_batch(body: Any, op: str) -> list[list[Any]]:
     return body
 
 
-def apply_batch(document: dict, op: str, paths: list[list[Any]]) -> dict:
+def apply_batch(document: dict[str, Any], op: str, paths: list[list[Any]]) -> dict[str, Any]:
     """A copy of `document` with every path set (`[..keys, value]`) or deleted.
 
     Only the mappings and lists on the paths are copied; the rest is shared with `document`,
@@ -125,7 +125,7 @@ def apply_batch(document: dict, op: str, paths: list[list[Any]]) -> dict:
     return result
 
 
-def _set(document: dict, keys: list[Any], value: Any, owned: set[int]) -> None:
+def _set(document: dict[str, Any], keys: list[Any], value: Any, owned: set[int]) -> None:
     node: Any = document
     for depth, segment in enumerate(keys[:-1]):
         child = _child(node, segment)
@@ -169,7 +169,7 @@ def _assign(node: Any, keys: list[Any], value: Any) -> None:
     node[index] = value
 
 
-def _delete(document: dict, keys: list[Any], owned: set[int]) -> None:
+def _delete(document: dict[str, Any], keys: list[Any], owned: set[int]) -> None:
     parent: Any = document
     for depth, segment in enumerate(keys[:-1]):
         child = _child(parent, segment)

@@ -80,7 +80,7 @@ _current = DEFAULT
 _lock = threading.Lock()
 
 
-def load(root: str | os.PathLike, overrides: dict[str, Any] | None = None) -> Limits:
+def load(root: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> Limits:
     """The limits of the store at `root`: defaults, then `<root>/limits.yaml`, then `overrides`."""
     path = Path(root) / LIMITS_FILE
     try:
@@ -109,7 +109,7 @@ def _checked(settings: dict[str, Any], where: str) -> Limits:
     return dataclasses.replace(DEFAULT, **settings)
 
 
-def configure(root: str | os.PathLike, overrides: dict[str, Any] | None = None) -> Limits:
+def configure(root: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> Limits:
     """Load the limits of `root` and make them this process's (one store per process)."""
     global _current
     limits = load(root, overrides)

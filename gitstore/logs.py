@@ -163,7 +163,7 @@ class FieldsLine:
     """
 
     def __init__(
-        self, logger: logging.Logger, message: str, fields: dict[str, Any], varying: tuple
+        self, logger: logging.Logger, message: str, fields: dict[str, Any], varying: tuple[Any, ...]
     ) -> None:
         self.logger = logger
         head = {"level": "info", "logger": logger.name, "message": redact(message)}
@@ -180,13 +180,16 @@ class FieldsLine:
                 text += ", " + pair[1:-1]
         self._tail = text + "}\n"
 
-    def write(self, stream: logging.StreamHandler, created: float, values: tuple) -> None:
+    def write(
+        self, stream: logging.StreamHandler[Any], created: float, values: tuple[Any, ...]
+    ) -> None:
         """Write the line with `values` of the varying fields (in their order) to `stream`."""
         parts = ['{"ts": "', _timestamp(created), '"']
         for piece, value in zip(self._pieces, values, strict=True):
             parts += (piece, _encode(value))
         parts.append(self._tail)
         line = encodable("".join(parts))  # as the formatter's, or a strict stream refuses it
+        assert stream.lock is not None  # made by `Handler.__init__`
         with stream.lock:
             try:
                 stream.stream.write(line)  # one write: a line-buffered stderr passes it on
@@ -217,7 +220,7 @@ def _encode(value: Any) -> str:
 _INF = float("inf")
 
 
-def plain_json_stream(logger: logging.Logger) -> logging.StreamHandler | None:
+def plain_json_stream(logger: logging.Logger) -> logging.StreamHandler[Any] | None:
     """The handler an INFO line of `logger` reaches when that is all that happens to it: one
     `StreamHandler` with a `JsonFormatter` (what `config` sets up), no filters, nothing else
     listening. Then `FieldsLine.write` writes what `logger.info` would. None otherwise (a

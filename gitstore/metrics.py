@@ -35,6 +35,8 @@ _built: dict[str, Any] = {}
 _pending = threading.local()
 #: Seconds; the defaults of prometheus_client stop at 10 s, which a long push can pass.
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+#: A thread's cache lookups: (cache name, hit) -> count.
+CacheCounts = dict[tuple[str, bool], int]
 
 
 def _metrics() -> dict[str, Any]:
@@ -182,7 +184,7 @@ def refusal_rule(error: Any) -> str:
     """The gate rule an error of `GitOps.check_push` (or a failed sync) stands for."""
     explicit = getattr(error, "rule", None)
     if explicit:
-        return explicit
+        return str(explicit)
     if getattr(error, "errors", None):
         return "valid_tree"
     message = str(getattr(error, "message", error))
@@ -234,11 +236,13 @@ class _Buffer:
         self._reset()
 
     def _reset(self) -> None:
-        self.requests: dict[tuple, int] = {}
-        self.durations: dict[tuple, list] = {}  # (route, method) -> [bucket counts, sum]
-        self.cache: dict[tuple, int] = {}
+        self.requests: dict[tuple[str, str, str], int] = {}  # (route, method, status) -> count
+        self.durations: dict[tuple[str, str], list[Any]] = {}  # (route, method) -> [buckets, sum]
+        self.cache: dict[tuple[str, bool], int] = {}  # (cache, hit) -> count
 
-    def add(self, route: str, method: str, status: str, seconds: float, cache: dict | None) -> None:
+    def add(
+        self, route: str, method: str, status: str, seconds: float, cache: CacheCounts | None
+    ) -> None:
         if self.started_in != os.getpid():
             self._start()
         key = (route, method, status)
@@ -253,18 +257,20 @@ class _Buffer:
             if cache:
                 self._count_cache(cache)
 
-    def add_cache(self, cache: dict) -> None:
+    def add_cache(self, cache: CacheCounts) -> None:
         if self.started_in != os.getpid():
             self._start()
         with self._lock:
             self._count_cache(cache)
 
-    def _count_cache(self, cache: dict) -> None:
+    def _count_cache(self, cache: CacheCounts) -> None:
         """Add a thread's cache counts (`_lock` held)."""
         for name, count in cache.items():
             self.cache[name] = self.cache.get(name, 0) + count
 
-    def take(self) -> tuple[dict, dict, dict]:
+    def take(
+        self,
+    ) -> tuple[dict[tuple[str, str, str], int], dict[tuple[str, str], list[Any]], CacheCounts]:
         """The counts so far, leaving none."""
         with self._lock:
             taken = self.requests, self.durations, self.cache
@@ -281,8 +287,8 @@ class _Buffer:
             metrics = _metrics()
             for labels, count in requests.items():
                 metrics["requests"].labels(*labels).inc(count)
-            for labels, (buckets, total) in durations.items():
-                _observed(metrics["duration"].labels(*labels), buckets, total)
+            for route_method, (buckets, total) in durations.items():
+                _observed(metrics["duration"].labels(*route_method), buckets, total)
             for (name, hit), count in cache.items():
                 metrics["cache"].labels(name, "hit" if hit else "miss").inc(count)
 
@@ -389,7 +395,7 @@ def maintenance_ran(repository: str, usage: dict[str, int], when: float, errors:
     )
 
 
-def sync_refused(repository: str, failure: dict | None) -> None:
+def sync_refused(repository: str, failure: dict[str, Any] | None) -> None:
     """After a mirror sync: count the gate refusal it met, if any."""
     if failure is None:
         return

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
-from typing import Any
+from typing import Any, TypeGuard
 
 from gitstore.errors import InvalidInput
 
@@ -36,7 +36,7 @@ _COMMIT_ID = re.compile(r"[0-9a-fA-F]{40}")
 _ABBREVIATED_ID = re.compile(r"[0-9a-fA-F]{4,40}")
 
 
-def is_number(text: object) -> bool:
+def is_number(text: object) -> TypeGuard[str]:
     """`text` is a string of ASCII digits that `int` converts. `str.isdigit` also holds for `²`
     or `①`, which `int` refuses, and `int` refuses more than `MAX_DIGITS` digits (a number that
     long names nothing a store holds): every number read from a request is recognised here,
@@ -114,8 +114,7 @@ def check_level_value(value: object, level: str = "level") -> str:
 
 def check_identifier(value: object, field: str) -> str:
     """A plain identifier (component, level, graph type names): letters, digits, `_.-`."""
-    check_segment(value, field)
-    if not _IDENTIFIER.match(value):  # type: ignore[arg-type]
+    if not _IDENTIFIER.match(check_segment(value, field)):
         raise InvalidInput(
             f"{field} {value!r} may contain only letters, digits, '_', '.' and '-'", key=field
         )

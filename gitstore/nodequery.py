@@ -76,7 +76,7 @@ class Selection:
     """A page of nodes, how many match the filters in all, and the marker of the next page
     (None on the last)."""
 
-    nodes: list
+    nodes: list[Any]
     total: int
     next_marker: str | None
 
@@ -88,12 +88,12 @@ def _order(node_id: Any) -> tuple[int, str]:
     return len(text), text
 
 
-def _roles(node: Mapping[str, Any]) -> list:
+def _roles(node: Mapping[str, Any]) -> list[Any]:
     return [*(node.get("roles") or ()), *(node.get("pending_roles") or ())]
 
 
 def _text(args: Mapping[str, Any], name: str) -> str | None:
-    value = args.get(name)
+    value: str | None = args.get(name)
     if value is None or value == "":
         return None
     if len(value) > MAX_FILTER_CHARS:

@@ -22,11 +22,14 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import regex
 from jsonschema.exceptions import ValidationError
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 #: What every pattern one document meets may take together, in seconds: ordinary patterns
 #: take microseconds, so only one that backtracks reaches it.
@@ -87,16 +90,17 @@ def search(pattern: str, text: str) -> bool:
 
 
 @functools.cache
-def bounded(cls: type) -> type:
+def bounded(cls: type[Validator]) -> type[Validator]:
     """`cls` with the keywords that match patterns running them through `search`."""
     keywords = {"pattern": _pattern, "patternProperties": _pattern_properties}
     keywords["additionalProperties"] = _additional_properties
-    return jsonschema.validators.extend(
+    extended: type[Validator] = jsonschema.validators.extend(
         cls, {k: f for k, f in keywords.items() if k in cls.VALIDATORS}
     )
+    return extended
 
 
-def check(schema_objects: Iterable[dict]) -> str | None:
+def check(schema_objects: Iterable[dict[str, Any]]) -> str | None:
     """Why a schema made of `schema_objects` cannot bound its patterns (None when it can)."""
     objects = list(schema_objects)
     seen = {k for contents in objects for k in contents}
@@ -111,12 +115,15 @@ def check(schema_objects: Iterable[dict]) -> str | None:
 
 
 # -- jsonschema's keywords (jsonschema/_keywords.py), with `search` for `re.search` ----------
-def _pattern(validator, patrn, instance, schema):
+# (`validator` is jsonschema's own validator class: its keyword callbacks take it as Any)
+def _pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
     if validator.is_type(instance, "string") and not search(patrn, instance):
         yield ValidationError(f"{instance!r} does not match {patrn!r}")
 
 
-def _pattern_properties(validator, pattern_properties, instance, schema):
+def _pattern_properties(
+    validator: Any, pattern_properties: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in pattern_properties.items():
@@ -125,7 +132,9 @@ def _pattern_properties(validator, pattern_properties, instance, schema):
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
-def _additional_properties(validator, ap, instance, schema):
+def _additional_properties(
+    validator: Any, ap: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     extras = set(_additional(instance, schema))
@@ -146,7 +155,7 @@ def _additional_properties(validator, ap, instance, schema):
             )
 
 
-def _additional(instance: dict, schema: dict) -> Iterator[Any]:
+def _additional(instance: dict[str, Any], schema: dict[str, Any]) -> Iterator[Any]:
     properties = schema.get("properties", {})
     patterns = "|".join(schema.get("patternProperties", {}))
     for key in instance:

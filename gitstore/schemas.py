@@ -74,12 +74,14 @@ def _build(schema: Any, resource: str) -> jsonschema.protocols.Validator:
     unbounded = schema_regex.check(objects)
     if unbounded:
         raise invalid(resource, unbounded)
-    return schema_regex.bounded(cls)(schema, registry=referencing.Registry(retrieve=_refuse))
+    # (mypy reads `referencing`'s attrs fields without their aliases: `retrieve`, `ref`)
+    registry = referencing.Registry(retrieve=_refuse)  # type: ignore[call-arg]
+    return schema_regex.bounded(cls)(schema, registry=registry)
 
 
 def _refuse(uri: str) -> Any:
     """The registry's retriever: nothing outside the schema is ever fetched."""
-    raise referencing.exceptions.NoSuchResource(ref=uri)
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
 def _walk(schema: dict, spec: Any, resource: str) -> tuple[dict[int, list[int]], list[dict]]:
@@ -88,7 +90,7 @@ def _walk(schema: dict, spec: Any, resource: str) -> tuple[dict[int, list[int]],
 
     Walks every subschema, resolving each `$ref` inside the schema (InvalidInput otherwise).
     """
-    registry = referencing.Registry(retrieve=_refuse)
+    registry = referencing.Registry(retrieve=_refuse)  # type: ignore[call-arg]
     todo = [(schema, registry.resolver_with_root(spec.create_resource(schema)))]
     edges: dict[int, list[int]] = {}
     objects: list[dict] = []

@@ -88,7 +88,8 @@ class Store:
             self.root,
             author=author,
             write_guard=self._check_writable,
-            replication=self.cluster,
+            # (`Member` takes the `Repository` that the commit queue's `Branch` is)
+            replication=self.cluster,  # type: ignore[arg-type]
             store_guard=self.format.check_writable,
         )
         self._build_services(self.repos, local_executor)

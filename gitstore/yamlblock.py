@@ -83,7 +83,7 @@ def plain_tag(text: str) -> str:
     return tag
 
 
-def _keep(kept: dict, text: str, value: Any) -> None:
+def _keep(kept: dict[str, Any], text: str, value: Any) -> None:
     if len(text) <= _KEPT_LENGTH:
         if len(kept) >= _KEPT_MAX:
             kept.clear()
@@ -108,7 +108,7 @@ def read(text: str) -> Any:
     return value
 
 
-def _lines(text: str) -> list[tuple]:
+def _lines(text: str) -> list[tuple[Any, ...]]:
     """(indent, content, is_item, gap) of each line that holds something (not blank, not a
     comment): `is_item` for `- ...`, `gap` when blank or comment lines come before it (they
     end a multi-line plain scalar)."""
@@ -138,7 +138,7 @@ def _is_item(content: str) -> bool:
     return content[0] == "-" and (len(content) == 1 or content[1] == " ")
 
 
-def _block(lines: list[tuple], i: int, indent: int, depth: int) -> tuple[Any, int]:
+def _block(lines: list[tuple[Any, ...]], i: int, indent: int, depth: int) -> tuple[Any, int]:
     """The mapping or sequence whose first line is `lines[i]`, at `indent`."""
     if depth > _MAX_DEPTH:
         raise NotPlainBlock
@@ -147,8 +147,10 @@ def _block(lines: list[tuple], i: int, indent: int, depth: int) -> tuple[Any, in
     return _mapping(lines, i, indent, depth)
 
 
-def _mapping(lines: list[tuple], i: int, indent: int, depth: int) -> tuple[dict, int]:
-    result: dict = {}
+def _mapping(
+    lines: list[tuple[Any, ...]], i: int, indent: int, depth: int
+) -> tuple[dict[str, Any], int]:
+    result: dict[str, Any] = {}
     count = len(lines)
     while i < count and lines[i][0] == indent and not lines[i][2]:
         key, rest = _entry(lines[i][1])
@@ -172,11 +174,11 @@ def _mapping(lines: list[tuple], i: int, indent: int, depth: int) -> tuple[dict,
 
 
 def _sequence(
-    lines: list[tuple], i: int, indent: int, depth: int, *, inside_mapping: bool
-) -> tuple[list, int]:
+    lines: list[tuple[Any, ...]], i: int, indent: int, depth: int, *, inside_mapping: bool
+) -> tuple[list[Any], int]:
     """Items `- ...` at `indent`; `inside_mapping` for the items a mapping's key may hold at
     its own indent (`key:` then `- a` below it)."""
-    result: list = []
+    result: list[Any] = []
     count = len(lines)
     while i < count and lines[i][0] == indent and lines[i][2]:
         content = lines[i][1]
@@ -222,7 +224,7 @@ def _entry(content: str) -> tuple[Any, str]:
     return key, rest
 
 
-def _folded(text: str, lines: list[tuple], i: int, indent: int) -> tuple[Any, int]:
+def _folded(text: str, lines: list[tuple[Any, ...]], i: int, indent: int) -> tuple[Any, int]:
     """The plain scalar starting with `text`, folded with the lines after it (from `lines[i]`,
     at least one) that are deeper than the collection's `indent`: PyYAML's dumper wraps long
     plain scalars so. Returns it and the index of the first line after it."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from ruamel.yaml import YAML
@@ -30,12 +30,19 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from gitstore import yamlblock
 from gitstore.errors import InvalidInput
 
+if TYPE_CHECKING:  # the C classes share the pure ones' interface
+    _BaseLoader = yaml.SafeLoader
+    _BaseDumper = yaml.SafeDumper
+else:  # libyaml's C classes when PyYAML was built with it
+    _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    _BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+
+class _FastLoader(_BaseLoader):
     """PyYAML's C safe loader, where a scalar Python cannot build (`2024-02-30`, an integer of
     5,000 digits) is a YAML error at its line, not a ValueError that no caller expects."""
 
-    def construct_object(self, node, deep=False):
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep=deep)
         except ValueError as exc:
@@ -43,9 +50,6 @@ class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignor
             text = node.value if len(node.value) <= 40 else node.value[:40] + "..."
             problem = f"the {kind} {text!r} cannot be built: {exc}"
             raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from exc
-
-
-_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 class _Dumper(_BaseDumper):
@@ -69,7 +73,7 @@ MAX_DEPTH = 64
 class _Loader(_FastLoader):
     """The fast safe loader, refusing alias bombs before anything is built from them."""
 
-    def construct_document(self, node):
+    def construct_document(self, node: yaml.Node) -> Any:
         check_aliases(node)
         return super().construct_document(node)
 
@@ -117,9 +121,10 @@ def check_aliases(root: Any, limit: int = MAX_ALIAS_NODES) -> None:
             stack.extend((child, False) for child in reversed(_children(node)))
 
 
-def _children(node: Any) -> list:
+def _children(node: Any) -> list[Any]:
     if isinstance(node, yaml.SequenceNode):
-        return node.value
+        children: list[Any] = node.value
+        return children
     if isinstance(node, yaml.MappingNode):
         return [part for pair in node.value for part in pair]
     return []
@@ -151,12 +156,16 @@ class _QuickLoader(_FastLoader):
     builds it or raises exactly what it raised before (docs/performance.md, cold lookups).
     """
 
-    def resolve(self, kind, value, implicit):  # noqa: D102 - PyYAML's hook
+    def resolve(  # noqa: D102 - PyYAML's hook
+        self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]
+    ) -> str:
         if kind is not ScalarNode:
-            return super().resolve(kind, value, implicit)
+            # PyYAML's stub leaves `resolve` untyped
+            tag: str = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+            return tag
         return yamlblock.plain_tag(value) if implicit[0] else _STR_TAG
 
-    def construct_document(self, node):
+    def construct_document(self, node: yaml.Node) -> Any:
         try:
             return self._quick(node, 1)
         except _TooDeep as exc:
@@ -167,7 +176,7 @@ class _QuickLoader(_FastLoader):
             check_aliases(node)  # its recursion would fail on a document that is too deep
             return super().construct_document(node)
 
-    def _quick(self, node, depth):
+    def _quick(self, node: yaml.Node, depth: int) -> Any:
         kind, tag = type(node), node.tag
         if kind is ScalarNode:
             if tag == _STR_TAG:
@@ -178,7 +187,7 @@ class _QuickLoader(_FastLoader):
         if depth >= MAX_DEPTH:
             raise _TooDeep(node)  # its children lie deeper than a document may nest
         if kind is MappingNode and tag == _MAP_TAG:
-            result = {}
+            result: dict[Any, Any] = {}
             for key_node, value_node in node.value:
                 if type(key_node) is not ScalarNode or key_node.tag not in _KEY_TAGS:
                     raise _Unusual  # merge and value keys, unhashable keys: PyYAML's way
@@ -193,7 +202,7 @@ class _QuickLoader(_FastLoader):
 _KEY_TAGS = _SCALAR_TAGS | {_STR_TAG}
 if None in _FastLoader.yaml_implicit_resolvers or _FastLoader.yaml_path_resolvers:
     # `resolve` reads neither wildcard nor path resolvers: with any, PyYAML's own resolution.
-    _QuickLoader = _FastLoader  # type: ignore[misc]  # noqa: F811
+    _QuickLoader = _FastLoader  # type: ignore[assignment, misc]  # noqa: F811 - the fallback
 
 
 class _Refused(yaml.constructor.ConstructorError):
@@ -225,6 +234,11 @@ def _describe(exc: yaml.YAMLError) -> str:
 _UNPARSED = object()
 
 
+def _has_alias(data: bytes | str) -> bool:
+    """Whether `data` has a `*`: without one there is no alias to expand."""
+    return "*" in data if isinstance(data, str) else b"*" in data
+
+
 def _round_trip() -> YAML:
     rt = YAML(typ="rt")
     rt.preserve_quotes = True
@@ -248,7 +262,7 @@ def load(data: bytes | str, *, path: str = "<document>", strict: bool = False) -
         pass  # PyYAML reads it, or names what is wrong with it
     # Without a `*` there is no alias to expand, so nothing for `check_aliases` to find: its
     # walk of every node was a third of parsing a 27 KB astute.yaml.
-    loader = _Loader if (b"*" if isinstance(data, bytes) else "*") in data else _QuickLoader
+    loader = _Loader if _has_alias(data) else _QuickLoader
     return _parsed(data, loader, path)
 
 
@@ -304,7 +318,7 @@ def _at_line(exc: yaml.YAMLError) -> str:
     return f" line {mark.line + 1}" if mark is not None else ""
 
 
-def load_mapping(data: bytes | str, *, path: str, strict: bool = False) -> dict:
+def load_mapping(data: bytes | str, *, path: str, strict: bool = False) -> dict[str, Any]:
     """Parse a document that must be a mapping (an empty file is `{}`); `strict` as `load`."""
     doc = load(data, path=path, strict=strict)
     if doc is None:
@@ -315,11 +329,11 @@ def load_mapping(data: bytes | str, *, path: str, strict: bool = False) -> dict:
     return doc
 
 
-class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
+class _StrictLoader(_Loader):
     """The fast loader, refusing a key repeated in one mapping (YAML would keep the last)."""
 
-    def construct_mapping(self, node, deep=False):
-        seen: set = set()
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue  # `<<: *anchor` merges are resolved by the base constructor
@@ -388,7 +402,7 @@ def repeated_keys(data: bytes | str) -> list[RepeatedKey]:
     """Every key repeated in one mapping of `data`, in file order (none if it does not parse)."""
     try:
         root = yaml.compose(data, Loader=_Loader)
-        if ("*" if isinstance(data, str) else b"*") in data:
+        if _has_alias(data):
             check_aliases(root)  # an alias bomb; without a `*` there is no alias to expand
     except yaml.YAMLError:
         return []
@@ -407,7 +421,9 @@ def repeated_keys(data: bytes | str) -> list[RepeatedKey]:
     return sorted(found, key=lambda repeat: repeat.line)
 
 
-def _mapping_repeats(node: Any, prefix: tuple[str, ...], found: list, stack: list) -> None:
+def _mapping_repeats(
+    node: Any, prefix: tuple[str, ...], found: list[Any], stack: list[Any]
+) -> None:
     lines: dict[Any, int] = {}
     for key_node, value_node in node.value:
         stack.append((value_node, (*prefix, str(getattr(key_node, "value", "?")))))
@@ -461,7 +477,7 @@ def key_lines(data: bytes | str) -> dict[tuple[str, ...], int]:
     return lines
 
 
-def _collect_lines(node: Any, prefix: tuple[str, ...], lines: dict) -> None:
+def _collect_lines(node: Any, prefix: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> None:
     if not isinstance(node, yaml.MappingNode):
         return
     for key_node, value_node in node.value:
@@ -543,7 +559,7 @@ def _same_scalar(old: Any, new: Any) -> bool:
     return isinstance(old, type(new)) and old == new
 
 
-def rewrite(old_bytes: bytes | None, new: dict, *, parsed: Any = _UNPARSED) -> bytes:
+def rewrite(old_bytes: bytes | None, new: dict[str, Any], *, parsed: Any = _UNPARSED) -> bytes:
     """Bytes of a file whose content becomes `new`, keeping what it can of `old_bytes`.
 
     `parsed`, when the caller already has it, is `load(old_bytes)` (read only here). A document
@@ -556,7 +572,7 @@ def rewrite(old_bytes: bytes | None, new: dict, *, parsed: Any = _UNPARSED) -> b
 
 
 def rewrite_reporting(
-    old_bytes: bytes | None, new: dict, *, parsed: Any = _UNPARSED
+    old_bytes: bytes | None, new: dict[str, Any], *, parsed: Any = _UNPARSED
 ) -> tuple[bytes, bool]:
     """`rewrite`, and whether the bytes were written from `new` and the kept text of `parsed`
     alone (a new file, a splice or a dump), so that they read back as `new` in `new`'s own key
@@ -605,7 +621,7 @@ def _reads_back_as(data: bytes, document: Any) -> bool:
         return False
 
 
-def _splice(old_bytes: bytes, plain: Any, new: dict) -> bytes | None:
+def _splice(old_bytes: bytes, plain: Any, new: dict[str, Any]) -> bytes | None:
     """`new` written entry by entry over the text of `old_bytes`; None where that is unsafe.
 
     Unsafe: comments (only the round trip keeps them), anchors (a kept entry could name an
@@ -669,4 +685,4 @@ def _same(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
+    return bool(a == b)

@@ -216,7 +216,9 @@ def values_of_keys_ending(data: bytes, suffixes: Sequence[bytes]) -> list[bytes]
             value = (after[1] or b"").strip()
             if not value:
                 line = data.rfind(b"\n", 0, hit) + 1
-                indent = _SPACES.match(data, line).end() - line
+                spaces = _SPACES.match(data, line)
+                assert spaces is not None  # `_SPACES` matches the empty string too
+                indent = spaces.end() - line
                 below = _first_line(data, after.end(), len(data))
                 if below is not None and (
                     below[0] > indent or (below[0] == indent and below[1].startswith(b"-"))

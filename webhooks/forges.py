@@ -15,11 +15,17 @@ import hmac
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import parse_qs
 
 from gitstore.errors import InvalidInput
 from gitstore.gitops.mirrors import FORGES
+
+if TYPE_CHECKING:
+    from werkzeug.datastructures import Headers
+
+#: A request's headers: Flask's, or a plain mapping.
+HeadersLike: TypeAlias = "Mapping[str, str] | Headers"
 
 GITHUB, GITLAB, GITEA = FORGES
 PUSH, PULL_REQUEST, PING, OTHER = "push", "pull_request", "ping", "other"
@@ -65,7 +71,7 @@ class Event:
 
 
 # -- signatures -----------------------------------------------------------------------------
-def has_signature(forge: str, headers: Mapping[str, str]) -> bool:
+def has_signature(forge: str, headers: HeadersLike) -> bool:
     return any(headers.get(name) for name in _signature_headers(forge))
 
 
@@ -77,7 +83,7 @@ def _signature_headers(forge: str) -> tuple[str, ...]:
     }[forge]
 
 
-def verify(forge: str, headers: Mapping[str, str], body: bytes, secret: str) -> bool:
+def verify(forge: str, headers: HeadersLike, body: bytes, secret: str) -> bool:
     """Whether the request carries a valid signature (or token) for `secret`."""
     if forge == GITLAB:
         token = headers.get("X-Gitlab-Token") or ""
@@ -97,7 +103,7 @@ def _same_hex(given: str, expected: str) -> bool:
 
 
 # -- payloads -------------------------------------------------------------------------------
-def payload(headers: Mapping[str, str], body: bytes) -> dict:
+def payload(headers: HeadersLike, body: bytes) -> dict:
     """The JSON payload (GitHub may also send it form-encoded as `payload=`)."""
     text = body.decode("utf-8", errors="replace")
     if (headers.get("Content-Type") or "").startswith("application/x-www-form-urlencoded"):
@@ -120,7 +126,7 @@ def repository_urls(data: dict) -> list[str]:
     return urls
 
 
-def parse(forge: str, headers: Mapping[str, str], data: dict) -> Event:
+def parse(forge: str, headers: HeadersLike, data: dict) -> Event:
     """The event a payload describes; unknown kinds are OTHER (acknowledged, ignored)."""
     kind = _kind(forge, headers, data)
     urls = repository_urls(data)
@@ -132,7 +138,7 @@ def parse(forge: str, headers: Mapping[str, str], data: dict) -> Event:
     return Event(forge, kind, urls)
 
 
-def _kind(forge: str, headers: Mapping[str, str], data: dict) -> str:
+def _kind(forge: str, headers: HeadersLike, data: dict) -> str:
     name = (headers.get(_EVENT_HEADERS[forge]) or "").strip().lower()
     if forge == GITLAB:
         name = str(data.get("object_kind") or name.removesuffix(" hook").replace(" ", "_"))
@@ -166,8 +172,9 @@ def _pull_request(forge: str, data: dict, urls: list[str]) -> Event:
 def _gitlab_merge_request(forge: str, data: dict, urls: list[str]) -> Event:
     attrs = _mapping(data, "object_attributes")
     number = _integer(attrs.get("iid"), "object_attributes.iid")
-    diff_refs = attrs.get("diff_refs") if isinstance(attrs.get("diff_refs"), dict) else {}
-    last = attrs.get("last_commit") if isinstance(attrs.get("last_commit"), dict) else {}
+    diff_refs, last = attrs.get("diff_refs"), attrs.get("last_commit")
+    diff_refs = diff_refs if isinstance(diff_refs, dict) else {}
+    last = last if isinstance(last, dict) else {}
     project = _mapping(data, "project")
     return Event(
         forge,

@@ -58,7 +58,8 @@ def gate(lines: list[str], git_dir: Path) -> list[str]:
             )
             messages.extend(_problem_lines(exc.errors))
     if not messages:
-        store.gitops.accepted_push(git_dir, [tuple(line.split()) for line in lines if line.strip()])
+        updates = [line.split() for line in lines if line.strip()]  # git's `old new ref` lines
+        store.gitops.accepted_push(git_dir, [(old, new, ref) for old, new, ref in updates])
     return messages
 
 

@@ -31,6 +31,7 @@ def receive(forge: str):
     if forge not in forges.FORGES:
         raise NotFound(f"no webhook receiver for {forge!r}; use {', '.join(forges.FORGES)}")
     body = request.get_data()
+    malformed: InvalidInput | None
     try:
         data = forges.payload(request.headers, body)
     except InvalidInput as exc:
@@ -92,6 +93,7 @@ def _review(name: str, event: forges.Event) -> dict:
     api_url, token = gitops.forge_api(name)
     posted = bool(api_url and token and event.api_repo)
     if posted:
+        assert api_url and token and event.api_repo and event.number is not None  # a review's
         client = ForgeClient(event.forge, api_url, token)
         client.comment(event.api_repo, event.number, render_markdown(review))
         report = review.report

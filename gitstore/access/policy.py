@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from gitstore import files, yamlio
 from gitstore.access import credentials, keystone
+from gitstore.access.keystone import KeystoneUser
 from gitstore.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized, Unavailable
 from gitstore.names import check_identifier
 
@@ -166,7 +167,7 @@ class Policy:
     def identity(self, name: str, via: str) -> Identity:
         return Identity(name, parse_grants(self.users[name].get("roles") or []), via)
 
-    def keystone_identity(self, who: keystone.KeystoneUser) -> Identity:
+    def keystone_identity(self, who: KeystoneUser) -> Identity:
         """The identity a Keystone user gets from the keystone rules; Forbidden if none."""
         grants = parse_grants(list(keystone.grants_for(who, self.keystone)))
         return Identity(who.name, grants, f"keystone ({who.scope})")
@@ -270,7 +271,7 @@ class AccessFile:
 
     def add_user(self, name: str, grants: tuple[Grant, ...], password: str | None) -> None:
         name = check_identifier(name, "user name")
-        entry = {"roles": [str(g) for g in grants]}
+        entry: dict[str, Any] = {"roles": [str(g) for g in grants]}
         if password is not None:
             entry["password"] = credentials.hash_password(_check_password(password))
 

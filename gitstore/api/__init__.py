@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from flask import Blueprint, Flask
+from flask.json.provider import DefaultJSONProvider
 
 from gitstore import Store, limits
 from gitstore.api import (
@@ -106,7 +107,8 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     app.extensions[STORE] = store
     bounds = limits.configure(store.root, app.config.get("GITSTORE_LIMITS"))
     app.config["MAX_CONTENT_LENGTH"] = bounds.body_bytes  # 413 before a byte is read
-    app.json.sort_keys = False
+    if isinstance(app.json, DefaultJSONProvider):
+        app.json.sort_keys = False
     app.url_map.strict_slashes = False
     errors.register(app)
     observe.register(app)  # first: a refused request too gets an id, a log line, a count
@@ -124,5 +126,6 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
         app.register_blueprint(blueprint)
     if bench.enabled(app.config.get(bench.ENABLE, os.environ.get(bench.ENABLE))):
         app.register_blueprint(bench.bp)  # bench/lookup.py's baseline, never in production
-    app.wsgi_app = fastpath.FastPath(app, app.wsgi_app)  # repeated reads of values
+    # repeated reads of values (Flask's documented way to wrap its WSGI app)
+    app.wsgi_app = fastpath.FastPath(app, app.wsgi_app)  # type: ignore[method-assign]
     return app

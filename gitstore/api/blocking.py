@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from flask import Response, request
 
@@ -52,7 +53,7 @@ def _index() -> str | None:
 def blocking_read(
     env_id: int,
     read: Callable[[str | None], Served],
-    respond: Callable[[Served], Response] = served,
+    respond: Callable[[Any], Response] = served,  # takes what `read` answers
 ) -> Response:
     """Answer with `read(version)`, held as a blocking query when `index` or `wait` is given."""
     index, wait_text = _index(), request.args.get("wait")
@@ -63,7 +64,7 @@ def blocking_read(
         head = result.commit if version is None and result.commit else watch.heads.head(env_id)
     elif version_arg() is not None:
         raise InvalidInput("index and wait watch the head; they take no version", key="version")
-    elif wait_text is None:  # read one's own write: once main holds it, at once
+    elif wait_text is None and index is not None:  # read one's own write: once main holds it
         watch.index_commit(env_id, index)
         result = read(None)
         head = result.commit or watch.heads.head(env_id)

@@ -69,7 +69,7 @@ def _http_message(exc: HTTPException) -> str:
     if exc.code == 404:
         return f"no such route: {where} (see docs/api.md)"
     if exc.code == 405:
-        allowed = ", ".join(sorted(exc.valid_methods or []))
+        allowed = ", ".join(sorted(getattr(exc, "valid_methods", None) or []))
         return f"method not allowed: {where}; this route allows {allowed}"
     return f"{exc.name}: {where}"
 
@@ -120,8 +120,9 @@ def register(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
         response = error_response(exc.code or 500, _http_message(exc))
-        if exc.code == 405 and exc.valid_methods:
-            response.headers["Allow"] = ", ".join(sorted(exc.valid_methods))
+        valid_methods = getattr(exc, "valid_methods", None)  # a MethodNotAllowed's
+        if exc.code == 405 and valid_methods:
+            response.headers["Allow"] = ", ".join(sorted(valid_methods))
         return response
 
     @app.errorhandler(Exception)

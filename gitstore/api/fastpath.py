@@ -82,7 +82,7 @@ class _Answer:
     status: str
     headers: list[tuple[str, str]]  # without X-Request-Id, which is made per request
     body: bytes
-    env: int
+    env: int | None
     commit: str | None
     user: str | None
     route: str = ROUTE
@@ -195,6 +195,7 @@ class FastPath:
             date_at = next((i for i, (name, _) in enumerate(kept) if name == "Date"), None)
             commit = next((v for n, v in headers if n == "X-Gitstore-Commit"), None)
             heads, policy, epoch = ids
+            assert answered is not None and route is not None  # `keep` needs the route
             _, env, user = answered
             entry = _Answer(
                 heads,

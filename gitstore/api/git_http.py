@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from flask import Blueprint, Response, g, request
 from werkzeug.exceptions import ClientDisconnected
@@ -181,7 +181,7 @@ def _run_backend(env: dict[str, str]) -> Response:
     expected = request.content_length
     threading.Thread(target=backend.pump, args=(request.stream, expected), daemon=True).start()
     threading.Thread(target=backend.watch, daemon=True).start()
-    status, headers = _read_headers(backend.proc.stdout)
+    status, headers = _read_headers(backend.stdout)
     if status is None:
         backend.finish()
         return error_response(502, "git http-backend produced no response")
@@ -210,6 +210,9 @@ class _Backend:
             start_new_session=True,
             preexec_fn=_dies_with(os.getpid()),
         )
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # started with pipes
+        self.stdin = self.proc.stdin
+        self.stdout = cast(io.BufferedReader, self.proc.stdout)  # buffered: it has `read1`
         self._moved = time.monotonic()
 
     def kill(self) -> None:
@@ -223,7 +226,7 @@ class _Backend:
             while chunk := source.read(_CHUNK):
                 self._moved = time.monotonic()
                 try:
-                    self.proc.stdin.write(chunk)
+                    self.stdin.write(chunk)
                 except OSError:
                     return  # git stopped reading (it failed, and will say so on stdout)
                 copied += len(chunk)
@@ -231,7 +234,7 @@ class _Backend:
             copied = -1  # the client went away mid-body
         finally:
             with contextlib.suppress(OSError):
-                self.proc.stdin.close()
+                self.stdin.close()
         if copied < 0 or (expected is not None and copied < expected):
             log.warning("git client vanished mid-request: killing git http-backend")
             self.kill()
@@ -247,14 +250,14 @@ class _Backend:
 
     def body(self) -> Iterator[bytes]:
         try:
-            while chunk := self.proc.stdout.read1(_CHUNK):
+            while chunk := self.stdout.read1(_CHUNK):
                 self._moved = time.monotonic()
                 yield chunk
         finally:
             self.finish()
 
     def finish(self) -> None:
-        self.proc.stdout.close()  # always: a pipe left to the garbage collector leaks until then
+        self.stdout.close()  # always: a pipe left to the garbage collector leaks until then
         if self.proc.poll() is None:
             try:
                 self.proc.wait(timeout=30)
@@ -305,8 +308,8 @@ def _run_to_end(env: dict[str, str], body: bytes):
     backend = _Backend(env)
     pump = threading.Thread(target=backend.pump, args=(io.BytesIO(body), len(body)), daemon=True)
     pump.start()
-    status, headers = _read_headers(backend.proc.stdout)
-    answer = backend.proc.stdout.read()
+    status, headers = _read_headers(backend.stdout)
+    answer = backend.stdout.read()
     pump.join()
     backend.finish()
     return status, headers, answer

@@ -338,13 +338,13 @@ class _Fragments:
             if key is not kept_key or value is not kept_value:
                 run[key] = value  # encoded with its unshared neighbours
                 continue
-            text = texts[index]
-            if text is None:
-                text = texts[index] = encode({key: value})[1:-1]
+            piece = texts[index]
+            if piece is None:
+                piece = texts[index] = encode({key: value})[1:-1]
             if run:
                 parts.append(encode(run)[1:-1])
                 run = {}
-            parts.append(text)
+            parts.append(piece)
             shared += 1
         run.update(items)  # entries past the head's
         if run:
@@ -379,7 +379,11 @@ def _fragments() -> _Fragments | None:
     """The app's fragments while its JSON provider is Flask's default without sorted keys
     (assembling keeps the entries' order); None otherwise."""
     provider = current_app.json
-    if type(provider).dumps is not DefaultJSONProvider.dumps or provider.sort_keys:
+    if (
+        not isinstance(provider, DefaultJSONProvider)
+        or type(provider).dumps is not DefaultJSONProvider.dumps
+        or provider.sort_keys
+    ):
         return None
     settings = (provider.default, provider.ensure_ascii)
     found = current_app.extensions.get(_FRAGMENTS)
@@ -479,7 +483,7 @@ def _conditional(response: Response, result: Served, body: bytes, weak: bool = F
         response.make_conditional(environ)
 
 
-def _check_if_match(etag: tuple[str | None, bool]) -> None:
+def _check_if_match(etag: tuple[str, bool] | tuple[None, None]) -> None:
     """`If-Match` on a read: `*` holds (the document exists), else one of its tags must be the
     answer's, compared strongly (RFC 9110 13.1.1: a weak tag never matches); otherwise a 412
     in the one error shape, not the document with a 412 status."""

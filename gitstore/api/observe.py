@@ -46,7 +46,8 @@ def _start() -> None:
 
 
 def _finish(response: Response) -> Response:
-    state, this = g._get_current_object(), request._get_current_object()  # one proxy lookup each
+    # one proxy lookup each (Flask types `request` as the Request, not its LocalProxy)
+    state, this = g._get_current_object(), request._get_current_object()  # type: ignore[attr-defined]
     request_id = state.get("request_id") or new_request_id("")
     response.headers[REQUEST_ID] = request_id
     seconds = time.perf_counter() - state.get("started", time.perf_counter())

@@ -150,8 +150,10 @@ class _Stuck(Exception):
 class _Helper:
     """One helper process, its pipes, and what it has answered so far."""
 
-    def __init__(self, process: subprocess.Popen) -> None:
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdin is not None and process.stdout is not None  # started with pipes
         self.process = process
+        self._requests, self._answers = process.stdin, process.stdout
         self._received = bytearray()
 
     @classmethod
@@ -168,7 +170,7 @@ class _Helper:
 
     def send(self, request: tuple) -> None:
         try:
-            _write(self.process.stdin.fileno(), request)
+            _write(self._requests.fileno(), request)
         except OSError as exc:
             raise _Stuck() from exc
 
@@ -176,15 +178,15 @@ class _Helper:
         """The answer to the last request, waited for at most `seconds` (what arrived by
         then is kept for the next wait)."""
         try:
-            return _read(self.process.stdout.fileno(), self._received, seconds)
+            return _read(self._answers.fileno(), self._received, seconds)
         except (OSError, EOFError) as exc:
             raise _Stuck() from exc
 
     def kill(self) -> None:
         self.process.kill()
         self.process.wait()
-        self.process.stdin.close()
-        self.process.stdout.close()
+        self._requests.close()
+        self._answers.close()
 
 
 def _lower_priority() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from gitstore import metrics
 
-_MISSING = object()
+_MISSING: Any = object()  # compared by identity; typed Any so a found entry indexes
 
 
 class LRUCache:

@@ -25,6 +25,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gitstore.files import os_thread_local
 
@@ -232,7 +233,7 @@ def view(index: ChainIndex, head: str, diff: Diff, previous: ChainView | None) -
     return _made(index, head, 0, tuple(walked))
 
 
-def _made(index: ChainIndex, head: str, base: int, tail: tuple) -> ChainView:
+def _made(index: ChainIndex, head: str, base: int, tail: tuple[Any, ...]) -> ChainView:
     length = base + len(tail)
     positions = {commit_id: length - offset for offset, (commit_id, _p) in enumerate(tail)}
     return ChainView(index, head, base, tail, positions)

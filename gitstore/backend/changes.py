@@ -42,8 +42,9 @@ class ChangeSet:
         """Delete a file or a whole folder (nothing happens if `path` does not exist)."""
         self._record(path, None)
 
-    def graft(self, path: str, graft: Graft) -> None:
-        """Place an existing tree or blob at `path`."""
+    def graft(self, path: str, graft: Graft | None) -> None:
+        """Place an existing tree or blob at `path` (None, as `Snapshot.graft` answers for a
+        missing path: delete it)."""
         self._record(path, graft)
 
     def _record(self, path: str, change: bytes | Graft | None) -> None:

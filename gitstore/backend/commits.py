@@ -38,6 +38,7 @@ anything else is waited for.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -51,7 +52,7 @@ import pygit2
 from gitstore import metrics
 from gitstore.backend import refs
 from gitstore.backend.changes import ChangeSet
-from gitstore.backend.snapshot import Snapshot
+from gitstore.backend.snapshot import Snapshot, commit_of
 from gitstore.backend.trees import build_tree, store_blobs
 from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import Conflict, NotFound
@@ -239,6 +240,7 @@ class CommitQueue:
         or the commit a clone adds (nothing else writes to a repository being created)."""
         built = self.build(head, changes, author)
         if built is None:
+            assert head is not None  # `build` finds no change only on an existing head
             return WriteResult(head, self._repo.depth(head), changed=False)
         commit_id, message = built
         if not self.accepts(head, commit_id):
@@ -257,7 +259,7 @@ class CommitQueue:
         head = repo.head()
         if head is None:
             raise NotFound(f"repository {repo.name} has no commits")
-        changes = operation(repo.snapshot_of(repo.git[head]))
+        changes = operation(repo.snapshot_of(commit_of(repo.git, head)))
         built = self.build(head, changes, author)
         if built is None:
             return WriteResult(head, repo.depth(head), changed=False)
@@ -266,7 +268,7 @@ class CommitQueue:
     def build(self, head: str | None, changes: ChangeSet, author: Author) -> tuple[str, str] | None:
         """(commit id, message) of `changes` made on `head`, nothing moved; None: no change."""
         git = self._repo.git
-        base_tree = git[head].tree if head else None
+        base_tree = commit_of(git, head).tree if head else None
         tree_id = build_tree(git, base_tree, changes.entries)
         if base_tree is not None and tree_id == base_tree.id:
             return None
@@ -283,7 +285,7 @@ class CommitQueue:
         head = repo.head()
         if head is None:
             return None
-        commit = repo.git[head]
+        commit = commit_of(repo.git, head)
         snapshot = Snapshot(repo.git, commit, repo.name, repo.depth(head), tracked=True)
         changes = operation(snapshot)
         changes.entries = store_blobs(repo.git, changes.entries)
@@ -320,7 +322,8 @@ class CommitQueue:
         links: list[_Link] = []
         try:
             tip = self._build_round(head, batch, links)
-            if tip != head and not self._accept_chain(head, tip):
+            # (a tip other than main's is a commit of this round, never None)
+            if tip != head and tip is not None and not self._accept_chain(head, tip):
                 for link in links:  # main moved: each re-applies its operation on the new head
                     link.ticket.error = None
                 return
@@ -355,20 +358,25 @@ class CommitQueue:
         return tip
 
     def _accepted(self, link: _Link) -> WriteResult:
+        # a link of a round that stands rests on a commit: main's, or one the round made
+        assert link.commit is not None
         depth = self._repo.depth(link.commit)
         if link.message is None:
             return WriteResult(link.commit, depth, changed=False)
+        assert link.changes is not None  # a link with a message made a commit of its changes
         metrics.commit_made(self._repo.name, link.commit, link.message, link.changes.entries)
         return WriteResult(link.commit, depth, changed=True)
 
     def _changes_on(self, tip: str | None, ticket: _Ticket) -> ChangeSet:
         guess, git = ticket.guess, self._repo.git
         if guess is not None and tip is not None:
-            held = guess.holds_at(tip, git[tip].tree)
+            held = guess.holds_at(tip, commit_of(git, tip).tree)
             self._guesses.record(held)
             if held:
                 return guess.changes
-        return ticket.operation(self._repo.snapshot_of(git[tip]) if tip else None)
+        if tip is None:  # a repository without commits: its first commit needs no snapshot
+            return ticket.operation(None)  # type: ignore[arg-type]
+        return ticket.operation(self._repo.snapshot_of(commit_of(git, tip)))
 
     def _accept_chain(self, head: str | None, tip: str) -> bool:
         if not self.accepts(head, tip):
@@ -386,6 +394,6 @@ class CommitQueue:
         except (KeyError, pygit2.GitError):
             return False
 
-    def _write_lock(self):
+    def _write_lock(self) -> contextlib.AbstractContextManager[None]:
         """The repository's write lock (a `flock`, dropped by the kernel if we die)."""
         return exclusive_lock(self._repo.path / WRITE_LOCK, 0o644)

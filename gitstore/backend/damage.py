@@ -21,14 +21,16 @@ _SEEN: dict[str, tuple[str, str | None]] = {}
 _LOCK = threading.Lock()
 
 
-def damaged(path: str | os.PathLike, name: str, damage: str, object_id: str | None = None):
+def damaged(
+    path: str | os.PathLike[str], name: str, damage: str, object_id: str | None = None
+) -> Damaged:
     """The error for `damage` of repository `name` at `path`, recorded for the status."""
     with _LOCK:
         _SEEN[_key(path)] = (damage, object_id)
     return Damaged(name, damage)
 
 
-def recorded(path: str | os.PathLike, repo: pygit2.Repository) -> str | None:
+def recorded(path: str | os.PathLike[str], repo: pygit2.Repository) -> str | None:
     """Damage a read met in this process and that is still there; None if there is none."""
     key = _key(path)
     with _LOCK:
@@ -49,7 +51,7 @@ def first_unreadable(repo: pygit2.Repository, tree: pygit2.Tree) -> str | None:
     Reads every object once (libgit2 checks each one's hash): a cost that grows with the
     store, so only an operator's `status?verify=1` pays it.
     """
-    stack: list[tuple[str, pygit2.Object]] = [("", tree)]
+    stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
     while stack:
         prefix, current = stack.pop()
         for entry in current:
@@ -57,7 +59,7 @@ def first_unreadable(repo: pygit2.Repository, tree: pygit2.Tree) -> str | None:
             try:
                 repo.odb.read(entry.id)
                 if entry.type_str == "tree":
-                    stack.append((f"{path}/", repo[entry.id]))
+                    stack.append((f"{path}/", repo[entry.id].peel(pygit2.Tree)))
             except (KeyError, ValueError, pygit2.GitError) as exc:
                 return f"{path} (object {entry.id}) is unreadable ({exc})"
     return None
@@ -71,5 +73,5 @@ def _readable(repo: pygit2.Repository, object_id: str) -> bool:
     return True
 
 
-def _key(path: str | os.PathLike) -> str:
+def _key(path: str | os.PathLike[str]) -> str:
     return os.path.realpath(path)

@@ -20,6 +20,7 @@ import pygit2
 from gitstore.backend import refs, revisions
 from gitstore.backend.changes import ChangeSet, Graft
 from gitstore.backend.repository import COMMITTER, MAIN, Repository
+from gitstore.backend.snapshot import commit_of
 from gitstore.backend.trees import build_tree
 from gitstore.errors import Conflict, Unavailable
 
@@ -240,13 +241,13 @@ def settled_head(repo: Repository, head: str, seconds: float, limit: int = 20_00
     """The newest commit of `head`'s first-parent chain that someone else than gitstore made
     (a pushed commit: its committer is not `COMMITTER`), or that is at least `seconds` old; the
     oldest one within `limit` steps otherwise."""
-    commit = repo.git[head]
+    commit = commit_of(repo.git, head)
     cutoff = time.time() - seconds
     for _ in range(limit):
         ours = commit.committer.email == COMMITTER[1]
         if not ours or commit.commit_time <= cutoff or not commit.parent_ids:
             break
-        commit = repo.git[commit.parent_ids[0]]
+        commit = commit_of(repo.git, commit.parent_ids[0])
     return str(commit.id)
 
 
@@ -277,15 +278,20 @@ def new_objects(repo: Repository, old: str, new: str) -> list[tuple[int, bytes]]
     trees and blobs that differ. A peer that holds `old` holds `new` once it writes these (a
     cluster's fast path; a commit with other parents goes by `git fetch`)."""
     git = repo.git
-    commit = git[new]
+    commit = commit_of(git, new)
     if [str(p) for p in commit.parent_ids] != [old]:
         raise ValueError(f"{new[:12]} is not a child of {old[:12]} alone")
     found = [_raw(git, commit.id)]
-    _tree_changes(git, git[old].tree, commit.tree, found)
+    _tree_changes(git, commit_of(git, old).tree, commit.tree, found)
     return found
 
 
-def _tree_changes(git, old, new, found: list[tuple[int, bytes]]) -> None:
+def _tree_changes(
+    git: pygit2.Repository,
+    old: pygit2.Tree | None,
+    new: pygit2.Tree,
+    found: list[tuple[int, bytes]],
+) -> None:
     if old is not None and old.id == new.id:
         return
     found.append(_raw(git, new.id))
@@ -296,14 +302,16 @@ def _tree_changes(git, old, new, found: list[tuple[int, bytes]]) -> None:
             continue
         if entry.type_str == "tree":
             earlier = (
-                git[previous.id] if previous is not None and previous.type_str == "tree" else None
+                git[previous.id].peel(pygit2.Tree)
+                if previous is not None and previous.type_str == "tree"
+                else None
             )
-            _tree_changes(git, earlier, git[entry.id], found)
+            _tree_changes(git, earlier, git[entry.id].peel(pygit2.Tree), found)
         elif entry.type_str == "blob":
             found.append(_raw(git, entry.id))
 
 
-def _raw(git, oid) -> tuple[int, bytes]:
+def _raw(git: pygit2.Repository, oid: pygit2.Oid) -> tuple[int, bytes]:
     kind, data = git.odb.read(oid)
     return int(kind), data
 

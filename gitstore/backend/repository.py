@@ -10,7 +10,7 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pygit2
 
@@ -30,9 +30,9 @@ from gitstore.backend.commits import (
 )
 from gitstore.backend.damage import damaged, first_unreadable, recorded
 from gitstore.backend.revisions import FileChange, TagInfo
-from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info
+from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info, commit_of
 from gitstore.deadlines import UNBOUNDED, Deadline
-from gitstore.errors import Conflict, NotFound, Unavailable, UnknownRevision
+from gitstore.errors import Conflict, Damaged, NotFound, Unavailable, UnknownRevision
 from gitstore.files import os_thread_local
 from gitstore.names import is_commit_id, is_number
 
@@ -111,7 +111,7 @@ class Repository:
         head = repo.head()
         if head is None:
             raise NotFound(f"repository {source.name} has no commits")
-        repo.commits.first(head, operation(repo.snapshot_of(repo.git[head])), author)
+        repo.commits.first(head, operation(repo.snapshot_of(commit_of(repo.git, head))), author)
         return repo
 
     @property
@@ -151,7 +151,7 @@ class Repository:
                 return self._damaged(found).damage
         return recorded(self.path, self.git)
 
-    def _damaged(self, damage: str, object_id: str | None = None):
+    def _damaged(self, damage: str, object_id: str | None = None) -> Damaged:
         folder = f"{self.path.parent.name}/{self.path.name}"
         return damaged(self.path, f"{self.name} ({folder})", damage, object_id)
 
@@ -203,7 +203,7 @@ class Repository:
 
     def _head_commit(self, head: str) -> pygit2.Commit:
         try:
-            commit = self.git[head]
+            commit = commit_of(self.git, head)
         except KeyError as exc:
             raise self._damaged(f"{MAIN} points at {head}, which is not in the repository") from exc
         except pygit2.GitError as exc:
@@ -232,20 +232,20 @@ class Repository:
         head = self.head()
         if head is None or number < 1:
             raise UnknownRevision(text, self.name)
-        chain = self._view(head)
-        if chain is not None:
-            found = chain.commit_at(number)
+        view = self._view(head)
+        if view is not None:
+            found = view.commit_at(number)
             if found is None:
                 raise UnknownRevision(text, self.name)
             _DEPTHS.put((self.path, found), number)  # its depth: no walk to learn it again
-            return self.git[found]
+            return commit_of(self.git, found)
         try:
             chain = self._chain(head)
         except (KeyError, pygit2.GitError) as exc:
             raise self._damaged(f"the history of {MAIN} is incomplete ({exc})") from exc
         if number > len(chain):
             raise UnknownRevision(text, self.name)
-        return self.git[chain[number - 1]]
+        return commit_of(self.git, chain[number - 1])
 
     def _chain(self, head: str) -> list[str]:
         """Commit ids of `head`'s first-parent chain, root first (`chain[n - 1]` = version n).
@@ -253,7 +253,7 @@ class Repository:
         Extended from the chain known for an earlier head by walking only the commits made
         since, so `version=N` costs a list index, not a walk of history, after every write.
         """
-        known = _CHAINS.get(self.path)
+        known: tuple[str, list[str]] | None = _CHAINS.get(self.path)  # (head, its chain)
         if known is not None and known[0] == head:
             return known[1]
         ids: list[str] = known[1] if known is not None else []
@@ -266,7 +266,7 @@ class Repository:
                 base = depth
                 break
             walked.append(current)
-            parents = self.git[current].parent_ids
+            parents = commit_of(self.git, current).parent_ids
             current = str(parents[0]) if parents else None
         chain = ids[:base] + walked[::-1]
         _CHAINS.put(self.path, (head, chain), len(chain))
@@ -279,7 +279,7 @@ class Repository:
         write's parent); past `_DEPTH_WALK` steps main's index on disk answers (a process that
         starts on a long history never walks all of it).
         """
-        known = _DEPTHS.get((self.path, commit_id))
+        known: int | None = _DEPTHS.get((self.path, commit_id))
         if known is not None:
             return known
         pending: list[str] = []
@@ -296,7 +296,7 @@ class Repository:
             pending.append(current)
             if len(pending) == _DEPTH_WALK:
                 view = self._view(self.head())
-            parents = self.git[current].parent_ids
+            parents = commit_of(self.git, current).parent_ids
             current = str(parents[0]) if parents else None
         for offset, cid in enumerate(reversed(pending), start=1):
             _DEPTHS.put((self.path, cid), base + offset)
@@ -308,7 +308,7 @@ class Repository:
         read: callers then walk). Read-only: maintenance alone extends the index."""
         if head is None or not self._index.exists():
             return None
-        previous = _VIEWS.get(self.path)
+        previous: chainindex.ChainView | None = _VIEWS.get(self.path)
         if previous is not None and previous.head == head:
             return previous
         try:
@@ -325,9 +325,9 @@ class Repository:
         return self._index.update(head, self._first_parent_diff) if head else None
 
     def _first_parent_diff(self, commit_id: str) -> tuple[str | None, list[str]]:
-        commit = self.git[commit_id]
+        commit = commit_of(self.git, commit_id)
         parent = str(commit.parent_ids[0]) if commit.parent_ids else None
-        before = self.git[parent].tree if parent else None
+        before = commit_of(self.git, parent).tree if parent else None
         return parent, [change.path for change in revisions.compare(before, commit.tree)]
 
     def commits_changing(
@@ -349,8 +349,7 @@ class Repository:
         view = self._view(self.head())
         while current is not None and current != stop:
             deadline.check()
-            version = view.version_of(current) if view is not None else None
-            if version is not None:
+            if view is not None and (version := view.version_of(current)) is not None:
                 low = view.version_of(stop) if stop is not None else None
                 yield from view.changed(paths, version, low if low and low < version else 0)
                 return
@@ -360,29 +359,29 @@ class Repository:
             current = parent
 
     def commit_info(self, commit_id: str) -> CommitInfo:
-        return commit_info(self.git[commit_id])
+        return commit_info(commit_of(self.git, commit_id))
 
     def first_parent_log(
         self, start: str | None = None, limit: int | None = None
     ) -> Iterator[CommitInfo]:
         """CommitInfo of the first-parent chain from `start` (default head), newest first."""
         head = start or self.head()
-        commit = self.git[head] if head else None
+        commit = commit_of(self.git, head) if head else None
         count = 0
         while commit is not None and (limit is None or count < limit):
             yield commit_info(commit)
             count += 1
-            commit = self.git[commit.parent_ids[0]] if commit.parent_ids else None
+            commit = commit_of(self.git, commit.parent_ids[0]) if commit.parent_ids else None
 
     # -- several commits (history, diff, revert, labels) ---------------------------------
     def parent(self, commit_id: str) -> str | None:
         """The first parent of a commit (None for the root)."""
-        parents = self.git[commit_id].parent_ids
+        parents = commit_of(self.git, commit_id).parent_ids
         return str(parents[0]) if parents else None
 
     def object_ids(self, commit_id: str, paths: Sequence[str]) -> tuple[str | None, ...]:
         """The object id of each path in the commit's tree (None where absent)."""
-        tree = self.git[commit_id].tree
+        tree = commit_of(self.git, commit_id).tree
         return tuple(_id_of(revisions.lookup(tree, path)) for path in paths)
 
     def changed_files(
@@ -392,8 +391,8 @@ class Repository:
 
         `skip` names top-level entries left out when `under` holds the root (``""``).
         """
-        commit = self.git[commit_id]
-        before = self.git[commit.parent_ids[0]].tree if commit.parent_ids else None
+        commit = commit_of(self.git, commit_id)
+        before = commit_of(self.git, commit.parent_ids[0]).tree if commit.parent_ids else None
         changes = []
         for path in under:
             old, new = revisions.lookup(before, path), revisions.lookup(commit.tree, path)
@@ -402,7 +401,7 @@ class Repository:
 
     def blob(self, blob_id: str) -> bytes:
         try:
-            return self.git[blob_id].data
+            return cast(pygit2.Blob, self.git[blob_id]).data  # pygit2 types it as any object
         except (KeyError, pygit2.GitError) as exc:
             raise self._damaged(f"object {blob_id} is unreadable ({exc})", blob_id) from exc
 
@@ -416,7 +415,9 @@ class Repository:
 
     def revert_entries(self, commit_id: str, head_id: str) -> dict[str, Graft | None]:
         """Changes that undo commit `commit_id` on top of `head_id`; Conflict names clashes."""
-        return revisions.revert_entries(self.git, self.git[commit_id], self.git[head_id])
+        return revisions.revert_entries(
+            self.git, commit_of(self.git, commit_id), commit_of(self.git, head_id)
+        )
 
     def tags(self) -> list[TagInfo]:
         return revisions.tags(self.git)
@@ -502,5 +503,5 @@ def _fetch_main(source: Repository, target: Path) -> None:
         raise Unavailable(f"copying the history of {source.name} failed: {detail}")
 
 
-def _id_of(obj) -> str | None:
+def _id_of(obj: pygit2.Tree | pygit2.Blob | None) -> str | None:
     return str(obj.id) if obj is not None else None

@@ -42,7 +42,7 @@ class TagInfo:
     message: str
 
 
-def lookup(tree: pygit2.Tree | None, path: str):
+def lookup(tree: pygit2.Tree | None, path: str) -> pygit2.Tree | pygit2.Blob | None:
     """The object at `path` below `tree` (the tree itself for ``""``), or None."""
     path = path.strip("/")
     if tree is None or not path:
@@ -53,7 +53,12 @@ def lookup(tree: pygit2.Tree | None, path: str):
         return None
 
 
-def compare(old, new, prefix: str = "", skip: Iterable[str] = ()) -> list[FileChange]:
+def compare(
+    old: pygit2.Tree | pygit2.Blob | None,
+    new: pygit2.Tree | pygit2.Blob | None,
+    prefix: str = "",
+    skip: Iterable[str] = (),
+) -> list[FileChange]:
     """Files that differ between objects `old` and `new` (trees, blobs or None) below `prefix`."""
     if old is not None and new is not None and old.id == new.id:
         return []
@@ -67,14 +72,17 @@ def compare(old, new, prefix: str = "", skip: Iterable[str] = ()) -> list[FileCh
     if old_tree is None and new_tree is None:
         return changes
     skipped = set(skip)
-    names = {e.name for e in old_tree or ()} | {e.name for e in new_tree or ()}
+    # (`str`: pygit2 types an object's name optional; a tree's entries all have one)
+    names = {str(e.name) for e in old_tree or ()} | {str(e.name) for e in new_tree or ()}
     for name in sorted(names - skipped):
         child = f"{prefix}/{name}" if prefix else name
         changes.extend(compare(lookup(old_tree, name), lookup(new_tree, name), child))
     return changes
 
 
-def revert_entries(repo: pygit2.Repository, commit: pygit2.Commit, head: pygit2.Commit):
+def revert_entries(
+    repo: pygit2.Repository, commit: pygit2.Commit, head: pygit2.Commit
+) -> dict[str, Graft | None]:
     """Path -> Graft/None that undo `commit` on top of `head` (git revert: a three-way merge).
 
     Raises Conflict naming the files when the undo clashes with later changes.
@@ -93,7 +101,7 @@ def revert_entries(repo: pygit2.Repository, commit: pygit2.Commit, head: pygit2.
             path=files[0],
             errors=[{"file": f, "message": "conflict"} for f in files],
         )
-    result = repo[index.write_tree(repo)]
+    result = repo[index.write_tree(repo)].peel(pygit2.Tree)  # a tree: peeling returns it
     return {c.path: (Graft(c.new, False) if c.new else None) for c in compare(head.tree, result)}
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, cast
 
 import pygit2
 
@@ -19,7 +19,7 @@ from gitstore import yamlio
 from gitstore.backend.cache import PARSED_BLOBS, parsed
 from gitstore.backend.changes import Graft
 from gitstore.backend.damage import damaged
-from gitstore.errors import InvalidInput
+from gitstore.errors import Damaged, InvalidInput
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,13 @@ class Entry:
     object_id: str | None = None
 
 
+#: What a path below a tree names: a folder or a file's blob.
+GitObject = pygit2.Tree | pygit2.Blob
+
 #: Modes of a regular file in git; a symlink's blob holds its target's name, a gitlink names a
 #: commit of another repository: neither is data, and neither is ever read as data.
 REGULAR_MODES = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
-_IRREGULAR = {
+_IRREGULAR: dict[int, str] = {
     pygit2.enums.FileMode.LINK: "a symbolic link (mode 120000)",
     pygit2.enums.FileMode.COMMIT: "a gitlink (submodule entry, mode 160000)",
 }
@@ -105,7 +108,7 @@ class Snapshot:
         return all(_id_of(_lookup(tree, path)) == oid for path, oid in self._reads.items())
 
     # -- objects ---------------------------------------------------------------------------
-    def _object(self, path: str):
+    def _object(self, path: str) -> GitObject | None:
         path = path.strip("/")
         try:
             obj = _lookup(self._tree, path)
@@ -138,7 +141,7 @@ class Snapshot:
             return None
         return self._data(obj, path)
 
-    def _file(self, obj: Any, path: str) -> pygit2.Blob | None:
+    def _file(self, obj: GitObject | None, path: str) -> pygit2.Blob | None:
         """`obj` if it is a regular file (None: absent or a folder). A symlink or gitlink stored
         before the gate refused them is InvalidInput naming it, never its target as data."""
         if obj is None or isinstance(obj, pygit2.Tree):
@@ -155,7 +158,7 @@ class Snapshot:
             damage = f"{path} (object {blob.id}) is unreadable ({exc})"
             raise self._damaged(damage, str(blob.id)) from exc
 
-    def _damaged(self, damage: str, object_id: str | None = None):
+    def _damaged(self, damage: str, object_id: str | None = None) -> Damaged:
         folder = os.path.basename(os.path.dirname(self._repo.path.rstrip("/")))
         name = f"{self.repository} ({folder}/{os.path.basename(self._repo.path.rstrip('/'))})"
         return damaged(self._repo.path, name, damage, object_id)
@@ -185,7 +188,7 @@ class Snapshot:
             str(obj.id), lambda: self._data(obj, path), lambda data: yamlio.load(data, path=label)
         )
 
-    def read_mapping(self, path: str) -> dict | None:
+    def read_mapping(self, path: str) -> dict[str, Any] | None:
         """A document that must be a mapping; None if the file is absent."""
         obj = self._object(path)  # once: an absent layer is the usual case, not a second look
         doc = self._parsed(obj, path)
@@ -202,7 +205,7 @@ class Snapshot:
             return []
         return [
             Entry(entry.name, entry.type_str == "tree", entry.filemode, str(entry.id))
-            for entry in obj
+            for entry in _entries(obj)
         ]
 
     def file_ids(self, path: str) -> dict[str, str]:
@@ -211,7 +214,7 @@ class Snapshot:
         obj = self._object(path)
         if not isinstance(obj, pygit2.Tree):
             return {}
-        return {e.name: str(e.id) for e in obj if e.filemode in REGULAR_MODES}
+        return {e.name: str(e.id) for e in _entries(obj) if e.filemode in REGULAR_MODES}
 
     def walk(self, path: str = "") -> Iterator[str]:
         """Every file path below `path` (repository-relative), depth first, sorted: symlinks
@@ -235,7 +238,7 @@ class Snapshot:
         return commit_info(self._commit)
 
 
-def _lookup(tree: pygit2.Tree, path: str):
+def _lookup(tree: pygit2.Tree, path: str) -> GitObject | None:
     """The object at `path`, or None.
 
     pygit2 1.21 keeps a reference to every path string given to `Tree.__getitem__` (and to
@@ -252,7 +255,7 @@ def _lookup(tree: pygit2.Tree, path: str):
         return None
 
 
-def _id_of(obj) -> pygit2.Oid | None:
+def _id_of(obj: GitObject | None) -> pygit2.Oid | None:
     return obj.id if obj is not None else None
 
 
@@ -270,6 +273,26 @@ def remember_parsed(data: bytes, document: Any) -> None:
     astute.yaml took ~20 ms to parse, most of a one-key write into it. Never mutate it.
     """
     PARSED_BLOBS.put(str(pygit2.hash(data)), document, len(data))
+
+
+class _TreeEntry(Protocol):
+    """An entry of a tree as pygit2 yields it: named (pygit2 types `name` optional, for the
+    objects not read from a tree)."""
+
+    name: str
+    id: pygit2.Oid
+    filemode: int
+    type_str: str
+
+
+def _entries(tree: pygit2.Tree) -> Iterable[_TreeEntry]:
+    return cast("Iterable[_TreeEntry]", tree)  # one cast per folder, none per entry
+
+
+def commit_of(repo: pygit2.Repository, commit_id: str | pygit2.Oid) -> pygit2.Commit:
+    """The commit `commit_id` names (pygit2 types `repo[id]` as any object; the ids the
+    backend looks up this way are commit ids)."""
+    return cast(pygit2.Commit, repo[commit_id])
 
 
 def commit_info(commit: pygit2.Commit) -> CommitInfo:

@@ -36,7 +36,9 @@ def store_blobs(repo: pygit2.Repository, entries: dict[str, _Change]) -> dict[st
     }
 
 
-def _build(repo: pygit2.Repository, tree: pygit2.Tree | None, entries: dict[str, _Change]):
+def _build(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, entries: dict[str, _Change]
+) -> pygit2.Oid | None:
     builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
     direct, nested = _split(entries)
     for name, change in direct.items():
@@ -53,7 +55,9 @@ def _build(repo: pygit2.Repository, tree: pygit2.Tree | None, entries: dict[str,
     return builder.write()
 
 
-def _split(entries: dict[str, _Change]):
+def _split(
+    entries: dict[str, _Change],
+) -> tuple[dict[str, _Change], dict[str, dict[str, _Change]]]:
     """Changes of direct children, and per child folder the changes below it.
 
     A direct change of `name` supersedes the changes below `name` made before it.
@@ -70,17 +74,21 @@ def _split(entries: dict[str, _Change]):
     return direct, nested
 
 
-def _base_below(repo, tree: pygit2.Tree | None, name: str, direct: dict[str, _Change]):
+def _base_below(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, name: str, direct: dict[str, _Change]
+) -> pygit2.Tree | None:
     """The folder that changes below `name` apply to: what a direct change put there, if any."""
     if name not in direct:
         return _subtree(tree, name)
     change = direct[name]
     if isinstance(change, Graft) and change.is_tree:
-        return repo[change.object_id]
+        return repo[change.object_id].peel(pygit2.Tree)  # a tree: peeling returns it as is
     return None  # deleted, or replaced by a file: the folder starts empty
 
 
-def _apply_direct(repo, builder, name: str, change: _Change) -> None:
+def _apply_direct(
+    repo: pygit2.Repository, builder: pygit2.TreeBuilder, name: str, change: _Change
+) -> None:
     if change is None:
         _remove(builder, name)
     elif isinstance(change, Graft):
@@ -98,7 +106,7 @@ def _subtree(tree: pygit2.Tree | None, name: str) -> pygit2.Tree | None:
     return entry if isinstance(entry, pygit2.Tree) else None
 
 
-def _remove(builder, name: str) -> None:
+def _remove(builder: pygit2.TreeBuilder, name: str) -> None:
     name = sys.intern(name)  # as in _subtree
     if builder.get(name) is not None:
         builder.remove(name)

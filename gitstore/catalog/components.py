@@ -8,6 +8,7 @@ because environment data files are named by resource name alone.
 
 from __future__ import annotations
 
+import builtins
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, keypaths, schemas
@@ -201,7 +202,7 @@ class Components(_CatalogService):
             raise Conflict(refusal, key="name")
 
     def _replace_definitions(
-        self, view: CatalogView, component: dict, items: list[tuple[int | None, dict]]
+        self, view: CatalogView, component: dict, items: builtins.list[tuple[int | None, dict]]
     ) -> bool:
         """Make `items` the component's definitions; True if orphans were adopted.
 
@@ -446,7 +447,7 @@ class ResourceDefinitions(_CatalogService):
         return Served(None, result.commit, result.version)
 
 
-_UNCHANGED = object()
+_UNCHANGED: Any = object()  # compared by identity
 
 
 def _component_ref(body: dict) -> int | str | None:

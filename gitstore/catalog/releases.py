@@ -14,7 +14,8 @@ renamed nor deleted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import builtins
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -304,7 +305,7 @@ _TYPE_NAMES = {
 }
 
 
-def check_role_tags(roles: dict, tags: dict) -> None:
+def check_role_tags(roles: dict, tags: Mapping[str, Any]) -> None:
     """Every tag a role names is defined (a role's own name is implicit)."""
     for role, tag in missing_role_tags(roles, tags):
         raise InvalidInput(f"Role {role} contains non-existent tag {tag}", key=ROLES)
@@ -332,9 +333,9 @@ def _put_entity(
     else:
         main.update((k, entity[k]) for k in _METADATA if entity.get(k))
     for name, doc in files.items():
-        old = snapshot.read(f"{old_folder}/{name}")
+        old_data = snapshot.read(f"{old_folder}/{name}")
         path = f"{folder}/{name}"
-        changes.put(path, documents.encode(snapshot.repository, path, doc, old))
+        changes.put(path, documents.encode(snapshot.repository, path, doc, old_data))
 
 
 _DEFAULTS = {RELEASE.name: {"state": "available"}, PLUGIN.name: {}}
@@ -476,7 +477,7 @@ class Owners:
                 f"{users}; it cannot be {what}"
             )
 
-    def users(self, name: str) -> list[int]:
+    def users(self, name: str) -> builtins.list[int]:
         """Ids of the environments that name this release (or enable this plugin)."""
         found = []
         for env_id in self._repos.environment_ids():

@@ -146,8 +146,8 @@ def kept_components(tree: TreeCheck) -> None:
     after = _component_names(tree)
     for old in served.components:
         name = old.get("name")
-        if name in after.values():
-            continue
+        if name is None or name in after.values():
+            continue  # (a component without a name is attached by none)
         if old.get("id") in after:
             path, key, change = f"components/{after[old['id']]}.yaml", "name", "renamed"
         else:
@@ -155,7 +155,7 @@ def kept_components(tree: TreeCheck) -> None:
         _refuse(tree, path, key, usage.attached_refusal(repos, name, change))
 
 
-def _component_names(tree: TreeCheck) -> dict[int, str]:
+def _component_names(tree: TreeCheck) -> dict[Any, Any]:  # (ids and names as stored)
     """Component id -> name in the catalog under check."""
     docs = [tree.mapping(f"components/{e.name}") or {} for e in tree.snapshot.list("components")]
     return {doc.get("id"): doc.get("name") for doc in docs}

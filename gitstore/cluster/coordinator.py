@@ -272,7 +272,8 @@ class Coordinator:
     def _sources(self, leader: Entry | None) -> list[str]:
         """Peers' base URLs, the primary's first (it has every accepted commit)."""
         others = dict(self.settings.others)
-        first = others.pop(_node_of(leader), None) if leader else None
+        node = _node_of(leader) if leader else None
+        first = others.pop(node, None) if node is not None else None
         return ([first] if first else []) + list(others.values())
 
     def _publish(self, role: str, term: int, leader: Entry | None) -> None:

@@ -37,6 +37,7 @@ from typing import Any
 
 from gitstore.backend import remote
 from gitstore.backend.repository import Repository
+from gitstore.backend.snapshot import commit_of
 from gitstore.cluster import state
 from gitstore.cluster.etcd import Compare, Etcd
 from gitstore.cluster.secret import ClusterSecret
@@ -114,6 +115,7 @@ class Member:
     def created(self, name: str, repo: Repository) -> None:
         term = self._require_primary()
         head = repo.head()
+        assert head is not None  # a repository is created with its first commit
         self._replicate(name, repo, head, None)
         if not self._etcd.transaction(
             [self._term(term), self._absent(name)], {self._key(name): head}
@@ -123,7 +125,9 @@ class Member:
 
     def archiving(self, name: str, repo: Repository) -> None:
         term = self._require_primary()
-        current = Compare(self._key(name), "VALUE", repo.head())
+        head = repo.head()
+        assert head is not None  # a served repository has commits
+        current = Compare(self._key(name), "VALUE", head)
         if not self._etcd.transaction([self._term(term), current], {self._key(name): TOMBSTONE}):
             self._check_term(term)
             raise Conflict(f"{name} moved in the cluster meanwhile; try again")
@@ -354,11 +358,13 @@ def objects_of(repo: Repository, old: str | None, new: str) -> tuple[str, bytes]
     lands after its trees and its parent."""
     if old is None:
         return None
-    steps, commit = [], new
+    steps: list[tuple[str, str]] = []  # (parent, child)
+    commit = new
     while commit != old:
-        if len(steps) == MAX_CHAIN or len(repo.git[commit].parent_ids) != 1:
+        parents = commit_of(repo.git, commit).parent_ids
+        if len(steps) == MAX_CHAIN or len(parents) != 1:
             return None
-        steps.append((repo.parent(commit), commit))
+        steps.append((str(parents[0]), commit))
         commit = steps[-1][0]
     objects = [obj for parent, child in steps for obj in remote.new_objects(repo, parent, child)]
     return old, encode_objects(objects)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -198,7 +199,7 @@ class Environments:
     def create(self, body: Any, author: Author | None = None) -> Served:
         fields = _check_body(body, partial=False)
         catalog = self._catalog()
-        doc = {"id": None}
+        doc: dict[str, Any] = {"id": None}
         if fields.get("name") is not None:
             doc["name"] = fields["name"]
         doc.update(
@@ -271,7 +272,9 @@ class Environments:
             )
         return self.get(env_id)
 
-    def _check_detach(self, view: EnvironmentView, catalog: CatalogView, names: list[str]) -> None:
+    def _check_detach(
+        self, view: EnvironmentView, catalog: CatalogView, names: builtins.list[str]
+    ) -> None:
         dropped = [n for n in view.components if n not in names]
         resources = [d["name"] for d in catalog.definitions_of(dropped)]
         held = [r for r in resources if view.resource_has_data(r)]

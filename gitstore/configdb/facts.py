@@ -169,11 +169,11 @@ def _keep_or_move_back(
         return
     del new_global[key]
     for node in others:
-        document = relied.get(node)
-        if document is None:
+        relied_on = relied.get(node)
+        if relied_on is None:
             path = layer_file((NODES_LEVEL, node), VALUES, name)
-            document = relied[node] = dict(view.snapshot.read_mapping(path) or {})
-        document.setdefault(key, kept)
+            relied_on = relied[node] = dict(view.snapshot.read_mapping(path) or {})
+        relied_on.setdefault(key, kept)
 
 
 def _holders(view: EnvironmentView, name: str) -> list[str]:

@@ -64,6 +64,7 @@ def instances_section(
     tags and roles (`inventory/`), on the release and plugins `environment.yaml` names, and on
     their roles and tags in the catalog, pinned here to one catalog commit.
     """
+    assert view.env_id is not None  # an environment's view has its id
     env_id = int(view.env_id)
     commit = view.snapshot.commit_id
     catalog = repos.catalog().snapshot().commit_id
@@ -221,17 +222,22 @@ class Hiera:
         return list(dict.fromkeys(wanted))
 
 
+def _merged(view: EnvironmentView, node: Node, name: str) -> dict[str, Any]:
+    return effective.merge_layers(view.layers(node.pairs, name), view.merge)
+
+
 def effective_values(
     kept: LRUCache, view: EnvironmentView, node: Node, names: list[str]
 ) -> tuple[dict, list]:
     """Each resource's effective values at `node`, and the inputs they were merged from (kept
     in `kept` by merge mode and layer blob ids: a pure function of immutable ids)."""
-    values, inputs = {}, [view.merge, node.pairs, node.record_id, tuple(names)]
+    values: dict[str, Any] = {}
+    inputs: list[Any] = [view.merge, node.pairs, node.record_id, tuple(names)]
     for name in names:
         layer_ids = view.layer_inputs(node.pairs, name)
         values[name] = kept.get_or_compute(
             (view.merge, layer_ids),
-            lambda name=name: effective.merge_layers(view.layers(node.pairs, name), view.merge),
+            functools.partial(_merged, view, node, name),
         )
         inputs.append(layer_ids)
     return values, inputs

@@ -87,7 +87,8 @@ def read(config: Path, datadir: Path | None) -> tuple[list[Entry], list[str]]:
     defaults = data.get("defaults") or {}
     base = config.parent
     default_dir = datadir or base / str(defaults.get("datadir", "data"))
-    entries, lossy = [], []
+    entries: list[Entry] = []
+    lossy: list[str] = []
     for index, raw in enumerate(data.get("hierarchy") or []):
         if not isinstance(raw, dict):
             raise where.error(("hierarchy",), f"entry {index + 1} is not a mapping")
@@ -178,9 +179,9 @@ def _backend(raw: dict, defaults: dict, key_of, where: _Where) -> bool:
             name = raw[kind]
             break
     else:
-        kind = next((k for k in ("data_hash", "lookup_key", "data_dig") if k in defaults), None)
-        name = defaults.get(kind) if kind else "yaml_data"
-        kind = kind or "data_hash"
+        default = next((k for k in ("data_hash", "lookup_key", "data_dig") if k in defaults), None)
+        name = defaults.get(default) if default else "yaml_data"
+        kind = default or "data_hash"
     if kind == "data_hash" and name in YAML_BACKENDS:
         return False
     if kind == "lookup_key" and name == EYAML_BACKEND:
@@ -275,7 +276,9 @@ def map_levels(entries: list[Entry]) -> LevelMapping:
             group = group[-2:]
         kept.append(group)
     _check_order(kept, lossy)
-    levels, layers, names = [], [], set()
+    levels: list[str] = []
+    layers: list[Layer] = []
+    names: set[str] = set()
     for group in reversed(kept):
         level = None if group[0].level_key == "" else _level_name(group[0], names)
         if level is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, yamlio
 from gitstore.backend.changes import ChangeSet
@@ -139,15 +139,15 @@ def _read_environments(folder: Path) -> dict[int, Tree]:
 
 
 # -- checks before writing ---------------------------------------------------------------------
-def _component_names(repos: Repositories) -> set[str]:
+def _component_names(repos: Repositories) -> set[Any]:  # (names as stored)
     return {c.get("name") for c in CatalogView(repos.catalog().snapshot()).components}
 
 
-def _component_names_in(tree: Tree) -> set[str]:
+def _component_names_in(tree: Tree) -> set[Any]:
     return {doc.get("name") for path, doc in tree.docs.items() if path.startswith(COMPONENTS)}
 
 
-def _check_environment(env_id: int, tree: Tree, components: set[str]) -> None:
+def _check_environment(env_id: int, tree: Tree, components: set[Any]) -> None:
     """The environment's description fits its folder, the catalog and its own files."""
     where = f"{tree.label}/{ENVIRONMENT_FILE}"
     doc = tree.docs.get(ENVIRONMENT_FILE)

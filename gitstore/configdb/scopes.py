@@ -8,7 +8,7 @@ never goes stale and its cost does not grow with history.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from gitstore.backend.cache import LRUCache
 from gitstore.errors import InvalidInput
@@ -106,6 +106,10 @@ def resources_at(view: EnvironmentView, pairs: LevelPairs) -> set[str]:
     return found
 
 
+@overload
+def parse_scope(text: str) -> list[tuple[str, str]]: ...
+@overload
+def parse_scope(text: str | None) -> list[tuple[str, str]] | None: ...
 def parse_scope(text: str | None) -> list[tuple[str, str]] | None:
     """Level pairs from `nodes/1`, `/role/compute/nodes/1/` or `role=compute,nodes=1`."""
     if text is None:

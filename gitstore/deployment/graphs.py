@@ -21,6 +21,7 @@ gate applies the same rules (`catalog_graphs` and `cluster_graphs`, listed in
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -79,8 +80,7 @@ def read_graph(snapshot: Snapshot, path: str) -> dict | None:
 
     def parse() -> dict:
         doc = merging.canonical_document(snapshot.read_yaml(path))
-        merging.raise_problems(merging.document_problems(doc), f"{snapshot.repository}:{path}")
-        return doc
+        return merging.check_document(doc, f"{snapshot.repository}:{path}")
 
     return _PARSED.get_or_compute(blob, parse)
 
@@ -127,7 +127,8 @@ class Owner:
             found.insert(0, DEFAULT_TYPE)
         return found
 
-    def entity(self, graph_type: str, doc: dict) -> dict:
+    def entity(self, graph_type: str, doc: dict | None) -> dict:
+        assert doc is not None  # a graph type `types` lists has its document
         entity: dict[str, Any] = {"type": graph_type}
         entity.update((key, doc.get(key)) for key in METADATA)
         entity["tasks"] = [served_task(task) for task in doc["tasks"]]
@@ -552,7 +553,7 @@ class Graphs:
         releases: Sequence[int],
         related: bool,
         version: str | None,
-    ) -> list[Owner]:
+    ) -> builtins.list[Owner]:
         if not (clusters or plugins or releases):
             releases = [e["id"] for e in OwnerCatalog(catalog, RELEASE).entities()]
             plugins = [e["id"] for e in OwnerCatalog(catalog, PLUGIN).entities()]
@@ -706,6 +707,7 @@ def cluster_graphs(tree: TreeCheck) -> None:
             continue
         graph_type = path[len(FOLDER) + 1 : -len(".yaml")]
         try:
+            assert tree.catalog is not None  # `_gate_owners` found its owners in it
             sources = Sources.build(tree.catalog.snapshot, *owners, None, graph_type)
             _report(tree, path, new_problems(sources, doc))
         except InvalidInput:

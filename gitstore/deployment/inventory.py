@@ -17,9 +17,10 @@ the lock; the push gate is where such a push has to be checked.
 
 from __future__ import annotations
 
+import builtins
 import ipaddress
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -117,6 +118,7 @@ class Cluster:
 
     @property
     def env_id(self) -> int:
+        assert self.env.env_id is not None  # a cluster's environment.yaml has its id
         return int(self.env.env_id)
 
     @cached_property
@@ -385,7 +387,7 @@ class Edit:
     """What an inventory write changes: node files (None deletes) and other inventory docs."""
 
     message: str
-    nodes: dict[int, dict | None] = field(default_factory=dict)
+    nodes: Mapping[int, dict | None] = field(default_factory=dict)
     files: dict[str, dict] = field(default_factory=dict)
     #: Nodes whose roles and tags must be valid after the change (the ones a request names).
     checked: list[int] = field(default_factory=list)
@@ -475,7 +477,9 @@ class Nodes:
         written = self.create_many(env_id, [body], author)
         return Served(written.data[0], written.commit, written.version)
 
-    def create_many(self, env_id: int, bodies: list, author: Author | None = None) -> Served:
+    def create_many(
+        self, env_id: int, bodies: builtins.list, author: Author | None = None
+    ) -> Served:
         """Add nodes in one commit; a bad one refuses them all, naming it."""
         wanted = _checked_bodies(bodies)
         self._repos.environment_repo(env_id)  # 404 before taking the store lock
@@ -594,7 +598,7 @@ class Nodes:
             used.update(dict.fromkeys(self._index.read(snapshot), env_id))
         return used
 
-    def _allocate_many(self, env_id: int, wanted: list[int | None]) -> list[int]:
+    def _allocate_many(self, env_id: int, wanted: builtins.list[int | None]) -> builtins.list[int]:
         """An id for each new node: the one asked for, else the lowest unused ones."""
         used = self.used_ids()
         for node_id in wanted:

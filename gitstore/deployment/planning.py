@@ -181,9 +181,10 @@ def check_estimate(env_id: int, chosen: list[Chosen]) -> None:
     per_key: dict[str, float] = {}
     for graph in chosen:
         estimate = plan_size.node_values(graph.tasks, graph.tags_by_node, graph.wanted.tasks)
-        for key, values in estimate.items():
-            per_key[key] = per_key.get(key, 0) + values
+        for node_key, count in estimate.items():
+            per_key[node_key] = per_key.get(node_key, 0) + count
     limit = limits.current().document_keys
+    key: str | None
     key, values = max(per_key.items(), key=lambda kv: kv[1], default=(None, 0))
     if values > limit:
         raise InvalidInput(_too_big(env_id, chosen, key, f"about {int(values)}"), key="graphs")

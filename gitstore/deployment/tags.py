@@ -17,6 +17,8 @@ cannot share a commit; reads also ignore primaries of vanished tags, so the gap 
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gitstore.backend.repository import Author
@@ -127,8 +129,8 @@ class Tags:
         tags = [tag_entity(n, m, kind, owner["id"]) for n, m in owner[TAGS].items()]
         return Served(tags, served.commit, served.version)
 
-    def _merged_tags(self, cluster: Cluster) -> list[dict]:
-        sources = []
+    def _merged_tags(self, cluster: Cluster) -> builtins.list[dict]:
+        sources: builtins.list[tuple[str, Any, dict | None]] = []
         if cluster.release is not None:
             sources.append((RELEASE.name, cluster.release["id"], cluster.release))
         sources.append((CLUSTER, cluster.env_id, None))
@@ -458,7 +460,7 @@ def _missing_primaries(
     return warnings
 
 
-def _merged_tag_names(cluster: Cluster, own_tags: dict) -> dict:
+def _merged_tag_names(cluster: Cluster, own_tags: Mapping[str, Any]) -> Mapping[str, Any]:
     """Tags a cluster role may name: the merged view with the cluster's tags replaced."""
     owners = cluster.owner_metadata(tagging.Metadata(cluster.own.roles, own_tags))
     return tagging.merge_metadata(owners).tags

@@ -285,8 +285,9 @@ def _runner_alive(runner: Any) -> bool:
     """False only when the runner ran on this host and its process is gone."""
     if not isinstance(runner, dict) or runner.get("host") != socket.gethostname():
         return True
+    pid: Any = runner.get("pid")  # as recorded: a bad one counts as alive below
     try:
-        os.kill(int(runner.get("pid")), 0)
+        os.kill(int(pid), 0)
     except ProcessLookupError:
         return False
     except (PermissionError, TypeError, ValueError):

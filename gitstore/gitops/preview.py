@@ -80,6 +80,7 @@ class Previews:
             )
         except (InvalidInput, Conflict) as exc:
             return self._refused(env_id, exc)
+        assert proposed.commit is not None  # a dry run answers the commit it built
         return self.report(env_id, proposed.commit, changed=proposed.data["changed"])
 
     def revert(self, env_id: int, commit: str, author: Author | None = None) -> Served:
@@ -88,6 +89,7 @@ class Previews:
             proposed = self._versions.revert(env_id, {"commit": commit}, author, dry_run=True)
         except (InvalidInput, Conflict) as exc:
             return self._refused(env_id, exc)
+        assert proposed.commit is not None  # a dry run answers the commit it built
         return self.report(env_id, proposed.commit, changed=proposed.data["changed"])
 
     def report(self, env_id: int, proposed: str, *, changed: bool = True) -> Served:

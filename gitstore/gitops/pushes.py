@@ -71,7 +71,8 @@ class Command:
 def parse_commands(body: bytes) -> list[Command] | None:
     """The ref commands at the start of a receive-pack request (pkt-lines up to the flush);
     None when they are not plain 40-hex commands we can re-aim (push certificates, sha256)."""
-    commands, pos = [], 0
+    commands: list[Command] = []
+    pos = 0
     while True:
         try:
             size = int(body[pos : pos + 4], 16)
@@ -166,6 +167,7 @@ class PushAdmission:
         writer outside the queue, e.g. a local `git push`, can)."""
         for _ in range(_LAND_ATTEMPTS):
             head = self.repo.head()
+            assert head is not None  # a push lands on a repository with commits
             try:
                 landed = landed_commit(self.repo, new, head, self._check_tree)
             except GitstoreError:

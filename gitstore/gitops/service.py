@@ -219,7 +219,7 @@ class GitOps:
     def check_writable(self, name: str) -> None:
         self.mirror_settings.check_writable(name)
 
-    def add_mirror(self, name: str, url: str, **settings: str | None) -> dict:
+    def add_mirror(self, name: str, url: str, **settings: Any) -> dict:
         """Make repository `name` follow a branch of `url` (see `MirrorSettings.add`)."""
         self._repository(parse_repository_name(name))  # it must exist
         return self.mirror_settings.add(name, url, **settings)
@@ -357,6 +357,7 @@ class GitOps:
         )
         head = _known(repo, head_sha) or remote.read_ref(repo, f"{prefix}/head")
         base = _known(repo, base_sha) or remote.read_ref(repo, f"{prefix}/base")
+        assert head is not None and base is not None  # the fetch above wrote both refs
         base = remote.merge_base(repo, base, head) or base
         return self.review_in_store(name, base, head)
 

@@ -14,17 +14,17 @@ from typing import Any
 SECTIONS = ("added", "removed", "changed")
 
 
-def dotted(path: tuple) -> str:
+def dotted(path: tuple[Any, ...]) -> str:
     return ".".join(str(segment) for segment in path)
 
 
-def diff_documents(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict:
+def diff_documents(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict[str, Any]:
     """`{"added": {k: v}, "removed": {k: v}, "changed": {k: {"old", "new"}}}`, or `{}` if equal."""
     return sections(differences(old, new))
 
 
 #: One difference as `differences` yields it: (section, key path, old value, new value).
-Difference = tuple[str, tuple, Any, Any]
+Difference = tuple[str, tuple[Any, ...], Any, Any]
 
 
 def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[Difference]:
@@ -32,9 +32,9 @@ def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) ->
     return list(_walk(old or {}, new or {}, ()))
 
 
-def sections(found: list[Difference]) -> dict:
+def sections(found: list[Difference]) -> dict[str, Any]:
     """`differences` as `diff_documents` answers them (dotted keys), or `{}` when none."""
-    result: dict[str, dict] = {section: {} for section in SECTIONS}
+    result: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
     for section, path, before, after in found:
         key = dotted(path)
         if section == "added":
@@ -46,7 +46,7 @@ def sections(found: list[Difference]) -> dict:
     return result if found else {}
 
 
-def changed_keys(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict:
+def changed_keys(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict[str, Any]:
     """`{"keys_added": [...], "keys_removed": [...], "keys_changed": [...]}` as dotted paths."""
     found: dict[str, list[str]] = {f"keys_{section}": [] for section in SECTIONS}
     for section, path, _, _ in _walk(old or {}, new or {}, ()):
@@ -54,7 +54,9 @@ def changed_keys(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -
     return found
 
 
-def _walk(old: Mapping, new: Mapping, prefix: tuple) -> Iterator[tuple[str, tuple, Any, Any]]:
+def _walk(
+    old: Mapping[str, Any], new: Mapping[str, Any], prefix: tuple[Any, ...]
+) -> Iterator[tuple[str, tuple[Any, ...], Any, Any]]:
     for key in old:
         if key not in new:
             yield "removed", (*prefix, key), old[key], None
@@ -78,10 +80,12 @@ def same_value(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
+    return bool(a == b)
 
 
-def leaf_paths(document: Mapping[str, Any], prefix: tuple = ()) -> Iterator[tuple]:
+def leaf_paths(
+    document: Mapping[str, Any], prefix: tuple[Any, ...] = ()
+) -> Iterator[tuple[Any, ...]]:
     """Every key path that ends at a non-mapping value or an empty mapping, in document order."""
     for key, value in document.items():
         path = (*prefix, key)

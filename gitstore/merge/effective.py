@@ -66,7 +66,7 @@ def strip_knockouts(value: Any) -> Any:
     return value if result is None else result
 
 
-def _knocking(mapping: Mapping[str, Any]) -> set | None:
+def _knocking(mapping: Mapping[str, Any]) -> set[Any] | None:
     """The `--key` keys of `mapping` (None when it has none: the usual case).
 
     Asked of every mapping of a node's facts: one search of the keys joined (in C) answers
@@ -157,7 +157,9 @@ def merge_layers(layers: Iterable[Layer], mode: str | Strategies = DEEP) -> dict
     return merge_onto({}, layers, mode)
 
 
-def merge_onto(base: dict[str, Any], layers: Iterable[Layer], mode: str = DEEP) -> dict[str, Any]:
+def merge_onto(
+    base: dict[str, Any], layers: Iterable[Layer], mode: str | Strategies = DEEP
+) -> dict[str, Any]:
     """`layers` merged over `base`, the effective document of the layers before them.
 
     `merge_layers` is a left fold, so `merge_onto(merge_layers(a), b)` is `merge_layers(a + b)`:
@@ -184,6 +186,6 @@ def lookup_sources(layers: Iterable[Layer]) -> dict[str, str]:
     return sources
 
 
-def with_lookup(result: Mapping[str, Any], sources: Mapping[str, str]) -> dict[str, list]:
+def with_lookup(result: Mapping[str, Any], sources: Mapping[str, str]) -> dict[str, list[Any]]:
     """`show_lookup` form: every top-level key becomes `[value, scope]`."""
     return {key: [value, sources.get(key, "/")] for key, value in result.items()}

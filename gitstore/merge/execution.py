@@ -17,7 +17,7 @@ keeps one). YAQL `condition`s are recorded in the directory, not evaluated.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from gitstore.errors import InvalidInput, ValidationFailed
@@ -67,7 +67,9 @@ def serialize(
     ordered = [by_id[task_id] for task_id in topological_order(tasks)]
     placed = _placement(tagging.resolve_tasks(ordered, tags_by_node))
     links = _Links(ordered, placed, tags_by_node)
-    tasks_graph: dict[str, list[dict]] = {key: [] for key in _node_keys(placed, tags_by_node)}
+    tasks_graph: dict[str, list[dict[str, Any]]] = {
+        key: [] for key in _node_keys(placed, tags_by_node)
+    }
     for task in ordered:
         for node in placed.get(task["id"], ()):
             tasks_graph[node].append(_entry(task, links.requires((task["id"], node)), selected))
@@ -94,17 +96,19 @@ def _node_keys(placed: Mapping[str, list[str]], tags_by_node: Mapping[Any, Any])
     return keys + sorted((str(n) for n in tags_by_node), key=_node_rank)
 
 
-def _node_rank(key: str) -> tuple:
+def _node_rank(key: str) -> tuple[Any, ...]:
     return (0, int(key), key) if key.isascii() and key.isdigit() else (1, 0, key)
 
 
-def _entry(task: Mapping[str, Any], requires: list[dict], selected) -> dict:
+def _entry(
+    task: Mapping[str, Any], requires: list[dict[str, Any]], selected: Collection[str] | None
+) -> dict[str, Any]:
     if selected is not None and task["id"] not in selected:
         return {"id": task["id"], "type": SKIPPED, "fail_on_error": False, "requires": requires}
     return {"id": task["id"], "type": task["type"], "requires": requires}
 
 
-def _directory_entry(task: Mapping[str, Any]) -> dict:
+def _directory_entry(task: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in task.items() if key not in _LINK_FIELDS}
 
 
@@ -126,18 +130,18 @@ class _Links:
         self.cross: dict[Vertex, list[Vertex]] = {}
         # A graph names a few selectors and task names; a plan on many nodes resolves each
         # once per node without these. A link to one vertex is one shared (read-only) dict.
-        self._chosen: dict[str, set | None] = {}
+        self._chosen: dict[str, set[Any] | None] = {}
         self._named: dict[str, list[str]] = {}
-        self._links: dict[Vertex, dict] = {}
+        self._links: dict[Vertex, dict[str, Any]] = {}
         for task in tasks:
             for node in placed.get(task["id"], ()):
                 self._add_cross(task, node)
 
-    def requires(self, vertex: Vertex) -> list[dict]:
+    def requires(self, vertex: Vertex) -> list[dict[str, Any]]:
         found = self._local(vertex) + [v for v in self.cross.get(vertex, []) if v != vertex]
         return [self._link(v) for v in dict.fromkeys(found)]
 
-    def _link(self, vertex: Vertex) -> dict:
+    def _link(self, vertex: Vertex) -> dict[str, Any]:
         link = self._links.get(vertex)
         if link is None:
             task_id, node = vertex
@@ -205,7 +209,7 @@ class _Links:
             found += [(other, n) for n in nodes]
         return found
 
-    def _selected(self, selector: Any) -> set | None:
+    def _selected(self, selector: Any) -> set[Any] | None:
         key = repr(selector)
         if key not in self._chosen:
             self._chosen[key] = {str(n) for n in tagging.resolve(selector, self.tags_by_node)}
@@ -220,7 +224,7 @@ def execution_order(
     order; ties go to the earlier place in a node's list, then to the lower node."""
     nodes = sorted(tasks_graph, key=lambda k: (k != SYNC, k != MASTER, _node_rank(k)))
     entries: dict[Vertex, Mapping[str, Any]] = {}
-    rank: dict[Vertex, tuple] = {}
+    rank: dict[Vertex, tuple[Any, ...]] = {}
     before: dict[Vertex, set[Vertex]] = {}
     for node_index, node in enumerate(nodes):
         previous = None
@@ -237,7 +241,9 @@ def execution_order(
     return [(vertex[1], entries[vertex]) for vertex in _kahn(before, rank)]
 
 
-def _kahn(before: Mapping[Vertex, set[Vertex]], rank: Mapping[Vertex, tuple]) -> list[Vertex]:
+def _kahn(
+    before: Mapping[Vertex, set[Vertex]], rank: Mapping[Vertex, tuple[Any, ...]]
+) -> list[Vertex]:
     after: dict[Vertex, list[Vertex]] = {vertex: [] for vertex in before}
     for vertex, needs in before.items():
         for need in needs:

@@ -135,7 +135,7 @@ def canonical_task(task: Any) -> Any:
         return task
     result: dict[str, Any] = {}
     for key, value in task.items():
-        name = _INPUT_ALIASES.get(key, key)
+        name = _INPUT_ALIASES.get(key) or key
         if name != key and name in task:
             continue  # the canonical key is given too and wins
         result[name] = value
@@ -146,12 +146,12 @@ def canonical_task(task: Any) -> Any:
     return result
 
 
-def with_defaults(task: Mapping[str, Any]) -> dict:
+def with_defaults(task: Mapping[str, Any]) -> dict[str, Any]:
     """A canonical task as it is served: `version` defaults to 1.0.0."""
     return {**task, "version": task.get("version") or DEFAULT_VERSION}
 
 
-def output_task(task: Mapping[str, Any]) -> dict:
+def output_task(task: Mapping[str, Any]) -> dict[str, Any]:
     """A task with Nailgun's output aliases: `task_name`, `role`, the dashed cross-depends."""
     result = {"id": task["id"], "task_name": task["id"]}
     for key, value in task.items():
@@ -173,7 +173,7 @@ def is_task_based(task: Mapping[str, Any]) -> bool:
 
 
 # -- documents --------------------------------------------------------------------------------
-def document_of(doc: Any) -> dict | None:
+def document_of(doc: Any) -> dict[str, Any] | None:
     """A stored graph file as a mapping with `tasks` (None when it has neither shape)."""
     if doc is None:
         return {"tasks": []}
@@ -184,7 +184,7 @@ def document_of(doc: Any) -> dict | None:
     return None
 
 
-def canonical_document(doc: Any) -> dict | None:
+def canonical_document(doc: Any) -> dict[str, Any] | None:
     """`document_of` with every task canonical."""
     found = document_of(doc)
     if found is None or not isinstance(found["tasks"], list):
@@ -257,10 +257,11 @@ def duplicate_ids(tasks: Iterable[Any]) -> list[str]:
     return sorted(repeated)
 
 
-def check_document(doc: Any, what: str) -> dict:
+def check_document(doc: Any, what: str) -> dict[str, Any]:
     """The canonical document `doc`, or ValidationFailed listing its problems."""
     raise_problems(document_problems(doc), what)
-    return doc
+    checked: dict[str, Any] = doc  # a mapping once it has no problems
+    return checked
 
 
 def raise_problems(problems: Sequence[Problem], what: str) -> None:
@@ -273,16 +274,16 @@ def raise_problems(problems: Sequence[Problem], what: str) -> None:
         )
 
 
-def _problem_dict(problem: Problem) -> dict:
+def _problem_dict(problem: Problem) -> dict[str, Any]:
     return {"message": problem.message, **({"task": problem.task} if problem.task else {})}
 
 
 # -- merging ----------------------------------------------------------------------------------
 def plugin_overlaps(
     plugins: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
-) -> list[tuple[str, str, str]]:
+) -> list[tuple[Any, str, str]]:
     """(task, first plugin, second plugin) for each task id two enabled plugins define."""
-    owner: dict[str, str] = {}
+    owner: dict[Any, str] = {}  # task id (as given, maybe missing) -> plugin
     found = []
     for plugin, tasks in plugins:
         for task in tasks:
@@ -304,11 +305,11 @@ def overlap_error(overlaps: Sequence[tuple[str, str, str]], graph_type: str) -> 
 
 
 def merge_graphs(
-    release: Mapping | None,
-    plugins: Sequence[tuple[str, Mapping]],
-    cluster: Mapping | None,
+    release: Mapping[str, Any] | None,
+    plugins: Sequence[tuple[str, Mapping[str, Any]]],
+    cluster: Mapping[str, Any] | None,
     graph_type: str = DEFAULT_TYPE,
-) -> dict:
+) -> dict[str, Any]:
     """The merged graph: cluster tasks > plugins' (in enabled order) > release tasks, whole
     tasks replaced by id (a replaced task keeps its place); metadata merged recursively.
 
@@ -318,7 +319,7 @@ def merge_graphs(
     if overlaps:
         raise overlap_error(overlaps, graph_type)
     docs = [d for d in (release, *(doc for _, doc in plugins), cluster) if d is not None]
-    tasks: dict[str, Mapping] = {}
+    tasks: dict[str, Mapping[str, Any]] = {}
     for doc in docs:
         for task in doc.get("tasks") or []:
             tasks[task["id"]] = task
@@ -327,7 +328,7 @@ def merge_graphs(
     return merged
 
 
-def merge_metadata(docs: Sequence[Mapping]) -> dict:
+def merge_metadata(docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """`name`, `node_filter`, `on_*` of the documents, later ones winning, mappings merged."""
     result: dict[str, Any] = {}
     for doc in docs:
@@ -546,7 +547,7 @@ def legacy_subgraph(
     start: str | None = None,
     end: str | None = None,
     include: Sequence[str] = (),
-) -> list[Mapping]:
+) -> list[Mapping[str, Any]]:
     """Nailgun's legacy filter: the tasks from `start` (and what follows it) up to `end` (and
     what precedes it), plus `include`. Only without start and end is everything kept."""
     if not start and not end:
@@ -574,7 +575,7 @@ def legacy_subgraph(
 
 # -- Graphviz -----------------------------------------------------------------------------------
 _DEFAULT_STYLE = 'color="yellowgreen", style="filled"'
-_STYLES = {
+_STYLES: dict[Any, str] = {
     "group": 'color="lightskyblue", shape="box", style="filled, rounded"',
     "skipped": 'color="gray95"',
     "stage": 'color="red", shape="rect", style="filled"',

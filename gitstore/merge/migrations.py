@@ -54,7 +54,7 @@ def parse_version(text: Any, what: str = "version") -> Version:
 
 
 # -- rules ------------------------------------------------------------------------------------
-def check_rules(document: Any) -> dict:
+def check_rules(document: Any) -> dict[str, Any]:
     """An `upgrade.yaml` document `{rules: [...]}` whose every rule is well formed."""
     rules = RULES_BODY.check(document).get("rules") or []
     if not isinstance(rules, list):
@@ -90,13 +90,15 @@ def _check_path(path: Any, where: str) -> list[str]:
     return parts
 
 
-def applicable(rules: list[dict], original: Version, target: Version) -> list[dict]:
+def applicable(
+    rules: list[dict[str, Any]], original: Version, target: Version
+) -> list[dict[str, Any]]:
     """The rules with `original < since <= target`, oldest `since` first (stable)."""
     chosen = [r for r in rules if original < parse_version(r["since"]) <= target]
     return sorted(chosen, key=lambda r: parse_version(r["since"]))
 
 
-def apply_rules(settings: Mapping[str, Any], rules: list[dict]) -> dict:
+def apply_rules(settings: Mapping[str, Any], rules: list[dict[str, Any]]) -> dict[str, Any]:
     """A copy of `{editable, generated}` with each rule applied in order.
 
     A rule whose path is absent changes nothing: settings of an environment need not hold
@@ -108,7 +110,9 @@ def apply_rules(settings: Mapping[str, Any], rules: list[dict]) -> dict:
     return result
 
 
-def _parent(document: dict, parts: list[str], create: bool = False) -> dict | None:
+def _parent(
+    document: dict[str, Any], parts: list[str], create: bool = False
+) -> dict[str, Any] | None:
     node: Any = document
     for part in parts[:-1]:
         if not isinstance(node, dict):
@@ -119,19 +123,19 @@ def _parent(document: dict, parts: list[str], create: bool = False) -> dict | No
     return node if isinstance(node, dict) else None
 
 
-def _set(document: dict, parts: list[str], rule: dict) -> None:
+def _set(document: dict[str, Any], parts: list[str], rule: dict[str, Any]) -> None:
     parent = _parent(document, parts, create=True)
     if parent is not None:
         parent[parts[-1]] = copy.deepcopy(rule["value"])
 
 
-def _delete(document: dict, parts: list[str], rule: dict) -> None:
+def _delete(document: dict[str, Any], parts: list[str], rule: dict[str, Any]) -> None:
     parent = _parent(document, parts)
     if parent is not None:
         parent.pop(parts[-1], None)
 
 
-def _rename(document: dict, parts: list[str], rule: dict) -> None:
+def _rename(document: dict[str, Any], parts: list[str], rule: dict[str, Any]) -> None:
     parent = _parent(document, parts)
     if parent is None or parts[-1] not in parent:
         return
@@ -142,7 +146,7 @@ def _rename(document: dict, parts: list[str], rule: dict) -> None:
         new_parent[target[-1]] = value
 
 
-def _text_to_list(document: dict, parts: list[str], rule: dict) -> None:
+def _text_to_list(document: dict[str, Any], parts: list[str], rule: dict[str, Any]) -> None:
     """A comma-separated string becomes a list; on a Fuel attribute (`{value, type}`) its
     `value` is converted and its `type` becomes `text_list`."""
     parent = _parent(document, parts)
@@ -168,7 +172,7 @@ _APPLY = {"set": _set, "delete": _delete, "rename": _rename, "text_to_list": _te
 
 
 # -- the two merges ---------------------------------------------------------------------------
-def merge_editable(defaults: Mapping[str, Any], original: Mapping[str, Any]) -> dict:
+def merge_editable(defaults: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, Any]:
     """The new release's editable `defaults` with the original's values for keys both have."""
     result = copy.deepcopy(dict(defaults))
     for section, attributes in result.items():
@@ -195,7 +199,7 @@ def _carried(default: Any, original: Any) -> Any:
     return copy.deepcopy(original)
 
 
-def merge_generated(defaults: Mapping[str, Any], original: Mapping[str, Any]) -> dict:
+def merge_generated(defaults: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, Any]:
     """A deep merge of generated settings in which the original's values win.
 
     Not `deepmerge`: its Merger edits the base in place and shares the merged-in leaves, while

@@ -29,17 +29,17 @@ def node_values(
     tasks: Sequence[Mapping[str, Any]],
     tags_by_node: Mapping[Any, Iterable[str]],
     selected: Sequence[str] | None = None,
-) -> dict[str, int]:
+) -> dict[str, float]:
     """Estimated values (keys and list items) of each node key's record for one graph: its
     entries, one stored item per `requires` link, and one history entry per entry. Keys of
     nodes are node ids as strings, plus `null` (sync points) and `master`."""
-    members: dict[frozenset, list] = {}
+    members: dict[frozenset[Any], list[Any]] = {}
     for node, tags in tags_by_node.items():
         members.setdefault(frozenset(tags), []).append(node)
     chosen = {node: tags_by_node[node] for nodes in members.values() for node in nodes[:_PER_CLASS]}
     plan = execution.serialize(tasks, chosen, selected)["tasks_graph"]
     stand_for = _stand_for(members)
-    per_class: dict[str, int] = {}
+    per_class: dict[str, float] = {}
     for key, entries in plan.items():
         per_class[key] = sum(
             ENTRY_VALUES + HISTORY_VALUES + sum(_weight(key, r, stand_for) for r in e["requires"])
@@ -54,7 +54,7 @@ def node_values(
     return found
 
 
-def _stand_for(members: Mapping[frozenset, list]) -> dict[str, tuple[int, float, float]]:
+def _stand_for(members: Mapping[frozenset[Any], list[Any]]) -> dict[str, tuple[int, float, float]]:
     """Representative -> (its class, the nodes a link to it from another class stands for,
     the nodes a link to it from its sibling representative stands for)."""
     weights = {}
@@ -66,7 +66,9 @@ def _stand_for(members: Mapping[frozenset, list]) -> dict[str, tuple[int, float,
     return weights
 
 
-def _weight(key: str, require: Mapping[str, Any], stand_for: Mapping[str, tuple]) -> float:
+def _weight(
+    key: str, require: Mapping[str, Any], stand_for: Mapping[str, tuple[int, float, float]]
+) -> float:
     node = require.get("node_id")
     if node is None or node == key or node not in stand_for:
         return 1  # the same node, a sync point or the master: one link

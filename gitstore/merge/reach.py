@@ -26,15 +26,18 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Set
+from typing import Any, overload
 
 from gitstore.merge.effective import KNOCKOUT, SHALLOW, Layer
+from gitstore.merge.strategies import Strategies
 
 __all__ = ["KeyIndex", "restricted", "restricted_layers", "touches", "touches_indexed"]
 
 
-def touches(layers: Iterable[Layer], paths: Iterable[tuple], mode: str) -> bool:
+def touches(
+    layers: Iterable[Layer], paths: Iterable[tuple[Any, ...]], mode: str | Strategies
+) -> bool:
     """Whether any layer holds a key on any of `paths` (see the module docstring)."""
     datas = [layer.data for layer in layers if layer.data]
     if not datas:
@@ -43,7 +46,9 @@ def touches(layers: Iterable[Layer], paths: Iterable[tuple], mode: str) -> bool:
     return any(_holds(data, path[:depth]) for path in paths for data in datas)
 
 
-def touches_indexed(indexes: Iterable[KeyIndex], paths: Iterable[tuple], mode: str) -> bool:
+def touches_indexed(
+    indexes: Iterable[KeyIndex], paths: Iterable[tuple[Any, ...]], mode: str | Strategies
+) -> bool:
     """`touches` asked of the layers' `KeyIndex`es: True wherever `touches` is (and, rarely,
     where it is not)."""
     depth = 1 if mode == SHALLOW else None
@@ -58,7 +63,7 @@ class KeyIndex:
 
     def __init__(self, document: Mapping[str, Any] | None) -> None:
         found = set()
-        stack: list[tuple[tuple, Mapping]] = [((), document or {})]
+        stack: list[tuple[tuple[Any, ...], Mapping[str, Any]]] = [((), document or {})]
         while stack:
             prefix, mapping = stack.pop()
             for key, value in mapping.items():
@@ -75,7 +80,7 @@ class KeyIndex:
         """Bytes held (the weight of a cache of indexes)."""
         return self._hashes.itemsize * len(self._hashes) + 64
 
-    def holds(self, path: tuple) -> bool:
+    def holds(self, path: tuple[Any, ...]) -> bool:
         for depth, segment in enumerate(path):
             prefix = path[:depth]
             if depth and self._has(_leaf_hash(prefix)):
@@ -98,16 +103,16 @@ class KeyIndex:
 _MASK = 0xFFFFFFFF
 
 
-def _key_hash(path: tuple) -> int:
+def _key_hash(path: tuple[Any, ...]) -> int:
     """Equal keys hash equal (`1` and `True` too, as a dict finds them): no miss is possible."""
     return hash(path) & _MASK
 
 
-def _leaf_hash(path: tuple) -> int:
+def _leaf_hash(path: tuple[Any, ...]) -> int:
     return hash(("leaf", path)) & _MASK
 
 
-def _holds(data: Mapping, path: tuple) -> bool:
+def _holds(data: Mapping[str, Any], path: tuple[Any, ...]) -> bool:
     """Whether `data` holds a key on `path` or knocks one out: walking down `path`, a
     non-mapping on the way (it replaces what is below) or a `--segment` key is a hit, a
     missing segment a miss; reaching the end of `path` is a hit."""
@@ -123,21 +128,27 @@ def _holds(data: Mapping, path: tuple) -> bool:
     return True
 
 
-def restricted(document: Mapping[str, Any] | None, keys: set) -> dict[str, Any] | None:
+@overload
+def restricted(document: Mapping[str, Any], keys: Set[Any]) -> dict[str, Any]: ...
+@overload
+def restricted(document: None, keys: Set[Any]) -> None: ...
+@overload
+def restricted(document: Mapping[str, Any] | None, keys: Set[Any]) -> dict[str, Any] | None: ...
+def restricted(document: Mapping[str, Any] | None, keys: Set[Any]) -> dict[str, Any] | None:
     """`document` with only the top-level `keys` and the `--key` knock-outs of them."""
     if document is None:
         return None
     return {key: value for key, value in document.items() if key in keys or _knocks(key, keys)}
 
 
-def restricted_layers(layers: Iterable[Layer], keys: set) -> list[Layer]:
+def restricted_layers(layers: Iterable[Layer], keys: Set[Any]) -> list[Layer]:
     """Each layer `restricted` to `keys`."""
     return [
         Layer(layer.scope, layer.kind, restricted(layer.data, keys), layer.file) for layer in layers
     ]
 
 
-def _knocks(key: Any, keys: set) -> bool:
+def _knocks(key: Any, keys: Set[Any]) -> bool:
     return (
         isinstance(key, str)
         and key.startswith(KNOCKOUT)

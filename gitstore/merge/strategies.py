@@ -105,10 +105,10 @@ def _strategy(entry: Any, where: str) -> Strategy:
     )
 
 
-_PATTERNS: dict[str, re.Pattern] = {}
+_PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
-def _pattern(text: str, where: str = "lookup_options") -> re.Pattern:
+def _pattern(text: str, where: str = "lookup_options") -> re.Pattern[str]:
     found = _PATTERNS.get(text)
     if found is None:
         try:
@@ -166,10 +166,10 @@ def _both_mappings(a: Any, b: Any) -> bool:
     return isinstance(a, dict) and isinstance(b, dict)
 
 
-def _flatten(value: Any) -> list:
+def _flatten(value: Any) -> list[Any]:
     if not isinstance(value, list):
         return [value]
-    flat: list = []
+    flat: list[Any] = []
     for item in value:
         flat.extend(_flatten(item) if isinstance(item, list) else [item])
     return flat
@@ -193,9 +193,9 @@ def _hashable(value: Any) -> bool:
     return True
 
 
-def _union(first: list, second: list) -> list:
+def _union(first: list[Any], second: list[Any]) -> list[Any]:
     """Ruby's `first | second`: items in order, duplicates dropped."""
-    seen: set = set()
+    seen: set[Any] = set()
     result = []
     for item in [*first, *second]:
         identity = _identity(item)
@@ -252,7 +252,7 @@ def deep_merge(source: Any, dest: Any, strategy: Strategy) -> Any:
     return _overwrite(source, dest, prefix)
 
 
-def _knock_out(source: list, dest: list, prefix: str) -> list:
+def _knock_out(source: list[Any], dest: list[Any], prefix: str) -> list[Any]:
     """`source` without its knock-out items; each removes its target (and itself) from `dest`."""
     kept = []
     for item in source:

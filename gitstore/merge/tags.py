@@ -16,7 +16,7 @@ parse cache).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,7 +162,7 @@ _TAG_FIELDS = ("roles", "pending_roles", "tags_added", "tags_removed")
 def _carried(nodes: Sequence[Mapping[str, Any]], meta: Metadata) -> dict[int, set[str]]:
     """Each node's base tags, worked out once per combination of roles and tags (a large
     cluster has a handful)."""
-    found: dict[tuple, set[str]] = {}
+    found: dict[tuple[Any, ...], set[str]] = {}
     carried = {}
     for node in nodes:
         key = tuple(tuple(node.get(k) or ()) for k in _TAG_FIELDS)
@@ -185,8 +185,8 @@ def _primary_for(
         n for n in ordered if tag in carried[int(n["id"])] and not n.get("pending_deletion")
     ]
     ready = [n for n in candidates if n.get("status") == READY]
-    chosen = (ready or candidates or holders or [None])[0]
-    return int(chosen["id"]) if chosen is not None else None
+    pool = ready or candidates or holders
+    return int(pool[0]["id"]) if pool else None
 
 
 # -- the resolver -----------------------------------------------------------------------------
@@ -200,7 +200,7 @@ def task_selector(task: Mapping[str, Any]) -> Any:
 
 def resolve(
     selector: Any, tags_by_node: Mapping[Any, Iterable[str]], policy: str | None = None
-) -> list:
+) -> list[Any]:
     """Node ids (sorted) that `selector` names; `"master"` if it names the master node.
 
     Instance tags (`mysql:1`) match only an exact name or a regex that mentions `:`; a selector
@@ -214,7 +214,7 @@ def resolve(
     return result
 
 
-def _resolve(selector: Any, tags_by_node: Mapping[Any, Iterable[str]]) -> set:
+def _resolve(selector: Any, tags_by_node: Mapping[Any, Iterable[str]]) -> set[Any]:
     if selector == ALL:
         return set(tags_by_node)
     if selector == MASTER:
@@ -223,7 +223,7 @@ def _resolve(selector: Any, tags_by_node: Mapping[Any, Iterable[str]]) -> set:
         matcher = _matcher(selector)
         return {node for node, tags in tags_by_node.items() if any(map(matcher, tags))}
     if isinstance(selector, list | tuple):
-        found: set = set()
+        found: set[Any] = set()
         for item in selector:
             if isinstance(item, str):
                 found |= _resolve(item, tags_by_node)
@@ -231,7 +231,7 @@ def _resolve(selector: Any, tags_by_node: Mapping[Any, Iterable[str]]) -> set:
     return set()
 
 
-def _matcher(selector: str):
+def _matcher(selector: str) -> Callable[[str], bool]:
     if len(selector) > 1 and selector.startswith("/") and selector.endswith("/"):
         source = selector[1:-1]
         try:
@@ -243,7 +243,7 @@ def _matcher(selector: str):
     return lambda tag: tag == selector
 
 
-def _id_order(node: Any) -> tuple:
+def _id_order(node: Any) -> tuple[Any, ...]:
     text = str(node)
     return (0, int(text), text) if text.isascii() and text.isdigit() else (1, 0, text)
 
@@ -257,7 +257,7 @@ def resolve_tasks(
     `group` task places its member `tasks` on the group's nodes and is not placed itself.
     Task order within a node follows the input order.
     """
-    placement: dict[str, list] = {}
+    placement: dict[str, list[Any]] = {}
     for task in tasks:
         if task.get("type") == GROUP_TYPE:
             for member in task.get("tasks") or []:
@@ -272,16 +272,20 @@ def resolve_tasks(
     return _placement_answer(tasks, placement, tags_by_node)
 
 
-def _place(placement: dict[str, list], task_id: str, targets: Iterable) -> None:
+def _place(placement: dict[str, list[Any]], task_id: str, targets: Iterable[Any]) -> None:
     for target in targets:
         placement.setdefault(task_id, [])
         if target not in placement[task_id]:
             placement[task_id].append(target)
 
 
-def _placement_answer(tasks, placement, tags_by_node) -> dict[str, Any]:
+def _placement_answer(
+    tasks: Sequence[Mapping[str, Any]],
+    placement: dict[str, list[Any]],
+    tags_by_node: Mapping[Any, Iterable[str]],
+) -> dict[str, Any]:
     order = _unique([str(t.get("id")) for t in tasks] + list(placement))
-    nodes = {str(n): [] for n in sorted(tags_by_node, key=_id_order)}
+    nodes: dict[str, list[str]] = {str(n): [] for n in sorted(tags_by_node, key=_id_order)}
     answer: dict[str, Any] = {"nodes": nodes, "master": [], "sync": []}
     for task_id in order:
         for target in placement.get(task_id, []):
@@ -304,14 +308,14 @@ def default_node_filter(node: Mapping[str, Any]) -> bool:
     )
 
 
-def instances(tags_by_node: Mapping[Any, Iterable[str]], name: str) -> dict[str, list]:
+def instances(tags_by_node: Mapping[Any, Iterable[str]], name: str) -> dict[str, list[Any]]:
     """`{"1": [node ids], "2": [...]}`: the nodes of each instance `name:N`."""
     return all_instances(tags_by_node).get(name, {})
 
 
-def all_instances(tags_by_node: Mapping[Any, Iterable[str]]) -> dict[str, dict[str, list]]:
+def all_instances(tags_by_node: Mapping[Any, Iterable[str]]) -> dict[str, dict[str, list[Any]]]:
     """Every instance tag's grouping: `{"mysql": {"1": [1, 2], "2": [3]}}` (sorted)."""
-    grouped: dict[str, dict[int, list]] = {}
+    grouped: dict[str, dict[int, list[Any]]] = {}
     for node in sorted(tags_by_node, key=_id_order):
         for tag in tags_by_node[node]:
             parsed = split_instance(tag)

@@ -268,7 +268,7 @@ def _clear_stale_locks(repo: Path) -> None:
 
 def _open_files() -> set[str]:
     """Every file some process has open now (Linux `/proc`)."""
-    found = set()
+    found: set[str] = set()
     for fd_dir in Path("/proc").glob("[0-9]*/fd"):
         with contextlib.suppress(OSError):  # a process that ended, or one we may not see
             found.update(os.readlink(fd) for fd in fd_dir.iterdir())

@@ -231,6 +231,7 @@ class Driver(ABC):
 
 def _new_version(objects: Objects, kind: Kind, current: dict, fields: dict) -> dict:
     latest = objects.latest(kind, current["name"])
+    assert latest is not None  # `current` is one of its versions
     content = fields.get("content", latest["content"])
     description = fields.get("description")
     if content == latest["content"] and description in (None, latest.get("description")):

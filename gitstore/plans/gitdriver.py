@@ -78,7 +78,10 @@ class _GitObjects(Objects):
     """The objects of one catalog commit; `write` turns a change's puts into tree entries."""
 
     def __init__(self, snapshot: Snapshot | None, hidden: Hidden) -> None:
-        revision = Revision(snapshot.commit_id, snapshot.version) if snapshot else Revision(None, 0)
+        # (the catalog has only main: a snapshot of it is numbered)
+        revision = (
+            Revision(snapshot.commit_id, snapshot.version or 0) if snapshot else Revision(None, 0)
+        )
         super().__init__(revision, self._load)
         self._snapshot = snapshot
         self._hidden = hidden

@@ -128,21 +128,21 @@ def add_role(master: Mapping, environment: Mapping, ns: str, role: Mapping) -> t
                 "for its resource group",
                 key="uuid",
             )
-    master, environment = copy.deepcopy(dict(master)), copy.deepcopy(dict(environment))
-    parameters = master.setdefault("parameters", {})
-    values = environment.setdefault("parameters", {})
+    plan, env = copy.deepcopy(dict(master)), copy.deepcopy(dict(environment))
+    parameters = plan.setdefault("parameters", {})
+    values = env.setdefault("parameters", {})
     for name, spec in role_parameters.items():
         parameters[qualified(ns, name)] = copy.deepcopy(spec)
         if "default" in spec:
             values[qualified(ns, name)] = copy.deepcopy(spec["default"])
     parameters.update(_group_parameters(ns))
     values.update({qualified(ns, COUNT): 1, qualified(ns, REMOVAL_POLICIES): []})
-    master.setdefault("resources", {})[group_id(ns)] = _group(ns, role_parameters)
-    outputs = master.setdefault("outputs", {})
+    plan.setdefault("resources", {})[group_id(ns)] = _group(ns, role_parameters)
+    outputs = plan.setdefault("outputs", {})
     for name, spec in (role.get("outputs") or {}).items():
         outputs[qualified(ns, name)] = _output(ns, name, spec)
-    environment.setdefault("resource_registry", {})[resource_type(ns)] = provider_file(ns)
-    return master, environment
+    env.setdefault("resource_registry", {})[resource_type(ns)] = provider_file(ns)
+    return plan, env
 
 
 def _group_parameters(ns: str) -> dict:
@@ -219,13 +219,13 @@ def set_values(master: Mapping, environment: Mapping, values: Mapping[str, Any])
                 {"key": name, "message": f"plan has no parameter {name!r}"} for name in unknown
             ],
         )
-    environment = copy.deepcopy(dict(environment))
-    current = environment.setdefault("parameters", {})
+    env = copy.deepcopy(dict(environment))
+    current = env.setdefault("parameters", {})
     for name, value in values.items():
         if value == MASK and declared[name].get("hidden"):
             continue
         current[name] = copy.deepcopy(value)
-    return environment
+    return env
 
 
 # -- reading a plan ----------------------------------------------------------------------------

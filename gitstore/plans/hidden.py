@@ -42,6 +42,7 @@ def plan_file(plan_name: str, file: str) -> str:
 def rules(file: str, master: Mapping) -> Rules:
     """The secret key paths of a plan's `file` (either of its two documents)."""
     hidden = heat.hidden_names(master)
+    patterns: tuple[tuple[str, ...], ...]
     if file.rsplit("/", 1)[-1] == MASTER:
         patterns = tuple(("parameters", name, "default") for name in hidden)
     else:
@@ -96,4 +97,4 @@ class Hidden:
     def record(self, who: str | None, what: str, commit: str | None, paths: list[str]) -> None:
         """Note a reveal in the audit log (no environment: the catalog's secrets)."""
         if paths and self._secrets is not None:
-            self._secrets.audit.record(who, None, what, commit, paths)  # type: ignore[arg-type]
+            self._secrets.audit.record(who, None, what, commit, paths)

@@ -116,7 +116,7 @@ class Plans:
         store = self._family(family)
         fields = _NEXT_VERSION[family].check(body)
         item = store.update(uuid, fields["content"], fields.get("description"), author)
-        return _served(item.entity(), item.revision), bool(item.revision.changed)
+        return _served(item.entity(), item.revision), bool(item.revision and item.revision.changed)
 
     def upload(
         self,

@@ -185,7 +185,7 @@ class DeploymentPlanStore:
         """A plan with an empty master template and environment; NameAlreadyUsed if taken."""
         check_identifier(name, "name")
         check_description(description)
-        record = {
+        record: dict[str, Any] = {
             "name": name,
             "description": description,
             "roles": [],

@@ -8,7 +8,8 @@ heads of every environment repository.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, metrics
@@ -192,6 +193,7 @@ class Secrets:
                 served head); a cached answer passes the head it is keyed by.
         """
         rules = self.rules_of(view, catalog_head)(rules_file or str(sources))
+        paths: Sequence[tuple[str, ...]]
         if cache_key is None:
             masked_data, paths = mask.mask_paths(document, rules)
         else:
@@ -296,12 +298,13 @@ class Secrets:
                 (
                     repository_of(env_id),
                     self._repos.environment_repo(env_id),
-                    lambda snapshot, env_id=env_id: self.sealer(
-                        env_id, EnvironmentView(snapshot), NOBODY
-                    ),
+                    functools.partial(self._rotation_sealer, env_id),
                 )
             )
         return found
+
+    def _rotation_sealer(self, env_id: int, snapshot: Snapshot) -> Sealer:
+        return self.sealer(env_id, EnvironmentView(snapshot), NOBODY)
 
     def usage(self) -> dict[str, int]:
         """Key id -> how many values at the heads of the store's repositories it seals."""
@@ -343,7 +346,7 @@ class Secrets:
         """Add a key and make it active (unless `new_key` is false), then re-seal every value
         of every repository with it: one commit per repository that holds secrets."""
         active = self.keyring.add_key() if new_key else self.keyring.require().active
-        report = {"active": active, "repositories": []}
+        report: dict[str, Any] = {"active": active, "repositories": []}
         for name, repo, sealer_of in self._repositories():
             report["repositories"].append(self._reseal(name, repo, sealer_of, author))
         return report

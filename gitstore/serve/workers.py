@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 from gunicorn import glogging
@@ -122,7 +122,13 @@ def settle_collector() -> None:
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
 
 
-class _StopsOnce:
+if TYPE_CHECKING:  # the mixin extends what a gunicorn worker does
+    from gunicorn.workers.base import Worker as _Mixed
+else:
+    _Mixed = object
+
+
+class _StopsOnce(_Mixed):
     """Mixed into a gunicorn worker class, before it."""
 
     _quitting = False

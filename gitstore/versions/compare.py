@@ -217,7 +217,15 @@ class Comparisons:
         with its winning layer and last commit. Kept by both commits, both scopes, the catalog
         and the keyring's epoch (shared: never edit)."""
         a, b = pair.a, pair.b
-        key = (str(a.repo.path), a.commit, str(b.repo.path), b.commit, pairs_a, pairs_b, name)
+        key: tuple[Any, ...] = (
+            str(a.repo.path),
+            a.commit,
+            str(b.repo.path),
+            b.commit,
+            pairs_a,
+            pairs_b,
+            name,
+        )
         key += (pair.catalog, pair.epoch)
         return self._entries.get_or_compute(
             key, lambda: self._compute_entries(pair, pairs_a, pairs_b, name), lambda v: len(v) + 1

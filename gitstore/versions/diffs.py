@@ -16,7 +16,7 @@ of 1,000 nodes' facts do not fit the parse cache and would be parsed again by ev
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gitstore.backend.cache import LRUCache
@@ -40,7 +40,7 @@ _RESTRICTED = LRUCache(max_entries=100_000, max_weight=16 * 1024 * 1024, name="r
 def diff_environment(
     before: EnvironmentView,
     after: EnvironmentView,
-    scopes: list[LevelPairs] | None = None,
+    scopes: Sequence[LevelPairs] | None = None,
     resource: str | None = None,
     differ: ScopeDiffs | None = None,
     deadline: Deadline = UNBOUNDED,

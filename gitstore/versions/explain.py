@@ -110,7 +110,9 @@ def _line(view: EnvironmentView, file: str, path: tuple) -> int | None:
     blob_id = view.snapshot.object_id(file)
     if blob_id is None:
         return None
-    lines = _LINES.get_or_compute(blob_id, lambda: yamlio.key_lines(view.snapshot.read(file)))
+    lines = _LINES.get_or_compute(
+        blob_id, lambda: yamlio.key_lines(view.snapshot.read(file) or b"")
+    )
     return lines.get(tuple(str(segment) for segment in path))
 
 

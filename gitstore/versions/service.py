@@ -182,7 +182,11 @@ class Versions:
             # Masked, the answer follows from the commit, the catalog's head (definitions hold
             # secret rules) and the request: kept by those ids, it never goes stale. Masking
             # ~1,600 keys costs more than the cached explain it masks (bench/console.py).
-            cache_key = (repo.path, view.snapshot.commit_id, self._repos.catalog().head())
+            cache_key: tuple[Any, ...] = (
+                repo.path,
+                view.snapshot.commit_id,
+                self._repos.catalog().head(),
+            )
             cache_key += (tuple(map(tuple, pairs)), name, key)
             data, shown = _MASKED_EXPLAINS.get_or_compute(
                 cache_key, lambda: secret_masks.mask_explain(data, rules(), None)

@@ -97,6 +97,7 @@ class Heads:
             return signal
 
     def _watch(self, env_id: int, folder: Path, name: str) -> None:
+        assert self._inotify is not None  # watches are added once the reader started
         try:
             self._watched[self._inotify.add_watch(folder)] = (env_id, name)
         except OSError as exc:  # a missing folder: the read of the head reports it
@@ -127,8 +128,8 @@ class Heads:
 
     def _dispatch(self, wd: int, mask: int, name: str) -> None:
         if mask & IN_Q_OVERFLOW:  # events were lost: wake everyone to re-read
-            for signal in list(self._signals.values()):
-                signal.bump()
+            for each in list(self._signals.values()):
+                each.bump()
             return
         target = self._watched.get(wd)
         if target is None:

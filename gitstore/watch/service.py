@@ -9,7 +9,7 @@ layer but not the merged result, or another node, does not end the wait.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from gitstore.backend import remote
@@ -28,7 +28,7 @@ DEFAULT_WAIT = 300.0
 #: How many past commits one replay step reads at most (the stream continues after them).
 REPLAY_BATCH = 100
 
-Answer = Callable[[str], Served]
+Answer = Callable[[str | None], Served]  # (None: the head)
 #: How often a replica looks for an environment the primary created (a rare wait: no watch).
 CREATION_POLL_SECONDS = 0.05
 
@@ -64,7 +64,7 @@ class Watch:
                 self.heads.wait(env_id, head, remaining)
             elif commit is not None:
                 return commit  # not (yet) on main: answered as any other commit is
-            elif head is None:
+            elif head is None and missing is not None:
                 raise missing
             else:
                 raise InvalidInput(
@@ -84,7 +84,7 @@ class Watch:
 
     def hold(
         self, env_id: int, index: str | None, wait: float, answer: Answer
-    ) -> tuple[Served, str]:
+    ) -> tuple[Served, str | None]:
         """The answer at the head once it differs from the answer at `index`, or after `wait`
         seconds; with the head it was read at. Holds a slot meanwhile (Busy when none is free)."""
         with self.slots.take():
@@ -145,7 +145,9 @@ class Watch:
         slot = self.slots.take()
         return Held(self._events(env_id, since, keepalive), slot)
 
-    def _events(self, env_id: int, since: str | None, keepalive: float) -> Iterator[dict | None]:
+    def _events(
+        self, env_id: int, since: str | None, keepalive: float
+    ) -> Generator[dict | None, None, None]:
         last = self.index_commit(env_id, since, "since") if since else self.heads.head(env_id)
         while True:
             events = self.commits_after(env_id, last)
@@ -189,7 +191,7 @@ def _on_main(repo, commit: str, head: str | None) -> bool:
     return head is not None and remote.is_ancestor(repo, commit, head)
 
 
-def _outcome(answer: Answer, commit: str) -> Served | NotFound:
+def _outcome(answer: Answer, commit: str | None) -> Served | NotFound:
     """The answer at `commit`, or the NotFound it raised (a thing that does not exist yet can
     be waited for)."""
     try:

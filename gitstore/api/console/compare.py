@@ -8,6 +8,8 @@ there, whatever the reader's roles.
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import g, redirect, render_template, url_for
 
 from gitstore.api.console.blueprint import bp, pinned
@@ -34,7 +36,7 @@ def compare_pick(env_id: int):
             version=None,
         )
     env_a, env_b = _environment_id(pinned("a") or str(env_id), "a"), _environment_id(other, "b")
-    carried = {name: pinned(name) for name in _CARRIED if pinned(name)}
+    carried: dict[str, Any] = {name: pinned(name) for name in _CARRIED if pinned(name)}
     return redirect(url_for("console.compare", env_a=env_a, env_b=env_b, **carried))
 
 

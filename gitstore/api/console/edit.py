@@ -245,7 +245,7 @@ def _edit_page(env_id, document, form, report=None, stale=None) -> str:
 
 def _chain(document: dict) -> list[dict]:
     """The levels an override can go to at this node: global, then each of its levels."""
-    levels = [{"label": "global", "pairs": []}]
+    levels: list[dict[str, Any]] = [{"label": "global", "pairs": []}]
     pairs = [tuple(pair) for pair in document["levels"]]
     for depth, (level, value) in enumerate(pairs, start=1):
         levels.append({"label": f"{level} {value}", "pairs": pairs[:depth]})

@@ -133,7 +133,7 @@ def _matcher(text: str, mode: str) -> Callable[[str], Span]:
         raise InvalidInput(f"regular expression {text!r} is invalid: {exc}", key="q") from exc
     deadline = time.monotonic() + REGEX_SECONDS
 
-    def matches(haystack: str) -> bool:
+    def matches(haystack: str) -> regex.Match[str] | None:
         try:
             return pattern.search(haystack, timeout=max(deadline - time.monotonic(), 0.001))
         except TimeoutError as exc:
