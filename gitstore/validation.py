@@ -20,6 +20,7 @@ never served, never checked.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import referencing.exceptions
@@ -281,7 +282,9 @@ class TreeCheck:
             self._reported.add(identity)
             self.problems.append(dict(problem))
 
-    def per_file(self, rule: str, path: str, context: Hashable, check: Callable[[], None]) -> None:
+    def per_file(
+        self, rule: str, path: str, context: Hashable, check: Callable[[], object]
+    ) -> None:
         """Run `check`, rule `rule`'s judgement of file `path` alone, or replay what it reported
         on the same blob at `path` in the same `context` (all else `check` reads). `check`
         reports only about `path`; a replay in order gives the report a run would give."""
@@ -322,11 +325,11 @@ class TreeCheck:
         read that succeeded is what `yamlio.load` gives (it only refuses more): a diff of the
         same tree may use it instead of parsing the blob again. Shared: never mutate it."""
         if self._by_blob is None:
-            self._by_blob = {
-                self._blob_ids[path]: doc
-                for path, doc in self._parsed.items()
-                if isinstance(doc, dict) and self._blob_ids.get(path)
-            }
+            self._by_blob = {}
+            for path, doc in self._parsed.items():
+                blob_id_of_path = self._blob_ids.get(path)
+                if isinstance(doc, dict) and blob_id_of_path is not None:
+                    self._by_blob[blob_id_of_path] = doc
         return self._by_blob.get(blob_id)
 
     def document(self, path: str) -> Any:
@@ -440,4 +443,4 @@ def yaml_parses(tree: TreeCheck) -> None:
     context = tree.file_context()
     for path in tree.files:
         if path.endswith(YAML_SUFFIXES):
-            tree.per_file("yaml_parses", path, context, lambda p=path: tree.document(p))
+            tree.per_file("yaml_parses", path, context, partial(tree.document, path))

@@ -9,6 +9,7 @@ lists them with every other package's rules.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from gitstore import limits
@@ -160,7 +161,7 @@ def _check_scope(tree: TreeCheck, folder: str) -> None:
                 "layers",
                 path,
                 context,
-                lambda p=path, n=name: _check_resource_file(tree, p, n, definitions),
+                partial(_check_resource_file, tree, path, name, definitions),
             )
 
 
@@ -231,4 +232,4 @@ def mapping_files(tree: TreeCheck) -> None:
     for folder in MAPPING_FOLDERS:
         for path in tree.files_under(folder):
             if path.endswith(YAML_SUFFIXES):
-                tree.per_file("mapping_files", path, context, lambda p=path: tree.mapping(p))
+                tree.per_file("mapping_files", path, context, partial(tree.mapping, path))

@@ -13,6 +13,7 @@ It needs no key: whether a sealed value opens is checked when it is revealed.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from gitstore.errors import InvalidInput
@@ -41,7 +42,7 @@ def check_tree(tree: TreeCheck) -> None:
         if not file.endswith(_YAML) or file == ENVIRONMENT_FILE:
             continue
         tree.per_file(
-            "secrets", file, context, lambda f=file: _check_file(tree, f, definitions, environment)
+            "secrets", file, context, partial(_check_file, tree, file, definitions, environment)
         )
 
 

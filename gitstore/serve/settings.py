@@ -150,7 +150,10 @@ def _tls_options(certfile: str | None, keyfile: str | None, ca_certs: str | None
         )
     if not certfile or not keyfile:
         return {}
-    tls = {"certfile": str(Path(certfile).resolve()), "keyfile": str(Path(keyfile).resolve())}
+    tls: dict[str, Any] = {
+        "certfile": str(Path(certfile).resolve()),
+        "keyfile": str(Path(keyfile).resolve()),
+    }
     if ca_certs:
         tls.update(ca_certs=str(Path(ca_certs).resolve()), cert_reqs=ssl.CERT_REQUIRED)
     return tls

@@ -11,6 +11,7 @@ building a `Markup` per value); the results are `Markup`, safe to insert as is.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from html import escape as _escape
 from typing import Any
 from urllib.parse import quote
@@ -35,6 +36,7 @@ PAGE_KEYS = 1000
 
 def entries(value: Any) -> int:
     """The keys and list items `value` holds, counted all the way down (0 for a scalar)."""
+    children: Collection[Any]
     if isinstance(value, dict):
         children = value.values()
     elif isinstance(value, list):
