@@ -33,4 +33,4 @@ def test_the_table_has_every_row(tmp_path):
     assert "(recorded)" in rows["dry run of Newton's graph on 24 nodes"]
     assert "ms" in rows["one node's task statuses"]
     refused = rows["dry run refused by size (500 tasks, each waiting on 24 nodes)"]
-    assert "worker RSS" in refused
+    assert "(document_keys), worker RSS" in refused
