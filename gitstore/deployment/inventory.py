@@ -569,13 +569,14 @@ class Nodes:
                 check_roles(after.nodes[node_id], after.meta, env_id)
                 check_node_tags(after.nodes[node_id], after.meta, env_id)
             after = _settle(after)
-            outcome.update(before=cluster, cluster=after, value=change.result)
-            return _changes(cluster, after, change)
+            replaced = _replaced(cluster, after)
+            outcome.update(cluster=after, value=change.result, replaced=replaced)
+            return _changes(cluster, after, change, replaced)
 
         repo = self._repos.environment_repo(env_id)
         result = repo.update(operation, author or self._repos.default_author)
         after = outcome["cluster"]
-        self._index.remember(repo.snapshot(result.commit), _as_read(outcome["before"], after))
+        self._index.remember(repo.snapshot(result.commit), _as_read(after, outcome["replaced"]))
         return Written(after, outcome["value"], result)
 
     # -- node ids --------------------------------------------------------------------------
@@ -615,18 +616,24 @@ def _apply(cluster: Cluster, change: Edit) -> Cluster:
         tags = change.files.get(CLUSTER_TAGS, {TAGS: own.tags})[TAGS]
         own = Metadata(roles, tags)
     nodes = dict(cluster.nodes)  # records are shared (NodeIndex): `_settle` replaces, never edits
+    last = next(reversed(nodes), 0)
+    in_order = True
     for node_id, node in change.nodes.items():
         if node is None:
             nodes.pop(node_id, None)
         else:
+            in_order = in_order and (node_id in nodes or node_id > last)
+            last = max(last, node_id)
             nodes[node_id] = dict(node)
+    if not in_order:  # ids in order without sorting the cluster when a node comes last
+        nodes = dict(sorted(nodes.items()))
     return Cluster(
         cluster.env,
         cluster.catalog,
         cluster.release,
         cluster.plugins,
         own,
-        dict(sorted(nodes.items())),
+        nodes,
         cluster.missing,
     )
 
@@ -655,7 +662,7 @@ def _settle(cluster: Cluster) -> Cluster:
                 nodes[node_id] = {**node, **kept}
         for role, tag in tagging.missing_role_tags(own.roles, meta.tags):
             own = Metadata({**own.roles, role: _without_tag(own.roles[role], tag)}, own.tags)
-    elected = tagging.elect_primaries(list(nodes.values()), meta)
+    elected = tagging.elect_primaries(nodes.values(), meta)  # the nodes it may change
     for node_id, primaries in elected.items():
         if nodes[node_id].get("primary_tags") != primaries:
             nodes[node_id] = {**nodes[node_id], "primary_tags": primaries}
@@ -674,7 +681,14 @@ def _without_tag(role: dict, tag: str) -> dict:
     return {**role, "tags": [t for t in role.get("tags") or [] if t != tag]}
 
 
-def _changes(before: Cluster, after: Cluster, change: Edit) -> ChangeSet:
+def _replaced(before: Cluster, after: Cluster) -> list[int]:
+    """The nodes whose records `_apply` and `_settle` replaced: they replace what they change
+    and share the rest, so one look per node, by identity, finds them."""
+    old = before.nodes
+    return [i for i, n in after.nodes.items() if n is not old.get(i)]
+
+
+def _changes(before: Cluster, after: Cluster, change: Edit, replaced: list[int]) -> ChangeSet:
     changes = ChangeSet(change.message)
     repo = before.env.snapshot.repository
     docs = {
@@ -687,9 +701,9 @@ def _changes(before: Cluster, after: Cluster, change: Edit) -> ChangeSet:
             changes.put(path, documents.encode(repo, path, {key: new_value}, old))
     for node_id in before.nodes.keys() - after.nodes.keys():
         changes.delete(node_path(node_id))
-    for node_id, node in after.nodes.items():
-        if node is before.nodes.get(node_id) and node_id not in change.nodes:
-            continue  # the same record: `_apply` and `_settle` replace what they change
+    written = dict.fromkeys(replaced) | dict.fromkeys(i for i in change.nodes if i in after.nodes)
+    for node_id in sorted(written):
+        node = after.nodes[node_id]
         doc = stored_node(node)
         if node_id in change.nodes or stored_node(before.nodes.get(node_id) or {}) != doc:
             path = node_path(node_id)
@@ -698,13 +712,13 @@ def _changes(before: Cluster, after: Cluster, change: Edit) -> ChangeSet:
     return changes
 
 
-def _as_read(before: Cluster, after: Cluster) -> dict[int, dict]:
+def _as_read(after: Cluster, replaced: list[int]) -> dict[int, dict]:
     """The records as a read of the committed files gives them (stored fields and the id):
     the ones the write did not replace are the records it read."""
-    return {
-        i: n if n is before.nodes.get(i) else {**stored_node(n), "id": i}
-        for i, n in after.nodes.items()
-    }
+    read = dict(after.nodes)
+    for i in replaced:
+        read[i] = {**stored_node(read[i]), "id": i}
+    return read
 
 
 def _served(data: Any, cluster: Cluster) -> Served:
