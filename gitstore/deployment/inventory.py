@@ -30,6 +30,7 @@ from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
 from gitstore.bodies import Body
 from gitstore.catalog.releases import PLUGIN, RELEASE, ROLES, TAGS, OwnerCatalog
+from gitstore.deployment.roster import Roster
 from gitstore.errors import Conflict, Damaged, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, EnvironmentView
 from gitstore.merge import tags as tagging
@@ -113,6 +114,8 @@ class Cluster:
     nodes: dict[int, dict]
     #: Owners `environment.yaml` names that the catalog does not hold.
     missing: list[str] = field(default_factory=list)
+    #: Which of `nodes` a write must look at (`roster`), when known; a write's own.
+    roster: Roster | None = None
 
     @property
     def env_id(self) -> int:
@@ -166,6 +169,7 @@ class NodeIndex:
 
     def __init__(self, trees: int = 32, files: int = 50_000) -> None:
         self._trees = LRUCache(trees, name="node_trees")
+        self._rosters = LRUCache(trees, name="node_rosters")
         self._files = LRUCache(files, name="node_files")
 
     def read(self, env: Snapshot) -> dict[int, dict]:
@@ -175,11 +179,21 @@ class NodeIndex:
             return {}
         return dict(self._trees.get_or_compute(tree, lambda: self._load(env)))
 
-    def remember(self, env: Snapshot, nodes: dict[int, dict]) -> None:
-        """Record `nodes` as what `env`'s inventory holds (a writer that just committed them)."""
+    def roster(self, env: Snapshot, nodes: dict[int, dict]) -> Roster:
+        """The roster of `env`'s `nodes` (as `read` gave them), kept once made."""
+        tree = env.object_id(INVENTORY_NODES)
+        if tree is None:
+            return Roster.of(nodes)
+        return self._rosters.get_or_compute(tree, lambda: Roster.of(nodes))
+
+    def remember(self, env: Snapshot, nodes: dict[int, dict], roster: Roster | None) -> None:
+        """Record `nodes` (and their `roster`) as what `env`'s inventory holds (a writer that
+        just committed them)."""
         tree = env.object_id(INVENTORY_NODES)
         if tree is not None:
             self._trees.put(tree, dict(nodes))
+            if roster is not None:
+                self._rosters.put(tree, roster)
 
     def _load(self, env: Snapshot) -> dict[int, dict]:
         nodes = {}
@@ -563,6 +577,7 @@ class Nodes:
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             cluster = load_cluster(snapshot, self._repos.catalog().snapshot(), self._index)
+            cluster.roster = self._index.roster(snapshot, cluster.nodes)
             change = edit(cluster)
             after = _apply(cluster, change)
             for node_id in change.checked:
@@ -576,7 +591,8 @@ class Nodes:
         repo = self._repos.environment_repo(env_id)
         result = repo.update(operation, author or self._repos.default_author)
         after = outcome["cluster"]
-        self._index.remember(repo.snapshot(result.commit), _as_read(after, outcome["replaced"]))
+        read = _as_read(after, outcome["replaced"])
+        self._index.remember(repo.snapshot(result.commit), read, after.roster)
         return Written(after, outcome["value"], result)
 
     # -- node ids --------------------------------------------------------------------------
@@ -627,6 +643,7 @@ def _apply(cluster: Cluster, change: Edit) -> Cluster:
             nodes[node_id] = dict(node)
     if not in_order:  # ids in order without sorting the cluster when a node comes last
         nodes = dict(sorted(nodes.items()))
+    roster = None if cluster.roster is None else cluster.roster.updated(nodes, change.nodes)
     return Cluster(
         cluster.env,
         cluster.catalog,
@@ -635,6 +652,7 @@ def _apply(cluster: Cluster, change: Edit) -> Cluster:
         own,
         nodes,
         cluster.missing,
+        roster,
     )
 
 
@@ -643,15 +661,19 @@ def _settle(cluster: Cluster) -> Cluster:
 
     Nothing is dropped while an owner named by `environment.yaml` is missing from the
     catalog: its tags may come back. A node that changes is replaced by a new dict (the others
-    stay the shared records), so `_changes` finds what changed by identity.
+    stay the shared records), so `_changes` finds what changed by identity. Only the nodes the
+    cluster's roster names are looked at: the others have no tags to drop and cannot be primary.
     """
     meta = cluster.meta
     own = cluster.own
     nodes = cluster.nodes
+    roster = cluster.roster if cluster.roster is not None else Roster.of(nodes)
+    replaced = []
     if not cluster.missing:
-        for node_id, node in nodes.items():
+        for node_id in sorted(i for i in roster.marked if i in nodes):
+            node = nodes[node_id]
             if node.get("tags_added") == [] and node.get("tags_removed") == []:
-                continue  # nothing to drop: the usual node
+                continue  # nothing to drop
             kept = {
                 key: [t for t in node.get(key) or [] if tagging.known_tag(t, meta)]
                 for key in ("tags_added", "tags_removed")
@@ -660,12 +682,14 @@ def _settle(cluster: Cluster) -> Cluster:
                 key not in node for key in kept
             ):
                 nodes[node_id] = {**node, **kept}
+                replaced.append(node_id)
         for role, tag in tagging.missing_role_tags(own.roles, meta.tags):
             own = Metadata({**own.roles, role: _without_tag(own.roles[role], tag)}, own.tags)
-    elected = tagging.elect_primaries(nodes.values(), meta)  # the nodes it may change
-    for node_id, primaries in elected.items():
+    contenders = [nodes[i] for i in sorted(roster.contenders(meta)) if i in nodes]
+    for node_id, primaries in tagging.elect_primaries(contenders, meta).items():
         if nodes[node_id].get("primary_tags") != primaries:
             nodes[node_id] = {**nodes[node_id], "primary_tags": primaries}
+            replaced.append(node_id)
     return Cluster(
         cluster.env,
         cluster.catalog,
@@ -674,6 +698,7 @@ def _settle(cluster: Cluster) -> Cluster:
         own,
         nodes,
         cluster.missing,
+        roster.updated(nodes, replaced),
     )
 
 
