@@ -165,19 +165,29 @@ class NodeIndex:
     """The node records of environment commits, kept by the id of their `inventory/nodes`
     tree, and each record by its blob id: every write reads the inventory of the commit it
     starts from, and reading every file made a node create cost more the more nodes there
-    were. Values are shared: never mutate them."""
+    were. A tree not held yet is read by what changed since the last one this index read of
+    that repository (another worker's write, say), with its roster. Values are shared: never
+    mutate them."""
 
     def __init__(self, trees: int = 32, files: int = 50_000) -> None:
         self._trees = LRUCache(trees, name="node_trees")
         self._rosters = LRUCache(trees, name="node_rosters")
         self._files = LRUCache(files, name="node_files")
+        #: The tree each repository's inventory had when this index last read it.
+        self._last: dict[str, str] = {}
 
     def read(self, env: Snapshot) -> dict[int, dict]:
         """The nodes of `env` (a new dict of the shared records)."""
         tree = env.object_id(INVENTORY_NODES)  # a tracked snapshot records the whole folder
         if tree is None:
             return {}
-        return dict(self._trees.get_or_compute(tree, lambda: self._load(env)))
+        nodes = self._trees.get(tree)
+        if nodes is None:
+            nodes = self._since_last(env, tree)
+            nodes = self._load(env) if nodes is None else nodes
+            self._trees.put(tree, nodes)
+        self._last[env.repository] = tree
+        return dict(nodes)
 
     def roster(self, env: Snapshot, nodes: dict[int, dict]) -> Roster:
         """The roster of `env`'s `nodes` (as `read` gave them), kept once made."""
@@ -192,22 +202,51 @@ class NodeIndex:
         tree = env.object_id(INVENTORY_NODES)
         if tree is not None:
             self._trees.put(tree, dict(nodes))
+            self._last[env.repository] = tree
             if roster is not None:
                 self._rosters.put(tree, roster)
+
+    def _since_last(self, env: Snapshot, tree: str) -> dict[int, dict] | None:
+        """The nodes of `tree` from those of the last tree read of its repository and the
+        files that differ (one diff in libgit2); None when that tree is not held any more."""
+        last = self._last.get(env.repository)
+        base = self._trees.get(last) if last is not None else None
+        changes = env.file_changes(INVENTORY_NODES, last) if base is not None else None
+        if changes is None:
+            return None
+        nodes, changed = dict(base), []
+        for name, blob in changes.items():
+            stem = name.removesuffix(".yaml")
+            if not name.endswith(".yaml") or not is_number(stem):
+                continue
+            changed.append(int(stem))
+            if blob is None:
+                nodes.pop(int(stem), None)
+            else:
+                nodes[int(stem)] = self._record(env, name, blob)
+        if any(i not in base for i in changed):
+            nodes = dict(sorted(nodes.items()))
+        roster = self._rosters.get(last)
+        if roster is not None:
+            self._rosters.put(tree, roster.updated(nodes, changed))
+        return nodes
 
     def _load(self, env: Snapshot) -> dict[int, dict]:
         nodes = {}
         for name, blob in env.file_ids(INVENTORY_NODES).items():
             stem = name.removesuffix(".yaml")
-            if not name.endswith(".yaml") or not is_number(stem):
-                continue
-            node = self._files.get((blob, stem))
-            if node is None:
-                doc = env.read_mapping(f"{INVENTORY_NODES}/{name}") or {}
-                node = {**doc, "id": int(stem)}
-                self._files.put((blob, stem), node)
-            nodes[int(stem)] = node
+            if name.endswith(".yaml") and is_number(stem):
+                nodes[int(stem)] = self._record(env, name, blob)
         return dict(sorted(nodes.items()))
+
+    def _record(self, env: Snapshot, name: str, blob: str) -> dict:
+        stem = name.removesuffix(".yaml")
+        node = self._files.get((blob, stem))
+        if node is None:
+            doc = env.read_mapping(f"{INVENTORY_NODES}/{name}") or {}
+            node = {**doc, "id": int(stem)}
+            self._files.put((blob, stem), node)
+        return node
 
 
 def load_cluster(env: Snapshot, catalog: Snapshot, index: NodeIndex | None = None) -> Cluster:

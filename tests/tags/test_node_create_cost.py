@@ -8,8 +8,12 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 
+import pytest
+
+from gitstore.api import create_app
 from gitstore.deployment.inventory import _read_nodes as read_nodes
 from gitstore.deployment.roster import Roster
+from gitstore.store import Store
 
 from .conftest import CLUSTER
 
@@ -34,24 +38,37 @@ def node(number: int, roles: list[str]) -> dict:
     return {"fqdn": f"node-{number}.example", "roles": roles, "status": "ready"}
 
 
-def test_a_node_create_does_not_grow_with_the_cluster(api, tag_store):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_node_create_does_not_grow_with_the_cluster(api, tag_store, workers):
+    """With two workers (two stores on one root), each create follows one by the other."""
+    apps = [api] + [
+        create_app({"TESTING": True}, store=Store(tag_store.root)).test_client()
+        for _ in range(workers - 1)
+    ]
     for number in (1, 2, 3):
         assert api.post(f"{CLUSTER}/nodes", json=node(number, ["controller"])).status_code == 201
     created = iter(range(4, 10_000))
 
-    def create(roles: list[str]) -> Callable[[], object]:
+    def create(roles: list[str], app) -> Callable[[], object]:
         def post():
-            response = api.post(f"{CLUSTER}/nodes", json=node(next(created), roles))
+            response = app.post(f"{CLUSTER}/nodes", json=node(next(created), roles))
             assert response.status_code == 201, response.get_json()
 
         return post
 
+    def round_of_creates() -> Counter:
+        for app in apps:  # each worker's caches hold the cluster, as a serving worker's do
+            create(["compute"], app)()
+        calls = Counter()
+        for app in apps:
+            calls += python_calls(create(["compute"], app))
+            calls += python_calls(create(["controller"], app))
+        return calls
+
     tag_store.nodes.create_many(1, [node(next(created), ["compute"]) for _ in range(17)])
-    create(["compute"])()  # the worker's caches hold the cluster, as a serving worker's do
-    small = python_calls(create(["compute"])) + python_calls(create(["controller"]))
+    small = round_of_creates()
     tag_store.nodes.create_many(1, [node(next(created), ["compute"]) for _ in range(400)])
-    create(["compute"])()
-    large = python_calls(create(["compute"])) + python_calls(create(["controller"]))
+    large = round_of_creates()
     grown = (large - small).most_common(5)
     assert large.total() <= small.total() * 1.05, (small.total(), large.total(), grown)
 
