@@ -224,7 +224,8 @@ class NodeIndex:
                 nodes.pop(int(stem), None)
             else:
                 nodes[int(stem)] = self._record(env, name, blob)
-        if any(i not in base for i in changed):
+        added = [i for i in changed if i in nodes and i not in base]  # put last, in this order
+        if added and (added[0] < next(reversed(base), 0) or added != sorted(added)):
             nodes = dict(sorted(nodes.items()))
         roster = self._rosters.get(last)
         if roster is not None:

@@ -89,3 +89,18 @@ def test_the_roster_a_write_keeps_is_the_one_of_its_nodes(api, tag_store):
     assert kept == Roster.of(read_nodes(head))
     assert 2 in kept.contenders(cluster.meta)  # the controller left is elected
     assert cluster.nodes[2]["primary_tags"]
+
+
+def test_a_worker_reads_nodes_another_one_wrote_in_id_order(api, tag_store):
+    """The other worker reads the new tree by what changed since the one it read: nodes
+    written out of id order (99 before 7) come back in id order, a deleted one gone."""
+    other = create_app({"TESTING": True}, store=Store(tag_store.root)).test_client()
+    for number in (1, 2, 3):
+        assert api.post(f"{CLUSTER}/nodes", json=node(number, ["compute"])).status_code == 201
+    assert [n["id"] for n in other.get(f"{CLUSTER}/nodes").get_json()] == [1, 2, 3]
+    bodies = [{**node(n, ["compute"]), "id": n} for n in (99, 10, 7)]
+    assert api.post(f"{CLUSTER}/nodes", json=bodies).status_code == 201
+    assert api.delete(f"{CLUSTER}/nodes/2").status_code in (200, 204)
+    listed = other.get(f"{CLUSTER}/nodes").get_json()
+    assert [n["id"] for n in listed] == [1, 3, 7, 10, 99]
+    assert listed == api.get(f"{CLUSTER}/nodes").get_json()
