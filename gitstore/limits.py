@@ -47,6 +47,11 @@ class Limits:
     graph_tasks: int = 500
     #: Dependency links between the tasks of one deployment graph (400 naming the graph).
     graph_links: int = 2500
+    #: Keys and list items of one transaction's record, every node's file together, estimated
+    #: before its plan is built (400 naming the graph). A worker builds and records the whole
+    #: plan in memory, in time and memory that grow with this count; Newton's default graph on
+    #: 1,000 nodes holds ~3.1 million.
+    transaction_keys: int = 5_000_000
     #: Requests one worker process holds waiting for a change (blocking queries and event
     #: streams; 503 with Retry-After beyond it), kept under gunicorn's 1,000 connections per
     #: gevent worker so that the others are still answered.

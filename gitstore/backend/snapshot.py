@@ -216,6 +216,27 @@ class Snapshot:
             return {}
         return {e.name: str(e.id) for e in _entries(obj) if e.filemode in REGULAR_MODES}
 
+    def file_changes(self, path: str, since: str) -> dict[str, str | None] | None:
+        """Name -> blob id (None: gone) of each regular file directly in folder `path` that is
+        not as in `since`, an earlier tree of that folder: one diff of the two trees in
+        libgit2, so a folder of thousands of files costs what its changes do. None when the
+        folder is gone or `since` is unreadable (read the folder instead)."""
+        new = self._object(path)
+        try:
+            old = self._repo[since]
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        if not isinstance(new, pygit2.Tree) or not isinstance(old, pygit2.Tree):
+            return None
+        changes: dict[str, str | None] = {}
+        for delta in old.diff_to_tree(new).deltas:
+            for side in (delta.old_file, delta.new_file):
+                if "/" not in side.path and side.mode in REGULAR_MODES:
+                    changes[side.path] = None  # gone, unless the new side names its blob
+            if "/" not in delta.new_file.path and delta.new_file.mode in REGULAR_MODES:
+                changes[delta.new_file.path] = str(delta.new_file.id)
+        return changes
+
     def walk(self, path: str = "") -> Iterator[str]:
         """Every file path below `path` (repository-relative), depth first, sorted: symlinks
         and gitlinks included (`walk_entries` tells them apart)."""

@@ -32,6 +32,7 @@ from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
 from gitstore.bodies import Body
 from gitstore.catalog.releases import PLUGIN, RELEASE, ROLES, TAGS, OwnerCatalog
+from gitstore.deployment.roster import Roster
 from gitstore.errors import Conflict, Damaged, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, EnvironmentView
 from gitstore.merge import tags as tagging
@@ -115,6 +116,8 @@ class Cluster:
     nodes: dict[int, dict]
     #: Owners `environment.yaml` names that the catalog does not hold.
     missing: list[str] = field(default_factory=list)
+    #: Which of `nodes` a write must look at (`roster`), when known; a write's own.
+    roster: Roster | None = None
 
     @property
     def env_id(self) -> int:
@@ -165,38 +168,91 @@ class NodeIndex:
     """The node records of environment commits, kept by the id of their `inventory/nodes`
     tree, and each record by its blob id: every write reads the inventory of the commit it
     starts from, and reading every file made a node create cost more the more nodes there
-    were. Values are shared: never mutate them."""
+    were. A tree not held yet is read by what changed since the last one this index read of
+    that repository (another worker's write, say), with its roster. Values are shared: never
+    mutate them."""
 
     def __init__(self, trees: int = 32, files: int = 50_000) -> None:
         self._trees = LRUCache(trees, name="node_trees")
+        self._rosters = LRUCache(trees, name="node_rosters")
         self._files = LRUCache(files, name="node_files")
+        #: The tree each repository's inventory had when this index last read it.
+        self._last: dict[str, str] = {}
 
     def read(self, env: Snapshot) -> dict[int, dict]:
         """The nodes of `env` (a new dict of the shared records)."""
         tree = env.object_id(INVENTORY_NODES)  # a tracked snapshot records the whole folder
         if tree is None:
             return {}
-        return dict(self._trees.get_or_compute(tree, lambda: self._load(env)))
+        nodes = self._trees.get(tree)
+        if nodes is None:
+            nodes = self._since_last(env, tree)
+            nodes = self._load(env) if nodes is None else nodes
+            self._trees.put(tree, nodes)
+        self._last[env.repository] = tree
+        return dict(nodes)
 
-    def remember(self, env: Snapshot, nodes: dict[int, dict]) -> None:
-        """Record `nodes` as what `env`'s inventory holds (a writer that just committed them)."""
+    def roster(self, env: Snapshot, nodes: dict[int, dict]) -> Roster:
+        """The roster of `env`'s `nodes` (as `read` gave them), kept once made."""
+        tree = env.object_id(INVENTORY_NODES)
+        if tree is None:
+            return Roster.of(nodes)
+        return self._rosters.get_or_compute(tree, lambda: Roster.of(nodes))
+
+    def remember(self, env: Snapshot, nodes: dict[int, dict], roster: Roster | None) -> None:
+        """Record `nodes` (and their `roster`) as what `env`'s inventory holds (a writer that
+        just committed them)."""
         tree = env.object_id(INVENTORY_NODES)
         if tree is not None:
             self._trees.put(tree, dict(nodes))
+            self._last[env.repository] = tree
+            if roster is not None:
+                self._rosters.put(tree, roster)
+
+    def _since_last(self, env: Snapshot, tree: str) -> dict[int, dict] | None:
+        """The nodes of `tree` from those of the last tree read of its repository and the
+        files that differ (one diff in libgit2); None when that tree is not held any more."""
+        last = self._last.get(env.repository)
+        base: dict[int, dict] | None = self._trees.get(last) if last is not None else None
+        if last is None or base is None:
+            return None
+        changes = env.file_changes(INVENTORY_NODES, last)
+        if changes is None:
+            return None
+        nodes, changed = dict(base), []
+        for name, blob in changes.items():
+            stem = name.removesuffix(".yaml")
+            if not name.endswith(".yaml") or not is_number(stem):
+                continue
+            changed.append(int(stem))
+            if blob is None:
+                nodes.pop(int(stem), None)
+            else:
+                nodes[int(stem)] = self._record(env, name, blob)
+        added = [i for i in changed if i in nodes and i not in base]  # put last, in this order
+        if added and (added[0] < next(reversed(base), 0) or added != sorted(added)):
+            nodes = dict(sorted(nodes.items()))
+        roster = self._rosters.get(last)
+        if roster is not None:
+            self._rosters.put(tree, roster.updated(nodes, changed))
+        return nodes
 
     def _load(self, env: Snapshot) -> dict[int, dict]:
         nodes = {}
         for name, blob in env.file_ids(INVENTORY_NODES).items():
             stem = name.removesuffix(".yaml")
-            if not name.endswith(".yaml") or not is_number(stem):
-                continue
-            node = self._files.get((blob, stem))
-            if node is None:
-                doc = env.read_mapping(f"{INVENTORY_NODES}/{name}") or {}
-                node = {**doc, "id": int(stem)}
-                self._files.put((blob, stem), node)
-            nodes[int(stem)] = node
+            if name.endswith(".yaml") and is_number(stem):
+                nodes[int(stem)] = self._record(env, name, blob)
         return dict(sorted(nodes.items()))
+
+    def _record(self, env: Snapshot, name: str, blob: str) -> dict:
+        stem = name.removesuffix(".yaml")
+        node = self._files.get((blob, stem))
+        if node is None:
+            doc = env.read_mapping(f"{INVENTORY_NODES}/{name}") or {}
+            node = {**doc, "id": int(stem)}
+            self._files.put((blob, stem), node)
+        return node
 
 
 def load_cluster(env: Snapshot, catalog: Snapshot, index: NodeIndex | None = None) -> Cluster:
@@ -568,19 +624,22 @@ class Nodes:
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             cluster = load_cluster(snapshot, self._repos.catalog().snapshot(), self._index)
+            cluster.roster = self._index.roster(snapshot, cluster.nodes)
             change = edit(cluster)
             after = _apply(cluster, change)
             for node_id in change.checked:
                 check_roles(after.nodes[node_id], after.meta, env_id)
                 check_node_tags(after.nodes[node_id], after.meta, env_id)
             after = _settle(after)
-            outcome.update(before=cluster, cluster=after, value=change.result)
-            return _changes(cluster, after, change)
+            replaced = _replaced(cluster, after)
+            outcome.update(cluster=after, value=change.result, replaced=replaced)
+            return _changes(cluster, after, change, replaced)
 
         repo = self._repos.environment_repo(env_id)
         result = repo.update(operation, author or self._repos.default_author)
         after = outcome["cluster"]
-        self._index.remember(repo.snapshot(result.commit), _as_read(outcome["before"], after))
+        read = _as_read(after, outcome["replaced"])
+        self._index.remember(repo.snapshot(result.commit), read, after.roster)
         return Written(after, outcome["value"], result)
 
     # -- node ids --------------------------------------------------------------------------
@@ -620,50 +679,18 @@ def _apply(cluster: Cluster, change: Edit) -> Cluster:
         tags = change.files.get(CLUSTER_TAGS, {TAGS: own.tags})[TAGS]
         own = Metadata(roles, tags)
     nodes = dict(cluster.nodes)  # records are shared (NodeIndex): `_settle` replaces, never edits
+    last = next(reversed(nodes), 0)
+    in_order = True
     for node_id, node in change.nodes.items():
         if node is None:
             nodes.pop(node_id, None)
         else:
+            in_order = in_order and (node_id in nodes or node_id > last)
+            last = max(last, node_id)
             nodes[node_id] = dict(node)
-    return Cluster(
-        cluster.env,
-        cluster.catalog,
-        cluster.release,
-        cluster.plugins,
-        own,
-        dict(sorted(nodes.items())),
-        cluster.missing,
-    )
-
-
-def _settle(cluster: Cluster) -> Cluster:
-    """Drop tags that no longer exist from cluster roles and nodes, then elect primaries.
-
-    Nothing is dropped while an owner named by `environment.yaml` is missing from the
-    catalog: its tags may come back. A node that changes is replaced by a new dict (the others
-    stay the shared records), so `_changes` finds what changed by identity.
-    """
-    meta = cluster.meta
-    own = cluster.own
-    nodes = cluster.nodes
-    if not cluster.missing:
-        for node_id, node in nodes.items():
-            if node.get("tags_added") == [] and node.get("tags_removed") == []:
-                continue  # nothing to drop: the usual node
-            kept = {
-                key: [t for t in node.get(key) or [] if tagging.known_tag(t, meta)]
-                for key in ("tags_added", "tags_removed")
-            }
-            if any(kept[key] != (node.get(key) or []) for key in kept) or any(
-                key not in node for key in kept
-            ):
-                nodes[node_id] = {**node, **kept}
-        for role, tag in tagging.missing_role_tags(own.roles, meta.tags):
-            own = Metadata({**own.roles, role: _without_tag(own.roles[role], tag)}, own.tags)
-    elected = tagging.elect_primaries(list(nodes.values()), meta)
-    for node_id, primaries in elected.items():
-        if nodes[node_id].get("primary_tags") != primaries:
-            nodes[node_id] = {**nodes[node_id], "primary_tags": primaries}
+    if not in_order:  # ids in order without sorting the cluster when a node comes last
+        nodes = dict(sorted(nodes.items()))
+    roster = None if cluster.roster is None else cluster.roster.updated(nodes, change.nodes)
     return Cluster(
         cluster.env,
         cluster.catalog,
@@ -672,6 +699,53 @@ def _settle(cluster: Cluster) -> Cluster:
         own,
         nodes,
         cluster.missing,
+        roster,
+    )
+
+
+def _settle(cluster: Cluster) -> Cluster:
+    """Drop tags that no longer exist from cluster roles and nodes, then elect primaries.
+
+    Nothing is dropped while an owner named by `environment.yaml` is missing from the
+    catalog: its tags may come back. A node that changes is replaced by a new dict (the others
+    stay the shared records), so `_changes` finds what changed by identity. Only the nodes the
+    cluster's roster names are looked at: the others have no tags to drop and cannot be primary.
+    """
+    meta = cluster.meta
+    own = cluster.own
+    nodes = cluster.nodes
+    roster = cluster.roster if cluster.roster is not None else Roster.of(nodes)
+    replaced = []
+    if not cluster.missing:
+        for node_id in sorted(i for i in roster.marked if i in nodes):
+            node = nodes[node_id]
+            if node.get("tags_added") == [] and node.get("tags_removed") == []:
+                continue  # nothing to drop
+            kept = {
+                key: [t for t in node.get(key) or [] if tagging.known_tag(t, meta)]
+                for key in ("tags_added", "tags_removed")
+            }
+            if any(kept[key] != (node.get(key) or []) for key in kept) or any(
+                key not in node for key in kept
+            ):
+                nodes[node_id] = {**node, **kept}
+                replaced.append(node_id)
+        for role, tag in tagging.missing_role_tags(own.roles, meta.tags):
+            own = Metadata({**own.roles, role: _without_tag(own.roles[role], tag)}, own.tags)
+    contenders = [nodes[i] for i in sorted(roster.contenders(meta)) if i in nodes]
+    for node_id, primaries in tagging.elect_primaries(contenders, meta).items():
+        if nodes[node_id].get("primary_tags") != primaries:
+            nodes[node_id] = {**nodes[node_id], "primary_tags": primaries}
+            replaced.append(node_id)
+    return Cluster(
+        cluster.env,
+        cluster.catalog,
+        cluster.release,
+        cluster.plugins,
+        own,
+        nodes,
+        cluster.missing,
+        roster.updated(nodes, replaced),
     )
 
 
@@ -679,7 +753,14 @@ def _without_tag(role: dict, tag: str) -> dict:
     return {**role, "tags": [t for t in role.get("tags") or [] if t != tag]}
 
 
-def _changes(before: Cluster, after: Cluster, change: Edit) -> ChangeSet:
+def _replaced(before: Cluster, after: Cluster) -> list[int]:
+    """The nodes whose records `_apply` and `_settle` replaced: they replace what they change
+    and share the rest, so one look per node, by identity, finds them."""
+    old = before.nodes
+    return [i for i, n in after.nodes.items() if n is not old.get(i)]
+
+
+def _changes(before: Cluster, after: Cluster, change: Edit, replaced: list[int]) -> ChangeSet:
     changes = ChangeSet(change.message)
     repo = before.env.snapshot.repository
     docs = {
@@ -692,9 +773,9 @@ def _changes(before: Cluster, after: Cluster, change: Edit) -> ChangeSet:
             changes.put(path, documents.encode(repo, path, {key: new_value}, old))
     for node_id in before.nodes.keys() - after.nodes.keys():
         changes.delete(node_path(node_id))
-    for node_id, node in after.nodes.items():
-        if node is before.nodes.get(node_id) and node_id not in change.nodes:
-            continue  # the same record: `_apply` and `_settle` replace what they change
+    written = dict.fromkeys(replaced) | dict.fromkeys(i for i in change.nodes if i in after.nodes)
+    for node_id in sorted(written):
+        node = after.nodes[node_id]
         doc = stored_node(node)
         if node_id in change.nodes or stored_node(before.nodes.get(node_id) or {}) != doc:
             path = node_path(node_id)
@@ -703,13 +784,13 @@ def _changes(before: Cluster, after: Cluster, change: Edit) -> ChangeSet:
     return changes
 
 
-def _as_read(before: Cluster, after: Cluster) -> dict[int, dict]:
+def _as_read(after: Cluster, replaced: list[int]) -> dict[int, dict]:
     """The records as a read of the committed files gives them (stored fields and the id):
     the ones the write did not replace are the records it read."""
-    return {
-        i: n if n is before.nodes.get(i) else {**stored_node(n), "id": i}
-        for i, n in after.nodes.items()
-    }
+    read = dict(after.nodes)
+    for i in replaced:
+        read[i] = {**stored_node(read[i]), "id": i}
+    return read
 
 
 def _served(data: Any, cluster: Cluster) -> Served:

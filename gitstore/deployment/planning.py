@@ -3,8 +3,9 @@ before it is built, and the plan itself (docs/graphs.md, "Execute").
 
 A record is refused by size before the plan exists: `merge.plan_size` estimates each node's
 file from two representatives of every class of nodes with the same tags, where building the
-whole plan costs what a real run does. The real node files are checked again before anything is
-recorded (`encoded_nodes`).
+whole plan costs what a real run does. Each node's file is held to `document_keys`, and all of
+them together to `transaction_keys` (a plan within the first can still be too big to build in a
+worker). The real node files are checked again before anything is recorded (`encoded_nodes`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from yaql.language.exceptions import YaqlException
 
 from gitstore import limits
 from gitstore.bodies import Body
+from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.deployment import executors, records
 from gitstore.deployment.graphs import graph_problems, merged_graph
 from gitstore.deployment.inventory import Cluster
@@ -177,37 +179,61 @@ class Chosen:
 
 def check_estimate(env_id: int, chosen: list[Chosen]) -> None:
     """Refuse, from an estimate, a transaction one of whose node files would hold more than
-    `document_keys` keys and list items (its plan and one history entry per task)."""
+    `document_keys` keys and list items (its plan and one history entry per task), or whose
+    node files together would hold more than `transaction_keys`."""
     per_key: dict[str, float] = {}
     for graph in chosen:
         estimate = plan_size.node_values(graph.tasks, graph.tags_by_node, graph.wanted.tasks)
         for node_key, count in estimate.items():
             per_key[node_key] = per_key.get(node_key, 0) + count
-    limit = limits.current().document_keys
+    bounds = limits.current()
     key: str | None
     key, values = max(per_key.items(), key=lambda kv: kv[1], default=(None, 0))
-    if values > limit:
+    if values > bounds.document_keys:
         raise InvalidInput(_too_big(env_id, chosen, key, f"about {int(values)}"), key="graphs")
+    total = sum(per_key.values())
+    if total > bounds.transaction_keys:
+        nodes = len({node for graph in chosen for node in graph.tags_by_node})
+        what = f"graph {_graphs(chosen)} of cluster {env_id}"
+        raise InvalidInput(_all_too_big(what, nodes, f"about {int(total)}"), key="graphs")
+
+
+def _graphs(chosen: list[Chosen]) -> str:
+    return ", ".join(f"{g.wanted.type!r} on {len(g.tags_by_node)} nodes" for g in chosen)
 
 
 def _too_big(env_id: int, chosen: list[Chosen], key: Any, amount: str) -> str:
-    graphs = ", ".join(f"{g.wanted.type!r} on {len(g.tags_by_node)} nodes" for g in chosen)
     where = "the sync points" if key == execution.SYNC else f"node {key}"
     return (
-        f"graph {graphs} of cluster {env_id}: the transaction's record of {where} would hold "
-        f"{amount} keys and list items (its tasks, their links and one history entry per "
-        f"task), more than {limits.current().document_keys}, the limit document_keys; run "
-        f"it on fewer nodes, or raise the limit in <root>/{limits.LIMITS_FILE} "
-        "(docs/security.md)"
+        f"graph {_graphs(chosen)} of cluster {env_id}: the transaction's record of {where} "
+        f"would hold {amount} keys and list items (its tasks, their links and one history "
+        f"entry per task), more than {limits.current().document_keys}, the limit "
+        f"document_keys; run it on fewer nodes, or raise the limit in "
+        f"<root>/{limits.LIMITS_FILE} (docs/security.md)"
+    )
+
+
+def _all_too_big(what: str, nodes: int, amount: str) -> str:
+    """The message of a transaction whose node files together hold too much."""
+    return (
+        f"{what}: the transaction's records of its {nodes} nodes together would hold {amount} "
+        f"keys and list items (their tasks, their links and one history entry per task), more "
+        f"than {limits.current().transaction_keys}, the limit transaction_keys; run it on "
+        f"fewer nodes, or raise the limit in <root>/{limits.LIMITS_FILE} (docs/security.md)"
     )
 
 
 # -- the plan ------------------------------------------------------------------------------
-def plan(cluster: Cluster, request: Request, chosen: list[Chosen]) -> dict:
-    """The whole record of a new transaction, every graph pending."""
+def plan(
+    cluster: Cluster, request: Request, chosen: list[Chosen], deadline: Deadline = UNBOUNDED
+) -> dict:
+    """The whole record of a new transaction, every graph pending; its building checks
+    `deadline` task by task and node by node."""
     graphs = []
     for graph in chosen:
-        placed = execution.serialize(graph.tasks, graph.tags_by_node, graph.wanted.tasks)
+        placed = execution.serialize(
+            graph.tasks, graph.tags_by_node, graph.wanted.tasks, deadline.check
+        )
         graphs.append(
             {
                 "type": graph.wanted.type,
@@ -235,15 +261,23 @@ def plan(cluster: Cluster, request: Request, chosen: list[Chosen]) -> dict:
     }
 
 
-def encoded_nodes(doc: dict, finished: bool) -> dict[str, bytes]:
+def encoded_nodes(doc: dict, finished: bool, deadline: Deadline = UNBOUNDED) -> dict[str, bytes]:
     """Each node's file, checked against `document_keys` (with room for the history of an
-    unfinished run) and `document_bytes`."""
+    unfinished run) and `document_bytes`, and all of them against `transaction_keys`."""
     limit = limits.current()
     found = {}
+    total = 0
     for key, node in records.node_files(doc):
+        deadline.check()
         entries = sum(len(g["tasks"]) for g in node["graphs"])
         reserve = 0 if finished else entries * plan_size.HISTORY_VALUES
-        if records.values(node) + reserve > limit.document_keys:
+        values = records.values(node) + reserve
+        total += values
+        if total > limit.transaction_keys:
+            nodes = len({n for g in doc["graphs"] for n in g["nodes"]})
+            what = f"graph {_doc_graphs(doc)} of cluster {doc['cluster']}"
+            raise InvalidInput(_all_too_big(what, nodes, f"at least {total}"), key="graphs")
+        if values > limit.document_keys:
             too_many = (
                 f"more than {limit.document_keys} keys and list items, the limit document_keys"
             )
@@ -258,8 +292,12 @@ def encoded_nodes(doc: dict, finished: bool) -> dict[str, bytes]:
     return found
 
 
+def _doc_graphs(doc: dict) -> str:
+    return ", ".join(f"{g['type']!r} on {len(g['nodes'])} nodes" for g in doc["graphs"])
+
+
 def _whole_too_big(doc: dict, key: str, excess: str) -> str:
-    graphs = ", ".join(f"{g['type']!r} on {len(g['nodes'])} nodes" for g in doc["graphs"])
+    graphs = _doc_graphs(doc)
     where = "the sync points" if key == execution.SYNC else f"node {key}"
     return (
         f"graph {graphs} of cluster {doc['cluster']}: the transaction's record of {where} "

@@ -11,9 +11,10 @@ another (a failure aborts the rest). Each graph's history is committed when it e
 transaction's status goes pending -> running -> ready | error. A dry run, or the `dry-run`
 executor, is recorded finished in one commit.
 
-The size rule (`document_keys` for each node's file) is checked twice: on an estimate taken
-before the plan is built (`merge.plan_size`), so a refusal costs milliseconds, and on the real
-node files before anything is recorded.
+The size rules (`document_keys` for each node's file, `transaction_keys` for all of them) are
+checked twice: on an estimate taken before the plan is built (`merge.plan_size`), so a refusal
+costs milliseconds, and on the real node files before anything is recorded. Building the plan
+checks the request's deadline as it goes.
 
 Transaction ids are unique in the store (`GET /transactions/<id>` names no cluster): they are
 allocated under a store-wide lock file, like node ids. At most one transaction of a cluster is
@@ -142,12 +143,11 @@ class Transactions:
         chosen = [planning.Chosen.of(cluster, wanted) for wanted in request.graphs]
         planning.check_estimate(cluster.env_id, chosen)  # before the plan: it costs seconds
         deadline.check()
-        doc = planning.plan(cluster, request, chosen)
-        deadline.check()
+        doc = planning.plan(cluster, request, chosen, deadline)
         finished = isinstance(runner, executors.DryRun)
         if finished:
             self._run_graphs(doc, runner, deadline=deadline)
-        nodes = planning.encoded_nodes(doc, finished)
+        nodes = planning.encoded_nodes(doc, finished, deadline)
         deadline.check()
         with self._id_lock():
             doc["id"] = self._next_id()

@@ -17,7 +17,7 @@ keeps one). YAQL `condition`s are recorded in the directory, not evaluated.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from gitstore.errors import InvalidInput, ValidationFailed
@@ -54,11 +54,13 @@ def serialize(
     tasks: Sequence[Mapping[str, Any]],
     tags_by_node: Mapping[Any, Iterable[str]],
     selected: Sequence[str] | None = None,
+    checkpoint: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """The plan of `tasks` (a merged, valid graph) on the nodes of `tags_by_node`.
 
     `selected` names the tasks to run (None: all); the others are skipped. An unknown name in
-    `selected` is InvalidInput.
+    `selected` is InvalidInput. `checkpoint` is called between the steps (a task on a node) of
+    a plan whose size grows with the nodes twice over: a request's deadline check.
     """
     by_id = {task["id"]: task for task in tasks}
     unknown = [name for name in selected or () if name not in by_id]
@@ -66,12 +68,13 @@ def serialize(
         raise InvalidInput(f"tasks {', '.join(unknown)} are not in the graph", key="tasks")
     ordered = [by_id[task_id] for task_id in topological_order(tasks)]
     placed = _placement(tagging.resolve_tasks(ordered, tags_by_node))
-    links = _Links(ordered, placed, tags_by_node)
+    links = _Links(ordered, placed, tags_by_node, checkpoint)
     tasks_graph: dict[str, list[dict[str, Any]]] = {
         key: [] for key in _node_keys(placed, tags_by_node)
     }
     for task in ordered:
         for node in placed.get(task["id"], ()):
+            checkpoint()
             tasks_graph[node].append(_entry(task, links.requires((task["id"], node)), selected))
     directory = {task["id"]: _directory_entry(task) for task in ordered if task["id"] in placed}
     return {"tasks_graph": tasks_graph, "tasks_directory": directory}
@@ -120,6 +123,7 @@ class _Links:
         tasks: Sequence[Mapping[str, Any]],
         placed: Mapping[str, list[str]],
         tags_by_node: Mapping[Any, Iterable[str]],
+        checkpoint: Callable[[], None],
     ) -> None:
         self.placed = placed
         self.tags_by_node = tags_by_node
@@ -135,6 +139,7 @@ class _Links:
         self._links: dict[Vertex, dict[str, Any]] = {}
         for task in tasks:
             for node in placed.get(task["id"], ()):
+                checkpoint()
                 self._add_cross(task, node)
 
     def requires(self, vertex: Vertex) -> list[dict[str, Any]]:

@@ -135,15 +135,17 @@ def valid_primaries(
 
 
 # -- primary election -------------------------------------------------------------------------
-def elect_primaries(nodes: Sequence[Mapping[str, Any]], meta: Metadata) -> dict[int, list[str]]:
-    """New `primary_tags` per node id after an election over one cluster's nodes.
+def elect_primaries(nodes: Iterable[Mapping[str, Any]], meta: Metadata) -> dict[int, list[str]]:
+    """New `primary_tags` per node id after an election over one cluster's nodes, for the
+    nodes that may carry a tag with has_primary or whose `primary_tags` are not `[]`; every
+    other node's are `[]` and stay so.
 
     For each tag with has_primary: a holder that is not pending deletion is kept (the lowest id
     if several claim it); otherwise the lowest-id ready candidate wins, else the lowest-id
     candidate (candidates carry the tag and are not pending deletion). With no candidate, a
     pending-deletion holder keeps the tag until it leaves the cluster.
     """
-    ordered = sorted(nodes, key=lambda n: int(n["id"]))
+    ordered = sorted(_contenders(nodes, meta), key=lambda n: int(n["id"]))
     carried = _carried(ordered, meta)
     result: dict[int, list[str]] = {int(n["id"]): [] for n in ordered}
     distinct = {id(ts): ts for ts in carried.values()}.values()  # shared by equal nodes
@@ -153,6 +155,25 @@ def elect_primaries(nodes: Sequence[Mapping[str, Any]], meta: Metadata) -> dict[
         if winner is not None:
             result[winner].append(tag)
     return result
+
+
+def _contenders(nodes: Iterable[Mapping[str, Any]], meta: Metadata) -> list[Mapping[str, Any]]:
+    """The nodes an election may change: those with a role or an added tag that can carry a
+    tag with has_primary, and those whose `primary_tags` are not `[]`. A cluster of 1,000
+    nodes has a few controllers; the test of each node is plain, so that a node create costs
+    the same in any cluster (the write path elects on every write)."""
+    primary = {t for t in meta.tags if has_primary(t, meta.tags)}
+    electing = primary | {
+        name for name in meta.roles if not primary.isdisjoint(role_tags(name, meta.roles))
+    }
+    return [
+        n
+        for n in nodes
+        if n.get("primary_tags") != []
+        or not electing.isdisjoint(n.get("roles") or ())
+        or not electing.isdisjoint(n.get("pending_roles") or ())
+        or not primary.isdisjoint(n.get("tags_added") or ())
+    ]
 
 
 #: The node fields its base tags depend on.

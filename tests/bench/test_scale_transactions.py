@@ -29,8 +29,9 @@ def test_the_table_has_every_row(tmp_path):
     rows = {re.split(r"\s{2,}", line.strip())[0]: line for line in lines[1:]}
     assert "24 commits" in rows["create 24 nodes, one POST each"]
     assert "x" in rows["cost of the last 12 / the first 12"]
+    assert "ms = " in rows["workers' CPU per create, the last 12 / the first 12"]
     assert "1 commit" in rows["create 24 nodes, one POST of a list"]
     assert "(recorded)" in rows["dry run of Newton's graph on 24 nodes"]
     assert "ms" in rows["one node's task statuses"]
     refused = rows["dry run refused by size (500 tasks, each waiting on 24 nodes)"]
-    assert "worker RSS" in refused
+    assert "(document_keys), worker RSS" in refused

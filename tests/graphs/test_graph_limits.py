@@ -1,13 +1,16 @@
 """The size of a deployment graph is bounded when it is written (`graph_tasks`, `graph_links` of
 gitstore/limits.py), so an accepted graph can be executed; an execution one of whose node
-records would exceed `document_keys` is 400 naming the graph and the node, before anything is
-recorded."""
+records would exceed `document_keys`, or whose records together would exceed `transaction_keys`,
+is 400 naming the graph (and the node), before its plan is built and anything is recorded."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from gitstore import limits
+from gitstore.api import create_app
 
 from .conftest import API, CLUSTER, RELEASE, assert_error, task
 from .test_push_gate import RELEASE_GRAPHS, clone, push
@@ -15,6 +18,7 @@ from .test_push_gate import RELEASE_GRAPHS, clone, push
 EXECUTE = f"{API}/graphs/execute"
 #: The defaults of gitstore/limits.py, spelled out.
 GRAPH_TASKS, GRAPH_LINKS = 500, 2500
+TRANSACTION_KEYS = 5_000_000
 
 
 def chain(count: int) -> list[dict]:
@@ -27,6 +31,18 @@ def dense(count: int) -> list[dict]:
     return [task(f"t{i}", requires=[f"t{j}" for j in range(i)]) for i in range(count)]
 
 
+def waiting_on_every_node(count: int) -> list[dict]:
+    """`count` tasks on every node, each waiting for the one before it on every node: each
+    node's record holds `count` times the nodes' links."""
+    return [
+        task(
+            f"w{i}",
+            **({"requires": [f"w{i - 1}"], "cross_depends": [{"name": f"w{i - 1}"}]} if i else {}),
+        )
+        for i in range(count)
+    ]
+
+
 @pytest.fixture
 def low_document_keys(graph_store):
     limits.configure(graph_store.root, {"document_keys": 2_000})
@@ -36,6 +52,7 @@ def low_document_keys(graph_store):
 
 def test_the_defaults_are_the_documented_ones():
     assert (limits.DEFAULT.graph_tasks, limits.DEFAULT.graph_links) == (GRAPH_TASKS, GRAPH_LINKS)
+    assert limits.DEFAULT.transaction_keys == TRANSACTION_KEYS
 
 
 @pytest.mark.parametrize("owner", [f"{CLUSTER}", RELEASE])
@@ -118,6 +135,63 @@ def test_a_plan_too_big_for_its_nodes_is_400_naming_the_graph(
     assert api.get(f"{API}/transactions?cluster_id=1").get_json() == []
     body["graphs"][0]["type"] = "narrow"  # 100 tasks on each of the three nodes fit
     assert api.post(EXECUTE, json={**body, "dry_run": True}).status_code == 202
+
+
+@pytest.fixture
+def wide_cluster(graph_store):
+    """Cluster 1 with 200 compute nodes and a graph `wide` of 150 tasks, each waiting for the
+    one before it on every node: ~32,000 values in each node's record (within
+    `document_keys`), ~6.4 million in all. Building its plan takes many seconds."""
+    bodies = [
+        {"fqdn": f"node-{n}.example", "roles": ["compute"], "status": "ready"}
+        for n in range(1, 201)
+    ]
+    graph_store.nodes.create_many(1, bodies)
+    graph_store.graphs.create("cluster", 1, "wide", {"tasks": waiting_on_every_node(150)})
+    return graph_store
+
+
+def _client(store, **bounds):
+    return create_app({"TESTING": True, "GITSTORE_LIMITS": bounds}, store=store).test_client()
+
+
+WIDE = {"cluster": 1, "graphs": [{"type": "wide"}], "dry_run": True}
+
+
+def test_a_transaction_too_big_in_all_is_refused_before_its_plan_is_built(wide_cluster):
+    """The default `transaction_keys` refuses it from the estimate; a request that built the
+    plan would pass the (lowered) deadline first."""
+    client = _client(wide_cluster, graph_execute_seconds=3)
+    before = wide_cluster.environment_repo(1).head()
+    try:
+        error = assert_error(
+            client.post(EXECUTE, json=WIDE),
+            400,
+            "graph 'wide' on 200 nodes",
+            "records of its 200 nodes together",
+            f"more than {TRANSACTION_KEYS}, the limit transaction_keys",
+        )
+    finally:
+        limits.configure(wide_cluster.root / "nowhere")
+    assert "record of node" not in error["message"]  # no one node's record is too big
+    assert wide_cluster.environment_repo(1).head() == before
+    assert client.get(f"{API}/transactions?cluster_id=1").get_json() == []
+
+
+def test_a_plan_past_its_deadline_is_cut_while_it_is_built(wide_cluster):
+    """With `transaction_keys` raised the plan is built, and its building checks the deadline:
+    a 503 soon after it, not a worker busy until the plan is done (and killed by gunicorn's
+    timeout on a large one)."""
+    client = _client(wide_cluster, transaction_keys=10**8, graph_execute_seconds=0.5)
+    started = time.monotonic()
+    try:
+        response = client.post(EXECUTE, json=WIDE)
+    finally:
+        limits.configure(wide_cluster.root / "nowhere")
+    took = time.monotonic() - started
+    assert_error(response, 503, "deadline of 0.5 s", "graph_execute_seconds")
+    assert took < 0.5 + 2
+    assert client.get(f"{API}/transactions?cluster_id=1").get_json() == []
 
 
 def test_a_pushed_graph_over_the_limit_is_refused(graph_store, tmp_path):

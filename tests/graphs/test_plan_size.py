@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from gitstore.merge import execution, plan_size
+from gitstore import limits
+from gitstore.merge import execution, graphs, plan_size
 
 from .conftest import task
 
@@ -38,3 +39,14 @@ def test_a_cross_dependency_on_every_node_grows_each_nodes_record():
     assert large["1"] - small["1"] == 97  # b on node 1 waits for a on 97 more nodes
     real = real_values(tasks, {n: ["compute"] for n in range(1, 101)})["1"]
     assert real <= large["1"] <= real + 2  # ENTRY_VALUES counts fail_on_error, absent here
+
+
+def test_the_default_transaction_keys_holds_newtons_graph_on_a_thousand_nodes(newton_tasks):
+    """A real cloud's size (issue 35): Newton's default graph on 1,000 nodes is accepted."""
+    controller = ["controller", "database", "keystone", "neutron", "rabbitmq"]  # Newton's tags
+    tags = {1: controller + [f"primary-{t}" for t in controller], 2: controller, 3: controller}
+    tags |= {n: ["ceph-osd"] if n % 10 == 0 else ["compute"] for n in range(4, 1001)}
+    tasks = [graphs.with_defaults(t) for t in graphs.canonical_document(newton_tasks)["tasks"]]
+    estimate = plan_size.node_values(tasks, tags)
+    assert max(estimate.values()) <= limits.DEFAULT.document_keys
+    assert 2_000_000 < sum(estimate.values()) <= limits.DEFAULT.transaction_keys
