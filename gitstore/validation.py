@@ -171,8 +171,7 @@ def _schema_errors(validator, document: Any, resource: str, path: str) -> list:
     """Every schema error of `document`. A schema that could not run (stored before schemas
     were checked when written) is the writer's 400, never a 500."""
     try:
-        with schema_regex.budget():
-            return list(validator.iter_errors(document))
+        return schema_regex.errors(validator, document)
     except (referencing.exceptions.Unresolvable, RecursionError) as exc:
         raise _unusable(resource, path, "its references do not resolve or recurse") from exc
     except schema_regex.PatternError as exc:
