@@ -83,12 +83,15 @@ class Store:
         self.cluster = (
             Member(ClusterSettings.from_dict(dict(cluster)), self.root) if cluster else None
         )
+        #: The read caches this store owns, handed to the repositories and the services.
+        self.caches = Caches()
         self.repos = Repositories(
             self.root,
             author=author,
             write_guard=self._check_writable,
             replication=self.cluster,
             store_guard=self.format.check_writable,
+            caches=self.caches,
         )
         self._build_services(self.repos, local_executor)
         self.secrets.bind_caller(caller)
@@ -98,8 +101,6 @@ class Store:
         """Every service, each given what it uses, in an order where those exist first."""
         self.access = AccessFile(self.root)
         self.failures = FailureLog(self.root)
-        #: The read caches this store owns, handed to the services that keep answers.
-        self.caches = Caches()
         self.secrets = Secrets(repos, self.caches)
         self.definitions = ResourceDefinitions(repos)
         self.components = Components(repos, self.definitions)
@@ -118,7 +119,7 @@ class Store:
         self.importer = Importer(repos, self.secrets)
         self.eyaml_pushes = EyamlPushes(repos, self.secrets)
         self.hiera_port = HieraPort(repos, self.secrets, self.components, self.eyaml_pushes.place)
-        self.versions = Versions(repos, self.config, self.secrets)
+        self.versions = Versions(repos, self.config, self.secrets, self.caches)
         self.comparisons = Comparisons(repos, self.secrets)
         self.settings = Settings(repos, self.secrets)
         self.networks = Networks(repos, self.secrets)

@@ -284,7 +284,8 @@ class CommitQueue:
         if head is None:
             return None
         commit = repo.git[head]
-        snapshot = Snapshot(repo.git, commit, repo.name, repo.depth(head), tracked=True)
+        depth = repo.depth(head)
+        snapshot = Snapshot(repo.git, commit, repo.name, depth, caches=repo.caches, tracked=True)
         changes = operation(snapshot)
         changes.entries = store_blobs(repo.git, changes.entries)
         return _Guess(head, snapshot, changes)

@@ -183,7 +183,11 @@ def _check_resource_file(
     rules = rules_for_file(path, definitions, environment if isinstance(environment, dict) else {})
     try:
         problems = resource_document_problems(
-            definitions[resource], path, doc, secrets=secret_paths(doc, rules)
+            definitions[resource],
+            path,
+            doc,
+            secrets=secret_paths(doc, rules),
+            caches=tree.snapshot.caches,
         )
     except ValidationFailed as exc:
         problems = [{"file": path, "message": exc.message}]

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, limits
-from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
@@ -55,8 +54,6 @@ GRAPH_BODY = Body("graph", (*METADATA, "tasks", *_DERIVED), example='{"tasks": [
 TASKS_BODY = Body("deployment tasks", ("tasks",), example='{"tasks": [...]}')
 _TASKS_BODY_IS = 'the deployment tasks body (a list of tasks, or {"tasks": [...]})'
 _CATALOG_KINDS = {RELEASE.name: RELEASE, PLUGIN.name: PLUGIN}
-#: Canonical graph documents by blob id (immutable, so shared by every request).
-_PARSED = LRUCache(max_entries=1024, name="graphs")
 
 
 def check_graph_type(value: Any, key: str = "graph_type") -> str:
@@ -81,7 +78,7 @@ def read_graph(snapshot: Snapshot, path: str) -> dict | None:
         merging.raise_problems(merging.document_problems(doc), f"{snapshot.repository}:{path}")
         return doc
 
-    return _PARSED.get_or_compute(blob, parse)
+    return snapshot.caches.graphs.get_or_compute(blob, parse)  # by blob id: immutable
 
 
 def graph_types(snapshot: Snapshot, folder: str) -> list[str]:
@@ -649,7 +646,11 @@ def _changes(owner: Owner, graph_type: str, doc: dict | None, message: str) -> C
     changes.put(
         path,
         documents.encode(
-            owner.snapshot.repository, path, doc, old if isinstance(old_doc, dict) else None
+            owner.snapshot.repository,
+            path,
+            doc,
+            old if isinstance(old_doc, dict) else None,
+            caches=owner.snapshot.caches,
         ),
     )
     return changes
