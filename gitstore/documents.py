@@ -6,6 +6,9 @@ stored bytes (comment-preserving rewrites, encryption of secret leaves, the docu
 `delete_keys`, which splice the keys' lines into the stored text without parsing it
 (`gitstore.yamlsplice`) under the same rules for what they change, and answer None where they
 cannot be sure; the writer then calls `encode`.
+A writer passes the `caches` of the snapshot it read `old` from (`Snapshot.caches`): the parse
+of `old` is found there and the parse of what it writes is kept there (without, they are parsed
+again), and so are the texts `set_keys` judged safe to splice.
 A writer of environment documents passes the `sealer` of `store.secrets`; only documents that
 can hold no secret (catalog files, `environment.yaml`, inventory records) are encoded without.
 """
@@ -17,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from gitstore import keypaths, limits, yamlio, yamlsplice
-from gitstore.backend.cache import LRUCache
+from gitstore.backend.cache import Caches, LRUCache
 from gitstore.backend.snapshot import parsed_blob, remember_parsed
 from gitstore.errors import InvalidInput
 from gitstore.limits import check_plain_data
@@ -49,6 +52,7 @@ def encode(
     *,
     sealer: Sealer | None = None,
     edited: bool = False,
+    caches: Caches | None = None,
 ) -> bytes:
     """Bytes for `document` at `path` of `repository`, keeping comments and order of `old`.
 
@@ -60,18 +64,24 @@ def encode(
     if not isinstance(document, dict):
         raise InvalidInput(f"{path}: document must be a mapping", path=path)
     limits.check_document(path, document)  # before any dump: a huge document costs seconds
-    data, written = _encode(repository, path, document, old, sealer)
+    data, written = _encode(repository, path, document, old, sealer, caches)
     limits.check_encoded(path, data)
-    if edited and written is not None:
-        remember_parsed(data, written)  # the next write or read of it does not parse it again
+    if edited and written is not None and caches is not None:
+        # The next write or read of it does not parse it again.
+        remember_parsed(caches, data, written)
     return data
 
 
 def _encode(
-    repository: str, path: str, document: dict, old: bytes | None, sealer: Sealer | None
+    repository: str,
+    path: str,
+    document: dict,
+    old: bytes | None,
+    sealer: Sealer | None,
+    caches: Caches | None,
 ) -> tuple[bytes, dict | None]:
     """The bytes, and the document they read back as in its key order (None if unsure)."""
-    parsed = _parse(repository, path, old)
+    parsed = _parse(repository, path, old, caches)
     if sealer is not None:
         document = sealer.seal(path, document, parsed if isinstance(parsed, dict) else None)
     if old and parsed is _UNREADABLE:
@@ -80,12 +90,15 @@ def _encode(
     return data, document if ordered else None
 
 
-def _parse(repository: str, path: str, old: bytes | None) -> Any:
+def _parse(repository: str, path: str, old: bytes | None, caches: Caches | None) -> Any:
     if not old:
         return None
+    label = f"{repository}:{path}"
     try:
+        if caches is None:
+            return yamlio.load(old, path=label)
         # The write just read `old` through a Snapshot: its parse is in the blob cache.
-        return parsed_blob(old, f"{repository}:{path}")
+        return parsed_blob(caches, old, label)
     except InvalidInput:
         return _UNREADABLE
 
@@ -97,6 +110,7 @@ def set_keys(
     *,
     sealer: Sealer | None = None,
     parsed: Any = None,
+    caches: Caches | None = None,
 ) -> bytes | None:
     """The bytes of stored document `old` with each `[*keys, value]` of `paths` set, spliced into
     its text without parsing it (`yamlsplice`); None where the splice cannot be sure of the
@@ -109,9 +123,10 @@ def set_keys(
     full path would refuse (floats that are not finite, nesting that may be too deep), and
     `Sealer.may_hold_plain` what it would seal (a plain value a newer rule makes secret).
     `parsed`, when the caller has it, is the parse of `old`: the parse of the result is then
-    remembered, as `encode` does for a key batch.
+    remembered in `caches`, as `encode` does for a key batch.
     """
-    rules = _judged(path, old, sealer)
+    judged = caches.spliced_texts if caches is not None else None
+    rules = _judged(path, old, sealer, judged)
     if rules is _REFUSED or old is None:  # (`_judged` refuses no text)
         return None
     data, sealed, sure = old, [], True
@@ -140,10 +155,10 @@ def set_keys(
             return None  # the next key of the batch would read text the scanner refuses
     if not limits.spliced_within(data, yamlsplice.key_count_bound):
         return None
-    if sure:
-        _JUDGED.put(data, rules, len(data))
-    if isinstance(parsed, dict) and data is not old:
-        remember_parsed(data, keypaths.apply_batch(parsed, "set", sealed))
+    if sure and judged is not None:
+        judged.put(data, rules, len(data))
+    if isinstance(parsed, dict) and data is not old and caches is not None:
+        remember_parsed(caches, data, keypaths.apply_batch(parsed, "set", sealed))
     return data
 
 
@@ -154,12 +169,14 @@ def delete_keys(
     *,
     sealer: Sealer | None = None,
     parsed: Any = None,
+    caches: Caches | None = None,
 ) -> bytes | None:
     """The bytes of stored document `old` without the entries of `paths` (key paths), their
     lines cut out of its text without parsing it; None where the splice cannot be sure of the
     text (see `set_keys`), where a path does not exist (the full path names it) or where its
     entry is the last of its mapping (which must read as `{}`, not as null)."""
-    rules = _judged(path, old, sealer)
+    judged = caches.spliced_texts if caches is not None else None
+    rules = _judged(path, old, sealer, judged)
     if rules is _REFUSED or old is None:  # (`_judged` refuses no text)
         return None
     data = old
@@ -170,9 +187,10 @@ def delete_keys(
         if spot is None or not spot.exists or spot.alone or yamlsplice.has_comment(data, spot):
             return None
         data = yamlsplice.remove(data, spot)
-    _JUDGED.put(data, rules, len(data))  # cutting whole lines out keeps what was judged
-    if isinstance(parsed, dict):
-        remember_parsed(data, keypaths.apply_batch(parsed, "delete", paths))
+    if judged is not None:
+        judged.put(data, rules, len(data))  # cutting whole lines out keeps what was judged
+    if isinstance(parsed, dict) and caches is not None:
+        remember_parsed(caches, data, keypaths.apply_batch(parsed, "delete", paths))
     return data
 
 
@@ -181,26 +199,29 @@ def _splice_keys(keys: list[Any]) -> bool:
     return all(isinstance(key, str) and not _INTEGER.fullmatch(key) for key in keys)
 
 
-#: Stored texts this process judged, or spliced from judged text with judged lines: the rules
-#: under which they hold no plain secret (None without a sealer). What `_judged` checks took
-#: ~0.3 ms of a key write into 27 KB; a worker that wrote a document knows it for the next
-#: write (the old text's figure and the delta's, as `yamlsplice.safe` allows).
-_JUDGED = LRUCache(max_entries=256, max_weight=8 * 1024 * 1024, name="spliced_texts")
 _REFUSED: Any = object()
 
 
-def _judged(path: str, old: bytes | None, sealer: Sealer | None) -> Any:
+def _judged(path: str, old: bytes | None, sealer: Sealer | None, judged: LRUCache | None) -> Any:
     """The rules of `path` if the splice may read stored text `old`, else _REFUSED: text
     `yamlsplice.safe` accepts, holding no plain value a rule makes secret (which the full path
-    would seal: `Sealer.may_hold_plain`)."""
+    would seal: `Sealer.may_hold_plain`).
+
+    `judged` (`Caches.spliced_texts`) holds the texts this store judged, or spliced from judged
+    text with judged lines, with the rules under which they hold no plain secret (None without
+    a sealer): what this checks took ~0.3 ms of a key write into 27 KB, and a worker that wrote
+    a document knows it for the next write (the old text's figure and the delta's, as
+    `yamlsplice.safe` allows).
+    """
     if not old:
         return _REFUSED
     rules = sealer.rules_of(path) if sealer is not None else None
-    if _JUDGED.get(old, _REFUSED) == rules:
+    if judged is not None and judged.get(old, _REFUSED) == rules:
         return rules
     if not _acceptable(path, old, sealer):
         return _REFUSED
-    _JUDGED.put(old, rules, len(old))
+    if judged is not None:
+        judged.put(old, rules, len(old))
     return rules
 
 

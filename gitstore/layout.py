@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitstore.backend.cache import LRUCache
 from gitstore.backend.snapshot import Snapshot
 from gitstore.errors import InvalidInput, NotFound
 from gitstore.merge import strategies
@@ -78,8 +77,6 @@ INVENTORY = "inventory"
 INVENTORY_NODES = f"{INVENTORY}/nodes"
 
 LevelPairs = Sequence[tuple[str, str]]
-
-_FQDN_MAPS = LRUCache(max_entries=256, name="fqdn_maps")
 
 
 def scope_of(pairs: LevelPairs) -> str:
@@ -251,7 +248,7 @@ class EnvironmentView:
         tree_id = self.snapshot.object_id(INVENTORY_NODES)
         if tree_id is None:
             return {}, frozenset()
-        return _FQDN_MAPS.get_or_compute(tree_id, self._read_fqdns)
+        return self.snapshot.caches.fqdn_maps.get_or_compute(tree_id, self._read_fqdns)
 
     def _read_fqdns(self) -> tuple[dict[str, str], frozenset[str]]:
         found, ids = {}, set()

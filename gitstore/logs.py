@@ -32,6 +32,7 @@ FORMATS = ("json", "text")
 TARGET_ENV = "GITSTORE_LOG_TARGET"
 FORMAT_ENV = "GITSTORE_LOG_FORMAT"
 REQUEST_ID_ENV = "GITSTORE_REQUEST_ID"
+#: A log label only, like `metrics.commit_source`: it tags lines and decides nothing.
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "gitstore_request_id", default=None
 )

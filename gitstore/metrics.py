@@ -25,6 +25,8 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 #: Where a commit made through the library comes from: the request hooks set `cli` for calls of
 #: the gitstore CLI; `push` and `mirror` commits arrive through git and are counted there.
 SOURCES = ("rest", "push", "mirror", "cli")
+#: A metrics label only: no code decides anything by it, so it may stay a contextvar (the
+#: one beside `logs.request_id`; request state the library acts on travels in signatures).
 commit_source: contextvars.ContextVar[str] = contextvars.ContextVar(
     "gitstore_commit_source", default="rest"
 )

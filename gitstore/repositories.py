@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gitstore.backend import commits
+from gitstore.backend.cache import Caches
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.hooks import install_hooks
 from gitstore.backend.repository import Author, Operation, Repository
@@ -78,8 +79,11 @@ class Repositories:
         write_guard: WriteGuard | None = None,
         replication: Replication | None = None,
         store_guard: Callable[[], None] | None = None,
+        caches: Caches | None = None,
     ) -> None:
+        """`caches`: the store's read caches, handed to each repository (and its snapshots)."""
         self.root = Path(root)
+        self.caches = caches if caches is not None else Caches()
         self.default_author = author
         self._write_guard = write_guard
         # Raises to refuse creating or archiving a repository (a store of an older format).
@@ -161,7 +165,12 @@ class Repositories:
                 if self._write_guard is not None:
                     guard = partial(self._write_guard, served_as)
                 repo = self._repos[path] = Repository(
-                    path, name, guard, replication=self.replication, served_as=served_as
+                    path,
+                    name,
+                    guard,
+                    replication=self.replication,
+                    served_as=served_as,
+                    caches=self.caches,
                 )
             return repo
 

@@ -16,12 +16,9 @@ reach it; `check` refuses a schema that holds both.
 
 from __future__ import annotations
 
-import contextvars
-import functools
 import re
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -45,19 +42,21 @@ class PatternError(Exception):
         self.pattern = pattern
 
 
-_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "schema_pattern_deadline", default=None
-)
+class Budget(jsonschema.FormatChecker):
+    """The time one document's patterns share, carried by its validator: jsonschema hands each
+    keyword the validator and copies its `format_checker` into every subschema's, and no other
+    field of it can carry a value. It checks no format, as a validator without one does.
+    """
+
+    def __init__(self, seconds: float = PATTERN_SECONDS) -> None:
+        super().__init__(formats=())
+        self.deadline = time.monotonic() + seconds
 
 
-@contextmanager
-def budget(seconds: float = PATTERN_SECONDS) -> Iterator[None]:
-    """The patterns run inside share `seconds` (one document's validation)."""
-    token = _deadline.set(time.monotonic() + seconds)
-    try:
-        yield
-    finally:
-        _deadline.reset(token)
+def errors(validator: Any, document: Any, seconds: float = PATTERN_SECONDS) -> list[Any]:
+    """Every schema error of `document`, the patterns it meets sharing `seconds` (PatternError
+    when they run out). `validator` comes from `bounded`."""
+    return list(validator.evolve(format_checker=Budget(seconds)).iter_errors(document))
 
 
 #: A group calling a group, or the whole pattern (`(?R)`, `(?1)`, `(?-1)`, `(?&name)`,
@@ -72,12 +71,12 @@ def recursive(pattern: str) -> bool:
     return _RECURSION.search(pattern) is not None
 
 
-def search(pattern: str, text: str) -> bool:
-    """`re.search(pattern, text)`, stopped (PatternError) when the budget runs out."""
+def search(pattern: str, text: str, budget: Budget | None = None) -> bool:
+    """`re.search(pattern, text)`, stopped (PatternError) when `budget` runs out (None: it
+    has `PATTERN_SECONDS` of its own)."""
     if recursive(pattern):
         raise PatternError(pattern, RECURSION)
-    deadline = _deadline.get()
-    left = (deadline - time.monotonic()) if deadline is not None else PATTERN_SECONDS
+    left = (budget.deadline - time.monotonic()) if budget is not None else PATTERN_SECONDS
     too_slow = f"took longer than {PATTERN_SECONDS:g} s (it backtracks: rewrite it)"
     if left <= 0:
         raise PatternError(pattern, too_slow)
@@ -89,15 +88,23 @@ def search(pattern: str, text: str) -> bool:
         raise PatternError(pattern, f"does not compile: {exc}") from exc
 
 
-@functools.cache
 def bounded(cls: type[Validator]) -> type[Validator]:
     """`cls` with the keywords that match patterns running them through `search`."""
+    return _BOUNDED.get(cls) or _bound(cls)
+
+
+def _bound(cls: type[Validator]) -> type[Validator]:
     keywords = {"pattern": _pattern, "patternProperties": _pattern_properties}
     keywords["additionalProperties"] = _additional_properties
     extended: type[Validator] = jsonschema.validators.extend(
         cls, {k: f for k, f in keywords.items() if k in cls.VALIDATORS}
     )
     return extended
+
+
+def _budget(validator: Any) -> Budget | None:
+    found = validator.format_checker
+    return found if isinstance(found, Budget) else None
 
 
 def check(schema_objects: Iterable[dict[str, Any]]) -> str | None:
@@ -117,7 +124,7 @@ def check(schema_objects: Iterable[dict[str, Any]]) -> str | None:
 # -- jsonschema's keywords (jsonschema/_keywords.py), with `search` for `re.search` ----------
 # (`validator` is jsonschema's own validator class: its keyword callbacks take it as Any)
 def _pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
-    if validator.is_type(instance, "string") and not search(patrn, instance):
+    if validator.is_type(instance, "string") and not search(patrn, instance, _budget(validator)):
         yield ValidationError(f"{instance!r} does not match {patrn!r}")
 
 
@@ -128,7 +135,7 @@ def _pattern_properties(
         return
     for pattern, subschema in pattern_properties.items():
         for key, value in instance.items():
-            if search(pattern, key):
+            if search(pattern, key, _budget(validator)):
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
@@ -137,7 +144,7 @@ def _additional_properties(
 ) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
-    extras = set(_additional(instance, schema))
+    extras = set(_additional(instance, schema, _budget(validator)))
     if validator.is_type(ap, "object"):
         for extra in extras:
             yield from validator.descend(instance[extra], ap, path=extra)
@@ -155,9 +162,23 @@ def _additional_properties(
             )
 
 
-def _additional(instance: dict[str, Any], schema: dict[str, Any]) -> Iterator[Any]:
+def _additional(
+    instance: dict[str, Any], schema: dict[str, Any], budget: Budget | None
+) -> Iterator[Any]:
     properties = schema.get("properties", {})
     patterns = "|".join(schema.get("patternProperties", {}))
     for key in instance:
-        if key not in properties and not (patterns and search(patterns, key)):
+        if key not in properties and not (patterns and search(patterns, key, budget)):
             yield key
+
+
+#: The drafts `jsonschema.validators.validator_for` answers with, bounded once at import.
+_DRAFTS = (
+    jsonschema.Draft3Validator,
+    jsonschema.Draft4Validator,
+    jsonschema.Draft6Validator,
+    jsonschema.Draft7Validator,
+    jsonschema.Draft201909Validator,
+    jsonschema.Draft202012Validator,
+)
+_BOUNDED: dict[type[Validator], type[Validator]] = {cls: _bound(cls) for cls in _DRAFTS}

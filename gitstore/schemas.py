@@ -9,8 +9,9 @@ and from the push gate. A cycle that reads no input (`{"$ref": "#"}`) recurses u
 RecursionError; one through `properties` or `items` consumes a level of the document each time
 and ends with it, so recursive schemas of trees stay allowed.
 
-`validator` builds (once per schema) what `gitstore.validation` runs on documents; it applies the
-same check, so a schema stored before the check existed is a 400 at write time, not a 500.
+`validator` builds what `gitstore.validation` runs on documents (once per schema in the store's
+`Caches.schema_validators` when given); it applies the same check, so a schema stored before the
+check existed is a 400 at write time, not a 500.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import referencing.exceptions
 import referencing.jsonschema
 
 from gitstore import schema_regex
-from gitstore.backend.cache import LRUCache
+from gitstore.backend.cache import Caches
 from gitstore.errors import InvalidInput
 
 #: Keywords whose subschemas apply to the same instance: following them reads no input.
@@ -34,18 +35,21 @@ _IN_PLACE_MAPS = ("dependentSchemas", "dependencies")
 #: References resolved by the dynamic scope of a validation, which a static check cannot follow.
 _DYNAMIC_REFS = ("$dynamicRef", "$recursiveRef")
 
-_VALIDATORS = LRUCache(max_entries=256, name="schema_validators")
-
 
 def check(schema: Any, resource: str) -> None:
     """Raise InvalidInput (key `schema`) unless `schema` can judge documents of `resource`."""
     validator(schema, resource)
 
 
-def validator(schema: Any, resource: str) -> jsonschema.protocols.Validator:
-    """The validator of `schema`, checked as `check` describes (cached by the schema's text)."""
+def validator(
+    schema: Any, resource: str, caches: Caches | None = None
+) -> jsonschema.protocols.Validator:
+    """The validator of `schema`, checked as `check` describes (kept in `caches` by the
+    schema's text)."""
+    if caches is None:
+        return _build(schema, resource)
     key = json.dumps(schema, sort_keys=True, default=str)
-    return _VALIDATORS.get_or_compute(key, lambda: _build(schema, resource))
+    return caches.schema_validators.get_or_compute(key, lambda: _build(schema, resource))
 
 
 def invalid(resource: str, why: str) -> InvalidInput:

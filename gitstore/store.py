@@ -84,6 +84,8 @@ class Store:
         self.cluster = (
             Member(ClusterSettings.from_dict(dict(cluster)), self.root) if cluster else None
         )
+        #: The read caches this store owns, handed to the repositories and the services.
+        self.caches = Caches()
         self.repos = Repositories(
             self.root,
             author=author,
@@ -91,6 +93,7 @@ class Store:
             # (`Member` takes the `Repository` that the commit queue's `Branch` is)
             replication=self.cluster,  # type: ignore[arg-type]
             store_guard=self.format.check_writable,
+            caches=self.caches,
         )
         self._build_services(self.repos, local_executor)
         self.secrets.bind_caller(caller)
@@ -100,8 +103,6 @@ class Store:
         """Every service, each given what it uses, in an order where those exist first."""
         self.access = AccessFile(self.root)
         self.failures = FailureLog(self.root)
-        #: The read caches this store owns, handed to the services that keep answers.
-        self.caches = Caches()
         self.secrets = Secrets(repos, self.caches)
         self.definitions = ResourceDefinitions(repos)
         self.components = Components(repos, self.definitions)
@@ -120,7 +121,7 @@ class Store:
         self.importer = Importer(repos, self.secrets)
         self.eyaml_pushes = EyamlPushes(repos, self.secrets)
         self.hiera_port = HieraPort(repos, self.secrets, self.components, self.eyaml_pushes.place)
-        self.versions = Versions(repos, self.config, self.secrets)
+        self.versions = Versions(repos, self.config, self.secrets, self.caches)
         self.comparisons = Comparisons(repos, self.secrets)
         self.settings = Settings(repos, self.secrets)
         self.networks = Networks(repos, self.secrets)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import referencing.exceptions
 
 from gitstore import limits, schema_regex, schemas, yamlio
+from gitstore.backend.cache import Caches
 from gitstore.backend.snapshot import Snapshot, not_a_file
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.layout import CATALOG_KIND, ENVIRONMENT_FILE, ENVIRONMENT_KIND
@@ -133,11 +134,13 @@ def resource_document_problems(
     document: Any,
     lines: dict | None = None,
     secrets: Sequence[tuple[str, ...]] = (),
+    caches: Caches | None = None,
 ) -> list[Problem]:
     """Problems of one values/overrides document: a mapping that satisfies the `schema`.
 
     `secrets` are the key paths of the document's secret leaves: the schema does not judge
     their values (REST sees them plain, the gate sealed; docs/secrets.md), only their place.
+    `caches`: the store's, which keep the schema's validator.
     """
     if not isinstance(document, dict):
         return [
@@ -151,7 +154,8 @@ def resource_document_problems(
     if not schema:
         return []
     resource = definition.get("name", "?")
-    errors = _schema_errors(schema_validator(schema, resource, path), document, resource, path)
+    validator = schema_validator(schema, resource, path, caches)
+    errors = _schema_errors(validator, document, resource, path)
     problems = []
     for error in sorted(errors, key=lambda e: [str(p) for p in e.path]):
         keys = [str(p) for p in error.path]
@@ -169,11 +173,15 @@ def resource_document_problems(
 
 
 def check_resource_document(
-    definition: dict, path: str, document: Any, secrets: Sequence[tuple[str, ...]] = ()
+    definition: dict,
+    path: str,
+    document: Any,
+    secrets: Sequence[tuple[str, ...]] = (),
+    caches: Caches | None = None,
 ) -> None:
     """Raise ValidationFailed if `document` breaks the rules of its resource definition."""
     raise_problems(
-        resource_document_problems(definition, path, document, secrets=secrets),
+        resource_document_problems(definition, path, document, secrets=secrets, caches=caches),
         "invalid document",
     )
 
@@ -183,10 +191,11 @@ def _within_secret(keys: list[str], secrets: Sequence[tuple[str, ...]]) -> bool:
     return any(tuple(keys[: len(secret)]) == secret for secret in secrets)
 
 
-def schema_validator(schema: dict, resource: str, path: str):
-    """The validator of a resource's schema; ValidationFailed naming `path` if it is unusable."""
+def schema_validator(schema: dict, resource: str, path: str, caches: Caches | None = None):
+    """The validator of a resource's schema (kept in `caches`); ValidationFailed naming `path`
+    if it is unusable."""
     try:
-        return schemas.validator(schema, resource)
+        return schemas.validator(schema, resource, caches)
     except InvalidInput as exc:
         raise ValidationFailed(f"{path}: {exc.message}", path=path, key="schema") from exc
 
@@ -195,8 +204,7 @@ def _schema_errors(validator, document: Any, resource: str, path: str) -> list:
     """Every schema error of `document`. A schema that could not run (stored before schemas
     were checked when written) is the writer's 400, never a 500."""
     try:
-        with schema_regex.budget():
-            return list(validator.iter_errors(document))
+        return schema_regex.errors(validator, document)
     except (referencing.exceptions.Unresolvable, RecursionError) as exc:
         raise _unusable(resource, path, "its references do not resolve or recurse") from exc
     except schema_regex.PatternError as exc:

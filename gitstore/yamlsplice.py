@@ -30,7 +30,7 @@ keeps byte for byte.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -235,7 +235,7 @@ _SPACES = re.compile(rb" *")
 def _odd_line(data: bytes, start: int, end: int, indent: int) -> bool:
     """Whether a line of `data[start:end]` (whole lines) indented by at most `indent` is other
     than a comment, a list item at `indent` or a plain or single-quoted key at `indent`."""
-    odd = _odd(indent)
+    odd = _at_indent(_odd, indent)
     if start == 0 and odd.match(b"\n" + data[: data.find(b"\n") + 1]):
         return True
     return odd.search(data, max(start - 1, 0), end) is not None
@@ -245,7 +245,13 @@ def _odd_line(data: bytes, start: int, end: int, indent: int) -> bool:
 _PLAIN = rb"""[^\s'"#\-?:,\[\]{}&*!|>%@`](?:[^:#\n]*[^\s:#])?"""
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=192)
+def _at_indent(pattern: Callable[[int], re.Pattern[bytes]], indent: int) -> re.Pattern[bytes]:
+    """`pattern(indent)`, compiled once per column: a pure memo of this module's three
+    patterns of a column (`_odd`, `_next`, `_key_at`), keyed by the function and the column."""
+    return pattern(indent)
+
+
 def _odd(indent: int) -> re.Pattern[bytes]:
     return re.compile(
         rb"\n(?= {0,%d}[^ \n])(?! *#)(?! {%d}-(?: |$))" % (indent, indent)
@@ -271,7 +277,7 @@ def _key_line(
     found = _spelled(data, start, end, pad + b"'" + plain.replace(b"'", b"''") + b"'")
     if _PLAIN_KEY.fullmatch(plain):
         as_plain = _spelled(data, start, end, pad + plain)
-        if as_plain and not _reads_as_string(key):
+        if as_plain and not yamlio.plain_reads_as_string(key):
             return None
         found += as_plain
     if len(found) > 1:
@@ -299,20 +305,13 @@ _AFTER_KEY = re.compile(rb" *:(?: ([^\n]*))?\n")
 _PLAIN_KEY = re.compile(_PLAIN)
 
 
-@lru_cache(maxsize=4096)
-def _reads_as_string(key: str) -> bool:
-    """Whether `key` written plain reads back as that string (not `yes`, `1`, `null`)."""
-    return yamlio.plain_reads_as_string(key)
-
-
 def _next_entry(data: bytes, line_end: int, end: int, indent: int) -> int:
     """Where the entry whose key line ends at `line_end` ends: at the next line that is a key at
     `indent` or less indented (comments and list items at `indent` belong to it)."""
-    found = _next(indent).search(data, line_end - 1, end)
+    found = _at_indent(_next, indent).search(data, line_end - 1, end)
     return found.start() + 1 if found else end
 
 
-@lru_cache(maxsize=64)
 def _next(indent: int) -> re.Pattern[bytes]:
     shallower = rb" {0,%d}[^ \n#]|" % (indent - 1) if indent else b""
     return re.compile(rb"\n(?:" + shallower + rb" {%d}[^ \n#-])" % indent)
@@ -324,10 +323,10 @@ def _any_key_line(data: bytes, start: int, end: int, indent: int) -> bool:
         return False
     if start == 0 and data[:1] not in (b" ", b"\n", b"#", b"-", b""):
         return True
-    return _key_at(indent).search(data, max(start - 1, 0), max(end - 1, 0)) is not None
+    found = _at_indent(_key_at, indent).search(data, max(start - 1, 0), max(end - 1, 0))
+    return found is not None
 
 
-@lru_cache(maxsize=64)
 def _key_at(indent: int) -> re.Pattern[bytes]:
     return re.compile(rb"\n {%d}[^ \n#-]" % indent)
 

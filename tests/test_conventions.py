@@ -406,6 +406,74 @@ def test_no_service_imports_the_store():
     )
 
 
+#: What makes a cache: `LRUCache(...)`, `functools.lru_cache`, `functools.cache`.
+_CACHE_MAKERS = {"LRUCache", "lru_cache", "cache"}
+#: Module-level caches allowed: pure memos of compiled things, never request data (the
+#: store's read caches live in `backend/cache.py`'s `Caches`, built by the Store).
+MAX_MODULE_CACHES = 3
+
+
+def _makes_cache(node: ast.AST) -> bool:
+    """Whether `node` calls or names a cache maker outside a lambda (which runs later)."""
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if isinstance(current, ast.Lambda):
+            continue
+        if isinstance(current, ast.Name | ast.Attribute):
+            name = current.id if isinstance(current, ast.Name) else current.attr
+            if name in _CACHE_MAKERS:
+                return True
+        todo.extend(ast.iter_child_nodes(current))
+    return False
+
+
+def _module_caches(module: str, source: str) -> list[str]:
+    """`module.name` of each cache made at import: a module-level assignment that calls a
+    cache maker, or a function (of the module or of a class of it) decorated with one."""
+    found = []
+    for node in ast.parse(source).body:
+        value = getattr(node, "value", None)
+        if isinstance(node, ast.Assign | ast.AnnAssign) and value and _makes_cache(value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [f"{module}.{ast.unparse(target)}" for target in targets]
+        functions = [(module, node)] if isinstance(node, ast.FunctionDef) else []
+        if isinstance(node, ast.ClassDef):
+            where = f"{module}.{node.name}"
+            functions = [(where, n) for n in node.body if isinstance(n, ast.FunctionDef)]
+        for where, function in functions:
+            if any(_makes_cache(decorator) for decorator in function.decorator_list):
+                found.append(f"{where}.{function.name}")
+    return found
+
+
+def test_few_caches_live_in_modules():
+    found = [c for m, path in _modules() for c in _module_caches(m, path.read_text())]
+    assert len(found) <= MAX_MODULE_CACHES, found
+
+
+def test_the_cache_counter_finds_each_kind_of_module_cache():
+    source = """
+import functools
+from functools import lru_cache
+A = LRUCache(10, name="a")
+B: LRUCache = cache_module.LRUCache(10)
+C = functools.lru_cache(maxsize=8)(len)
+@functools.cache
+def d(): ...
+@lru_cache(maxsize=4)
+def e(x): ...
+class F:
+    @functools.lru_cache
+    def g(self): ...
+    rows = field(default_factory=lambda: LRUCache(16))
+H = field(default_factory=lambda: LRUCache(16))
+def i():
+    return LRUCache(4)
+"""
+    assert _module_caches("m", source) == ["m.A", "m.B", "m.C", "m.d", "m.e", "m.F.g"]
+
+
 def test_every_package_has_a_readme():
     packages = {path.parent for path in (PROJECT / "gitstore").rglob("__init__.py")}
     packages |= {PROJECT / "cli", PROJECT / "webhooks"}

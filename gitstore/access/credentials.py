@@ -13,7 +13,6 @@ A token names its own id (`gst_<id>_<secret>`), so checking one is one lookup, n
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import hmac
 import secrets
@@ -51,10 +50,10 @@ def verify_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(_scrypt(password, salt_bytes, n, r, p), expected)
 
 
-@functools.cache
 def dummy_hash() -> str:
     """A hash to check against when the user does not exist: a missing user then costs as
-    much time as a wrong password, and response times do not tell which names exist."""
+    much time as a wrong password, and response times do not tell which names exist (made
+    once per store: `AccessFile`)."""
     return hash_password(secrets.token_hex(16))
 
 

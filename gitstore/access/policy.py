@@ -182,6 +182,7 @@ class AccessFile:
         self._mutex = threading.Lock()
         self._watched = files.WatchedFile(self.path, lambda _: _parse(self._read(), self.path))
         self._verified: OrderedDict[bytes, None] = OrderedDict()
+        self._dummy_hash: str | None = None  # `credentials.dummy_hash`, made when first needed
 
     # -- reading -----------------------------------------------------------------------------
     def policy(self) -> Policy | None:
@@ -232,10 +233,15 @@ class AccessFile:
     def _by_password(self, policy: Policy, name: str, password: str) -> Identity:
         stored = (policy.users.get(name) or {}).get("password")
         # an unknown user costs a hash too, so timing does not tell which names exist
-        matched = self._password_ok(password, stored or credentials.dummy_hash())
+        matched = self._password_ok(password, stored or self._dummy())
         if not stored or not matched:
             raise Unauthorized("invalid user name or password")
         return policy.identity(name, "password")
+
+    def _dummy(self) -> str:
+        if self._dummy_hash is None:
+            self._dummy_hash = credentials.dummy_hash()
+        return self._dummy_hash
 
     def _password_ok(self, password: str, stored: str) -> bool:
         """scrypt is slow on purpose; a good pair is remembered (as a digest, in memory)."""

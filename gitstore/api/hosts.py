@@ -16,7 +16,6 @@ with access control leaves names to its proxy: credentials, not names, decide th
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import os
 
@@ -41,7 +40,7 @@ def _check_host() -> None:
     if access.policy() is not None:
         return
     name = _normal(hostname(request.host))
-    if not _answers(name, current_app.config[SERVED_HOSTS]):
+    if not answers(name, current_app.config[SERVED_HOSTS]):
         raise MisdirectedRequest(
             f"this open store does not answer to host {name!r}: use a loopback address or "
             "localhost, start it with `gitstore serve --allowed-host NAME`, or turn access "
@@ -65,10 +64,6 @@ def answers(name: str, served: frozenset[str]) -> bool:
     except ValueError:
         return False
     return True
-
-
-#: `answers` of the names met (an open store is asked under the same few names each time).
-_answers = functools.lru_cache(maxsize=256)(answers)
 
 
 def _normal(name: str) -> str:

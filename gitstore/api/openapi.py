@@ -2,17 +2,16 @@
 Swagger UI.
 
 The document is `docs/openapi.yaml` (`openapi.yaml` here is a link to it, packaged with the
-code), read and encoded once per worker. Open like the probes: it describes routes, it holds
-no data.
+code), read and encoded once per app (kept in its `extensions`). Open like the probes: it
+describes routes, it holds no data.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, current_app
 
 from gitstore import yamlio
 
@@ -21,9 +20,15 @@ bp = Blueprint("openapi", __name__)
 SPEC = Path(__file__).with_name("openapi.yaml")
 
 
-@functools.cache
+_ENCODED = "gitstore.openapi"
+
+
 def _encoded() -> bytes:
-    return json.dumps(yamlio.load(SPEC.read_bytes(), path=str(SPEC))).encode()
+    found = current_app.extensions.get(_ENCODED)
+    if found is None:
+        found = json.dumps(yamlio.load(SPEC.read_bytes(), path=str(SPEC))).encode()
+        current_app.extensions[_ENCODED] = found
+    return found
 
 
 @bp.get("/api/v1/openapi.json")

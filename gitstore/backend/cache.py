@@ -82,20 +82,17 @@ class LRUCache:
         return len(self._data)
 
 
-#: Parsed YAML by blob id, shared by every repository of the process. Values are read-only.
-#: Weighed by the YAML's size: parsed objects take 6-7x that (measured on Fuel's astute.yaml and
-#: bench/make_store.py's node facts), so this holds ~40 MiB at most.
-PARSED_BLOBS = LRUCache(max_entries=20_000, max_weight=6 * 1024 * 1024, name="parsed_blobs")
-
-
-def parsed(blob_id: str, data: Callable[[], bytes], parse: Callable[[bytes], Any]) -> Any:
-    """The parse of blob `blob_id` from PARSED_BLOBS, else `parse(data())` stored there."""
-    found = PARSED_BLOBS.get(blob_id, _MISSING)
+def parsed(
+    cache: LRUCache, blob_id: str, data: Callable[[], bytes], parse: Callable[[bytes], Any]
+) -> Any:
+    """The parse of blob `blob_id` from `cache` (`Caches.parsed_blobs`), else `parse(data())`
+    stored there weighed by the YAML's size."""
+    found = cache.get(blob_id, _MISSING)
     if found is not _MISSING:
         return found
     raw = data()
     value = parse(raw)
-    PARSED_BLOBS.put(blob_id, value, len(raw))
+    cache.put(blob_id, value, len(raw))
     return value
 
 
@@ -108,14 +105,73 @@ class Caches:
     """The read caches one Store owns: created with it and handed to the services that use
     them (never found through a module), so what a service keeps shows in its constructor and
     two stores share nothing. Each is bounded; the bounds are part of a worker's memory budget.
+    The repositories hand them to the snapshots they read, so what reads one commit through its
+    view (`Snapshot.caches`) keeps what it learns by immutable id there.
     """
 
     def __init__(self) -> None:
+        self._backend()
+        self._documents()
+        self._answers()
+        self._services()
+
+    def _backend(self) -> None:
+        """What the repositories keep (`backend/repository.py`, `backend/snapshot.py`)."""
+        #: First-parent depth (the integer version) by (repository path, commit id): immutable.
+        self.depths = LRUCache(max_entries=200_000, name="depths")
+        #: First-parent chain of main by repository path: (head, commit ids root first).
+        #: Weighed by length: at most 400,000 ids (~36 MB) in all.
+        self.chains = LRUCache(max_entries=64, max_weight=400_000, name="chains")
+        #: main's chain read from its index, by repository path (`chainindex.ChainView`).
+        self.chain_views = LRUCache(max_entries=256, name="chain_views")
+        #: Parsed YAML by blob id, shared by every repository of the store; read-only values.
+        #: Weighed by the YAML's size: parsed objects take 6-7x that, so this holds ~40 MiB.
+        self.parsed_blobs = LRUCache(20_000, 6 * 1024 * 1024, name="parsed_blobs")
+
+    def _documents(self) -> None:
+        """What reads and writes of documents keep, each keyed by immutable ids."""
+        #: Stored texts judged safe to splice, by their bytes (`documents._judged`).
+        self.spliced_texts = LRUCache(256, 8 * 1024 * 1024, name="spliced_texts")
+        #: Checked schema validators by the schema's text (`schemas.validator`).
+        self.schema_validators = LRUCache(max_entries=256, name="schema_validators")
+        #: Merged effective documents by (mode, layer blob ids): shared, never mutated
+        #: (`configdb/scopes.py`); ~40 KB per Fuel node document.
+        self.effective_documents = LRUCache(max_entries=512, name="effective_documents")
+        #: fqdn -> node id maps of an inventory by its tree id (`layout.EnvironmentView`).
+        self.fqdn_maps = LRUCache(max_entries=256, name="fqdn_maps")
+        #: Canonical graph documents by blob id (`deployment/graphs.py`).
+        self.graphs = LRUCache(max_entries=1024, name="graphs")
+        #: The `KeyIndex` of layer blobs by blob id (`versions/diffs.py`): ~12 KB for a node's
+        #: ~1,600 facts, so 16 MiB hold the layers of several thousand nodes.
+        self.key_indexes = LRUCache(50_000, 16 * 1024 * 1024, name="key_indexes")
+        #: Layer blobs `restricted` to some top-level keys, by (blob id, keys): what the nodes
+        #: that touch a change merge, kept so the pages that show one change (REST diff, commit
+        #: page, preview) parse each node's facts once. Weighed by their share of the bytes.
+        self.restricted_layers = LRUCache(100_000, 16 * 1024 * 1024, name="restricted_layers")
+        #: Key lines of a YAML file by blob id (`versions/explain.py`).
+        self.explain_lines = LRUCache(max_entries=4096, name="explain_lines")
+
+    def _answers(self) -> None:
+        """What services keep of their answers and of masking."""
+        #: Masked documents by (immutable key, rules) (`secrets/mask.py`).
+        self.masked_documents = LRUCache(max_entries=1024, name="masked_documents")
+        #: Masked entries per (rules, inherited): a table of key -> (entry, masked entry,
+        #: masked paths), each emptied past `mask.MAX_ENTRIES` (see `mask._mask_entries`).
+        self.masked_entries = LRUCache(max_entries=32, name="masked_entries")
+        #: Compiled secret rules (`mask._Plan`) by their `Rules` (equal rules share one).
+        self.secret_rules = LRUCache(max_entries=256, name="secret_rules")
+        #: Explain answers by (repository, commit, scope, resource, key): fixed for a commit.
+        self.explain_answers = LRUCache(max_entries=512, name="explain_answers")
+        #: Masked explain answers of the versions service.
+        self.masked_explains = LRUCache(max_entries=256, name="masked_explains")
+
+    def _services(self) -> None:
+        """The secrets service's, the values', Hiera's and the console's."""
         #: Resource definitions by (catalog commit, attached components): immutable inputs.
         self.secret_definitions = LRUCache(max_entries=256, name="secret_definitions")
         #: Revealed documents by (environment, the masked cache key, rules, keyring epoch):
         #: plain-text secrets in the worker's memory, as in every answer that reveals them;
-        #: bounded like `mask._MASKED`, whose documents they share most of their subtrees with.
+        #: bounded like `masked_documents`, whose documents they share most of their subtrees with.
         self.revealed_documents = LRUCache(max_entries=256, name="revealed_documents")
         #: Masked answers of values by (repository, commit, catalog commit, request): immutable
         #: ids. The data is shared with the merge and mask caches: never mutate it.

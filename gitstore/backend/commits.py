@@ -51,6 +51,7 @@ import pygit2
 
 from gitstore import metrics
 from gitstore.backend import refs
+from gitstore.backend.cache import Caches
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.snapshot import Snapshot, commit_of
 from gitstore.backend.trees import build_tree, store_blobs
@@ -89,6 +90,7 @@ class Branch(Protocol):
 
     path: Path
     name: str
+    caches: Caches
 
     @property
     def git(self) -> pygit2.Repository: ...
@@ -286,7 +288,8 @@ class CommitQueue:
         if head is None:
             return None
         commit = commit_of(repo.git, head)
-        snapshot = Snapshot(repo.git, commit, repo.name, repo.depth(head), tracked=True)
+        depth = repo.depth(head)
+        snapshot = Snapshot(repo.git, commit, repo.name, depth, caches=repo.caches, tracked=True)
         changes = operation(snapshot)
         changes.entries = store_blobs(repo.git, changes.entries)
         return _Guess(head, snapshot, changes)

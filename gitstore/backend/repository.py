@@ -16,7 +16,7 @@ import pygit2
 
 from gitstore import yamlio
 from gitstore.backend import chainindex, refs, revisions
-from gitstore.backend.cache import LRUCache, parsed
+from gitstore.backend.cache import Caches, parsed
 from gitstore.backend.changes import ChangeSet, Graft
 from gitstore.backend.commits import (
     COMMITTER,
@@ -50,15 +50,8 @@ __all__ = [
 #: so git's own `gc --auto` (after a push, say) never runs a second repack beside it.
 GIT_SETTINGS = {"gc.auto": "0", "receive.autoGC": "false"}
 
-#: First-parent depth (the integer version) by commit id: immutable, so shared by the process.
-_DEPTHS = LRUCache(max_entries=200_000, name="depths")
-#: First-parent chain of main by repository path: (head, commit ids root first). Weighed by
-#: length: at most 400,000 ids (~36 MB) in all.
-_CHAINS = LRUCache(max_entries=64, max_weight=400_000, name="chains")
 #: Steps `depth` walks on its own before it asks main's index.
 _DEPTH_WALK = 256
-#: main's chain read from its index, by repository path (`chainindex.ChainView`).
-_VIEWS = LRUCache(max_entries=256, name="chain_views")
 
 
 class Repository:
@@ -72,11 +65,16 @@ class Repository:
         *,
         replication: Replication | None = None,
         served_as: str = "",
+        caches: Caches | None = None,
     ) -> None:
         """`served_as` is the repository's name below its store root (`environments/1.git`),
-        as its `replication` (a cluster member's; None on a single node) names it."""
+        as its `replication` (a cluster member's; None on a single node) names it. `caches`:
+        its store's (depths, chains, parsed blobs), handed to every snapshot it reads; one
+        opened outside a store keeps its own."""
         self.path = Path(path)
         self.name = name
+        self.caches = caches if caches is not None else Caches()
+        self._depths, self._chains = self.caches.depths, self.caches.chains
         self._local = os_thread_local()  # one pygit2 handle per OS thread (see there)
         # Called before every `update`; it raises to refuse the write (the facade refuses
         # writes to a repository in mirror mode, whose source of truth is elsewhere).
@@ -182,7 +180,7 @@ class Repository:
     def snapshot_of(self, commit: pygit2.Commit, numbered: bool = True) -> Snapshot:
         try:
             number = self.depth(str(commit.id)) if numbered else None
-            return Snapshot(self.git, commit, self.name, number)
+            return Snapshot(self.git, commit, self.name, number, caches=self.caches)
         except (KeyError, pygit2.GitError) as exc:
             raise self._damaged(
                 f"commit {str(commit.id)[:12]} or its history is incomplete ({exc})"
@@ -237,7 +235,7 @@ class Repository:
             found = view.commit_at(number)
             if found is None:
                 raise UnknownRevision(text, self.name)
-            _DEPTHS.put((self.path, found), number)  # its depth: no walk to learn it again
+            self._depths.put((self.path, found), number)  # its depth: no walk to learn it again
             return commit_of(self.git, found)
         try:
             chain = self._chain(head)
@@ -253,7 +251,7 @@ class Repository:
         Extended from the chain known for an earlier head by walking only the commits made
         since, so `version=N` costs a list index, not a walk of history, after every write.
         """
-        known: tuple[str, list[str]] | None = _CHAINS.get(self.path)  # (head, its chain)
+        known: tuple[str, list[str]] | None = self._chains.get(self.path)  # (head, its chain)
         if known is not None and known[0] == head:
             return known[1]
         ids: list[str] = known[1] if known is not None else []
@@ -269,7 +267,7 @@ class Repository:
             parents = commit_of(self.git, current).parent_ids
             current = str(parents[0]) if parents else None
         chain = ids[:base] + walked[::-1]
-        _CHAINS.put(self.path, (head, chain), len(chain))
+        self._chains.put(self.path, (head, chain), len(chain))
         return chain
 
     def depth(self, commit_id: str) -> int:
@@ -279,7 +277,7 @@ class Repository:
         write's parent); past `_DEPTH_WALK` steps main's index on disk answers (a process that
         starts on a long history never walks all of it).
         """
-        known: int | None = _DEPTHS.get((self.path, commit_id))
+        known: int | None = self._depths.get((self.path, commit_id))
         if known is not None:
             return known
         pending: list[str] = []
@@ -287,7 +285,7 @@ class Repository:
         base = 0
         view = None
         while current is not None:
-            cached = _DEPTHS.get((self.path, current))
+            cached = self._depths.get((self.path, current))
             if cached is None and view is not None:
                 cached = view.version_of(current)
             if cached is not None:
@@ -299,7 +297,7 @@ class Repository:
             parents = commit_of(self.git, current).parent_ids
             current = str(parents[0]) if parents else None
         for offset, cid in enumerate(reversed(pending), start=1):
-            _DEPTHS.put((self.path, cid), base + offset)
+            self._depths.put((self.path, cid), base + offset)
         return base + len(pending)
 
     # -- main's chain on disk (`chainindex`) -----------------------------------------------
@@ -308,14 +306,14 @@ class Repository:
         read: callers then walk). Read-only: maintenance alone extends the index."""
         if head is None or not self._index.exists():
             return None
-        previous: chainindex.ChainView | None = _VIEWS.get(self.path)
+        previous: chainindex.ChainView | None = self.caches.chain_views.get(self.path)
         if previous is not None and previous.head == head:
             return previous
         try:
             found = chainindex.view(self._index, head, self._first_parent_diff, previous)
         except (chainindex.Error, OSError, LookupError):
             return None
-        _VIEWS.put(self.path, found)
+        self.caches.chain_views.put(self.path, found)
         return found
 
     def update_index(self) -> int | None:
@@ -408,6 +406,7 @@ class Repository:
     def blob_yaml(self, blob_id: str, label: str) -> Any:
         """The parsed YAML of a blob (shared cache: never mutate it)."""
         return parsed(
+            self.caches.parsed_blobs,
             blob_id,
             lambda: self.blob(blob_id),
             lambda data: yamlio.load(data, path=f"{self.name}:{label}"),

@@ -16,7 +16,7 @@ from typing import Any, Protocol, cast
 import pygit2
 
 from gitstore import yamlio
-from gitstore.backend.cache import PARSED_BLOBS, parsed
+from gitstore.backend.cache import Caches, parsed
 from gitstore.backend.changes import Graft
 from gitstore.backend.damage import damaged
 from gitstore.errors import Damaged, InvalidInput
@@ -79,9 +79,12 @@ class Snapshot:
         name: str,
         version: int | None,
         *,
+        caches: Caches,
         tracked: bool = False,
     ):
         self._repo = repo
+        #: The store's read caches (its repository's): what reads of this commit keep.
+        self.caches = caches
         self._commit = commit
         self._tree = commit.tree
         self.repository = name
@@ -185,7 +188,10 @@ class Snapshot:
             return None
         label = f"{self.repository}:{path}"
         return parsed(
-            str(obj.id), lambda: self._data(obj, path), lambda data: yamlio.load(data, path=label)
+            self.caches.parsed_blobs,
+            str(obj.id),
+            lambda: self._data(obj, path),
+            lambda data: yamlio.load(data, path=label),
         )
 
     def read_mapping(self, path: str) -> dict[str, Any] | None:
@@ -280,20 +286,25 @@ def _id_of(obj: GitObject | None) -> pygit2.Oid | None:
     return obj.id if obj is not None else None
 
 
-def parsed_blob(data: bytes, label: str) -> Any:
-    """The parsed YAML of file content `data`, from the blob-id cache every Snapshot shares.
+def parsed_blob(caches: Caches, data: bytes, label: str) -> Any:
+    """The parsed YAML of file content `data`, from the blob-id cache of `caches`.
 
     Never mutate the result. A parse error is InvalidInput naming `label`.
     """
-    return parsed(str(pygit2.hash(data)), lambda: data, lambda raw: yamlio.load(raw, path=label))
+    return parsed(
+        caches.parsed_blobs,
+        str(pygit2.hash(data)),
+        lambda: data,
+        lambda raw: yamlio.load(raw, path=label),
+    )
 
 
-def remember_parsed(data: bytes, document: Any) -> None:
+def remember_parsed(caches: Caches, data: bytes, document: Any) -> None:
     """Record `document` as the parse of file content `data` (the writer that just encoded it
     knows it), so the next read or write of that blob does not parse it again: a 27 KB
     astute.yaml took ~20 ms to parse, most of a one-key write into it. Never mutate it.
     """
-    PARSED_BLOBS.put(str(pygit2.hash(data)), document, len(data))
+    caches.parsed_blobs.put(str(pygit2.hash(data)), document, len(data))
 
 
 class _TreeEntry(Protocol):

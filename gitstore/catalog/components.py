@@ -117,12 +117,18 @@ def _component_path(name: str) -> str:
 
 def _put_component(changes: ChangeSet, view: CatalogView, component: dict) -> None:
     path = _component_path(component["name"])
-    changes.put(path, documents.encode("catalog", path, component, view.snapshot.read(path)))
+    old = view.snapshot.read(path)
+    changes.put(
+        path, documents.encode("catalog", path, component, old, caches=view.snapshot.caches)
+    )
 
 
 def _put_orphans(changes: ChangeSet, view: CatalogView) -> None:
     doc = {"resource_definitions": view.orphans}
-    changes.put(ORPHANS, documents.encode("catalog", ORPHANS, doc, view.snapshot.read(ORPHANS)))
+    old = view.snapshot.read(ORPHANS)
+    changes.put(
+        ORPHANS, documents.encode("catalog", ORPHANS, doc, old, caches=view.snapshot.caches)
+    )
 
 
 class Components(_CatalogService):

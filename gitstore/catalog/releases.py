@@ -335,7 +335,8 @@ def _put_entity(
     for name, doc in files.items():
         old_data = snapshot.read(f"{old_folder}/{name}")
         path = f"{folder}/{name}"
-        changes.put(path, documents.encode(snapshot.repository, path, doc, old_data))
+        data = documents.encode(snapshot.repository, path, doc, old_data, caches=snapshot.caches)
+        changes.put(path, data)
 
 
 _DEFAULTS = {RELEASE.name: {"state": "available"}, PLUGIN.name: {}}

@@ -103,7 +103,7 @@ def _check_schema(tree: TreeCheck, path: str, key: str, schema: Any, resource: s
         tree.report(path, "must be a mapping (a JSON schema)", key=key)
         return
     try:
-        schema_validator(schema, resource, path)
+        schema_validator(schema, resource, path, tree.snapshot.caches)
     except ValidationFailed as exc:
         tree.report(path, exc.message.split(": ", 1)[-1], key=key)
 

@@ -361,6 +361,9 @@ def _put_environment(view: EnvironmentView, doc: dict, message: str) -> ChangeSe
     changes = ChangeSet(message)
     old = view.snapshot.read(ENVIRONMENT_FILE)
     changes.put(
-        ENVIRONMENT_FILE, documents.encode(view.snapshot.repository, ENVIRONMENT_FILE, doc, old)
+        ENVIRONMENT_FILE,
+        documents.encode(
+            view.snapshot.repository, ENVIRONMENT_FILE, doc, old, caches=view.snapshot.caches
+        ),
     )
     return changes

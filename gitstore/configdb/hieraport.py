@@ -147,7 +147,9 @@ class HieraPort:
         for (pairs, resource, kind), document in plan.documents.items():
             path = layer_file(pairs[-1] if pairs else None, kind, resource)
             old = snapshot.read(path) if snapshot is not None and snapshot.exists(path) else None
-            changes.put(path, documents.encode(name, path, document, old, sealer=sealer))
+            caches = snapshot.caches if snapshot is not None else None
+            data = documents.encode(name, path, document, old, sealer=sealer, caches=caches)
+            changes.put(path, data)
         return changes
 
     # -- export ----------------------------------------------------------------------------

@@ -241,7 +241,8 @@ def _load_environment(
     sealer = secrets.new_environment_sealer(env_id, tree.docs.get(ENVIRONMENT_FILE, {}))
     for path, data in tree.data.items():
         if path in tree.docs:  # secret leaves are sealed before they reach git
-            data = documents.encode(tree.label, path, tree.docs[path], data, sealer=sealer)
+            doc = tree.docs[path]
+            data = documents.encode(tree.label, path, doc, data, sealer=sealer, caches=repos.caches)
         first.put(path, data)
     try:
         repos.create_environment_repo(env_id, first, author)

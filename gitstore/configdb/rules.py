@@ -195,6 +195,7 @@ def _check_resource_file(
             path,
             doc,
             secrets=[leaf[0] for leaf in marked_leaves_of(tree, path, doc, rules)],
+            caches=tree.snapshot.caches,
         )
     except ValidationFailed as exc:
         problems = [{"file": path, "message": exc.message}]

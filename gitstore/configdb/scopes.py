@@ -10,16 +10,11 @@ from __future__ import annotations
 
 from typing import Any, overload
 
-from gitstore.backend.cache import LRUCache
 from gitstore.errors import InvalidInput
 from gitstore.layout import GLOBAL, KINDS, EnvironmentView, LevelPairs, layer_file, parse_levels
 from gitstore.merge.effective import merge_layers, merge_onto
 from gitstore.merge.strategies import folds_left
 from gitstore.names import check_level_value, is_number
-
-#: Merged effective documents by (mode, layer blob ids). Values are shared: never mutate them.
-#: Bounded for a worker's memory budget (docs/performance.md): ~40 KB per Fuel node document.
-_MERGED = LRUCache(max_entries=512, name="effective_documents")
 
 _SUFFIX = ".yaml"
 
@@ -51,7 +46,8 @@ def effective_document(
         )
         return merge_onto(parent, own, view.merge)
 
-    return _MERGED.get_or_compute(key, compute)
+    # By (mode, layer blob ids), in the store's `Caches`: shared values, never mutated.
+    return view.snapshot.caches.effective_documents.get_or_compute(key, compute)
 
 
 def layer_paths(pairs: LevelPairs, resource: str) -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, keypaths
-from gitstore.backend.cache import PARSED_BLOBS, Caches
+from gitstore.backend.cache import Caches
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
@@ -283,11 +283,10 @@ class Config:
             a resource with a schema is judged on the whole document, so it takes `change`."""
             if self.definition(name).get("schema"):
                 return None
-            known = PARSED_BLOBS.get(view.snapshot.object_id(path))
-            if op == "set":
-                data = documents.set_keys(path, old, paths, sealer=sealer, parsed=known)
-            else:
-                data = documents.delete_keys(path, old, paths, sealer=sealer, parsed=known)
+            caches = view.snapshot.caches
+            known = caches.parsed_blobs.get(view.snapshot.object_id(path))
+            splice_keys = documents.set_keys if op == "set" else documents.delete_keys
+            data = splice_keys(path, old, paths, sealer=sealer, parsed=known, caches=caches)
             return None if data is None else (data, message(pairs, name))
 
         return self._write(
@@ -344,7 +343,13 @@ class Config:
             changes.put(
                 path,
                 documents.encode(
-                    snapshot.repository, path, document, old, sealer=sealer, edited=edited
+                    snapshot.repository,
+                    path,
+                    document,
+                    old,
+                    sealer=sealer,
+                    edited=edited,
+                    caches=snapshot.caches,
                 ),
             )
             return changes
@@ -362,7 +367,11 @@ class Config:
 
         rules = self._secrets.rules_of(view)(path)
         check_resource_document(
-            self.definition(name), path, document, secrets=secret_paths(document, rules)
+            self.definition(name),
+            path,
+            document,
+            secrets=secret_paths(document, rules),
+            caches=view.snapshot.caches,
         )
 
     def write_many(
@@ -399,7 +408,12 @@ class Config:
                 changes.put(
                     path,
                     documents.encode(
-                        snapshot.repository, path, document, snapshot.read(path), sealer=sealer
+                        snapshot.repository,
+                        path,
+                        document,
+                        snapshot.read(path),
+                        sealer=sealer,
+                        caches=snapshot.caches,
                     ),
                 )
             return changes

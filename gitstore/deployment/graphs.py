@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitstore import documents, limits
-from gitstore.backend.cache import LRUCache
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 from gitstore.backend.snapshot import Snapshot
@@ -57,8 +56,6 @@ GRAPH_BODY = Body("graph", (*METADATA, "tasks", *_DERIVED), example='{"tasks": [
 TASKS_BODY = Body("deployment tasks", ("tasks",), example='{"tasks": [...]}')
 _TASKS_BODY_IS = 'the deployment tasks body (a list of tasks, or {"tasks": [...]})'
 _CATALOG_KINDS = {RELEASE.name: RELEASE, PLUGIN.name: PLUGIN}
-#: Canonical graph documents by blob id (immutable, so shared by every request).
-_PARSED = LRUCache(max_entries=1024, name="graphs")
 
 
 def check_graph_type(value: Any, key: str = "graph_type") -> str:
@@ -82,7 +79,7 @@ def read_graph(snapshot: Snapshot, path: str) -> dict | None:
         doc = merging.canonical_document(snapshot.read_yaml(path))
         return merging.check_document(doc, f"{snapshot.repository}:{path}")
 
-    return _PARSED.get_or_compute(blob, parse)
+    return snapshot.caches.graphs.get_or_compute(blob, parse)  # by blob id: immutable
 
 
 def graph_types(snapshot: Snapshot, folder: str) -> list[str]:
@@ -651,7 +648,11 @@ def _changes(owner: Owner, graph_type: str, doc: dict | None, message: str) -> C
     changes.put(
         path,
         documents.encode(
-            owner.snapshot.repository, path, doc, old if isinstance(old_doc, dict) else None
+            owner.snapshot.repository,
+            path,
+            doc,
+            old if isinstance(old_doc, dict) else None,
+            caches=owner.snapshot.caches,
         ),
     )
     return changes

@@ -770,7 +770,8 @@ def _changes(before: Cluster, after: Cluster, change: Edit, replaced: list[int])
     for path, (key, old_value, new_value) in docs.items():
         if path in change.files or new_value != old_value:
             old = before.env.snapshot.read(path)
-            changes.put(path, documents.encode(repo, path, {key: new_value}, old))
+            caches = before.env.snapshot.caches
+            changes.put(path, documents.encode(repo, path, {key: new_value}, old, caches=caches))
     for node_id in before.nodes.keys() - after.nodes.keys():
         changes.delete(node_path(node_id))
     written = dict.fromkeys(replaced) | dict.fromkeys(i for i in change.nodes if i in after.nodes)
@@ -780,7 +781,8 @@ def _changes(before: Cluster, after: Cluster, change: Edit, replaced: list[int])
         if node_id in change.nodes or stored_node(before.nodes.get(node_id) or {}) != doc:
             path = node_path(node_id)
             old = before.env.snapshot.read(path)
-            changes.put(path, documents.encode(repo, path, doc, old))
+            caches = before.env.snapshot.caches
+            changes.put(path, documents.encode(repo, path, doc, old, caches=caches))
     return changes
 
 

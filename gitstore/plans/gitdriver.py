@@ -197,7 +197,8 @@ def _put_document(
     """Write a document through the one door (`documents.encode`), sealed by `sealer`;
     whether its bytes stay as they were."""
     old = _old_bytes(snapshot, path)
-    data = documents.encode(REPOSITORY, path, document, old, sealer=sealer)
+    caches = snapshot.caches if snapshot is not None else None
+    data = documents.encode(REPOSITORY, path, document, old, sealer=sealer, caches=caches)
     changes.put(path, data)
     return data == old
 

@@ -97,7 +97,8 @@ def open_sealed(text: str, keys: dict[str, bytes], place: Place) -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _aead(key: bytes) -> AESGCM:
-    """One cipher object per key (setting up the key schedule costs more than a small value)."""
+    """One cipher object per key (setting up the key schedule costs more than a small value):
+    a pure memo of immutable input, one of the few module caches the conventions allow."""
     return AESGCM(key)
 
 

@@ -132,12 +132,25 @@ class EyamlPushes:
             if paths:
                 changes.put(
                     ENVIRONMENT_FILE,
-                    documents.encode(name, ENVIRONMENT_FILE, doc, snapshot.read(ENVIRONMENT_FILE)),
+                    documents.encode(
+                        name,
+                        ENVIRONMENT_FILE,
+                        doc,
+                        snapshot.read(ENVIRONMENT_FILE),
+                        caches=snapshot.caches,
+                    ),
                 )
             for file, document in plain.items():
                 changes.put(
                     file,
-                    documents.encode(name, file, document, snapshot.read(file), sealer=sealer),
+                    documents.encode(
+                        name,
+                        file,
+                        document,
+                        snapshot.read(file),
+                        sealer=sealer,
+                        caches=snapshot.caches,
+                    ),
                 )
             return changes
 

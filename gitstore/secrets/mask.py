@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from gitstore.backend.cache import LRUCache
+from gitstore.backend.cache import Caches
 from gitstore.errors import Unavailable, Undecryptable
 from gitstore.secrets import cipher
 from gitstore.secrets.cipher import PREFIX, Place
@@ -24,20 +24,16 @@ from gitstore.secrets.leaves import MISSING, rebuild, replaced, value_at
 from gitstore.secrets.rules import WILDCARD, Rules, default_match
 from gitstore.secrets.seal import MASK
 
-#: Masked documents by (the caller's id of the document's inputs, rules). Shared: never edit.
-#: An entry keeps a whole effective document alive (~50 KB for a Fuel node): the bound is part
-#: of a worker's memory budget (docs/performance.md).
-_MASKED = LRUCache(max_entries=1024, name="masked_documents")
-#: The last masked top-level entry of each key name, by (rules, inherited): a table of key ->
-#: (its value, masked, masked paths), reused while a document holds the very same value at that
-#: key (see `_mask_entries`). A table is a plain dict, asked once per mapping or list entry,
-#: where an LRUCache's lock and metric, or hashing the rules, cost more than walking a small
-#: entry. A new value at a key replaces the old, so a table holds one value per key name; it is
-#: emptied past `MAX_ENTRIES`.
-_ENTRIES = LRUCache(max_entries=32, name="masked_entries")
+#: What the store keeps of masking (`Caches`): masked documents by (the caller's id of the
+#: document's inputs, rules), an entry keeping a whole effective document alive (~50 KB for a
+#: Fuel node); the rules compiled (`_Plan`, equal rules share one); and per (rules, inherited)
+#: the last masked top-level entry of each key name: a table of key -> (its value, masked,
+#: masked paths), reused while a document holds the very same value at that key (see
+#: `_mask_entries`). A table is a plain dict, asked once per mapping or list entry, where an
+#: LRUCache's lock and metric, or hashing the rules, cost more than walking a small entry. A
+#: new value at a key replaces the old, so a table holds one value per key name; it is emptied
+#: past `MAX_ENTRIES`. Without `Caches`, masking compiles the rules and walks every entry.
 MAX_ENTRIES = 4096
-#: The rules compiled for masking (`_Plan`), by rules (a frozen dataclass: equal rules share one).
-_PLANS = LRUCache(max_entries=256, name="secret_rules")
 #: (file, parsed document) of the layers that may hold a value, most specific first.
 Sources = Sequence[tuple[str, Any]]
 NOTE = "secret changed"
@@ -60,11 +56,11 @@ def mask(value: Any, rules: Rules, base: tuple[str, ...] = ()) -> tuple[Any, lis
 
 
 def mask_paths(
-    value: Any, rules: Rules, base: tuple[str, ...] = ()
+    value: Any, rules: Rules, base: tuple[str, ...] = (), caches: Caches | None = None
 ) -> tuple[Any, list[tuple[str, ...]]]:
-    """`mask`, with the masked key paths as tuples."""
+    """`mask`, with the masked key paths as tuples; a document's entries kept in `caches`."""
     if not base and isinstance(value, dict):
-        return _mask_entries(value, rules)
+        return _mask_entries(value, rules, caches)
     return _mask_walk(value, rules, base, _ancestors_secret(rules, base))
 
 
@@ -82,8 +78,10 @@ def _mask_walk(
     return rebuild(value, rules, leaf, MISSING, base, inherited), masked
 
 
-def _mask_entries(document: dict, rules: Rules) -> tuple[dict, list[tuple[str, ...]]]:
-    """A document masked entry by entry, each mapping or list entry kept in `_ENTRIES`.
+def _mask_entries(
+    document: dict, rules: Rules, caches: Caches | None
+) -> tuple[dict, list[tuple[str, ...]]]:
+    """A document masked entry by entry, each mapping or list entry kept in `caches`.
 
     A cold lookup's effective document shares most of its entries with the layers it was
     merged from, and so with every other node's: masking walked every leaf of each (much of a
@@ -92,8 +90,11 @@ def _mask_entries(document: dict, rules: Rules) -> tuple[dict, list[tuple[str, .
     entries by identity (the identity contract, gitstore/served.py).
     """
     inherited = rules.starts_here(())  # what `rebuild` passes the root's children
-    plan = _plan(rules)
-    kept: dict = _ENTRIES.get_or_compute((rules, inherited), dict)
+    if caches is None:
+        plan, kept = _Plan(rules), {}
+    else:
+        plan = caches.secret_rules.get_or_compute(rules, lambda: _Plan(rules))
+        kept = caches.masked_entries.get_or_compute((rules, inherited), dict)
     plain = not (inherited or plan.root or plan.everything)
     entry = plan.plain_entry if plain else plan.entry
     names = plan.names if plain and plan.defaults else {}  # name -> a default pattern matches
@@ -300,19 +301,17 @@ def _rebuilt(value: dict | list, pairs: Iterable[tuple[Any, Any]]) -> Any:
     return dict(zip(value, kept, strict=True)) if isinstance(value, dict) else kept
 
 
-def _plan(rules: Rules) -> _Plan:
-    """The compiled `rules` (a frozen dataclass: equal rules share one)."""
-    return _PLANS.get_or_compute(rules, lambda: _Plan(rules))
-
-
-def mask_cached(key: Any, document: Any, rules: Rules) -> tuple[Any, tuple[tuple[str, ...], ...]]:
-    """`mask_paths` of a document identified by `key` (immutable inputs such as blob ids)."""
+def mask_cached(
+    caches: Caches, key: Any, document: Any, rules: Rules
+) -> tuple[Any, tuple[tuple[str, ...], ...]]:
+    """`mask_paths` of a document identified by `key` (immutable inputs such as blob ids),
+    kept in `caches`."""
 
     def compute() -> tuple[Any, tuple[tuple[str, ...], ...]]:
-        data, paths = mask_paths(document, rules)
+        data, paths = mask_paths(document, rules, caches=caches)
         return data, tuple(paths)
 
-    return _MASKED.get_or_compute((key, rules), compute)
+    return caches.masked_documents.get_or_compute((key, rules), compute)
 
 
 class Opener:

@@ -48,6 +48,7 @@ class Secrets:
 
     def __init__(self, repos: Repositories, caches: Caches) -> None:
         self._repos = repos
+        self._caches = caches  # masking's (`mask.py`), beside the two below
         self._definitions = caches.secret_definitions
         self._revealed = caches.revealed_documents
         self.keyring = Keyring.of_root(repos.root)
@@ -162,7 +163,13 @@ class Secrets:
             if moved is not document:
                 changes.put(
                     target,
-                    documents.encode(snapshot.repository, target, moved, snapshot.read(file)),
+                    documents.encode(
+                        snapshot.repository,
+                        target,
+                        moved,
+                        snapshot.read(file),
+                        caches=snapshot.caches,
+                    ),
                 )
 
     # -- reading -----------------------------------------------------------------------------
@@ -195,9 +202,9 @@ class Secrets:
         rules = self.rules_of(view, catalog_head)(rules_file or str(sources))
         paths: Sequence[tuple[str, ...]]
         if cache_key is None:
-            masked_data, paths = mask.mask_paths(document, rules)
+            masked_data, paths = mask.mask_paths(document, rules, caches=self._caches)
         else:
-            masked_data, paths = mask.mask_cached(cache_key, document, rules)
+            masked_data, paths = mask.mask_cached(self._caches, cache_key, document, rules)
         if not reveal:
             return masked_data, tuple(mask.dotted(path) for path in paths)
         keys, problem = self._keys()
@@ -371,7 +378,13 @@ class Secrets:
                 if sealed is not document:
                     changes.put(
                         file,
-                        documents.encode(snapshot.repository, file, sealed, snapshot.read(file)),
+                        documents.encode(
+                            snapshot.repository,
+                            file,
+                            sealed,
+                            snapshot.read(file),
+                            caches=snapshot.caches,
+                        ),
                     )
             counted["values"] = sealer.sealed
             active = sealer.keys.active if sealer.keys else "?"

@@ -123,7 +123,10 @@ class Relations:
             changes = ChangeSet(f"environment {env_id}: upgrade: {verb} relation ({why})")
             old = snapshot.read(ENVIRONMENT_FILE)
             changes.put(
-                ENVIRONMENT_FILE, documents.encode(snapshot.repository, ENVIRONMENT_FILE, doc, old)
+                ENVIRONMENT_FILE,
+                documents.encode(
+                    snapshot.repository, ENVIRONMENT_FILE, doc, old, caches=snapshot.caches
+                ),
             )
             return changes
 

@@ -278,7 +278,11 @@ class Upgrades:
             changes.put(
                 ENVIRONMENT_FILE,
                 documents.encode(
-                    snapshot.repository, ENVIRONMENT_FILE, doc, snapshot.read(ENVIRONMENT_FILE)
+                    snapshot.repository,
+                    ENVIRONMENT_FILE,
+                    doc,
+                    snapshot.read(ENVIRONMENT_FILE),
+                    caches=snapshot.caches,
                 ),
             )
             original = {

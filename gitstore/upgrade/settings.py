@@ -126,7 +126,12 @@ def write_file(
     """
     sealer = secrets.sealer(env_id, EnvironmentView(snapshot), secrets.caller)
     old = None if fresh else snapshot.read(path)
-    changes.put(path, documents.encode(snapshot.repository, path, document, old, sealer=sealer))
+    changes.put(
+        path,
+        documents.encode(
+            snapshot.repository, path, document, old, sealer=sealer, caches=snapshot.caches
+        ),
+    )
 
 
 def release_folder(catalog: Snapshot, ref: int | str) -> str:
@@ -184,7 +189,14 @@ class Settings:
             changes = ChangeSet(f"catalog: set {what} of {folder}")
             path = f"{folder}/{name}"
             changes.put(
-                path, documents.encode(snapshot.repository, path, document, snapshot.read(path))
+                path,
+                documents.encode(
+                    snapshot.repository,
+                    path,
+                    document,
+                    snapshot.read(path),
+                    caches=snapshot.caches,
+                ),
             )
             return changes
 

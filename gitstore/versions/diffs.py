@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gitstore.backend.cache import LRUCache
 from gitstore.configdb.scopes import default_scopes, effective_document, resources_at
 from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.layout import KINDS, EnvironmentView, LevelPairs, layer_file, scope_of
@@ -27,14 +26,6 @@ from gitstore.merge.diff import Difference, differences, sections
 from gitstore.merge.effective import Layer, merge_onto
 from gitstore.merge.reach import KeyIndex, restricted, touches_indexed
 from gitstore.merge.strategies import folds_left
-
-#: The `KeyIndex` of layer blobs by blob id (immutable: never stale). ~12 KB for a node's
-#: ~1,600 facts, so 16 MiB hold the layers of several thousand nodes.
-_KEY_INDEXES = LRUCache(max_entries=50_000, max_weight=16 * 1024 * 1024, name="key_indexes")
-#: Layer blobs `restricted` to some top-level keys, by (blob id, keys): what the nodes that
-#: touch a change merge, kept so the pages that show one change (REST diff, commit page,
-#: preview) parse each node's facts once. Weighed by their share of the blob's bytes.
-_RESTRICTED = LRUCache(max_entries=100_000, max_weight=16 * 1024 * 1024, name="restricted_layers")
 
 
 def diff_environment(
@@ -136,11 +127,12 @@ class ScopeDiffs:
             share = (self.after.snapshot.size(path) or 0) * len(part) // max(len(whole), 1)
             return part, 64 + share
 
-        return _RESTRICTED.get_or_compute((blob, keys), compute, lambda found: found[1])[0]
+        kept = self.after.snapshot.caches.restricted_layers
+        return kept.get_or_compute((blob, keys), compute, lambda found: found[1])[0]
 
     def _index(self, path: str, blob: str) -> KeyIndex:
         """The `KeyIndex` of layer file `path` (blob `blob`), parsed only when not kept."""
-        return _KEY_INDEXES.get_or_compute(
+        return self.after.snapshot.caches.key_indexes.get_or_compute(
             blob, lambda: KeyIndex(self._read(path, blob)), lambda index: index.size
         )
 

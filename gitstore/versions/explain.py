@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from gitstore import keypaths, yamlio
-from gitstore.backend.cache import LRUCache
 from gitstore.backend.repository import Repository
 from gitstore.configdb.scopes import effective_document
 from gitstore.deadlines import UNBOUNDED, Deadline
@@ -22,10 +21,6 @@ from gitstore.layout import EnvironmentView, LevelPairs
 from gitstore.merge.diff import dotted, leaf_paths, same_value
 from gitstore.merge.effective import Layer
 
-#: Answers by (repository, commit, scope, resource, key): a commit's answer is fixed.
-_ANSWERS = LRUCache(max_entries=512, name="explain_answers")
-#: Key lines by blob id.
-_LINES = LRUCache(max_entries=4096, name="explain_lines")
 _MISSING = object()
 
 
@@ -40,7 +35,7 @@ def explain(
     """`{"keys": [{path, value, layers, winner, commit, author, date}]}` for the scope; each
     commit walked is a step of `deadline` (a cut walk caches nothing)."""
     cache_key = (str(repo.path), view.snapshot.commit_id, tuple(pairs), resource, key)
-    return _ANSWERS.get_or_compute(
+    return view.snapshot.caches.explain_answers.get_or_compute(
         cache_key, lambda: _explain(repo, view, pairs, resource, key, deadline)
     )
 
@@ -110,9 +105,8 @@ def _line(view: EnvironmentView, file: str, path: tuple) -> int | None:
     blob_id = view.snapshot.object_id(file)
     if blob_id is None:
         return None
-    lines = _LINES.get_or_compute(
-        blob_id, lambda: yamlio.key_lines(view.snapshot.read(file) or b"")
-    )
+    kept = view.snapshot.caches.explain_lines
+    lines = kept.get_or_compute(blob_id, lambda: yamlio.key_lines(view.snapshot.read(file) or b""))
     return lines.get(tuple(str(segment) for segment in path))
 
 

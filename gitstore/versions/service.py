@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gitstore import keypaths
-from gitstore.backend.cache import LRUCache
+from gitstore.backend.cache import Caches
 from gitstore.backend.changes import ChangeSet, Graft
 from gitstore.backend.repository import Author, Repository
 from gitstore.backend.snapshot import Snapshot
@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     from gitstore.secrets.service import Secrets
 
 DEFAULT_LIMIT = 100
-#: Masked explain answers (data, masked paths) by commit, catalog head and request; shared:
-#: never edit them.
-_MASKED_EXPLAINS = LRUCache(max_entries=256, name="masked_explains")
 MAX_LIMIT = 10_000
 
 
@@ -55,10 +52,15 @@ REVERT_BODY = Body("revert", ("to", "commit", "paths", "message"), example='{"to
 class Versions:
     """History, diff, revert, explain and labels of environments."""
 
-    def __init__(self, repos: Repositories, config: Config, secrets: Secrets) -> None:
+    def __init__(
+        self, repos: Repositories, config: Config, secrets: Secrets, caches: Caches
+    ) -> None:
         self._repos = repos
         self._config = config
         self._secrets = secrets
+        #: Masked explain answers (data, masked paths) by commit, catalog head and request;
+        #: shared: never edit them.
+        self._masked_explains = caches.masked_explains
 
     def _repo(self, env_id: int) -> Repository:
         return self._repos.environment_repo(env_id)
@@ -188,7 +190,7 @@ class Versions:
                 self._repos.catalog().head(),
             )
             cache_key += (tuple(map(tuple, pairs)), name, key)
-            data, shown = _MASKED_EXPLAINS.get_or_compute(
+            data, shown = self._masked_explains.get_or_compute(
                 cache_key, lambda: secret_masks.mask_explain(data, rules(), None)
             )
         if reveal:

@@ -1,4 +1,4 @@
-"""The bounded LRU cache that holds parsed blobs and commit depths."""
+"""The bounded LRU cache, and the Store's `Caches` made of them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import threading
 
 import pytest
 
+from gitstore import Store
 from gitstore.backend.cache import LRUCache
+from gitstore.configdb.values import Query
 
 
 def test_get_and_put():
@@ -80,3 +82,25 @@ def test_the_bound_holds_under_threads():
         thread.join()
     assert errors == []
     assert len(cache) == 50
+
+
+def test_a_store_keeps_what_its_reads_learn_in_its_own_caches(fuel_store):
+    """Every read cache is its Store's (`Caches`), handed to the snapshots its repositories
+    read: a lookup fills its store's; a second store of the same root starts with none and
+    answers the same."""
+
+    def lookup(store):
+        query = Query(effective=True)
+        return store.config.read(1, [("nodes", "1")], "astute", "values", query).data
+
+    layers = {((), "astute", "values"): {"a": 1}, ((("nodes", "1"),), "astute", "values"): {}}
+    fuel_store.config.write_many(1, layers, "data")
+    first = lookup(fuel_store)
+    assert first == {"a": 1}
+    assert len(fuel_store.caches.effective_documents) > 0
+    assert fuel_store.environment_repo(1).snapshot().caches is fuel_store.caches
+    other = Store(fuel_store.root)
+    assert len(other.caches.effective_documents) == len(other.caches.parsed_blobs) == 0
+    assert lookup(other) == first
+    assert len(other.caches.effective_documents) > 0
+    assert other.environment_repo(1).snapshot().caches is other.caches

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from gitstore.backend.cache import PARSED_BLOBS
 from gitstore.backend.changes import ChangeSet, Graft
 from gitstore.backend.repository import Author, Repository
 from gitstore.backend.snapshot import parsed_blob
@@ -44,7 +43,7 @@ def test_read_yaml_parses_and_shares_by_blob_id(repo, snap):
     assert doc == {"a": 1, "nested": {"b": 2}}
     again = repo.snapshot().read_yaml("global/values/astute.yaml")
     assert again is doc
-    assert PARSED_BLOBS.get(snap.object_id("global/values/astute.yaml")) is doc
+    assert repo.caches.parsed_blobs.get(snap.object_id("global/values/astute.yaml")) is doc
     assert snap.read_yaml("absent.yaml") is None
 
 
@@ -111,6 +110,6 @@ def test_a_snapshot_keeps_serving_its_commit_after_main_moves(repo, snap):
 
 def test_parsed_blob_shares_the_cache_of_snapshots(snap):
     data = snap.read("global/values/astute.yaml")
-    assert parsed_blob(data, "x") is snap.read_yaml("global/values/astute.yaml")
+    assert parsed_blob(snap.caches, data, "x") is snap.read_yaml("global/values/astute.yaml")
     with pytest.raises(InvalidInput, match="label: line 1"):
-        parsed_blob(b"a: b: c\n", "label")
+        parsed_blob(snap.caches, b"a: b: c\n", "label")

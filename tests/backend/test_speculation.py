@@ -29,7 +29,8 @@ def repo(tmp_path) -> Repository:
 
 def _tracked(repo: Repository) -> Snapshot:
     head = repo.head()
-    return Snapshot(repo.git, repo.git[head], repo.name, repo.depth(head), tracked=True)
+    depth = repo.depth(head)
+    return Snapshot(repo.git, repo.git[head], repo.name, depth, caches=repo.caches, tracked=True)
 
 
 def _push(repo: Repository, files: dict[str, str]) -> str:

@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from gitstore import yamlio
-from gitstore.backend.cache import PARSED_BLOBS
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author
 
@@ -65,7 +64,8 @@ def test_a_key_write_remembers_exactly_the_parse_of_its_bytes(fuel_store, source
     for op, paths in batches(document, rng):
         fuel_store.config.update_keys(1, LEVEL, "astute", "values", op, paths, AUTHOR)
         blob = str(fuel_store.environment_repo(1).snapshot().object_id(PATH))
-        assert PARSED_BLOBS.get(blob) is not None, "the write did not remember its parse"
+        remembered = fuel_store.caches.parsed_blobs.get(blob)
+        assert remembered is not None, "the write did not remember its parse"
         cached, fresh = stored_and_fresh(fuel_store)
         assert cached == fresh, (op, paths)
 

@@ -11,6 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gitstore.backend.cache import Caches
 from gitstore.secrets import mask
 from gitstore.secrets.rules import Rules
 
@@ -22,6 +23,8 @@ RULES = [
     Rules(defaults=False),
     Rules(everything=True),
 ]
+#: One store's masking caches, shared by every test as a worker's requests share them.
+CACHES = Caches()
 
 
 def walked(document, rules):
@@ -38,9 +41,9 @@ def test_entry_by_entry_is_the_whole_walk(source, rules):
     document = yaml.safe_load(source.read_text())
     expected = walked(document, rules)
     for _ in range(2):  # the second time from the kept entries
-        assert mask.mask_paths(document, rules) == expected
+        assert mask.mask_paths(document, rules, caches=CACHES) == expected
     shared = {"renamed_password": document["nodes"], **document}  # one object, two keys
-    assert mask.mask_paths(shared, rules) == walked(shared, rules)
+    assert mask.mask_paths(shared, rules, caches=CACHES) == walked(shared, rules)
 
 
 def _leaf_paths(value, path=()):
@@ -72,7 +75,7 @@ def test_sealed_text_anywhere_in_a_fuel_file_is_masked(name, data, rules):
     chosen = data.draw(st.lists(st.sampled_from(leaves), min_size=1, max_size=5, unique=True))
     for path in chosen:
         document = _sealed_at(document, path)
-    result, paths = mask.mask_paths(document, rules)
+    result, paths = mask.mask_paths(document, rules, caches=CACHES)
     assert (result, paths) == walked(document, rules)
     for path in chosen:
         assert tuple(map(str, path)) in paths
@@ -81,8 +84,8 @@ def test_sealed_text_anywhere_in_a_fuel_file_is_masked(name, data, rules):
 
 def test_an_unmasked_document_is_returned_itself():
     document = {"a": {"b": [1, 2]}, "c": "d"}
-    assert mask.mask_paths(document, Rules())[0] is document
-    masked, paths = mask.mask_paths({"a": {"db_password": "x"}}, Rules())
+    assert mask.mask_paths(document, Rules(), caches=CACHES)[0] is document
+    masked, paths = mask.mask_paths({"a": {"db_password": "x"}}, Rules(), caches=CACHES)
     assert masked == {"a": {"db_password": mask.MASK}} and paths == [("a", "db_password")]
 
 
@@ -102,17 +105,17 @@ _DOCUMENTS = st.dictionaries(_KEYS, _VALUES, max_size=6)
 @settings(max_examples=300, deadline=None)
 @given(_DOCUMENTS, _DOCUMENTS, st.sampled_from(RULES + [Rules(patterns=(("*", "*"),))]))
 def test_any_document_is_masked_as_the_whole_walk(first, changes, rules):
-    assert mask.mask_paths(first, rules) == walked(first, rules)
+    assert mask.mask_paths(first, rules, caches=CACHES) == walked(first, rules)
     # A second document keeps some of the first's very objects and replaces others at the
     # same keys (a node after a write): kept entries must not be served for new values.
     second = {**first, **changes}
-    assert mask.mask_paths(second, rules) == walked(second, rules)
-    assert mask.mask_paths(first, rules) == walked(first, rules)
+    assert mask.mask_paths(second, rules, caches=CACHES) == walked(second, rules)
+    assert mask.mask_paths(first, rules, caches=CACHES) == walked(first, rules)
 
 
 def test_the_kept_entries_are_bounded(monkeypatch):
     monkeypatch.setattr(mask, "MAX_ENTRIES", 10)
     for index in range(50):
         document = {f"key{index}-{n}": {"db_password": "x"} for n in range(3)}
-        assert mask.mask_paths(document, Rules()) == walked(document, Rules())
-    assert len(mask._ENTRIES.get((Rules(), False))) <= 10
+        assert mask.mask_paths(document, Rules(), caches=CACHES) == walked(document, Rules())
+    assert len(CACHES.masked_entries.get((Rules(), False))) <= 10

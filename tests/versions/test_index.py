@@ -70,11 +70,11 @@ def _answers(store, extra_starts=()) -> list:
     return found
 
 
-def _forget(_repo) -> None:
-    """Drop what this process remembers of main's chain, as a fresh worker would have it."""
-    repository_module._VIEWS.clear()
-    repository_module._CHAINS.clear()
-    repository_module._DEPTHS.clear()
+def _forget(repo) -> None:
+    """Drop what this store remembers of main's chain, as a fresh worker would have it."""
+    repo.caches.chain_views.clear()
+    repo.caches.chains.clear()
+    repo.caches.depths.clear()
 
 
 @pytest.fixture
