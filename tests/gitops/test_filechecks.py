@@ -16,7 +16,6 @@ from gitstore.filechecks import FileChecks
 from gitstore.gitops import rules
 from gitstore.repositories import open_repository
 from gitstore.validation import ENVIRONMENT
-from gitstore.versions import diffs
 
 from .helpers import commit_files, git
 
@@ -145,8 +144,6 @@ def test_previews_keep_results_in_the_stores_cache(gitops_store):
 def test_the_previews_blast_radius_reads_what_its_gate_parsed(gitops_store, monkeypatch):
     """A worker's first preview parses every node's file for the gate: the nodes' key indexes
     for the blast radius are made from those documents, not from a second parse."""
-    for kept in (diffs._KEY_INDEXES, diffs._RESTRICTED):  # process-wide: earlier tests fill them
-        kept.clear()
     read = []
     read_mapping = Snapshot.read_mapping
     monkeypatch.setattr(
