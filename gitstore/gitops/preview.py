@@ -64,13 +64,14 @@ class Previews:
         self._secrets = secrets
         self._checks = checks  # what the gate found per file, shared with the push gate
 
-    def warmer(self, **bounds: float) -> warmup.Warmer | None:
+    def warmer(
+        self, *, max_files: int = warmup.MAX_FILES, budget: float = warmup.BUDGET
+    ) -> warmup.Warmer | None:
         """What keeps the per-file results of each environment's `main` filled, so that the
-        first preview replays them (`gitops.warmup`; `bounds`: its `max_files`, `budget`).
-        None when previews keep no results."""
+        first preview replays them (`gitops.warmup`). None when previews keep no results."""
         if self._checks is None:
             return None
-        return warmup.Warmer(self._repos, self._checks, **bounds)  # type: ignore[arg-type]
+        return warmup.Warmer(self._repos, self._checks, max_files=max_files, budget=budget)
 
     def edit(
         self,

@@ -100,8 +100,8 @@ class Warmer:
         for env_id in env_ids:
             try:
                 head = self._repos.environment_repo(env_id).head()
-                if self._checked.get(env_id) == (head, *context):
-                    continue
+                if head is None or self._checked.get(env_id) == (head, *context):
+                    continue  # no commit yet, or checked as it is
                 done.append(self._warm(env_id, head, catalog, deadline))
                 self._checked[env_id] = (head, *context)
             except DeadlineExceeded:
