@@ -28,6 +28,7 @@ import referencing.exceptions
 from gitstore import limits, schema_regex, schemas, yamlio
 from gitstore.backend.cache import Caches
 from gitstore.backend.snapshot import Snapshot, not_a_file
+from gitstore.deadlines import Deadline
 from gitstore.errors import InvalidInput, ValidationFailed
 from gitstore.layout import CATALOG_KIND, ENVIRONMENT_FILE, ENVIRONMENT_KIND
 from gitstore.names import not_utf8, shown
@@ -92,12 +93,15 @@ def check_tree(
     env_id: int | None = None,
     repos: Repositories | None = None,
     checks: FileChecks | None = None,
+    deadline: Deadline | None = None,
 ) -> TreeCheck:
     """`validate_tree`'s check with its tree kept: the problems and the documents it parsed
-    (a caller that reads the same files next need not parse them again)."""
+    (a caller that reads the same files next need not parse them again). With `deadline`,
+    each file judged alone is a step of it (a background check yields to a worker's
+    requests between files)."""
     if kind not in (ENVIRONMENT, CATALOG):
         raise InvalidInput(f"unknown repository kind {kind!r}; use catalog or environment")
-    tree = TreeCheck(snapshot, kind, catalog, env_id, repos, checks)
+    tree = TreeCheck(snapshot, kind, catalog, env_id, repos, checks, deadline)
     for rule in rules:
         rule(tree)
     return tree
@@ -247,6 +251,7 @@ class TreeCheck:
         env_id: int | None,
         repos: Repositories | None = None,
         checks: FileChecks | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.kind = kind
@@ -256,6 +261,7 @@ class TreeCheck:
         self.problems: list[Problem] = []
         self._reported: set[tuple] = set()
         self._checks = checks
+        self._deadline = deadline
         self._recording: list[Problem] | None = None  # what the `per_file` check running found
         entries = [(p, e) for p, e in snapshot.walk_entries() if not p.startswith(".")]
         self.files = [p for p, _ in entries]
@@ -298,6 +304,7 @@ class TreeCheck:
         reports only about `path`; a replay in order gives the report a run would give."""
         blob_id = self._blob_ids.get(path)
         if self._checks is None or blob_id is None:
+            self._step()
             check()
             return
         key = (rule, path, blob_id, context)
@@ -306,12 +313,21 @@ class TreeCheck:
             for problem in found:
                 self._add(problem)
             return
+        self._step()
         self._recording = []
         try:
             check()
             self._checks.put(key, self._recording)
         finally:
             self._recording = None
+
+    def _step(self) -> None:
+        if self._deadline is not None:
+            self._deadline.check()
+
+    def blob_id(self, path: str) -> str | None:
+        """The blob id of file `path` in this tree (None if it holds none)."""
+        return self._blob_ids.get(path)
 
     def file_context(self) -> Hashable:
         """What a rule judging one file alone reads besides it: the limits in force."""

@@ -20,6 +20,7 @@ from gitstore.backend.repository import Author
 from gitstore.catalog.view import CatalogView
 from gitstore.configdb.hiera import find_node
 from gitstore.errors import Conflict, InvalidInput, NotFound
+from gitstore.gitops import warmup
 from gitstore.gitops.rules import check
 from gitstore.layout import (
     INVENTORY_NODES,
@@ -62,6 +63,15 @@ class Previews:
         self._versions = versions
         self._secrets = secrets
         self._checks = checks  # what the gate found per file, shared with the push gate
+
+    def warmer(
+        self, *, max_files: int = warmup.MAX_FILES, budget: float = warmup.BUDGET
+    ) -> warmup.Warmer | None:
+        """What keeps the per-file results of each environment's `main` filled, so that the
+        first preview replays them (`gitops.warmup`). None when previews keep no results."""
+        if self._checks is None:
+            return None
+        return warmup.Warmer(self._repos, self._checks, max_files=max_files, budget=budget)
 
     def edit(
         self,

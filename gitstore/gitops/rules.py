@@ -13,6 +13,7 @@ from gitstore import validation
 from gitstore.backend.snapshot import Snapshot
 from gitstore.catalog import rules as catalog_rules
 from gitstore.configdb import rules as environment_rules
+from gitstore.deadlines import Deadline
 from gitstore.deployment import graphs
 from gitstore.filechecks import FileChecks
 from gitstore.plans import gate as plan_gate
@@ -76,9 +77,17 @@ def check(
     env_id: int | None = None,
     repos: Repositories | None = None,
     checks: FileChecks | None = None,
+    deadline: Deadline | None = None,
 ) -> TreeCheck:
     """`validate`'s check with its tree kept (`validation.check_tree`)."""
     rules = RULES.get(kind, ())
     return validation.check_tree(
-        snapshot, kind, rules, catalog=catalog, env_id=env_id, repos=repos, checks=checks
+        snapshot,
+        kind,
+        rules,
+        catalog=catalog,
+        env_id=env_id,
+        repos=repos,
+        checks=checks,
+        deadline=deadline,
     )

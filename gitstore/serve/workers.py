@@ -91,6 +91,18 @@ def _watch_of(app: Any) -> Any:
     return None if store is None else store.watch
 
 
+def keep_warm(app: Any) -> None:
+    """Check each environment's main as the worker's first edit preview would, and again
+    whenever it moves (`gitstore.gitops.warmup`): run in the background once the app is
+    loaded, in steps that yield to the worker's requests, for as long as the worker runs."""
+    from gitstore.api.http import STORE  # noqa: PLC0415 - the app is loaded by now
+
+    store = getattr(app, "extensions", {}).get(STORE)
+    warmer = None if store is None else store.previews.warmer()
+    if warmer is not None:
+        warmer.follow()
+
+
 def _flush_counts() -> None:
     """Write the requests this worker counted since its last flush (metrics._Buffer)."""
     try:
@@ -136,6 +148,8 @@ class _StopsOnce(_Mixed):
     def load_wsgi(self) -> None:
         super().load_wsgi()
         settle_collector()
+        app = self.wsgi
+        self.in_background(lambda: keep_warm(app))
 
     def init_process(self) -> None:
         # Until gunicorn installs the worker's handlers, the master's inherited ones would
@@ -190,7 +204,7 @@ class ThreadWorker(_StopsOnce, _GunicornThreads):
     """gunicorn's gthread worker (`--worker-class gthread`)."""
 
     def in_background(self, call: Callable[[], Any]) -> None:
-        threading.Thread(target=call, name="gitstore-release", daemon=True).start()
+        threading.Thread(target=call, name="gitstore-background", daemon=True).start()
 
 
 #: `--worker-class` choice -> class.

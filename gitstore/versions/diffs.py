@@ -16,12 +16,20 @@ of 1,000 nodes' facts do not fit the parse cache and would be parsed again by ev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from gitstore.backend.cache import Caches
 from gitstore.configdb.scopes import default_scopes, effective_document, resources_at
 from gitstore.deadlines import UNBOUNDED, Deadline
-from gitstore.layout import KINDS, EnvironmentView, LevelPairs, layer_file, scope_of
+from gitstore.layout import (
+    KINDS,
+    EnvironmentView,
+    LevelPairs,
+    layer_file,
+    parse_data_path,
+    scope_of,
+)
 from gitstore.merge.diff import Difference, differences, sections
 from gitstore.merge.effective import Layer, merge_onto
 from gitstore.merge.reach import KeyIndex, restricted, touches_indexed
@@ -57,6 +65,31 @@ def diff_environment(
             if change:
                 found.setdefault(scope_of(pairs), {})[name] = change
     return found
+
+
+def keep_indexes(
+    caches: Caches,
+    files: Iterable[tuple[str, str]],
+    documents: Callable[[str], dict | None],
+    deadline: Deadline = UNBOUNDED,
+) -> int:
+    """Keep in `caches` the `KeyIndex` of every level layer file among `files` ((path, blob
+    id)) whose mapping `documents` (blob id -> parsed mapping, None: not parsed) holds, so that
+    a later diff asks the index instead of parsing the file. Each index made is a step of
+    `deadline`. Returns how many were made."""
+    made = 0
+    for path, blob in files:
+        parsed = parse_data_path(path)
+        if parsed is None or parsed[0] is None or caches.key_indexes.get(blob) is not None:
+            continue  # global layers are merged, never indexed
+        document = documents(blob)
+        if document is None:
+            continue
+        deadline.check()
+        index = KeyIndex(document)
+        caches.key_indexes.put(blob, index, index.size)
+        made += 1
+    return made
 
 
 class ScopeDiffs:

@@ -1,0 +1,85 @@
+"""A serving worker warms the gate's per-file results up in the background once its app is
+loaded (gitstore/serve/workers.py, gitstore/gitops/warmup.py), in steps that yield: lookups
+that arrive meanwhile are answered promptly. The real `gitstore serve`, one gevent worker."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import requests
+from live_server import GITSTORE, free_port, isolated_env, stop_process
+
+from gitstore import Store
+from gitstore.backend.changes import ChangeSet
+from gitstore.backend.repository import Author
+
+NODES = 400
+KEYS = 500  # per node: the warm-up parses every node's file, ~1 s of CPU in all
+PROMPT_S = 0.5
+PAUSE_S = 0.02  # between lookups: the warm-up gets its turns too
+ENDS_WITHIN_S = 120
+BEGUN = "warm-up: checking the main of 1 environments"
+LOOKUP = "/api/v1/config/environments/1/nodes/{node}/resources/astute/values?effective"
+
+
+def _store(root: Path) -> Store:
+    store = Store.init(root)
+    store.components.create({"name": "fuel", "resource_definitions": [{"name": "astute"}]})
+    store.environments.create({"id": 1, "components": ["fuel"], "hierarchy_levels": ["nodes"]})
+    changes = ChangeSet(f"{NODES} nodes")
+    for node in range(1, NODES + 1):
+        text = "".join(f"key_{k}:\n  node: {node}\n  value: v{k}\n" for k in range(KEYS))
+        changes.put(f"nodes/{node}/values/astute.yaml", text.encode())
+    store.environment_repo(1).update(lambda _: changes, Author("seed", "seed@example.com"))
+    return store
+
+
+def _warmed(log: Path) -> bool:
+    return "warmed environment 1" in log.read_text(errors="replace")
+
+
+def _wait_for(process: subprocess.Popen, log: Path, line: str) -> None:
+    ends = time.monotonic() + ENDS_WITHIN_S
+    while line not in log.read_text(errors="replace"):
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < ends, log.read_text()
+        time.sleep(0.01)
+
+
+def test_lookups_during_the_warm_up_are_answered_promptly(tmp_path):
+    root = tmp_path / "store"
+    _store(root)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    command = [str(GITSTORE), "serve", "--root", str(root), "--port", str(port)]
+    command += ["--workers", "1", "--no-maintenance"]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=isolated_env(tmp_path),
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(process, log, BEGUN)  # the worker is checking: each lookup from now is timed
+        during = []
+        node = 0
+        ends = time.monotonic() + ENDS_WITHIN_S
+        while not _warmed(log):
+            assert time.monotonic() < ends, "the warm-up never ended"
+            node = node % NODES + 1  # a node not read before: a cold lookup
+            started = time.perf_counter()
+            answer = requests.get(url + LOOKUP.format(node=node), timeout=30)
+            took = time.perf_counter() - started
+            assert answer.status_code == 200, answer.text
+            during.append(took)
+            time.sleep(PAUSE_S)
+        assert f"{NODES + 1} files checked, {NODES} key indexes" in log.read_text()
+        assert len(during) >= 3, "the warm-up ended before the lookups began: make it longer"
+        assert max(during) < PROMPT_S, sorted(during)[-5:]
+    finally:
+        stop_process(process)
