@@ -20,11 +20,15 @@ it, with git's own thresholds and commands (the `git maintenance` incremental st
   where each path changed), extended by the commits main gained, every second by the server's
   process, and by every run that writes the commit-graph: history, explain and `version=N`
   read it instead of walking the chain.
-- `cruft`: weekly, and a minute after the writes to a repository stopped, `git repack -d -l -f
-  --cruft --cruft-expiration=2.weeks.ago`: one pack of what is reachable, with deltas;
-  unreachable objects (previews of writes, lost races) go to a cruft pack and are dropped only
-  once older than git's grace period (`gc.pruneExpire`), so a pushed but not yet referenced
-  pack stays.
+- `cruft`: weekly, and a minute after the writes to a repository stopped once it gained an
+  eighth of the objects of its last full repack, `git repack -d -l -f --window=250 --depth=50
+  --cruft --cruft-expiration=2.weeks.ago`: one pack of what is reachable, with the delta search
+  of `git gc --aggressive` (git's default window of 10 objects finds few deltas here: the
+  files of all nodes share a name, `astute.yaml`, so the window sorted by name and size holds
+  other nodes' files of the same size, not the earlier versions of the same file); at low
+  priority, stopped after `FULL_SECONDS`. Unreachable objects (lost races) go to a cruft pack
+  and are dropped only once older than git's grace period (`gc.pruneExpire`), so a pushed but
+  not yet referenced pack stays.
 
 Writes never wait for it: git writes new packs under temporary names and renames them, and
 removes an old file only once its objects are elsewhere; libgit2 readers in other processes
@@ -61,6 +65,14 @@ PACK_AT = LOOSE_AUTO // 2
 LOOSE_HOURLY = 100
 HOUR = 3600.0
 WEEK = 7 * 24 * HOUR
+#: git's `gc.aggressiveWindow` and `gc.aggressiveDepth`: the delta search of the full repack.
+FULL_WINDOW = 250
+FULL_DEPTH = 50
+#: An idle repository gets a full repack once it gained 1/REGROW of the objects its last one
+#: packed: each object is then searched for deltas a bounded number of times in all.
+REGROW = 8
+#: A full repack running longer is stopped (nothing is lost; the next idle moment retries).
+FULL_SECONDS = 30 * 60
 #: git's `gc.pruneExpire`: unreachable objects younger than this are kept.
 GRACE = "2.weeks.ago"
 LOCK = "gitstore-maintenance.lock"
@@ -75,6 +87,7 @@ class Usage:
     loose: int
     packs: int
     size: int  # bytes of objects/ (loose files, packs, indexes, commit-graph)
+    objects: int = 0  # loose objects and those of packs other than cruft packs
 
 
 @dataclass
@@ -84,6 +97,7 @@ class State:
     last_run: float = 0.0
     last_cruft: float = 0.0
     graph_head: str | None = None
+    full_objects: int = 0  # `Usage.objects` right after the last full repack
 
 
 @dataclass
@@ -107,7 +121,7 @@ class Report:
 def usage(repo: Path) -> Usage:
     """Loose objects, packs and bytes of a repository's object store."""
     objects = Path(repo) / "objects"
-    loose = size = packs = 0
+    loose = size = packs = packed = 0
     for entry in _files(objects):
         size += entry.stat(follow_symlinks=False).st_size
         parent = os.path.basename(os.path.dirname(entry.path))
@@ -115,7 +129,23 @@ def usage(repo: Path) -> Usage:
             loose += 1
         elif parent == "pack" and entry.name.endswith(".pack"):
             packs += 1
-    return Usage(loose, packs, size)
+        elif parent == "pack" and entry.name.endswith(".idx"):
+            packed += _indexed(Path(entry.path))
+    return Usage(loose, packs, size, loose + packed)
+
+
+def _indexed(idx: Path) -> int:
+    """Objects of a pack other than a cruft pack, from its index's fan-out table (the last of
+    its 256 counts, after the 8-byte header of a version 2 index)."""
+    if idx.with_suffix(".mtimes").exists():
+        return 0  # a cruft pack: unreachable objects, not growth
+    try:
+        with idx.open("rb") as file:
+            head = file.read(1032)
+    except OSError:
+        return 0  # replaced meanwhile
+    offset = 1028 if head[:4] == b"\377tOc" else 1020
+    return int.from_bytes(head[offset : offset + 4], "big") if len(head) >= offset + 4 else 0
 
 
 def _files(folder: Path) -> Iterator[os.DirEntry]:
@@ -141,6 +171,13 @@ def due(repo: Path, found: Usage, state: State, now: float) -> list[str]:
     if hourly and _head(repo) != state.graph_head:
         tasks += ["commit-graph", "index"]
     return tasks
+
+
+def regrown(found: Usage, state: State) -> bool:
+    """Whether a repository gained enough objects since its last full repack for an idle
+    moment to make one (a busy time's packs have no deltas: see the module's docstring)."""
+    grown = found.objects - state.full_objects
+    return grown >= max(LOOSE_HOURLY, state.full_objects // REGROW)
 
 
 def maintain(
@@ -198,13 +235,16 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
     for task in tasks:
         if task == "index":
             error = _index(repo, report.name)
+        elif task == "cruft":
+            error = _git(repo, *_COMMANDS[task], nice=True, seconds=FULL_SECONDS)
         else:
-            error = _git(repo, *_COMMANDS[task], nice=task == "cruft")
+            error = _git(repo, *_COMMANDS[task])
         if error:
             report.errors.append(f"{task}: {error}")
             continue
         if task == "cruft":
             state.last_cruft = now
+            state.full_objects = usage(repo).objects
         if task == "commit-graph":
             state.graph_head = _head(repo)
     state.last_run = now
@@ -219,6 +259,8 @@ _COMMANDS = {
         "-l",
         "-q",
         "-f",  # deltas searched again: the busy-time packs have none (`--window=0`)
+        f"--window={FULL_WINDOW}",
+        f"--depth={FULL_DEPTH}",
         "--cruft",
         f"--cruft-expiration={GRACE}",
         "--no-write-bitmap-index",
@@ -234,19 +276,41 @@ _COMMANDS = {
 }
 
 
-def _git(repo: Path, *args: str, nice: bool = False) -> str | None:
-    """Run git on `repo`; its last line of error output, None on success."""
+def _git(repo: Path, *args: str, nice: bool = False, seconds: float | None = None) -> str | None:
+    """Run git on `repo`, stopped (with its children) after `seconds`; its last line of error
+    output, None on success."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     # One thread: a repack must leave the other core to the writers it runs beside. Only the
-    # weekly full repack runs at low priority: a pack of loose objects must keep up with the
+    # full repack runs at low priority: a pack of loose objects must keep up with the
     # writers (at `nice 10` beside busy workers it got too little CPU, and loose objects
     # piled up).
     command = ["git", "-c", "pack.threads=1", "--git-dir", str(repo), *args]
     command = ["nice", "-n", "10", *command] if nice else command
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    if done.returncode == 0:
+    # Same process group as ours: whoever stops maintenance stops its git too.
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    ) as run:
+        try:
+            _, errors = run.communicate(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            _kill_tree(run.pid)
+            run.communicate()
+            return f"stopped after {seconds:.0f} s"
+    if run.returncode == 0:
         return None
-    return (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+    return (errors.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL a process and its descendants (git repack runs git pack-objects)."""
+    children = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            children += [int(c) for c in (task / "children").read_text().split()]
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)  # first: it starts no child after this
+    for child in children:
+        _kill_tree(child)
 
 
 #: Lock files of the git commands maintenance runs: a run killed mid-way leaves them, and git
@@ -337,21 +401,21 @@ def loose_estimate(repo: Path) -> int:
 def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:
     """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
     repository's index and pack those whose loose objects passed `PACK_AT`; every minute,
-    every task due, a full repack (`cruft`, with deltas) of a repository left idle with
-    `LOOSE_HOURLY` loose objects or more (no new ones for a minute: its writers are done, its
-    loose files and the undeltified packs of busy times need not wait),
-    and the metrics of every repository. It ends when `parent` is gone."""
+    every task due, a full repack (`cruft`, with deltas) of a repository left idle that
+    `regrown` (no new objects for a minute: its writers are done, its loose files and the
+    undeltified packs of busy times need not wait), and the metrics of every repository. It
+    ends when `parent` is gone."""
     last_full = 0.0
-    idle: dict[str, int] = {}  # loose objects of each repository at the last minute's pass
+    idle: dict[str, int] = {}  # objects of each repository at the last minute's pass
     while parent is None or _alive(parent):
         full = time.monotonic() - last_full >= 60
         for name, path in repository_paths(Path(root)):
             if full:
-                loose = usage(path).loose
-                settled = loose >= LOOSE_HOURLY and idle.get(name) == loose
+                found = usage(path)
+                settled = idle.get(name) == found.objects and regrown(found, _load_state(path))
                 extra = ("cruft", "commit-graph", "index") if settled else ()
                 _logged(maintain(path, name, extra=extra))
-                idle[name] = usage(path).loose
+                idle[name] = usage(path).objects
             elif loose_estimate(path) >= PACK_AT:
                 _logged(maintain(path, name))
             _index(path, name)  # reads walk only what main gained since
@@ -359,6 +423,11 @@ def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> 
             observe_store(root)
             last_full = time.monotonic()
         time.sleep(seconds)
+
+
+def at_rest(repo: Path) -> bool:
+    """Whether an idle repository has no full repack due (`run_forever`)."""
+    return not regrown(usage(repo), _load_state(Path(repo)))
 
 
 def _logged(report: Report) -> None:

@@ -229,3 +229,60 @@ def test_the_server_maintains_its_repositories_and_reports_them(fuel_store, tmp_
         assert "gitstore_repository_last_maintenance_timestamp_seconds{" in text
     finally:
         stop_process(server)
+
+
+def _grow(store, rounds: int, nodes: int = 16) -> None:
+    """Every node's document gains a key per round: versions of files that share one name."""
+    for round_ in range(rounds):
+        for node in range(nodes):
+            doc = {f"key_{node}_{i}": f"value {i} of node {node}" for i in range(round_ * 8 + 8)}
+            store.config.put(1, [("nodes", str(node))], "astute", "values", doc)
+
+
+def _pack_bytes(repo: Path) -> int:
+    return sum(p.stat().st_size for p in repo.glob("objects/pack/*.pack"))
+
+
+def test_the_full_repack_finds_the_deltas_of_git_gc_aggressive(fuel_store, env_repo, tmp_path):
+    _grow(fuel_store, 12)
+    copy = tmp_path / "aggressive.git"
+    subprocess.run(["cp", "-a", str(env_repo), str(copy)], check=True)
+    _git(copy, "gc", "--aggressive", "--prune=now", "-q")
+    report = maintenance.maintain(env_repo, "environments/1.git", extra=("pack", "cruft"))
+    assert not report.errors
+    reachable = {
+        p for p in env_repo.glob("objects/pack/*.pack") if not p.with_suffix(".mtimes").exists()
+    }
+    assert sum(p.stat().st_size for p in reachable) <= 1.25 * _pack_bytes(copy)
+    _git(env_repo, "fsck", "--strict")
+
+
+def test_an_idle_repository_is_at_rest_only_after_a_full_repack(fuel_store, env_repo):
+    maintenance.maintain(env_repo, "environments/1.git", force=True)
+    assert maintenance.at_rest(env_repo)
+    _write(fuel_store, 30)
+    assert not maintenance.at_rest(env_repo)
+    maintenance.maintain(env_repo, "environments/1.git", extra=("pack",))
+    assert maintenance.usage(env_repo).loose == 0
+    assert not maintenance.at_rest(env_repo)  # packed without deltas: the full repack is due
+    maintenance.maintain(env_repo, "environments/1.git", extra=("cruft",))
+    assert maintenance.at_rest(env_repo)
+    _write(fuel_store, 3, start=100)
+    assert maintenance.at_rest(env_repo)  # a few writes: less than an eighth more objects
+
+
+def test_a_full_repack_stopped_by_its_time_limit_loses_nothing(fuel_store, env_repo):
+    _grow(fuel_store, 4)
+    reachable = _reachable(env_repo)
+    error = maintenance._git(env_repo, *maintenance._COMMANDS["cruft"], seconds=0.05)
+    assert error == "stopped after 0 s"
+    assert not [p for p in _children(os.getpid()) if "git" in p]  # git and pack-objects gone
+    assert not _missing(env_repo, reachable)
+    _git(env_repo, "fsck", "--strict")
+    assert not maintenance.maintain(env_repo, "environments/1.git", force=True).errors
+    assert not _missing(env_repo, reachable)
+
+
+def _children(pid: int) -> list[str]:
+    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True)
+    return out.stdout.decode().splitlines()
