@@ -301,8 +301,8 @@ def parsed_blob(caches: Caches, data: bytes, label: str) -> Any:
 
 def remember_parsed(caches: Caches, data: bytes, document: Any) -> None:
     """Record `document` as the parse of file content `data` (the writer that just encoded it
-    knows it), so the next read or write of that blob does not parse it again: a 27 KB
-    astute.yaml took ~20 ms to parse, most of a one-key write into it. Never mutate it.
+    knows it), so the next read or write of that blob does not parse it again: parsing a
+    node's facts costs most of a one-key write into them. Never mutate it.
     """
     caches.parsed_blobs.put(str(pygit2.hash(data)), document, len(data))
 
