@@ -276,13 +276,15 @@ def test_a_full_repack_stopped_by_its_time_limit_loses_nothing(fuel_store, env_r
     reachable = _reachable(env_repo)
     error = maintenance._git(env_repo, *maintenance._COMMANDS["cruft"], seconds=0.05)
     assert error == "stopped after 0 s"
-    assert not [p for p in _children(os.getpid()) if "git" in p]  # git and pack-objects gone
+    assert not _git_children(os.getpid())  # git and its pack-objects are gone
     assert not _missing(env_repo, reachable)
     _git(env_repo, "fsck", "--strict")
     assert not maintenance.maintain(env_repo, "environments/1.git", force=True).errors
     assert not _missing(env_repo, reachable)
 
 
-def _children(pid: int) -> list[str]:
-    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True)
-    return out.stdout.decode().splitlines()
+def _git_children(pid: int) -> list[str]:
+    """The git processes among `pid`'s children (other tests' servers may be children too)."""
+    out = subprocess.run(["ps", "-o", "comm=,args=", "--ppid", str(pid)], capture_output=True)
+    lines = out.stdout.decode().splitlines()
+    return [line for line in lines if line.split()[0] == "git" or line.startswith("git-")]
