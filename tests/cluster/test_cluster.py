@@ -499,7 +499,7 @@ def _quiet(command: list[str], env: dict[str, str]) -> None:
 
 
 def test_chaos_no_acknowledged_write_is_lost(cluster, tmp_path):
-    kills = 5
+    kills = 3  # the third round also cuts a primary off (bench/ha.py runs the long chaos)
     started = time.monotonic()
     with Writers(cluster, tmp_path) as writers:
         for round_ in range(kills):
