@@ -65,13 +65,19 @@ class Previews:
         self._checks = checks  # what the gate found per file, shared with the push gate
 
     def warmer(
-        self, *, max_files: int = warmup.MAX_FILES, budget: float = warmup.BUDGET
+        self,
+        *,
+        max_files: int = warmup.MAX_FILES,
+        budget: float = warmup.BUDGET,
+        settle: float = warmup.SETTLE,
     ) -> warmup.Warmer | None:
         """What keeps the per-file results of each environment's `main` filled, so that the
         first preview replays them (`gitops.warmup`). None when previews keep no results."""
         if self._checks is None:
             return None
-        return warmup.Warmer(self._repos, self._checks, max_files=max_files, budget=budget)
+        return warmup.Warmer(
+            self._repos, self._checks, max_files=max_files, budget=budget, settle=settle
+        )
 
     def edit(
         self,

@@ -11,7 +11,10 @@ catalog, `environment.yaml` and limits, keeps what the first preview would other
 The worker checks every environment once it has loaded its app, then follows them: every
 `INTERVAL` it looks at the heads, and checks again an environment whose `main` moved (a bulk
 facts upload, a push landed by another process) or whose context did (the catalog, the
-limits). A later check parses only the files that changed; the rest is replayed.
+limits), once that `main` has stayed where it is for `SETTLE` seconds: a stream of writes
+(nodes created one by one, a deployment recording its tasks) is not followed step by step,
+which would cost each worker a walk of the environment's files per interval while the writes
+go on. A later check parses only the files that changed; the rest is replayed.
 
 Bounded, and polite to the worker's requests:
 
@@ -51,6 +54,8 @@ BUDGET = 300.0
 #: Seconds between two looks at the heads: a burst of writes costs each worker one check per
 #: environment and interval, of the files that changed (the rest replayed).
 INTERVAL = 2.0
+#: Seconds a moved `main` must stay still before it is checked again.
+SETTLE = 5.0
 _LIMIT = "warm-up"  # the deadline's name in the logs when the budget runs out
 
 
@@ -76,11 +81,15 @@ class Warmer:
         *,
         max_files: int = MAX_FILES,
         budget: float = BUDGET,
+        settle: float = SETTLE,
     ) -> None:
         self._repos = repos
         self._checks = checks
         self._max_files = max_files
         self._budget = budget
+        self._settle = settle
+        #: env id -> (main, when this warmer first saw it there)
+        self._seen: dict[int, tuple[str, float]] = {}
         #: env id -> (main, catalog commit, limits) last checked
         self._checked: dict[int, tuple] = {}
         self._rounds = 0
@@ -102,6 +111,8 @@ class Warmer:
                 head = self._repos.environment_repo(env_id).head()
                 if head is None or self._checked.get(env_id) == (head, *context):
                     continue  # no commit yet, or checked as it is
+                if env_id in self._checked and not self._settled(env_id, head):
+                    continue  # still moving: checked once the writes pause
                 done.append(self._warm(env_id, head, catalog, deadline))
                 self._checked[env_id] = (head, *context)
             except DeadlineExceeded:
@@ -112,6 +123,14 @@ class Warmer:
         for warmed in done:
             _log(warmed, logging.INFO if first else logging.DEBUG)
         return done
+
+    def _settled(self, env_id: int, head: str) -> bool:
+        """Whether `head`, environment `env_id`'s `main`, has stayed there `settle` s."""
+        now = time.monotonic()
+        seen = self._seen.get(env_id)
+        if seen is None or seen[0] != head:
+            self._seen[env_id] = seen = (head, now)
+        return now - seen[1] >= self._settle
 
     def follow(self, interval: float = INTERVAL) -> None:
         """Run a round every `interval` s, forever (a worker's background task)."""

@@ -6,6 +6,7 @@ after the warm-up."""
 from __future__ import annotations
 
 import logging
+import time
 
 import yaml
 
@@ -90,7 +91,7 @@ def test_the_warm_up_stops_at_its_budget(gitops_store, caplog):
 
 
 def test_a_round_checks_again_only_the_environments_whose_main_moved(gitops_store, monkeypatch):
-    warmer = gitops_store.previews.warmer()
+    warmer = gitops_store.previews.warmer(settle=0)
     assert [w.env_id for w in warmer.round()] == [1]
     assert warmer.round() == []  # nothing moved: nothing read, nothing logged
     gitops_store.config.put(1, [("nodes", "3")], "astute", "values", {"mtu": 3})
@@ -101,3 +102,16 @@ def test_a_round_checks_again_only_the_environments_whose_main_moved(gitops_stor
     report = _edit(gitops_store, "port", 9)
     assert [p for p in parsed if p.startswith("nodes/")] == []
     assert report == _fresh(gitops_store, "port", 9)
+
+
+def test_a_main_that_keeps_moving_is_checked_again_once_it_settles(gitops_store):
+    """A stream of writes is not followed write by write: each round would walk the files."""
+    warmer = gitops_store.previews.warmer(settle=0.3)
+    assert [w.env_id for w in warmer.round()] == [1]
+    for mtu in (1, 2, 3):
+        gitops_store.config.put(1, [("nodes", "3")], "astute", "values", {"mtu": mtu})
+        assert warmer.round() == []  # main just moved: not yet
+    assert warmer.round() == []
+    time.sleep(0.35)
+    assert [w.env_id for w in warmer.round()] == [1]  # still for 0.35 s: checked
+    assert warmer.round() == []
