@@ -17,3 +17,11 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+def record_errors(page) -> list[str]:
+    """The script errors and console errors `page` logs from now on (a list that grows)."""
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    return problems

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from access.helpers import add_users, password_of, serve
-from chromium import CHROMIUM, FLAGS
+from chromium import CHROMIUM, FLAGS, record_errors
 from fuel_data import newton_release
 from playwright import sync_api as playwright
 
@@ -154,10 +154,8 @@ def shots(tmp_path_factory) -> Path:
 
 
 def _open(browser, url: str) -> tuple[playwright.Page, list[str]]:
-    problems: list[str] = []
     page = browser.new_page()
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
+    problems = record_errors(page)
     response = page.goto(url)
     assert response is not None and response.status == 200, url
     return page, problems
@@ -237,12 +235,10 @@ def test_sign_in_edit_preview_and_save_in_a_browser(driver, guarded_server, tmp_
     and saved as one commit by the user, all without a console error."""
     store, server = guarded_server
     head = store.environment_repo(1).head()
-    problems: list[str] = []
     context = _launch(driver, tmp_path / "profile")
     try:
         page = context.new_page()
-        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda error: problems.append(str(error)))
+        problems = record_errors(page)
         page.goto(f"{server.url}/ui/environments/1/nodes/1")
         assert "/ui/login" in page.url
         page.get_by_label("User").fill("writer1")

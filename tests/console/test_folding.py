@@ -13,6 +13,7 @@ import re
 
 import pytest
 from access.helpers import add_users, bearer, serve
+from chromium import record_errors
 from markupsafe import escape
 
 from console.forms import ALICE, USERS, build_store, sign_in
@@ -275,9 +276,7 @@ def server(store, tmp_path_factory):
 @pytest.fixture
 def page(browser):  # noqa: F811
     page = browser.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
+    problems = record_errors(page)
     yield page
     page.close()
     assert problems == []

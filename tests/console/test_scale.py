@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import scale_env
 from access.helpers import serve
-from chromium import CHROMIUM, FLAGS
+from chromium import CHROMIUM, FLAGS, record_errors
 from playwright import sync_api as playwright
 
 from console.pages import leaf, leaf_paths, rows
@@ -149,9 +149,7 @@ def browser(tmp_path_factory):
 @pytest.fixture
 def page(browser):
     page = browser.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
+    problems = record_errors(page)
     yield page
     page.close()
     assert problems == []

@@ -14,16 +14,22 @@ holder of the `secrets` role. The writes (sign-in, edit, revert) are in `edit.py
 
 from __future__ import annotations
 
-from flask import g, render_template, request, url_for
+from flask import g, render_template, url_for
 
 from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.console.nodelist import node_page
 from gitstore.api.console.render import matching, provenance, values_tree
-from gitstore.api.console.shared import attached_resources, fold_url, node_chain, wanted_filter
+from gitstore.api.console.shared import (
+    attached_resources,
+    fold_url,
+    node_chain,
+    query_arg,
+    wanted_filter,
+)
 from gitstore.api.deadlines import deadline
 from gitstore.api.http import app_store, flag
 from gitstore.api.offload import heavy_service
-from gitstore.errors import InvalidInput, NotFound
+from gitstore.errors import NotFound
 
 #: How many commits the environment page lists.
 RECENT = 10
@@ -95,7 +101,7 @@ def why(env_id: int, node: str):
     the whole page, with a form to pick the key, serves a browser without JavaScript."""
     version, fragment = pinned(), flag("fragment")
     reveal = flag("reveal")
-    resource, key = _arg("resource", fragment), _arg("key", fragment)
+    resource, key = query_arg("resource", fragment), query_arg("key", fragment)
     chain = node_chain(env_id, node, version)
     shown = None
     if resource and key:
@@ -141,13 +147,6 @@ def why(env_id: int, node: str):
 def _resources(env_id: int, version: str | None) -> list[str]:
     """The resources the components attached at `version` define."""
     return [definition["name"] for definition in attached_resources(env_id, version)]
-
-
-def _arg(name: str, required: bool) -> str | None:
-    value = (request.args.get(name) or "").strip()
-    if not value and required:
-        raise InvalidInput(f"{name} is required", key=name)
-    return value or None
 
 
 def _message(env_id: int, commit: str | None) -> str:

@@ -14,6 +14,7 @@ from flask import g, request, url_for
 
 from gitstore.api.console.render import MAX_FILTER
 from gitstore.api.http import app_store
+from gitstore.errors import InvalidInput
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,15 @@ def known_nodes(env_id: int, version: str | None) -> list[str]:
         if level["name"] == "nodes":
             found.update(str(value) for value in level["values"])
     return sorted(found, key=lambda text: (len(text), text))
+
+
+def query_arg(name: str, required: bool = False) -> str | None:
+    """Query parameter `name`, stripped; None when absent or blank (a 400 naming it when
+    `required`)."""
+    value = (request.args.get(name) or "").strip()
+    if not value and required:
+        raise InvalidInput(f"{name} is required", key=name)
+    return value or None
 
 
 def wanted_filter() -> str:

@@ -21,7 +21,7 @@ from flask import g, render_template, request
 
 from gitstore.api.console.blueprint import bp, pinned
 from gitstore.api.console.render import matching, values_tree
-from gitstore.api.console.shared import fold_url, wanted_filter
+from gitstore.api.console.shared import fold_url, query_arg, wanted_filter
 from gitstore.api.http import app_store, flag
 from gitstore.errors import InvalidInput, NotFound
 from gitstore.keypaths import MAX_PATH, split_dotted
@@ -34,7 +34,7 @@ _DIGITS = re.compile(r"[0-9]{1,9}")
 @bp.get("/environments/<int:env_id>/nodes/<node>/subtree")
 def subtree(env_id: int, node: str):
     version, fragment, reveal = pinned(), flag("fragment"), flag("reveal")
-    resource, key = _required("resource"), (request.args.get("key") or "").strip()
+    resource, key = query_arg("resource", required=True) or "", query_arg("key") or ""
     segments = _segments(key) if key else []
     document = (
         app_store()
@@ -69,13 +69,6 @@ def subtree(env_id: int, node: str):
         version=version,
         reveal=reveal,
     )
-
-
-def _required(name: str) -> str:
-    value = (request.args.get(name) or "").strip()
-    if not value:
-        raise InvalidInput(f"{name} is required", key=name)
-    return value
 
 
 def _start(keys: int) -> int:
