@@ -32,7 +32,7 @@ from gitstore.backend.repository import Author, WriteResult
 from gitstore.backend.snapshot import Snapshot
 from gitstore.bodies import Body
 from gitstore.catalog.releases import PLUGIN, RELEASE, ROLES, TAGS, OwnerCatalog
-from gitstore.deployment.roster import Roster
+from gitstore.deployment.electorate import Electorate
 from gitstore.errors import Conflict, Damaged, InvalidInput, NotFound
 from gitstore.layout import INVENTORY_NODES, EnvironmentView
 from gitstore.merge import tags as tagging
@@ -116,8 +116,8 @@ class Cluster:
     nodes: dict[int, dict]
     #: Owners `environment.yaml` names that the catalog does not hold.
     missing: list[str] = field(default_factory=list)
-    #: Which of `nodes` a write must look at (`roster`), when known; a write's own.
-    roster: Roster | None = None
+    #: Which of `nodes` a write must look at (`electorate`), when known; a write's own.
+    electorate: Electorate | None = None
 
     @property
     def env_id(self) -> int:
@@ -169,12 +169,12 @@ class NodeIndex:
     tree, and each record by its blob id: every write reads the inventory of the commit it
     starts from, and reading every file made a node create cost more the more nodes there
     were. A tree not held yet is read by what changed since the last one this index read of
-    that repository (another worker's write, say), with its roster. Values are shared: never
+    that repository (another worker's write, say), with its electorate. Values are shared: never
     mutate them."""
 
     def __init__(self, trees: int = 32, files: int = 50_000) -> None:
         self._trees = LRUCache(trees, name="node_trees")
-        self._rosters = LRUCache(trees, name="node_rosters")
+        self._electorates = LRUCache(trees, name="node_electorates")
         self._files = LRUCache(files, name="node_files")
         #: The tree each repository's inventory had when this index last read it.
         self._last: dict[str, str] = {}
@@ -192,22 +192,24 @@ class NodeIndex:
         self._last[env.repository] = tree
         return dict(nodes)
 
-    def roster(self, env: Snapshot, nodes: dict[int, dict]) -> Roster:
-        """The roster of `env`'s `nodes` (as `read` gave them), kept once made."""
+    def electorate(self, env: Snapshot, nodes: dict[int, dict]) -> Electorate:
+        """The electorate of `env`'s `nodes` (as `read` gave them), kept once made."""
         tree = env.object_id(INVENTORY_NODES)
         if tree is None:
-            return Roster.of(nodes)
-        return self._rosters.get_or_compute(tree, lambda: Roster.of(nodes))
+            return Electorate.of(nodes)
+        return self._electorates.get_or_compute(tree, lambda: Electorate.of(nodes))
 
-    def remember(self, env: Snapshot, nodes: dict[int, dict], roster: Roster | None) -> None:
-        """Record `nodes` (and their `roster`) as what `env`'s inventory holds (a writer that
+    def remember(
+        self, env: Snapshot, nodes: dict[int, dict], electorate: Electorate | None
+    ) -> None:
+        """Record `nodes` (and their `electorate`) as what `env`'s inventory holds (a writer that
         just committed them)."""
         tree = env.object_id(INVENTORY_NODES)
         if tree is not None:
             self._trees.put(tree, dict(nodes))
             self._last[env.repository] = tree
-            if roster is not None:
-                self._rosters.put(tree, roster)
+            if electorate is not None:
+                self._electorates.put(tree, electorate)
 
     def _since_last(self, env: Snapshot, tree: str) -> dict[int, dict] | None:
         """The nodes of `tree` from those of the last tree read of its repository and the
@@ -232,9 +234,9 @@ class NodeIndex:
         added = [i for i in changed if i in nodes and i not in base]  # put last, in this order
         if added and (added[0] < next(reversed(base), 0) or added != sorted(added)):
             nodes = dict(sorted(nodes.items()))
-        roster = self._rosters.get(last)
-        if roster is not None:
-            self._rosters.put(tree, roster.updated(nodes, changed))
+        electorate = self._electorates.get(last)
+        if electorate is not None:
+            self._electorates.put(tree, electorate.updated(nodes, changed))
         return nodes
 
     def _load(self, env: Snapshot) -> dict[int, dict]:
@@ -624,7 +626,7 @@ class Nodes:
 
         def operation(snapshot: Snapshot) -> ChangeSet:
             cluster = load_cluster(snapshot, self._repos.catalog().snapshot(), self._index)
-            cluster.roster = self._index.roster(snapshot, cluster.nodes)
+            cluster.electorate = self._index.electorate(snapshot, cluster.nodes)
             change = edit(cluster)
             after = _apply(cluster, change)
             for node_id in change.checked:
@@ -639,7 +641,7 @@ class Nodes:
         result = repo.update(operation, author or self._repos.default_author)
         after = outcome["cluster"]
         read = _as_read(after, outcome["replaced"])
-        self._index.remember(repo.snapshot(result.commit), read, after.roster)
+        self._index.remember(repo.snapshot(result.commit), read, after.electorate)
         return Written(after, outcome["value"], result)
 
     # -- node ids --------------------------------------------------------------------------
@@ -690,7 +692,9 @@ def _apply(cluster: Cluster, change: Edit) -> Cluster:
             nodes[node_id] = dict(node)
     if not in_order:  # ids in order without sorting the cluster when a node comes last
         nodes = dict(sorted(nodes.items()))
-    roster = None if cluster.roster is None else cluster.roster.updated(nodes, change.nodes)
+    electorate = (
+        None if cluster.electorate is None else cluster.electorate.updated(nodes, change.nodes)
+    )
     return Cluster(
         cluster.env,
         cluster.catalog,
@@ -699,7 +703,7 @@ def _apply(cluster: Cluster, change: Edit) -> Cluster:
         own,
         nodes,
         cluster.missing,
-        roster,
+        electorate,
     )
 
 
@@ -709,15 +713,15 @@ def _settle(cluster: Cluster) -> Cluster:
     Nothing is dropped while an owner named by `environment.yaml` is missing from the
     catalog: its tags may come back. A node that changes is replaced by a new dict (the others
     stay the shared records), so `_changes` finds what changed by identity. Only the nodes the
-    cluster's roster names are looked at: the others have no tags to drop and cannot be primary.
+    cluster's electorate names are looked at: the others have no tags to drop and cannot be primary.
     """
     meta = cluster.meta
     own = cluster.own
     nodes = cluster.nodes
-    roster = cluster.roster if cluster.roster is not None else Roster.of(nodes)
+    electorate = cluster.electorate if cluster.electorate is not None else Electorate.of(nodes)
     replaced = []
     if not cluster.missing:
-        for node_id in sorted(i for i in roster.marked if i in nodes):
+        for node_id in sorted(i for i in electorate.marked if i in nodes):
             node = nodes[node_id]
             if node.get("tags_added") == [] and node.get("tags_removed") == []:
                 continue  # nothing to drop
@@ -732,7 +736,7 @@ def _settle(cluster: Cluster) -> Cluster:
                 replaced.append(node_id)
         for role, tag in tagging.missing_role_tags(own.roles, meta.tags):
             own = Metadata({**own.roles, role: _without_tag(own.roles[role], tag)}, own.tags)
-    contenders = [nodes[i] for i in sorted(roster.contenders(meta)) if i in nodes]
+    contenders = [nodes[i] for i in sorted(electorate.contenders(meta)) if i in nodes]
     for node_id, primaries in tagging.elect_primaries(contenders, meta).items():
         if nodes[node_id].get("primary_tags") != primaries:
             nodes[node_id] = {**nodes[node_id], "primary_tags": primaries}
@@ -745,7 +749,7 @@ def _settle(cluster: Cluster) -> Cluster:
         own,
         nodes,
         cluster.missing,
-        roster.updated(nodes, replaced),
+        electorate.updated(nodes, replaced),
     )
 
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 import pytest
 
 from gitstore.api import create_app
+from gitstore.deployment.electorate import Electorate
 from gitstore.deployment.inventory import _read_nodes as read_nodes
-from gitstore.deployment.roster import Roster
 from gitstore.store import Store
 
 from .conftest import CLUSTER
@@ -73,10 +73,10 @@ def test_a_node_create_does_not_grow_with_the_cluster(api, tag_store, workers):
     assert large.total() <= small.total() * 1.05, (small.total(), large.total(), grown)
 
 
-def test_the_roster_a_write_keeps_is_the_one_of_its_nodes(api, tag_store):
-    """Writes update the roster of the nodes they change (`deployment/roster.py`): after
+def test_the_electorate_a_write_keeps_is_the_one_of_its_nodes(api, tag_store):
+    """Writes update the electorate of the nodes they change (`deployment/electorate.py`): after
     creates, an update that changes roles, added tags, a deletion and a pushed-like edit of a
-    node's primary tags, the roster kept for the head is the one made from its nodes afresh."""
+    node's primary tags, the electorate kept for the head is the one made from its nodes afresh."""
     nodes = tag_store.nodes
     for number, roles in enumerate((["controller"], ["compute"], ["compute"], ["cinder"]), 1):
         assert api.post(f"{CLUSTER}/nodes", json=node(number, roles)).status_code == 201
@@ -85,8 +85,8 @@ def test_the_roster_a_write_keeps_is_the_one_of_its_nodes(api, tag_store):
     assert api.delete(f"{CLUSTER}/nodes/1").status_code in (200, 204)
     head = tag_store.environment_repo(1).snapshot()
     cluster = nodes.cluster(1)
-    kept = nodes._index.roster(head, cluster.nodes)
-    assert kept == Roster.of(read_nodes(head))
+    kept = nodes._index.electorate(head, cluster.nodes)
+    assert kept == Electorate.of(read_nodes(head))
     assert 2 in kept.contenders(cluster.meta)  # the controller left is elected
     assert cluster.nodes[2]["primary_tags"]
 

@@ -21,7 +21,7 @@ RoleSet = tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class Roster:
+class Electorate:
     """A commit's node ids: the `marked` ones, and the others by their roles and pending
     roles. Never mutated: a write makes a new one (`updated`)."""
 
@@ -29,12 +29,12 @@ class Roster:
     by_roles: Mapping[RoleSet, frozenset[int]]
 
     @classmethod
-    def of(cls, nodes: Mapping[int, Mapping[str, Any]]) -> Roster:
-        """The roster of `nodes` (one look at each)."""
+    def of(cls, nodes: Mapping[int, Mapping[str, Any]]) -> Electorate:
+        """The electorate of `nodes` (one look at each)."""
         return EMPTY.updated(nodes, nodes)
 
-    def updated(self, nodes: Mapping[int, Mapping[str, Any]], ids: Iterable[int]) -> Roster:
-        """This roster with the nodes `ids` as `nodes` holds them (an id it lacks: gone)."""
+    def updated(self, nodes: Mapping[int, Mapping[str, Any]], ids: Iterable[int]) -> Electorate:
+        """This electorate with the nodes `ids` as `nodes` holds them (an id it lacks: gone)."""
         ids = set(ids)
         marked = set(self.marked) - ids
         groups = {key: members - ids for key, members in self.by_roles.items()}
@@ -47,7 +47,7 @@ class Roster:
                 marked.add(node_id)
             else:
                 groups[key] = groups.get(key, frozenset()) | {node_id}
-        return Roster(frozenset(marked), {k: v for k, v in groups.items() if v})
+        return Electorate(frozenset(marked), {k: v for k, v in groups.items() if v})
 
     def contenders(self, meta: Metadata) -> set[int]:
         """The ids an election under `meta` may change or read, and every marked one."""
@@ -60,7 +60,7 @@ class Roster:
         return found
 
 
-EMPTY = Roster(frozenset(), {})
+EMPTY = Electorate(frozenset(), {})
 
 
 def _role_set(node: Mapping[str, Any]) -> RoleSet | None:
