@@ -77,8 +77,8 @@ def _stopped_before_its_handlers(signals: Any) -> bool:
             return found
 
 
-def _watch_of(app: Any) -> Any:
-    """The watch service of the worker's app (None while the app is loading).
+def _store_of(app: Any) -> Any:
+    """The Store of the worker's app (None while the app is loading).
 
     A stop signal may arrive while the worker still imports the app: nothing is imported
     here then (an import from inside the signal handler would meet flask half-imported, and
@@ -87,17 +87,14 @@ def _watch_of(app: Any) -> Any:
         return None
     from gitstore.api.http import STORE  # noqa: PLC0415 - the app is loaded by now
 
-    store = getattr(app, "extensions", {}).get(STORE)
-    return None if store is None else store.watch
+    return getattr(app, "extensions", {}).get(STORE)
 
 
 def keep_warm(app: Any) -> None:
     """Check each environment's main as the worker's first edit preview would, and again
     whenever it moves (`gitstore.gitops.warmup`): run in the background once the app is
     loaded, in steps that yield to the worker's requests, for as long as the worker runs."""
-    from gitstore.api.http import STORE  # noqa: PLC0415 - the app is loaded by now
-
-    store = getattr(app, "extensions", {}).get(STORE)
+    store = _store_of(app)
     warmer = None if store is None else store.previews.warmer()
     if warmer is not None:
         warmer.follow()
@@ -185,7 +182,8 @@ class _StopsOnce(_Mixed):
         graceful stop for its whole timeout (30 s): they answer or end now, and their clients
         ask again with their index or Last-Event-ID. Not in the signal handler itself, which
         must not take the waiters' locks."""
-        watch = _watch_of(getattr(self, "wsgi", None))
+        store = _store_of(getattr(self, "wsgi", None))
+        watch = None if store is None else store.watch
         if watch is not None:
             self.in_background(watch.close)
 
