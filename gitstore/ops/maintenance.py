@@ -26,7 +26,8 @@ it, with git's own thresholds and commands (the `git maintenance` incremental st
   of `git gc --aggressive` (git's default window of 10 objects finds few deltas here: the
   files of all nodes share a name, `astute.yaml`, so the window sorted by name and size holds
   other nodes' files of the same size, not the earlier versions of the same file); at low
-  priority, stopped after `FULL_SECONDS`. Unreachable objects (lost races) go to a cruft pack
+  priority, stopped after `FULL_SECONDS`, and as soon as writers left `PACK_AT` loose objects
+  (it holds the lock the packs of loose objects need). Unreachable objects (lost races) go to a cruft pack
   and are dropped only once older than git's grace period (`gc.pruneExpire`), so a pushed but
   not yet referenced pack stays.
 
@@ -42,12 +43,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -111,6 +113,7 @@ class Report:
     due: list[str] = field(default_factory=list)
     after: Usage | None = None
     skipped: str | None = None  # why nothing ran (another run holds the lock)
+    deferred: list[str] = field(default_factory=list)  # full repacks that yielded to writes
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
 
@@ -236,9 +239,14 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
         if task == "index":
             error = _index(repo, report.name)
         elif task == "cruft":
-            error = _git(repo, *_COMMANDS[task], nice=True, seconds=FULL_SECONDS)
+            error = _git(
+                repo, *_COMMANDS[task], nice=True, seconds=FULL_SECONDS, until=_writes_resumed(repo)
+            )
         else:
             error = _git(repo, *_COMMANDS[task])
+        if error == YIELDED:
+            report.deferred.append(task)
+            continue
         if error:
             report.errors.append(f"{task}: {error}")
             continue
@@ -276,9 +284,29 @@ _COMMANDS = {
 }
 
 
-def _git(repo: Path, *args: str, nice: bool = False, seconds: float | None = None) -> str | None:
-    """Run git on `repo`, stopped (with its children) after `seconds`; its last line of error
-    output, None on success."""
+#: What `_git` answers when it stopped git because `until` came true.
+YIELDED = "yielded to writes"
+#: How often a full repack looks whether it must yield.
+YIELD_POLL = 0.5
+
+
+def _writes_resumed(repo: Path) -> Callable[[], bool]:
+    """Whether a repository's writers left a pack's worth of loose objects: a full repack
+    holds the repository's maintenance lock for minutes on a long history, and the packs of
+    loose objects must not wait that long (the loose objects would pile up past git's mark).
+    Stopped, it loses nothing and is due again at the next idle minute."""
+    return lambda: loose_estimate(repo) >= PACK_AT
+
+
+def _git(
+    repo: Path,
+    *args: str,
+    nice: bool = False,
+    seconds: float | None = None,
+    until: Callable[[], bool] | None = None,
+) -> str | None:
+    """Run git on `repo`, stopped (with its children) after `seconds`, or as soon as `until()`
+    is true (then `YIELDED`); its last line of error output, None on success."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     # One thread: a repack must leave the other core to the writers it runs beside. Only the
     # full repack runs at low priority: a pack of loose objects must keep up with the
@@ -290,15 +318,31 @@ def _git(repo: Path, *args: str, nice: bool = False, seconds: float | None = Non
     with subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     ) as run:
-        try:
-            _, errors = run.communicate(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            _kill_tree(run.pid)
-            run.communicate()
-            return f"stopped after {seconds:.0f} s"
+        deadline = time.monotonic() + (math.inf if seconds is None else seconds)
+        while True:
+            try:
+                _, errors = run.communicate(
+                    timeout=max(0.0, min(YIELD_POLL, deadline - time.monotonic()))
+                )
+                break
+            except subprocess.TimeoutExpired:
+                stopped = _why_stop(deadline, seconds, until)
+                if stopped:
+                    _kill_tree(run.pid)
+                    run.communicate()
+                    return stopped
     if run.returncode == 0:
         return None
     return (errors.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
+
+
+def _why_stop(deadline: float, seconds: float | None, until: Callable[[], bool] | None) -> str:
+    """Why a running git must stop now (`until` came true, or its time is up); "" to go on."""
+    if until is not None and until():
+        return YIELDED
+    if time.monotonic() >= deadline:
+        return f"stopped after {seconds:.0f} s"
+    return ""
 
 
 def _kill_tree(pid: int) -> None:

@@ -288,3 +288,38 @@ def _git_children(pid: int) -> list[str]:
     out = subprocess.run(["ps", "-o", "comm=,args=", "--ppid", str(pid)], capture_output=True)
     lines = out.stdout.decode().splitlines()
     return [line for line in lines if line.split()[0] == "git" or line.startswith("git-")]
+
+
+def _loose_in_folder_17(repo: Path, count: int) -> None:
+    """Write `count` loose blobs whose ids start with 17: the folder `loose_estimate` counts
+    (as `git gc --auto` does), so the repository looks like `count * 256` loose objects."""
+    import pygit2
+
+    git = pygit2.Repository(str(repo))
+    found = 0
+    for i in range(100_000):
+        data = f"loose {i}".encode()
+        if str(pygit2.hash(data)).startswith("17"):
+            git.create_blob(data)
+            found += 1
+            if found == count:
+                return
+
+
+def test_a_full_repack_yields_to_writers_that_left_a_pack_s_worth_of_loose_objects(
+    fuel_store, env_repo, monkeypatch
+):
+    _grow(fuel_store, 4)
+    maintenance.maintain(env_repo, "environments/1.git", extra=("pack",))
+    reachable = _reachable(env_repo)
+    last_full = maintenance._load_state(env_repo).last_cruft
+    _loose_in_folder_17(env_repo, maintenance.PACK_AT // 256 + 1)
+    monkeypatch.setattr(maintenance, "YIELD_POLL", 0.01)  # asked before git can finish
+    report = maintenance.maintain(env_repo, "environments/1.git", extra=("cruft",))
+    assert report.deferred == ["cruft"] and not report.errors
+    assert not _git_children(os.getpid())
+    assert maintenance._load_state(env_repo).last_cruft == last_full  # due again when idle
+    assert not _missing(env_repo, reachable)
+    _git(env_repo, "fsck", "--strict")
+    assert not maintenance.maintain(env_repo, "environments/1.git", extra=("pack",)).errors
+    assert maintenance.usage(env_repo).loose == 0
