@@ -27,9 +27,9 @@ it, with git's own thresholds and commands (the `git maintenance` incremental st
   files of all nodes share a name, `astute.yaml`, so the window sorted by name and size holds
   other nodes' files of the same size, not the earlier versions of the same file); at low
   priority, stopped after `FULL_SECONDS`, and as soon as writers left `PACK_AT` loose objects
-  (it holds the lock the packs of loose objects need). Unreachable objects (lost races) go to a cruft pack
-  and are dropped only once older than git's grace period (`gc.pruneExpire`), so a pushed but
-  not yet referenced pack stays.
+  (it holds the lock the packs of loose objects need). Unreachable objects (lost races) go to
+  a cruft pack and are dropped only once older than git's grace period (`gc.pruneExpire`), so
+  a pushed but not yet referenced pack stays.
 
 Writes never wait for it: git writes new packs under temporary names and renames them, and
 removes an old file only once its objects are elsewhere; libgit2 readers in other processes
@@ -48,6 +48,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -443,15 +444,24 @@ def loose_estimate(repo: Path) -> int:
 
 
 def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:
-    """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
-    repository's index and pack those whose loose objects passed `PACK_AT`; every minute,
-    every task due, a full repack (`cruft`, with deltas) of a repository left idle that
-    `regrown` (no new objects for a minute: its writers are done, its loose files and the
-    undeltified packs of busy times need not wait), and the metrics of every repository. It
-    ends when `parent` is gone."""
+    """The server's background maintenance (`gitstore serve`): every `seconds`, pack the
+    repositories whose loose objects passed `PACK_AT`; every minute, every task due, a full
+    repack (`cruft`, with deltas) of a repository left idle that `regrown` (no new objects for
+    a minute: its writers are done, its loose files and the undeltified packs of busy times
+    need not wait), and the metrics of every repository. Meanwhile a thread of its own
+    extends each repository's index every `seconds`: reads walk only what main gained since,
+    and a full repack of a long history takes minutes. It ends when `parent` is gone."""
+
+    def alive() -> bool:
+        return parent is None or _alive(parent)
+
+    indexes = threading.Thread(
+        target=_keep_indexes, args=(root, seconds, alive), name="indexes", daemon=True
+    )
+    indexes.start()
     last_full = 0.0
     idle: dict[str, int] = {}  # objects of each repository at the last minute's pass
-    while parent is None or _alive(parent):
+    while alive():
         full = time.monotonic() - last_full >= 60
         for name, path in repository_paths(Path(root)):
             if full:
@@ -462,10 +472,18 @@ def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> 
                 idle[name] = usage(path).objects
             elif loose_estimate(path) >= PACK_AT:
                 _logged(maintain(path, name))
-            _index(path, name)  # reads walk only what main gained since
         if full:
             observe_store(root)
             last_full = time.monotonic()
+        time.sleep(seconds)
+    indexes.join()
+
+
+def _keep_indexes(root: Path, seconds: float, alive: Callable[[], bool]) -> None:
+    """Extend every repository's index every `seconds` while `alive()`."""
+    while alive():
+        for name, path in repository_paths(Path(root)):
+            _index(path, name)
         time.sleep(seconds)
 
 

@@ -323,3 +323,41 @@ def test_a_full_repack_yields_to_writers_that_left_a_pack_s_worth_of_loose_objec
     _git(env_repo, "fsck", "--strict")
     assert not maintenance.maintain(env_repo, "environments/1.git", extra=("pack",)).errors
     assert maintenance.usage(env_repo).loose == 0
+
+
+def test_the_index_keeps_up_while_a_full_repack_runs(fuel_store, env_repo, monkeypatch):
+    """A full repack of a long history takes minutes; reads walk what the index lacks."""
+    import threading
+
+    from gitstore.backend import chainindex
+
+    repacking, done = threading.Event(), threading.Event()
+    real_maintain = maintenance.maintain
+
+    def long_repack(*args, **kwargs):  # the real run, after minutes of repacking
+        repacking.set()
+        done.wait(30)
+        return real_maintain(*args, **kwargs)
+
+    assert maintenance._index(env_repo, "environments/1.git") is None  # up to date now
+    monkeypatch.setattr(maintenance, "maintain", long_repack)
+    parent = subprocess.Popen(["sleep", "60"])  # run_forever ends once its parent is gone
+    loop = threading.Thread(
+        target=maintenance.run_forever, args=(fuel_store.root, 0.05, parent.pid), daemon=True
+    )
+    loop.start()
+    try:
+        assert repacking.wait(10)
+        _write(fuel_store, 5)
+        head = _git(env_repo, "rev-parse", "refs/heads/main").strip()
+        index = chainindex.ChainIndex(env_repo)
+        deadline = time.monotonic() + 10
+        while index.version_of(head) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert index.version_of(head) is not None
+    finally:
+        done.set()
+        parent.kill()
+        parent.wait()
+        loop.join(10)
+    assert not loop.is_alive()
