@@ -32,7 +32,7 @@ from gitstore.configdb.values import Query
 from gitstore.errors import NotFound, PreconditionFailed
 from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS
-from gitstore.names import check_segment
+from gitstore.names import check_segment, is_commit_id, is_number
 from gitstore.served import Served
 
 bp = Blueprint("values", __name__, url_prefix="/api/v1/config/environments")
@@ -110,15 +110,20 @@ def read(env_id: int, rest: str):
             env_id, address.pairs, address.resource, address.kind, at, who=who, heads=heads
         )
 
-    return blocking_read(env_id, read_at)
+    return blocking_read(env_id, read_at, head=heads[0] if heads is not None else None)
 
 
 def _heads_read_for_this_request(state: RequestState | None) -> tuple[str, str] | None:
-    """The heads the fast path read for this plain read of the head (fastpath.py), marked
-    as the ones the answer is read at; None for a pinned or blocking read, whose answer is
-    not of the heads of the request's start."""
+    """The heads the fast path read for this read of the head or of a version number or
+    commit id (fastpath.py), marked as the ones the answer is read at (a version is looked
+    up on the environment's head, which `X-Gitstore-Index` names); None for a read at a
+    revision name or a blocking read, whose answer is not of the heads of the request's
+    start."""
     args = request.args
-    if state is None or "version" in args or any(name in args for name in BLOCKING_PARAMETERS):
+    if state is None or any(name in args for name in BLOCKING_PARAMETERS):
+        return None
+    version = args.get("version")
+    if version is not None and not (is_number(version) or is_commit_id(version)):
         return None
     state.read_at = state.heads
     return state.heads
