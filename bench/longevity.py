@@ -20,13 +20,21 @@ the issue's targets (issue 38):
 - `gitstore maintenance --env 1` on A SIGKILLed at a random moment, `--kills` times: no object
   reachable before is missing, and `git fsck --strict` is clean.
 
+With `--first-reads N` only the first reads are measured, quicker: a store of N commits made
+by key writes through the Store (each leaves its loose objects, as a REST write does), then one
+maintenance run (packs, main's index), then first reads in fresh processes, alternated `--rounds`
+times between the checkouts named by `--code` (default: this one), so a change is compared with
+the code before it in the same run.
+
 Usage:
   .venv/bin/python bench/longevity.py [--writes 20000] [--kills 50] [--workdir DIR]
   .venv/bin/python bench/longevity.py --smoke        # 600 writes, 5 kills (about a minute)
+  .venv/bin/python bench/longevity.py --first-reads 10000 --code /work/main --code .
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -149,9 +157,10 @@ def cold_reads(root: Path) -> tuple[float, float]:
         for key in range(80)
     ]
     rng = random.Random(41)
+    first = make_store.FACADE_COMMITS + 1  # the first version holding node 1's facts
     versions = [
         NODE.format(node=1, kind="values") + f"?key=fact_0001&version={v}"
-        for v in rng.sample(range(2, top), min(400, top - 2))
+        for v in rng.sample(range(first, top), min(400, top - first))
     ]
 
     def timed(paths: list[str]) -> float:
@@ -163,6 +172,51 @@ def cold_reads(root: Path) -> tuple[float, float]:
         return statistics.median(took)
 
     return timed(heads), timed(versions)
+
+
+def written_store(root: Path, commits: int) -> None:
+    """A store whose environment 1 holds `commits` commits, most of them one key set each in
+    the overrides of nodes 2-20 (as `Writes` sets them over HTTP), then maintained once."""
+    store = make_store.build(root, NODES, make_store.FACADE_COMMITS + 1, keys=100)
+    repo = store.environment_repo(make_store.ENV_ID)
+    done = repo.depth(repo.head() or "")
+    for number in range(commits - done):
+        pairs = [("nodes", str(2 + number % (NODES - 1)))]
+        change = [[f"w{number}", number]]
+        store.config.update_keys(1, pairs, "astute", "overrides", "set", change, make_store.AUTHOR)
+        if number % 2000 == 1999:
+            print(f"  {done + number + 1} commits", flush=True)
+    maintenance.maintain_store(root, force=True)
+
+
+def fresh_first_reads(root: Path, code: Path) -> tuple[float, float]:
+    """`cold_reads` in a new process with the checkout `code` first on the import path."""
+    env = {**os.environ, "PYTHONPATH": str(code.resolve())}
+    command = [sys.executable, str(Path(__file__).resolve()), "--cold-reads", str(root)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    head, version = json.loads(done.stdout.splitlines()[-1])
+    return head, version
+
+
+def first_reads(scratch: Path, commits: int, codes: list[Path], rounds: int) -> None:
+    """Print, per checkout, the medians over `rounds` fresh processes of first reads at the
+    head and at versions, and their ratio (the target: <= 1.2)."""
+    root = scratch / "store"
+    started = time.perf_counter()
+    written_store(root, commits)
+    print(f"  a store of {commits} commits in {time.perf_counter() - started:.0f} s", flush=True)
+    found: dict[Path, list[tuple[float, float]]] = {code: [] for code in codes}
+    for _ in range(rounds):
+        for code in codes:
+            found[code].append(fresh_first_reads(root, code))
+    print(f"first reads at {commits} commits, {harness.machine_load()}")
+    for code, pairs in found.items():
+        head = statistics.median(h for h, _ in pairs)
+        version = statistics.median(v for _, v in pairs)
+        print(
+            f"  {code}: version=N {version:.3f} ms, head {head:.3f} ms: {version / head:.2f}x "
+            f"(target <= 1.2; medians of {rounds} processes of 400 reads each)"
+        )
 
 
 def at_rest(repo: Path, limit: float) -> float:
@@ -317,7 +371,23 @@ def main(argv: list[str] | None = None) -> None:
     parser = harness.options(__doc__)
     parser.add_argument("--writes", type=int, default=20_000, help="REST writes per store")
     parser.add_argument("--kills", type=int, default=50, help="maintenance runs SIGKILLed")
+    parser.add_argument(
+        "--first-reads", type=int, metavar="COMMITS", help="only the first reads, at COMMITS"
+    )
+    parser.add_argument(
+        "--code", type=Path, action="append", help="a checkout to measure (--first-reads)"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="processes per checkout")
+    parser.add_argument("--cold-reads", type=Path, help=argparse.SUPPRESS)  # one process's
     args = parser.parse_args(argv)
+    if args.cold_reads is not None:
+        print(json.dumps(cold_reads(args.cold_reads)))
+        return
+    if args.first_reads is not None:
+        codes = args.code or [Path(__file__).resolve().parents[1]]
+        with harness.scratch("gitstore-first-reads-", args.workdir) as scratch:
+            first_reads(scratch, args.first_reads, codes, args.rounds)
+        return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # servers stopped on the way out
     writes, kills = (600, 5) if args.smoke else (args.writes, args.kills)
     with harness.scratch("gitstore-longevity-", args.workdir) as scratch:
