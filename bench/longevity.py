@@ -30,6 +30,7 @@ Usage:
   .venv/bin/python bench/longevity.py [--writes 20000] [--kills 50] [--workdir DIR]
   .venv/bin/python bench/longevity.py --smoke        # 600 writes, 5 kills (about a minute)
   .venv/bin/python bench/longevity.py --first-reads 10000 --code /work/main --code .
+  .venv/bin/python bench/longevity.py --first-reads 0 --root STORE --code ...  # a store kept
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402 - bench/ is not a package: scripts import their neighbours
 import make_store  # noqa: E402
 
+from gitstore import Store  # noqa: E402
 from gitstore.ops import maintenance  # noqa: E402
 
 NODES = 20
@@ -148,7 +150,6 @@ def cold_reads(root: Path) -> dict[str, float]:
     distinct keys of nodes 1-5) and at 400 distinct versions (the first builds main's view),
     alternated; wall time (`head`, `version`) and the process's CPU time (`*_cpu`), which other
     processes on a busy machine do not lengthen."""
-    from gitstore import Store
     from gitstore.api import create_app
 
     client = create_app({"TESTING": True}, store=Store(root)).test_client()
@@ -202,13 +203,19 @@ def fresh_first_reads(root: Path, code: Path) -> dict[str, float]:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def first_reads(scratch: Path, commits: int, codes: list[Path], rounds: int) -> None:
+def first_reads(
+    scratch: Path, commits: int, codes: list[Path], rounds: int, root: Path | None = None
+) -> None:
     """Print, per checkout, the medians over `rounds` fresh processes of first reads at the
-    head and at versions, and their ratio (the target: <= 1.2)."""
-    root = scratch / "store"
-    started = time.perf_counter()
-    written_store(root, commits)
-    print(f"  a store of {commits} commits in {time.perf_counter() - started:.0f} s", flush=True)
+    head and at versions, and their ratio (the target: <= 1.2); on the store at `root` (one
+    `--first-reads` built before), or on a new one of `commits` commits."""
+    if root is None:
+        root = scratch / "store"
+        started = time.perf_counter()
+        written_store(root, commits)
+        took = time.perf_counter() - started
+        print(f"  a store of {commits} commits in {took:.0f} s", flush=True)
+    commits = Store(root).environment_repo(make_store.ENV_ID).snapshot().version or 0
     found: dict[Path, list[dict[str, float]]] = {code: [] for code in codes}
     for _ in range(rounds):
         for code in codes:
@@ -385,6 +392,7 @@ def main(argv: list[str] | None = None) -> None:
         "--code", type=Path, action="append", help="a checkout to measure (--first-reads)"
     )
     parser.add_argument("--rounds", type=int, default=3, help="processes per checkout")
+    parser.add_argument("--root", type=Path, help="--first-reads on this store, kept as it is")
     parser.add_argument("--cold-reads", type=Path, help=argparse.SUPPRESS)  # one process's
     args = parser.parse_args(argv)
     if args.cold_reads is not None:
@@ -393,7 +401,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.first_reads is not None:
         codes = args.code or [Path(__file__).resolve().parents[1]]
         with harness.scratch("gitstore-first-reads-", args.workdir) as scratch:
-            first_reads(scratch, args.first_reads, codes, args.rounds)
+            first_reads(scratch, args.first_reads, codes, args.rounds, args.root)
         return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # servers stopped on the way out
     writes, kills = (600, 5) if args.smoke else (args.writes, args.kills)
