@@ -35,7 +35,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -174,7 +173,8 @@ def cold_reads(root: Path) -> dict[str, float]:
         took[name + "_cpu"].append((time.process_time() - cpu) * 1000)
         took[name].append((time.perf_counter() - wall) * 1000)
 
-    for head, version in zip(heads, versions, strict=True):  # alternated: a load change hits both
+    # alternated, so a load change hits both alike; as many heads as versions (a short history)
+    for head, version in zip(heads, versions, strict=False):
         timed(head, "head")
         timed(version, "version")
     return {name: statistics.median(values) for name, values in took.items()}
@@ -195,12 +195,29 @@ def written_store(root: Path, commits: int) -> None:
     maintenance.maintain_store(root, force=True)
 
 
+#: One process's `cold_reads` with the gitstore of a given checkout: imported before this
+#: script's neighbours, since `make_store` puts its own checkout first on the import path.
+_COLD_READS = """
+import json, sys
+from pathlib import Path
+code, bench, root = sys.argv[1:]
+sys.path.insert(0, code)
+import gitstore
+sys.path.insert(0, bench)
+import longevity
+print(json.dumps({"code": gitstore.__file__, **longevity.cold_reads(Path(root))}))
+"""
+
+
 def fresh_first_reads(root: Path, code: Path) -> dict[str, float]:
-    """`cold_reads` in a new process with the checkout `code` first on the import path."""
-    env = {**os.environ, "PYTHONPATH": str(code.resolve())}
-    command = [sys.executable, str(Path(__file__).resolve()), "--cold-reads", str(root)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.splitlines()[-1])
+    """`cold_reads` in a new process that imports gitstore from the checkout `code`."""
+    bench = Path(__file__).resolve().parent
+    command = [sys.executable, "-c", _COLD_READS, str(code.resolve()), str(bench), str(root)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    found = json.loads(done.stdout.splitlines()[-1])
+    if not found.pop("code").startswith(str(code.resolve()) + os.sep):
+        raise SystemExit(f"the process did not import gitstore from {code}")
+    return found
 
 
 def first_reads(
@@ -393,11 +410,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--rounds", type=int, default=3, help="processes per checkout")
     parser.add_argument("--root", type=Path, help="--first-reads on this store, kept as it is")
-    parser.add_argument("--cold-reads", type=Path, help=argparse.SUPPRESS)  # one process's
     args = parser.parse_args(argv)
-    if args.cold_reads is not None:
-        print(json.dumps(cold_reads(args.cold_reads)))
-        return
     if args.first_reads is not None:
         codes = args.code or [Path(__file__).resolve().parents[1]]
         with harness.scratch("gitstore-first-reads-", args.workdir) as scratch:
