@@ -245,7 +245,7 @@ def first_reads(
             f"{ms['version'] / ms['head']:.2f}x (target <= 1.2); CPU time "
             f"{ms['version_cpu']:.3f} vs {ms['head_cpu']:.3f} ms: "
             f"{ms['version_cpu'] / ms['head_cpu']:.2f}x (medians of {rounds} processes of "
-            f"400 reads each)"
+            f"up to 400 reads of each kind)"
         )
 
 
