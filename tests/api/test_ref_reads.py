@@ -84,7 +84,7 @@ def test_a_version_answer_is_kept_and_repeated_without_reading_more(app, ref_rea
     ref_reads.clear()
     again = app.test_client().get(VALUES, query_string="version=3")
     assert not app.reached, "a repeated version read reached Flask"
-    assert len(ref_reads) == 2  # the environment's head and the catalog's
+    assert len(ref_reads) <= 2  # the environment's head and the catalog's, at most
     assert again.data == first.data and again.headers["ETag"] == first.headers["ETag"]
 
 
