@@ -48,10 +48,10 @@ def ref_reads(monkeypatch):
     return read
 
 
-def first_read(app, ref_reads: list, query: str) -> tuple[int, dict, int]:
+def first_read(app, ref_reads: list, query: str, headers=None) -> tuple[int, dict, int]:
     """(status, headers, refs read) of a first read of node 1's values: answered by the app."""
     ref_reads.clear()
-    response = app.test_client().get(VALUES, query_string=query)
+    response = app.test_client().get(VALUES, query_string=query, headers=headers)
     assert app.reached, "the fast path answered a first read"
     app.reached.clear()
     return response.status_code, response.headers, len(ref_reads)
@@ -76,6 +76,20 @@ def test_a_read_at_a_commit_id_reads_the_refs_no_more_than_a_head_read(app, fuel
     status, headers, at_commit = first_read(app, ref_reads, f"version={commit}")
     assert status == 200 and at_commit <= at_head
     assert headers["X-Gitstore-Version"] == "3" and headers["X-Gitstore-Commit"] == commit
+
+
+def test_a_conditional_version_read_reads_the_refs_no_more_than_a_head_read(
+    app, fuel_store, ref_reads
+):
+    # The fast path leaves a conditional request to the app, which reads the heads itself.
+    other = {"If-None-Match": '"0123456789abcdef0123456789abcdef"'}
+    _, _, at_head = first_read(app, ref_reads, "effective&key=n", other)
+    status, headers, at_version = first_read(app, ref_reads, "effective&key=n&version=4", other)
+    assert status == 200 and at_version <= at_head, (at_version, at_head)
+    assert headers["X-Gitstore-Index"] == fuel_store.environment_repo(1).head()
+    same = {"If-None-Match": headers["ETag"]}
+    status, _, at_version = first_read(app, ref_reads, "effective&key=n&version=4", same)
+    assert status == 304 and at_version <= at_head
 
 
 def test_a_version_answer_is_kept_and_repeated_without_reading_more(app, ref_reads):
