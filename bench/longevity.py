@@ -20,9 +20,17 @@ the issue's targets (issue 38):
 - `gitstore maintenance --env 1` on A SIGKILLed at a random moment, `--kills` times: no object
   reachable before is missing, and `git fsck --strict` is clean.
 
+With `--first-reads N` only the first reads are measured, quicker: a store of N commits made
+by key writes through the Store (each leaves its loose objects, as a REST write does), then one
+maintenance run (packs, main's index), then first reads in fresh processes, alternated `--rounds`
+times between the checkouts named by `--code` (default: this one), so a change is compared with
+the code before it in the same run.
+
 Usage:
   .venv/bin/python bench/longevity.py [--writes 20000] [--kills 50] [--workdir DIR]
   .venv/bin/python bench/longevity.py --smoke        # 600 writes, 5 kills (about a minute)
+  .venv/bin/python bench/longevity.py --first-reads 10000 --code /work/main --code .
+  .venv/bin/python bench/longevity.py --first-reads 0 --root STORE --code ...  # a store kept
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402 - bench/ is not a package: scripts import their neighbours
 import make_store  # noqa: E402
 
+from gitstore import Store  # noqa: E402
 from gitstore.ops import maintenance  # noqa: E402
 
 NODES = 20
@@ -135,10 +144,11 @@ def version_ratio(server: harness.Server, seconds: float) -> tuple[float, float]
     return head.rate, versions.rate
 
 
-def cold_reads(root: Path) -> tuple[float, float]:
+def cold_reads(root: Path) -> dict[str, float]:
     """Median ms of a first read (no answer kept yet) in a fresh process: at the head (400
-    distinct keys of nodes 1-5) and at 400 distinct versions (the first builds main's view)."""
-    from gitstore import Store
+    distinct keys of nodes 1-5) and at 400 distinct versions (the first builds main's view),
+    alternated; wall time (`head`, `version`) and the process's CPU time (`*_cpu`), which other
+    processes on a busy machine do not lengthen."""
     from gitstore.api import create_app
 
     client = create_app({"TESTING": True}, store=Store(root)).test_client()
@@ -149,20 +159,94 @@ def cold_reads(root: Path) -> tuple[float, float]:
         for key in range(80)
     ]
     rng = random.Random(41)
+    first = make_store.FACADE_COMMITS + 1  # the first version holding node 1's facts
     versions = [
         NODE.format(node=1, kind="values") + f"?key=fact_0001&version={v}"
-        for v in rng.sample(range(2, top), min(400, top - 2))
+        for v in rng.sample(range(first, top), min(400, top - first))
     ]
 
-    def timed(paths: list[str]) -> float:
-        took = []
-        for path in paths:
-            started = time.perf_counter()
-            assert client.get(path).status_code == 200, path
-            took.append((time.perf_counter() - started) * 1000)
-        return statistics.median(took)
+    took: dict[str, list[float]] = {"head": [], "version": [], "head_cpu": [], "version_cpu": []}
 
-    return timed(heads), timed(versions)
+    def timed(path: str, name: str) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        assert client.get(path).status_code == 200, path
+        took[name + "_cpu"].append((time.process_time() - cpu) * 1000)
+        took[name].append((time.perf_counter() - wall) * 1000)
+
+    # alternated, so a load change hits both alike; as many heads as versions (a short history)
+    for head, version in zip(heads, versions, strict=False):
+        timed(head, "head")
+        timed(version, "version")
+    return {name: statistics.median(values) for name, values in took.items()}
+
+
+def written_store(root: Path, commits: int) -> None:
+    """A store whose environment 1 holds `commits` commits, most of them one key set each in
+    the overrides of nodes 2-20 (as `Writes` sets them over HTTP), then maintained once."""
+    store = make_store.build(root, NODES, make_store.FACADE_COMMITS + 1, keys=100)
+    repo = store.environment_repo(make_store.ENV_ID)
+    done = repo.depth(repo.head() or "")
+    for number in range(commits - done):
+        pairs = [("nodes", str(2 + number % (NODES - 1)))]
+        change = [[f"w{number}", number]]
+        store.config.update_keys(1, pairs, "astute", "overrides", "set", change, make_store.AUTHOR)
+        if number % 2000 == 1999:
+            print(f"  {done + number + 1} commits", flush=True)
+    maintenance.maintain_store(root, force=True)
+
+
+#: One process's `cold_reads` with the gitstore of a given checkout: imported before this
+#: script's neighbours, since `make_store` puts its own checkout first on the import path.
+_COLD_READS = """
+import json, sys
+from pathlib import Path
+code, bench, root = sys.argv[1:]
+sys.path.insert(0, code)
+import gitstore
+sys.path.insert(0, bench)
+import longevity
+print(json.dumps({"code": gitstore.__file__, **longevity.cold_reads(Path(root))}))
+"""
+
+
+def fresh_first_reads(root: Path, code: Path) -> dict[str, float]:
+    """`cold_reads` in a new process that imports gitstore from the checkout `code`."""
+    bench = Path(__file__).resolve().parent
+    command = [sys.executable, "-c", _COLD_READS, str(code.resolve()), str(bench), str(root)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    found = json.loads(done.stdout.splitlines()[-1])
+    if not found.pop("code").startswith(str(code.resolve()) + os.sep):
+        raise SystemExit(f"the process did not import gitstore from {code}")
+    return found
+
+
+def first_reads(
+    scratch: Path, commits: int, codes: list[Path], rounds: int, root: Path | None = None
+) -> None:
+    """Print, per checkout, the medians over `rounds` fresh processes of first reads at the
+    head and at versions, and their ratio (the target: <= 1.2); on the store at `root` (one
+    `--first-reads` built before), or on a new one of `commits` commits."""
+    if root is None:
+        root = scratch / "store"
+        started = time.perf_counter()
+        written_store(root, commits)
+        took = time.perf_counter() - started
+        print(f"  a store of {commits} commits in {took:.0f} s", flush=True)
+    commits = Store(root).environment_repo(make_store.ENV_ID).snapshot().version or 0
+    found: dict[Path, list[dict[str, float]]] = {code: [] for code in codes}
+    for _ in range(rounds):
+        for code in codes:
+            found[code].append(fresh_first_reads(root, code))
+    print(f"first reads at {commits} commits, {harness.machine_load()}")
+    for code, runs in found.items():
+        ms = {name: statistics.median(run[name] for run in runs) for name in runs[0]}
+        print(
+            f"  {code}: version=N {ms['version']:.3f} ms, head {ms['head']:.3f} ms: "
+            f"{ms['version'] / ms['head']:.2f}x (target <= 1.2); CPU time "
+            f"{ms['version_cpu']:.3f} vs {ms['head_cpu']:.3f} ms: "
+            f"{ms['version_cpu'] / ms['head_cpu']:.2f}x (medians of {rounds} processes of "
+            f"up to 400 reads of each kind)"
+        )
 
 
 def at_rest(repo: Path, limit: float) -> float:
@@ -274,7 +358,8 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
         sampler.stop.set()
     size_a, size_b = disk_bytes(repo_a), disk_bytes(roots["b"] / "environments" / "1.git")
     objects_a = disk_bytes(repo_a / "objects")
-    cold_head, cold_version = cold_reads(roots["a"])
+    cold = cold_reads(roots["a"])
+    cold_head, cold_version = cold["head"], cold["version"]
     aggressive, gc_seconds = aggressive_size(repo_a, scratch)
     backup = backup_seconds(roots["a"], scratch)
     missing, fsck = kill_loop(roots["a"], repo_a, kills)
@@ -317,7 +402,20 @@ def main(argv: list[str] | None = None) -> None:
     parser = harness.options(__doc__)
     parser.add_argument("--writes", type=int, default=20_000, help="REST writes per store")
     parser.add_argument("--kills", type=int, default=50, help="maintenance runs SIGKILLed")
+    parser.add_argument(
+        "--first-reads", type=int, metavar="COMMITS", help="only the first reads, at COMMITS"
+    )
+    parser.add_argument(
+        "--code", type=Path, action="append", help="a checkout to measure (--first-reads)"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="processes per checkout")
+    parser.add_argument("--root", type=Path, help="--first-reads on this store, kept as it is")
     args = parser.parse_args(argv)
+    if args.first_reads is not None:
+        codes = args.code or [Path(__file__).resolve().parents[1]]
+        with harness.scratch("gitstore-first-reads-", args.workdir) as scratch:
+            first_reads(scratch, args.first_reads, codes, args.rounds, args.root)
+        return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # servers stopped on the way out
     writes, kills = (600, 5) if args.smoke else (args.writes, args.kills)
     with harness.scratch("gitstore-longevity-", args.workdir) as scratch:

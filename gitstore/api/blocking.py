@@ -54,14 +54,24 @@ def blocking_read(
     env_id: int,
     read: Callable[[str | None], Served],
     respond: Callable[[Any], Response] = served,  # takes what `read` answers
+    *,
+    head: str | None = None,
 ) -> Response:
-    """Answer with `read(version)`, held as a blocking query when `index` or `wait` is given."""
+    """Answer with `read(version)`, held as a blocking query when `index` or `wait` is given.
+
+    `head`: main's head that `read` reads at, when the view has one for this request (the
+    fast path's): a read at a version names it in `X-Gitstore-Index` without reading the ref
+    again.
+    """
     index, wait_text = _index(), request.args.get("wait")
     watch = app_store().watch
     if index is None and wait_text is None:
         version = version_arg()
         result = read(version)
-        head = result.commit if version is None and result.commit else watch.heads.head(env_id)
+        if version is None and result.commit:
+            head = result.commit
+        elif head is None:
+            head = watch.heads.head(env_id)
     elif version_arg() is not None:
         raise InvalidInput("index and wait watch the head; they take no version", key="version")
     elif wait_text is None and index is not None:  # read one's own write: once main holds it

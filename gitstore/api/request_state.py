@@ -18,8 +18,9 @@ KEY = "gitstore.request_state"
 class RequestState:
     """One request's messages between the fast path and the app."""
 
-    #: (environment head, catalog head) the fast path read before the app answered: a plain
-    #: read of the head reads at them rather than reading the two refs again.
+    #: (environment head, catalog head) the fast path read before the app answered: a read
+    #: of the head, or at a version number or commit id (looked up on main at that head),
+    #: reads at them rather than reading the two refs again.
     heads: tuple[str, str] | None = None
     #: Set by the values view to `heads` when its answer was read at them, so the answer is
     #: theirs whatever landed since (`FastPath._still`).

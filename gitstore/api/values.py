@@ -28,11 +28,11 @@ from gitstore.api.http import (
 )
 from gitstore.api.offload import heavy_service
 from gitstore.api.request_state import RequestState
-from gitstore.configdb.values import Query
+from gitstore.configdb.values import Config, Query
 from gitstore.errors import NotFound, PreconditionFailed
 from gitstore.keypaths import KEY_OPS
 from gitstore.layout import KINDS
-from gitstore.names import check_segment
+from gitstore.names import check_segment, is_commit_id, is_number
 from gitstore.served import Served
 
 bp = Blueprint("values", __name__, url_prefix="/api/v1/config/environments")
@@ -101,8 +101,8 @@ def read(env_id: int, rest: str):
                 deadline=deadline(),
             )
         )
-    state = request_state.of(request.environ)
-    config, who, heads = app_store().config, g.user, _heads_read_for_this_request(state)
+    config, who = app_store().config, g.user
+    heads = _heads_for_this_request(config, env_id, request_state.of(request.environ))
 
     def read_at(version: str | None) -> Served:
         at = query if version == query.version else replace(query, version=version)
@@ -110,18 +110,29 @@ def read(env_id: int, rest: str):
             env_id, address.pairs, address.resource, address.kind, at, who=who, heads=heads
         )
 
-    return blocking_read(env_id, read_at)
+    return blocking_read(env_id, read_at, head=heads[0] if heads is not None else None)
 
 
-def _heads_read_for_this_request(state: RequestState | None) -> tuple[str, str] | None:
-    """The heads the fast path read for this plain read of the head (fastpath.py), marked
-    as the ones the answer is read at; None for a pinned or blocking read, whose answer is
-    not of the heads of the request's start."""
+def _heads_for_this_request(
+    config: Config, env_id: int, state: RequestState | None
+) -> tuple[str, str] | None:
+    """The heads (environment, catalog) a read of the head or at a version number or commit
+    id is made at, each ref read once per request: the ones the fast path read (fastpath.py),
+    marked as those the answer is read at, else read here (a request the fast path leaves to
+    the app, such as a conditional one). A version is looked up on the environment's head,
+    which `X-Gitstore-Index` names. None for a read at a revision name or a blocking read,
+    whose answer is not of the heads of the request's start."""
     args = request.args
-    if state is None or "version" in args or any(name in args for name in BLOCKING_PARAMETERS):
+    if any(name in args for name in BLOCKING_PARAMETERS):
         return None
-    state.read_at = state.heads
-    return state.heads
+    version = args.get("version")
+    if version is not None and not (is_number(version) or is_commit_id(version)):
+        return None
+    if state is not None and state.heads is not None:
+        state.read_at = state.heads
+        return state.heads
+    environment, catalog = config.heads(env_id)
+    return (environment, catalog) if environment and catalog else None
 
 
 @bp.route("/<int:env_id>/<path:rest>", methods=["PUT", "PATCH"])

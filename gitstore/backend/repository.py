@@ -153,23 +153,37 @@ class Repository:
         folder = f"{self.path.parent.name}/{self.path.name}"
         return damaged(self.path, f"{self.name} ({folder})", damage, object_id)
 
-    def snapshot(self, version: str | int | None = None) -> Snapshot:
+    def snapshot(self, version: str | int | None = None, *, head: str | None = None) -> Snapshot:
         """The tree of `version` (None: the head of main). Its `version` number is None for a
         commit off main's first-parent chain (a review branch's): its depth there is the number
-        of another commit of main."""
-        commit = self._resolve(version)
+        of another commit of main.
+
+        `head`: a head of main the caller read for this request (`head()`). A version number or
+        a commit id is resolved against it, as a read of the head is made at it, so the request
+        reads the ref once; a revision name (a branch, `main~1`) is resolved by git as it is now.
+        """
+        if head is None:
+            head = self._head_for(version)
+        commit = self._resolve(version, head)
         text = "" if version is None else str(version).strip()
-        numbered = not text or is_number(text) or self._on_main_chain(str(commit.id))
+        numbered = not text or is_number(text) or self._on_main_chain(str(commit.id), head)
         return self.snapshot_of(commit, numbered)
 
-    def _on_main_chain(self, commit_id: str) -> bool:
-        head = self.head()
+    def _head_for(self, version: str | int | None) -> str | None:
+        """main's head, read now, for a `version` resolved against it (the head itself, a
+        number, a commit id); None for a revision name, which git resolves on its own."""
+        text = "" if version is None else str(version).strip()
+        return self.head() if not text or is_number(text) or is_commit_id(text) else None
+
+    def _on_main_chain(self, commit_id: str, head: str | None) -> bool:
+        if head is None:
+            head = self.head()
         if head is None:
             return False
         view = self._view(head)
         if view is not None:
-            return view.commit_at(self.depth(commit_id)) == commit_id
-        chain, depth = self._chain(head), self.depth(commit_id)
+            return view.commit_at(self.depth(commit_id, head=head)) == commit_id
+        chain, depth = self._chain(head), self.depth(commit_id, head=head)
         return depth <= len(chain) and chain[depth - 1] == commit_id
 
     def snapshot_at_head(self, head: str) -> Snapshot:
@@ -186,9 +200,9 @@ class Repository:
                 f"commit {str(commit.id)[:12]} or its history is incomplete ({exc})"
             ) from exc
 
-    def _resolve(self, version: str | int | None) -> pygit2.Commit:
+    def _resolve(self, version: str | int | None, head: str | None) -> pygit2.Commit:
+        """The commit of `version`; `head` is main's head the request reads at (`_head_for`)."""
         if version is None or version == "":
-            head = self.head()
             if head is None:
                 raise NotFound(f"repository {self.name} has no commits")
             return self._head_commit(head)
@@ -196,7 +210,7 @@ class Repository:
         if is_commit_id(text):
             return self._commit_by_id(text)
         if is_number(text):
-            return self._commit_at_version(int(text), text)
+            return self._commit_at_version(int(text), text, head)
         return self._revparse(text)
 
     def _head_commit(self, head: str) -> pygit2.Commit:
@@ -226,8 +240,8 @@ class Repository:
             raise UnknownRevision(text, self.name) from exc
         return commit
 
-    def _commit_at_version(self, number: int, text: str) -> pygit2.Commit:
-        head = self.head()
+    def _commit_at_version(self, number: int, text: str, head: str | None) -> pygit2.Commit:
+        """The `number`-th commit of main's first-parent chain at `head` (not past it)."""
         if head is None or number < 1:
             raise UnknownRevision(text, self.name)
         view = self._view(head)
@@ -270,12 +284,12 @@ class Repository:
         self._chains.put(self.path, (head, chain), len(chain))
         return chain
 
-    def depth(self, commit_id: str) -> int:
+    def depth(self, commit_id: str, *, head: str | None = None) -> int:
         """The commit's position on its own first-parent chain (1 = root).
 
         A few steps down the chain usually reach a commit whose depth this process knows (a
         write's parent); past `_DEPTH_WALK` steps main's index on disk answers (a process that
-        starts on a long history never walks all of it).
+        starts on a long history never walks all of it), at `head` when the caller read it.
         """
         known: int | None = self._depths.get((self.path, commit_id))
         if known is not None:
@@ -293,7 +307,7 @@ class Repository:
                 break
             pending.append(current)
             if len(pending) == _DEPTH_WALK:
-                view = self._view(self.head())
+                view = self._view(head if head is not None else self.head())
             parents = commit_of(self.git, current).parent_ids
             current = str(parents[0]) if parents else None
         for offset, cid in enumerate(reversed(pending), start=1):

@@ -109,18 +109,21 @@ class Config:
         """One layer document or the effective document, secrets masked unless revealed.
 
         A reveal is recorded in the audit log as made by `who`. `heads` (the environment's and
-        the catalog's, as `heads()` gives them) are ones the caller read for this request: a
-        read of the head is made at them instead of reading the refs again.
+        the catalog's, as `heads()` gives them) are ones the caller read for this request: the
+        read is made at them instead of reading the refs again (a version number or commit id
+        is resolved against the environment's head; `Repository.snapshot`).
         """
         _check_kind(kind)
         if query.show_lookup and not query.effective:
             raise Conflict("show_lookup needs effective (add ?effective)")
         repo = self._repos.environment_repo(env_id)
-        if heads is None or query.version is not None:
+        if heads is None:
             snapshot = repo.snapshot(query.version)
             catalog_head = self._repos.catalog().head()  # read once: the answer is of this commit
-        else:
+        elif query.version is None:
             snapshot, catalog_head = repo.snapshot_at_head(heads[0]), heads[1]
+        else:
+            snapshot, catalog_head = repo.snapshot(query.version, head=heads[0]), heads[1]
         if query.reveal:  # computed every time: every reveal is audited
             return self._read(env_id, snapshot, pairs, resource, kind, query, who, catalog_head)
         # A masked answer follows from the environment commit, the catalog commit (definitions,

@@ -6,6 +6,7 @@ import pytest
 from short_ids import short_id
 
 from gitstore.backend import commits as commits_module
+from gitstore.backend import refs
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import MAIN, Author, Repository
 from gitstore.errors import Conflict, InvalidInput, NotFound, UnknownRevision
@@ -113,6 +114,22 @@ def test_version_numbers_follow_main_as_it_moves(repo):
     assert repo.snapshot(3).commit_id == repo.head()
     repo.update(_put("a.yaml", b"v: 4\n"), ALICE)
     assert _value(repo, 3) == 3 and _value(repo, 4) == 4
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_a_version_is_resolved_at_the_head_the_caller_read(repo, monkeypatch, indexed):
+    if indexed:
+        repo.update_index()
+    log = [info.commit for info in repo.first_parent_log()]
+    read: list[str] = []
+    monkeypatch.setattr(refs, "read_ref", lambda git_dir, ref: read.append(ref))
+    at_two = log[1]
+    assert repo.snapshot(2, head=at_two).commit_id == at_two
+    assert repo.snapshot("1", head=at_two).read_yaml("a.yaml")["v"] == 1
+    assert repo.snapshot(log[2], head=at_two).version == 1
+    with pytest.raises(UnknownRevision):
+        repo.snapshot(3, head=at_two)  # main holds it, but not the head the caller read
+    assert read == [], "a version was resolved by reading main again"
 
 
 def test_first_parent_log_and_commit_info(repo):
