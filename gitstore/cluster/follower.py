@@ -23,7 +23,14 @@ from gitstore.backend.remote import FetchTimedOut
 from gitstore.backend.repository import WRITE_LOCK, Repository
 from gitstore.cluster.member import TOMBSTONE, incoming_repository
 from gitstore.cluster.secret import ClusterSecret
-from gitstore.cluster.transfer import ALL_LABELS, fetch_labels, fetch_missing
+from gitstore.cluster.transfer import (
+    ALL_LABELS,
+    fetch_labels,
+    fetch_missing,
+    label_digest,
+    peer_label_digests,
+    repositories_of,
+)
 from gitstore.errors import GitstoreError
 from gitstore.files import exclusive_lock
 from gitstore.repositories import Repositories
@@ -47,9 +54,7 @@ class Follower:
 
     def local_heads(self) -> dict[str, str | None]:
         """{repository: head} of every repository of the root."""
-        paths = [self.root / "catalog.git"]
-        paths += [self._repos.environment_path(i) for i in self._repos.environment_ids()]
-        return {self._repos.served_as(p): Repository(p, p.name).head() for p in paths}
+        return {name: repo.head() for name, repo in repositories_of(self._repos).items()}
 
     def sync(self, wanted: Mapping[str, str], sources: Iterable[str]) -> list[str]:
         """Bring each repository to its commit in `wanted`; the names still behind."""
@@ -88,11 +93,28 @@ class Follower:
 
     def gather_labels(self, sources: Iterable[str]) -> list[str]:
         """Fetch the labels this node lacks from every one of `sources` (a new primary: each
-        acknowledged label is on some peer; a restarted member: the primary has them all);
-        the sources that answered for every repository."""
+        acknowledged label is on some peer; a restarted member: the primary has them all),
+        from each only in the repositories where its label digests differ from ours (all of
+        them from a member that offers no digests); the sources that answered."""
         sources = list(sources)
-        for name in self.local_heads():
-            self._gather_labels(name, Repository(self.root / name, name), sources)
+        local = repositories_of(self._repos)
+        mine: dict[str, str] | None = None
+        for base in sources:
+            if base in self.unanswering:
+                continue
+            try:
+                theirs = peer_label_digests(base, self._secret, self._timeout)
+            except GitstoreError as exc:
+                self.unanswering.add(base)
+                log.warning("cluster: %s skipped this round (%s)", base, exc.message)
+                continue
+            if theirs is not None and mine is None:
+                mine = {name: label_digest(repo) for name, repo in local.items()}
+            for name, repo in local.items():
+                if theirs is None or theirs.get(name, mine[name]) != mine[name]:
+                    self._gather_labels(name, repo, [base])
+                    if mine is not None:
+                        mine[name] = label_digest(repo)
         return [base for base in sources if base not in self.unanswering]
 
     def _gather_labels(self, name: str, repo: Repository, sources: list[str]) -> None:
