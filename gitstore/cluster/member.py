@@ -354,14 +354,16 @@ class Member:
         )
 
     def _ask(self, hand_over: Callable[[str], str | None], base: str) -> str | None:
-        """`hand_over(base)`, telling the silences whether the peer answered at all."""
+        """`hand_over(base)`, telling the silences whether the peer answered at all (whatever
+        happens: a peer left marked as probed would never be asked again)."""
+        answered = True
         try:
-            error = hand_over(base)
+            return hand_over(base)
         except PeerSilent as exc:
-            self.silences.silent(base)
+            answered = False
             return exc.message
-        self.silences.answered(base)
-        return error
+        finally:
+            (self.silences.answered if answered else self.silences.silent)(base)
 
     def _left_out(self, asked: list[str]) -> list[str]:
         return [base for base in self.settings.others.values() if base not in asked]
