@@ -1,13 +1,15 @@
 """A member's repositories follow what etcd accepted: main moves to etcd's commit (fetched from
 the primary or any peer first), a repository etcd names is created, an archived one archived.
 Labels come along: a repository that catches up (it lacked the commit) or is created fetches
-the primary's, and `gather_labels` fetches every peer's (a new primary, a member that starts).
+the primary's, and `gather_labels` fetches every peer's (a new primary, a member that starts)
+where the peer's label digests differ from this member's.
 
 Main only ever moves to a commit etcd holds, so no member serves a commit etcd never accepted.
 
 Every fetch ends within the call deadline (`ClusterSettings.call_timeout`); a peer that timed
-out is skipped for the rest of the round (`unanswering`, cleared by `new_round`): a hung peer
-costs one deadline per round, not one per repository, and is asked again in the next round.
+out (or did not give its label digests) is skipped for the rest of the round (`unanswering`,
+cleared by `new_round`): a hung peer costs one deadline per round, not one per repository,
+and is asked again in the next round.
 """
 
 from __future__ import annotations

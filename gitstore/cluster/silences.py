@@ -1,13 +1,13 @@
 """The peers that did not answer this member's calls lately (hung, dead, blackholed).
 
-A commit needs `min_replicas` peers. Asking a silent peer again at every round costs a thread
-for a call deadline each time; rounds come faster than deadlines pass, so the threads of the
-hand-over pool fill up with calls to the silent peer and the calls to the peers that answer
-wait behind them: one hung replica slowed every write and, once it came back, left it a
-backlog of stale calls to work through before it could catch up. So a peer whose call got no
-answer is left out of the hand-overs for a pause (one lease TTL), then a single call probes it;
-while it stays silent, it costs one call per pause. A silent peer is still asked when the
-others alone cannot make `min_replicas`: a commit is never refused without trying every peer.
+A commit needs `min_replicas` peers. Asking a silent peer again at every round would cost a
+thread for a call deadline each time; rounds come faster than deadlines pass, so the threads of
+the hand-over pool would fill up with calls to the silent peer, the calls to the peers that
+answer would wait behind them (every write slowed), and the silent peer, once back, would find
+a backlog of stale calls on its socket to work through before it can catch up. So a peer whose
+call got no answer is left out of the hand-overs for a pause (one lease TTL), then a single
+call probes it: while it stays silent, it costs one call per pause. Silent peers are still
+asked when the others alone are fewer than `min_replicas`.
 """
 
 from __future__ import annotations
@@ -60,9 +60,3 @@ class Silences:
     def answered(self, peer: str) -> None:
         with self._lock:
             self._until.pop(peer, None)
-
-    def skipped(self) -> list[str]:
-        """The peers left out now (their pause not over, or a probe in flight)."""
-        now = self._clock()
-        with self._lock:
-            return sorted(peer for peer, until in self._until.items() if until > now)

@@ -7,8 +7,8 @@ without force (a label it holds already is never changed).
 
 Before fetching a peer's labels, a member asks it for a digest of each repository's labels
 (`GET /cluster/v1/labels`, one call for the whole store) and fetches only where the digests
-differ: a fetch per repository and peer cost a new primary of a store of hundreds of
-environments longer than the rest of its takeover.
+differ: a fetch per repository and peer would cost a new primary of a store of hundreds of
+environments far more than the rest of its takeover.
 """
 
 from __future__ import annotations
