@@ -169,6 +169,7 @@ def catch_up(args, workdir: Path, seeded: Path, offline: str) -> dict:
             os.killpg(group, signal.SIGCONT)
         else:
             cluster.start_node(replica)
+        serving = time.monotonic() - returned  # `/healthz` answers (a restart's start)
         deadline = returned + 10 * CATCHUP_TARGET
         for env in range(1, args.catchup_envs + 1):
             serves_head(node.url, env, heads[f"environments/{env}.git"], deadline)
@@ -180,6 +181,7 @@ def catch_up(args, workdir: Path, seeded: Path, offline: str) -> dict:
         "write_seconds": seconds,
         "failed": failed,
         "seconds": caught_up,
+        "serving": serving,
         "packs": after[0] - before[0],
         "loose": after[1] - before[1],
     }
@@ -189,7 +191,8 @@ def catchup_line(row: dict) -> str:
     met = "met" if row["seconds"] <= CATCHUP_TARGET else "not met"
     return (
         f"catch-up ({row['offline']}): {row['seconds']:.1f} s after {row['writes']} writes "
-        f"(target <= {CATCHUP_TARGET:g} s: {met}); the writes took {row['write_seconds']:.0f} s "
+        f"(target <= {CATCHUP_TARGET:g} s: {met}), of which {row['serving']:.1f} s until it "
+        f"served again; the writes took {row['write_seconds']:.0f} s "
         f"({row['writes'] / row['write_seconds']:.0f}/s, {row['failed']} refused or failed); "
         f"the replica gained {row['packs']} packs and {row['loose']} loose objects"
     )
