@@ -13,8 +13,10 @@ commit). Two ways to be offline (`--offline`):
   back with its processes and their state, the lease long expired);
 - `restarted`: SIGTERM, as an init system stops a service, then `gitstore serve` again (the
   replica returns with nothing in memory).
-How the commits arrived is read from the replica's repositories: packs fetched over git
-(`git fetch` from a peer) against loose objects (the primary's per-commit hand-over).
+How the commits arrived is read from the replica's log after its return: its coordinator's
+moves of main on a commit fetched from a peer (one `git fetch` of the primary's main per
+repository: a pack) or handed over by the primary (object by object), and the stale hand-over
+calls of the primary it still answered.
 
 **Takeover** (`--takeover-envs`, target <= 10 s). A store of that many environments, each
 with nodes, a few commits and a label; the cluster waits until both replicas caught up and
@@ -123,16 +125,21 @@ def write_many(url: str, total: int, writers: int, environments: int) -> tuple[i
 
 
 # -- catch-up --------------------------------------------------------------------------------
-def objects_of(root: Path, environments: int) -> tuple[int, int]:
-    """(packs, loose objects) over the environments' repositories of one member."""
-    packs = loose = 0
-    for env in range(1, environments + 1):
-        objects = root / "environments" / f"{env}.git" / "objects"
-        packs += len(list((objects / "pack").glob("*.pack")))
-        loose += sum(
-            len(os.listdir(d)) for d in objects.iterdir() if len(d.name) == 2 and d.is_dir()
-        )
-    return packs, loose
+def arrivals(log: Path, offset: int) -> dict[str, int]:
+    """How the commits reached a member, from its log after `offset` bytes: its coordinator's
+    moves of main (`fetched` from a peer, or the commit `handed` over by the primary before)
+    and the primary's hand-over calls it answered (`objects`, `replicate`)."""
+    counts = dict.fromkeys(("fetched", "handed", "objects", "replicate"), 0)
+    with log.open("rb") as lines:
+        lines.seek(offset)
+        for line in lines:
+            if b"follows etcd" in line:
+                counts["fetched" if b"fetched from a peer" in line else "handed"] += 1
+            elif b"POST /cluster/v1/objects" in line:
+                counts["objects"] += 1
+            elif b"POST /cluster/v1/replicate" in line:
+                counts["replicate"] += 1
+    return counts
 
 
 def serves_head(url: str, env: int, head: str, deadline: float) -> None:
@@ -159,11 +166,11 @@ def catch_up(args, workdir: Path, seeded: Path, offline: str) -> dict:
             os.killpg(group, signal.SIGSTOP)
         else:
             cluster.terminate(replica)
-        before = objects_of(node.root, args.catchup_envs)
         failed, seconds = write_many(
             cluster.url, args.catchup_writes, args.writers, args.catchup_envs
         )
         heads = cluster.etcd_heads()
+        offset = node.log.stat().st_size
         returned = time.monotonic()
         if offline == "frozen":
             os.killpg(group, signal.SIGCONT)
@@ -174,7 +181,7 @@ def catch_up(args, workdir: Path, seeded: Path, offline: str) -> dict:
         for env in range(1, args.catchup_envs + 1):
             serves_head(node.url, env, heads[f"environments/{env}.git"], deadline)
         caught_up = time.monotonic() - returned
-        after = objects_of(node.root, args.catchup_envs)
+        how = arrivals(node.log, offset)
     return {
         "offline": offline,
         "writes": args.catchup_writes,
@@ -182,19 +189,21 @@ def catch_up(args, workdir: Path, seeded: Path, offline: str) -> dict:
         "failed": failed,
         "seconds": caught_up,
         "serving": serving,
-        "packs": after[0] - before[0],
-        "loose": after[1] - before[1],
+        "how": how,
     }
 
 
 def catchup_line(row: dict) -> str:
     met = "met" if row["seconds"] <= CATCHUP_TARGET else "not met"
+    how = row["how"]
     return (
         f"catch-up ({row['offline']}): {row['seconds']:.1f} s after {row['writes']} writes "
         f"(target <= {CATCHUP_TARGET:g} s: {met}), of which {row['serving']:.1f} s until it "
         f"served again; the writes took {row['write_seconds']:.0f} s "
         f"({row['writes'] / row['write_seconds']:.0f}/s, {row['failed']} refused or failed); "
-        f"the replica gained {row['packs']} packs and {row['loose']} loose objects"
+        f"then main moved {how['fetched']} times on a fetch from a peer and {how['handed']} "
+        f"times to a commit handed over, and it answered {how['objects']} stale object "
+        f"hand-overs and {how['replicate']} stale fetch requests of the primary"
     )
 
 

@@ -89,7 +89,8 @@ class Follower:
         self._fetch_missing(repo, name, commit, sources)
         with exclusive_lock(path / WRITE_LOCK, 0o644):
             remote.follow(repo, repo.head(), commit)
-        log.info("cluster: %s follows etcd to %s", name, commit[:12])
+        how = "fetched from a peer" if was_behind else "handed over by the primary"
+        log.info("cluster: %s follows etcd to %s (%s)", name, commit[:12], how)
         if was_behind:
             self._gather_labels(name, repo, sources[:1])
 
