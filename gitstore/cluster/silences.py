@@ -6,8 +6,8 @@ the hand-over pool would fill up with calls to the silent peer, the calls to the
 answer would wait behind them (every write slowed), and the silent peer, once back, would find
 a backlog of stale calls on its socket to work through before it can catch up. So a peer whose
 call got no answer is left out of the hand-overs for a pause (one lease TTL), then a single
-call probes it: while it stays silent, it costs one call per pause. Silent peers are still
-asked when the others alone are fewer than `min_replicas`.
+call probes it: while it stays silent, it costs one call per pause. Every peer is asked when
+the others alone are fewer than `min_replicas`.
 """
 
 from __future__ import annotations
@@ -31,9 +31,8 @@ class Silences:
         self._until: dict[str, float] = {}
 
     def to_ask(self, peers: Iterable[str], needed: int) -> list[str]:
-        """The peers to call now: every peer that answered lately, a silent one whose pause is
-        over (one probe at a time), and silent ones still when the others are fewer than
-        `needed`."""
+        """The peers to call now: every peer that answered lately and a silent one whose pause
+        is over (one probe at a time); every peer when those are fewer than `needed`."""
         peers = list(peers)
         now = self._clock()
         with self._lock:
@@ -45,11 +44,8 @@ class Silences:
                 elif until <= now:
                     self._until[peer] = _PROBING
                     chosen.append(peer)
-            for peer in peers:
-                if len(chosen) >= needed:
-                    break
-                if peer not in chosen:
-                    chosen.append(peer)
+            if len(chosen) < needed:  # which silent peer answers first is anyone's guess
+                chosen += [peer for peer in peers if peer not in chosen]
         return chosen
 
     def silent(self, peer: str) -> None:
