@@ -105,8 +105,10 @@ class Cluster:
         nodes: int = 3,
         workers: int = 2,
         version: Version = THIS_VERSION,
+        primary_timeout: float = 30.0,
     ) -> None:
         self.workdir = Path(workdir)
+        self.primary_timeout = primary_timeout  # a store of many repositories takes longer
         self.seed = seed
         self.workers = workers
         self.etcd_port, self.etcd_peer_port = free_port(), free_port()
@@ -142,7 +144,7 @@ class Cluster:
         for node in self.nodes.values():  # the nodes boot side by side: seconds each
             self._wait_serving(node)
         self._start_haproxy()
-        self.wait_for_primary()
+        self.wait_for_primary(timeout=self.primary_timeout)
 
     def stop(self) -> None:
         for node in self.nodes.values():

@@ -1,7 +1,8 @@
 """A cluster member's routes (docs/ha.md): writes that reach a replica are redirected to the
 primary, never applied; `POST /cluster/v1/replicate` lets the primary hand a commit to this
 node before etcd accepts it, `POST /cluster/v1/label` a new label before it is acknowledged;
-`GET /cluster/v1/status` says what this node is. Only members
+`GET /cluster/v1/labels` gives the digests of this node's labels (a member gathering labels
+fetches only where its own differ); `GET /cluster/v1/status` says what this node is. Only members
 reach these routes: `auth.py` refuses a call without the cluster secret's signature (401).
 
 On a single node (`store.cluster` is None) nothing here changes a request and the routes
@@ -82,6 +83,11 @@ def label():
         body.get("repository"), body.get("ref"), body.get("tag"), body.get("source")
     )
     return "", 204
+
+
+@bp.get("/cluster/v1/labels")
+def labels():
+    return jsonify({"repositories": _member().label_digests()})
 
 
 @bp.get("/cluster/v1/status")

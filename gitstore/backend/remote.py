@@ -153,6 +153,15 @@ def ref_names(repo: Repository, prefix: str) -> set[str]:
     return {name[len(prefix) :] for name in repo.git.references if name.startswith(prefix)}
 
 
+def refs_under(repo: Repository, prefix: str) -> dict[str, str]:
+    """{ref: object id} of every ref of `repo` below `prefix` (`refs/tags/`: its labels)."""
+    return {
+        ref.name: str(ref.target)
+        for ref in repo.git.references.iterator()
+        if ref.name.startswith(prefix)
+    }
+
+
 def peeled_commit(repo: Repository, object_id: str) -> str | None:
     """The commit an object (a commit, or a tag of one) names; None for anything else."""
     try:

@@ -234,14 +234,17 @@ class Coordinator:
 
     def _take_over(self, term: int, leader: Entry, wanted: dict[str, str]) -> bool:
         """Catch up with etcd and gather the peers' labels; whether writes may open."""
+        started = time.monotonic()
         self._record_unknown_heads(term, wanted)
         others = list(self.settings.others.values())
         self.behind = self.follower.sync(wanted, others)
         if self.behind:
             self._publish(state.UNKNOWN, 0, leader)
             return False
+        caught_up = time.monotonic()
         # Every acknowledged label is on `min_replicas` peers; writes are not open yet.
         answered = self.follower.gather_labels(others)
+        gathered = time.monotonic()
         if len(answered) < self.settings.min_replicas:
             log.warning("cluster: only %d peers answered; writes stay closed", len(answered))
             self._publish(state.UNKNOWN, 0, leader)
@@ -250,7 +253,19 @@ class Coordinator:
         self.labels_tried = time.monotonic()
         self.labels_gathered = True
         self.led_term = term
-        log.info("cluster: %s is the primary (term %d)", self.settings.node, term)
+        log.info(
+            "cluster: %s took over: it is the primary (term %d)",
+            self.settings.node,
+            term,
+            extra={
+                "fields": {
+                    "term": term,
+                    "repositories": len(wanted),
+                    "caught_up_seconds": round(caught_up - started, 3),
+                    "labels_seconds": round(gathered - caught_up, 3),
+                }
+            },
+        )
         return True
 
     def _record_unknown_heads(self, term: int, wanted: dict[str, str]) -> None:

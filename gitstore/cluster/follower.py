@@ -1,13 +1,15 @@
 """A member's repositories follow what etcd accepted: main moves to etcd's commit (fetched from
 the primary or any peer first), a repository etcd names is created, an archived one archived.
 Labels come along: a repository that catches up (it lacked the commit) or is created fetches
-the primary's, and `gather_labels` fetches every peer's (a new primary, a member that starts).
+the primary's, and `gather_labels` fetches every peer's (a new primary, a member that starts)
+where the peer's label digests differ from this member's.
 
 Main only ever moves to a commit etcd holds, so no member serves a commit etcd never accepted.
 
 Every fetch ends within the call deadline (`ClusterSettings.call_timeout`); a peer that timed
-out is skipped for the rest of the round (`unanswering`, cleared by `new_round`): a hung peer
-costs one deadline per round, not one per repository, and is asked again in the next round.
+out (or did not give its label digests) is skipped for the rest of the round (`unanswering`,
+cleared by `new_round`): a hung peer costs one deadline per round, not one per repository,
+and is asked again in the next round.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from gitstore.backend.remote import FetchTimedOut
 from gitstore.backend.repository import WRITE_LOCK, Repository
 from gitstore.cluster.member import TOMBSTONE, incoming_repository
 from gitstore.cluster.secret import ClusterSecret
-from gitstore.cluster.transfer import ALL_LABELS, fetch_labels, fetch_missing
+from gitstore.cluster.transfer import (
+    ALL_LABELS,
+    fetch_labels,
+    fetch_missing,
+    label_digest,
+    peer_label_digests,
+    repositories_of,
+)
 from gitstore.errors import GitstoreError
 from gitstore.files import exclusive_lock
 from gitstore.repositories import Repositories
@@ -47,9 +56,7 @@ class Follower:
 
     def local_heads(self) -> dict[str, str | None]:
         """{repository: head} of every repository of the root."""
-        paths = [self.root / "catalog.git"]
-        paths += [self._repos.environment_path(i) for i in self._repos.environment_ids()]
-        return {self._repos.served_as(p): Repository(p, p.name).head() for p in paths}
+        return {name: repo.head() for name, repo in repositories_of(self._repos).items()}
 
     def sync(self, wanted: Mapping[str, str], sources: Iterable[str]) -> list[str]:
         """Bring each repository to its commit in `wanted`; the names still behind."""
@@ -82,17 +89,35 @@ class Follower:
         self._fetch_missing(repo, name, commit, sources)
         with exclusive_lock(path / WRITE_LOCK, 0o644):
             remote.follow(repo, repo.head(), commit)
-        log.info("cluster: %s follows etcd to %s", name, commit[:12])
+        how = "fetched from a peer" if was_behind else "handed over by the primary"
+        log.info("cluster: %s follows etcd to %s (%s)", name, commit[:12], how)
         if was_behind:
             self._gather_labels(name, repo, sources[:1])
 
     def gather_labels(self, sources: Iterable[str]) -> list[str]:
         """Fetch the labels this node lacks from every one of `sources` (a new primary: each
-        acknowledged label is on some peer; a restarted member: the primary has them all);
-        the sources that answered for every repository."""
+        acknowledged label is on some peer; a restarted member: the primary has them all),
+        from each only in the repositories where its label digests differ from ours (all of
+        them from a member that offers no digests); the sources that answered."""
         sources = list(sources)
-        for name in self.local_heads():
-            self._gather_labels(name, Repository(self.root / name, name), sources)
+        local = repositories_of(self._repos)
+        mine: dict[str, str] | None = None
+        for base in sources:
+            if base in self.unanswering:
+                continue
+            try:
+                theirs = peer_label_digests(base, self._secret, self._timeout)
+            except GitstoreError as exc:
+                self.unanswering.add(base)
+                log.warning("cluster: %s skipped this round (%s)", base, exc.message)
+                continue
+            if theirs is not None and mine is None:
+                mine = {name: label_digest(repo) for name, repo in local.items()}
+            for name, repo in local.items():
+                if theirs is None or theirs.get(name, mine[name]) != mine[name]:
+                    self._gather_labels(name, repo, [base])
+                    if mine is not None:
+                        mine[name] = label_digest(repo)
         return [base for base in sources if base not in self.unanswering]
 
     def _gather_labels(self, name: str, repo: Repository, sources: list[str]) -> None:

@@ -22,6 +22,7 @@ chain of commits on `old`, one per writer, and both steps are done once for all 
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import re
@@ -42,6 +43,7 @@ from gitstore.cluster import state
 from gitstore.cluster.etcd import Compare, Etcd
 from gitstore.cluster.secret import ClusterSecret
 from gitstore.cluster.settings import ClusterSettings
+from gitstore.cluster.silences import Silences
 from gitstore.cluster.transfer import (
     CANDIDATE,
     decode_objects,
@@ -49,9 +51,11 @@ from gitstore.cluster.transfer import (
     fetch_candidate,
     fetch_labels,
     fetch_missing,
+    label_digests,
 )
 from gitstore.errors import Conflict, InvalidInput, NotFound, Unavailable
 from gitstore.layout import parse_repository_name
+from gitstore.repositories import Repositories
 
 #: The etcd value of an archived repository (its id may be used again).
 TOMBSTONE = "-"
@@ -79,8 +83,11 @@ class Member:
             settings.etcd_host, settings.etcd_port, timeout=settings.call_timeout
         )
         self._pool = ThreadPoolExecutor(max_workers=max(1, 2 * len(settings.others)))
+        #: Peers left out of hand-overs for a while after a call got no answer.
+        self.silences = Silences(pause=settings.lease_ttl)
         self._candidate_lock = threading.Lock()
         self._handles: dict[str, Repository] = {}
+        self._repos = Repositories(self.root)  # this node's repositories, for their labels
 
     # -- the coordinator's word ------------------------------------------------------------
     def state(self) -> state.NodeState:
@@ -151,7 +158,8 @@ class Member:
         commit: str,
         objects: tuple[str, bytes] | None,
     ) -> str | None:
-        """Make peer `base` hold `commit`; None when it does, else why not."""
+        """Make peer `base` hold `commit`; None when it does, else why not. PeerSilent when
+        the peer does not answer (not asked to fetch then: it would not answer that either)."""
         if objects is not None:
             query = urllib.parse.urlencode(
                 {"repository": name, "commit": commit, "parent": objects[0]}
@@ -214,6 +222,11 @@ class Member:
             held = remote.read_ref(repo, ref)
         if held != tag:
             raise Conflict(f"{repository}: {ref} is {str(held)[:12]} here, not {tag[:12]}")
+
+    def label_digests(self) -> dict[str, str]:
+        """{repository: digest of its labels} of this node: a member gathering labels fetches
+        them only where its own digests differ."""
+        return label_digests(self._repos)
 
     def _peer_repository(self, repository: str) -> Repository | None:
         """A handle on one of this node's repositories (kept: opening one costs a millisecond
@@ -319,8 +332,9 @@ class Member:
         needed = self.settings.min_replicas
         if needed == 0:
             return
-        futures = [self._pool.submit(hand_over, base) for base in self.settings.others.values()]
-        done, errors = 0, []
+        peers = self.silences.to_ask(self.settings.others.values(), needed)
+        futures = [self._pool.submit(self._ask, hand_over, base) for base in peers]
+        done, errors = 0, [f"{base}: skipped, no answer lately" for base in self._left_out(peers)]
         # a hand-over is at most two calls (the objects, then the candidate's fetch)
         wait = 2 * self.settings.call_timeout
         try:
@@ -338,6 +352,21 @@ class Member:
             f"{name}: only {done} of the {needed} replicas needed hold {what}; "
             f"nothing was committed ({'; '.join(errors[:3])})"
         )
+
+    def _ask(self, hand_over: Callable[[str], str | None], base: str) -> str | None:
+        """`hand_over(base)`, telling the silences whether the peer answered at all (whatever
+        happens: a peer left marked as probed would never be asked again)."""
+        answered = True
+        try:
+            return hand_over(base)
+        except PeerSilent as exc:
+            answered = False
+            return exc.message
+        finally:
+            (self.silences.answered if answered else self.silences.silent)(base)
+
+    def _left_out(self, asked: list[str]) -> list[str]:
+        return [base for base in self.settings.others.values() if base not in asked]
 
 
 def _check_names(repository: str, commit: str) -> None:
@@ -379,10 +408,15 @@ def incoming_repository(root: Path, repository: str) -> Repository:
     return remote.init_bare(path, repository)
 
 
+class PeerSilent(Unavailable):
+    """A peer gave no answer: unreachable, refused the connection, or timed out."""
+
+
 def post(
     url: str, body: bytes, content_type: str, secret: ClusterSecret, timeout: float
 ) -> str | None:
-    """POST to a peer; None when it answers 204, else why not."""
+    """POST to a peer; None when it answers 204, else why not. PeerSilent when it does not
+    answer within `timeout` seconds."""
     request = urllib.request.Request(
         url, data=body, method="POST", headers={"Content-Type": content_type, **secret.headers()}
     )
@@ -391,5 +425,5 @@ def post(
             return None if answer.status == 204 else f"{url}: {answer.status}"
     except urllib.error.HTTPError as exc:
         return f"{url}: {exc.code} {exc.read()[:200].decode('utf-8', 'replace')}"
-    except (urllib.error.URLError, OSError) as exc:
-        return f"{url}: {exc}"
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        raise PeerSilent(f"{url}: {exc}") from exc

@@ -4,13 +4,23 @@ Only refs below `refs/gitstore/cluster/` are written here, never main: main move
 only once etcd accepted it (`member.py` on the primary, `follower.py` on the others). Labels
 (`refs/tags/*`) are the exception: they never move once made, so a member fetches a peer's
 without force (a label it holds already is never changed).
+
+Before fetching a peer's labels, a member asks it for a digest of each repository's labels
+(`GET /cluster/v1/labels`, one call for the whole store) and fetches only where the digests
+differ: a fetch per repository and peer would cost a new primary of a store of hundreds of
+environments far more than the rest of its takeover.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import http.client
+import json
 import logging
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -18,6 +28,7 @@ from gitstore.backend import remote
 from gitstore.backend.repository import Repository
 from gitstore.cluster.secret import ClusterSecret
 from gitstore.errors import GitstoreError, InvalidInput, Unavailable
+from gitstore.repositories import Repositories
 
 #: Where the primary puts a commit its peers must fetch before etcd is asked to accept it.
 CANDIDATE = "refs/gitstore/cluster/candidate"
@@ -25,6 +36,9 @@ CANDIDATE = "refs/gitstore/cluster/candidate"
 PEER_MAIN = "refs/gitstore/cluster/peer-main"
 #: Every label of a repository, as a refspec that never moves one (no `+`).
 ALL_LABELS = "refs/tags/*:refs/tags/*"
+LABELS = "refs/tags/"
+#: Where a member offers the digests of its repositories' labels.
+LABELS_PATH = "/cluster/v1/labels"
 #: A ref lock file this old was left by a killed fetch (git never breaks one; a live fetch
 #: here holds it for milliseconds).
 STALE_LOCK_SECONDS = 10.0
@@ -103,6 +117,47 @@ def fetch_labels(
     after `timeout` seconds."""
     url = git_url(base_url, repository)
     remote.fetch(repo, url, [refspec], extra_env=secret.git_env(), timeout=timeout)
+
+
+def repositories_of(repos: Repositories) -> dict[str, Repository]:
+    """{`catalog.git` or `environments/<id>.git`: its repository} of every repository of a
+    root."""
+    paths = [repos.root / "catalog.git"]
+    paths += [repos.environment_path(i) for i in repos.environment_ids()]
+    return {repos.served_as(path): Repository(path, path.name) for path in paths}
+
+
+def label_digest(repo: Repository) -> str:
+    """A digest of a repository's labels, names and tag objects: two members whose digests of
+    a repository agree hold the same labels in it."""
+    lines = sorted(f"{ref} {target}\n" for ref, target in remote.refs_under(repo, LABELS).items())
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def label_digests(repos: Repositories) -> dict[str, str]:
+    """{repository: `label_digest`} of every repository of a root (`GET /cluster/v1/labels`)."""
+    return {name: label_digest(repo) for name, repo in repositories_of(repos).items()}
+
+
+def peer_label_digests(base_url: str, secret: ClusterSecret, timeout: float) -> dict | None:
+    """Peer `base_url`'s `label_digests`; None when it does not offer them (a member of an
+    earlier version answers 404: fetch every repository's labels from it). Unavailable when it
+    gives no other answer within `timeout` seconds."""
+    request = urllib.request.Request(base_url + LABELS_PATH, headers=secret.headers())
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            digests = json.loads(answer.read())["repositories"]
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise Unavailable(f"{base_url}{LABELS_PATH} answered {exc.code}") from exc
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        raise Unavailable(f"{base_url}{LABELS_PATH} gave no answer ({exc})") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise Unavailable(f"{base_url}{LABELS_PATH} answered no digests ({exc})") from exc
+    if not isinstance(digests, dict):
+        raise Unavailable(f"{base_url}{LABELS_PATH} answered no digests")
+    return digests
 
 
 def _fetch(

@@ -22,8 +22,10 @@ from background import Background
 from cluster_harness import Cluster, clean_env, http
 
 from gitstore.access.policy import AccessFile, parse_grants
+from gitstore.cluster.follower import Follower
 from gitstore.cluster.secret import HEADER, ClusterSecret
 from gitstore.cluster.transfer import encode_objects
+from gitstore.repositories import Repositories
 
 VALUES = "/api/v1/config/environments/1/resources/astute/values"
 ENV_REPO = "environments/1.git"
@@ -260,6 +262,34 @@ def test_a_restarted_member_fetches_the_labels_it_lacks(cluster):
     cluster.start_node(replica)
     wait_until(lambda: tag_of(cluster, replica) == tag, what="the label back on the member")
     roles(cluster)
+
+
+def git_requests_since(log: Path, offset: int) -> list[str]:
+    """The `/git/` requests a member logged after `offset` bytes of its log."""
+    with log.open("rb") as lines:
+        lines.seek(offset)
+        found = [json.loads(line) for line in lines if b'"gitstore.requests"' in line]
+    return [line["message"] for line in found if " /git/" in line["message"]]
+
+
+def test_gathering_labels_fetches_only_where_the_label_digests_differ(cluster, tmp_path):
+    """A member gathering a peer's labels (a new primary, a member that starts) first asks it
+    for the digests of its labels, in one call, and fetches only the repositories where they
+    differ: a fetch per repository made a takeover in a store of many environments slow."""
+    primary, replica = roles(cluster)
+    root = tmp_path / "copy"  # the replica's repositories, labels included
+    shutil.copytree(cluster.nodes[replica].root, root, symlinks=True)
+    follower = Follower(Repositories(root), cluster.secret, timeout=5.0)
+    source = cluster.nodes[primary]
+    before = source.log.stat().st_size
+    assert follower.gather_labels([source.url]) == [source.url]
+    assert git_requests_since(source.log, before) == []
+    (root / ENV_REPO / "refs/tags" / LABEL).unlink()
+    assert follower.gather_labels([source.url]) == [source.url]
+    fetched = git_requests_since(source.log, before)
+    # one fetch (one ref advertisement), of the environment's repository, not of the catalog's
+    assert [line for line in fetched if line.startswith("GET")] == ["GET /git/<path:subpath> 200"]
+    assert (root / ENV_REPO / "refs/tags" / LABEL).read_text().strip() == tag_of(cluster, primary)
 
 
 # -- member authentication -------------------------------------------------------------------

@@ -11,13 +11,14 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 from cluster_harness import GITSTORE, Cluster, PrimarySampler, _pids_of_root, http
 
 from gitstore.cluster.secret import KEY_FILE as CLUSTER_KEY_FILE
-from gitstore.cluster.settings import LEASE_TTL_SECONDS
+from gitstore.cluster.settings import CALL_SHARE_OF_TTL, LEASE_TTL_SECONDS
 
 from .test_cluster import ENV_REPO, head_of, set_key, wait_until
 
@@ -68,6 +69,40 @@ def test_a_frozen_primary_is_replaced_and_only_one_member_is_ever_primary(cluste
     assert sampler.most <= 1, "two members answered readyz?role=primary 200 at once"
     wait_until(lambda: len({head_of(cluster, n) for n in cluster.nodes}) == 1, what="members agree")
     every_member_holds(cluster, commits)
+
+
+def test_a_frozen_replica_does_not_slow_writes_and_catches_up_when_thawed(cluster):
+    """The primary leaves a replica that gives no answer out of its hand-overs for a while:
+    the calls to it must not queue the calls to the replica that answers, nor pile up on the
+    frozen one's socket for it to work through once thawed."""
+    primary = cluster.wait_for_primary()
+    frozen = next(n for n in cluster.nodes if n != primary)
+    group = cluster.nodes[frozen].process.pid
+    acked, slowest = [], [0.0]
+
+    def write(writer: int) -> None:
+        for n in range(12):
+            started = time.monotonic()
+            code, body, headers = set_key(cluster.nodes[primary].url, f"cold{writer}-{n}", n)
+            assert code == 204, body
+            acked.append(headers["X-Gitstore-Commit"])
+            slowest[0] = max(slowest[0], time.monotonic() - started)
+
+    os.killpg(group, signal.SIGSTOP)
+    try:
+        threads = [threading.Thread(target=write, args=(w,)) for w in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        os.killpg(group, signal.SIGCONT)
+    assert len(acked) == 72
+    # a call to the frozen replica times out after the call deadline: no write waited on one
+    assert slowest[0] < CALL_SHARE_OF_TTL * LEASE_TTL_SECONDS, f"a write took {slowest[0]:.1f}s"
+    final = cluster.etcd_heads()[ENV_REPO]
+    wait_until(lambda: head_of(cluster, frozen) == final, timeout=10, what="the thawed catch-up")
+    every_member_holds(cluster, acked[-1:])
 
 
 def stop_cleanly(cluster: Cluster, name: str, group: bool) -> str:
