@@ -70,15 +70,17 @@ class Writes:
 
 
 class LooseSampler(threading.Thread):
-    """The most loose objects a repository held, sampled every half second."""
+    """The most loose objects and packs a repository held, sampled every half second."""
 
     def __init__(self, repo: Path) -> None:
         super().__init__(daemon=True)
-        self.repo, self.most, self.stop = repo, 0, threading.Event()
+        self.repo, self.most, self.most_packs, self.stop = repo, 0, 0, threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(0.5):
-            self.most = max(self.most, maintenance.usage(self.repo).loose)
+            found = maintenance.usage(self.repo)
+            self.most = max(self.most, found.loose)
+            self.most_packs = max(self.most_packs, found.packs)
 
 
 def write_round(server: harness.Server, count: int, prefix: str) -> tuple[float, int]:
@@ -264,7 +266,11 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
                 rates[name].append(rate)
                 failures += failed
             done += count
-            print(f"  {done} writes each; loose in A at most {sampler.most}", flush=True)
+            print(
+                f"  {done} writes each; in A at most {sampler.most} loose objects, "
+                f"{sampler.most_packs} packs",
+                flush=True,
+            )
         time.sleep(4)
         deep, deep_b = depth_costs(a), depth_costs(b)
         head_rate, version_rate = version_ratio(a, 3 if smoke else 10)
@@ -287,7 +293,8 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
          f"aggressive {aggressive / 1e6:.1f} MB ({gc_seconds:.0f} s); "
          f"B (no maintenance) {size_b / 1e6:.1f} MB"),
         ("loose objects at any time", sampler.most / 10_000, "<= 1",
-         f"at most {sampler.most} loose objects in A (sampled every 0.5 s)"),
+         f"at most {sampler.most} loose objects and {sampler.most_packs} packs in A "
+         f"(sampled every 0.5 s)"),
         ("write rate with maintenance vs without", rate_a / rate_b, ">= 0.8",
          f"A {rate_a:.0f} writes/s, B {rate_b:.0f} writes/s (medians of "
          f"{len(rates['a'])} alternated rounds of {chunk}); {failures} failed requests"),

@@ -53,6 +53,7 @@ from pathlib import Path
 
 from gitstore import metrics
 from gitstore.backend import chainindex
+from gitstore.backend.handles import mark_repacked
 from gitstore.backend.repository import Repository
 from gitstore.errors import GitstoreError
 from gitstore.ops.health import repository_paths
@@ -61,6 +62,10 @@ from gitstore.ops.health import repository_paths
 LOOSE_AUTO = 6700
 #: Loose objects that make a pack due at once (see the module's docstring).
 PACK_AT = LOOSE_AUTO // 2
+#: git's `gc.autoPackLimit`: packs that make a pack (a roll-up of the small ones) due at once.
+PACK_LIMIT = 50
+#: Packs above which the hourly run rolls them up (git's `maintenance.incremental-repack.auto`).
+PACKS_HOURLY = 10
 #: git's `maintenance.loose-objects.auto`: loose objects packed by the hourly run.
 LOOSE_HOURLY = 100
 HOUR = 3600.0
@@ -73,6 +78,9 @@ FULL_DEPTH = 50
 REGROW = 8
 #: A full repack running longer is stopped (nothing is lost; the next idle moment retries).
 FULL_SECONDS = 30 * 60
+#: Temporary files in the pack folder this old, and open in no process, were left by a killed
+#: writer (`_clear_temporaries`).
+TEMPORARY_SECONDS = HOUR
 #: git's `gc.pruneExpire`: unreachable objects younger than this are kept.
 GRACE = "2.weeks.ago"
 LOCK = "gitstore-maintenance.lock"
@@ -164,7 +172,8 @@ def due(repo: Path, found: Usage, state: State, now: float) -> list[str]:
     """The tasks a run at `now` should do, in order."""
     hourly = now - state.last_run >= HOUR
     tasks = []
-    if found.loose >= PACK_AT or (hourly and found.loose >= LOOSE_HOURLY):
+    crowded = found.loose >= PACK_AT or found.packs >= PACK_LIMIT
+    if crowded or (hourly and (found.loose >= LOOSE_HOURLY or found.packs > PACKS_HOURLY)):
         tasks.append("pack")
     if now - state.last_cruft >= WEEK and (found.packs > 1 or found.loose):
         tasks.append("cruft")
@@ -232,6 +241,7 @@ def observe_store(root: Path) -> None:
 def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> None:
     now = time.time()
     _clear_stale_locks(repo)
+    _clear_temporaries(repo)
     for task in tasks:
         if task == "index":
             error = _index(repo, report.name)
@@ -239,6 +249,8 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
             error = _git(repo, *_COMMANDS[task], nice=True, seconds=FULL_SECONDS)
         else:
             error = _git(repo, *_COMMANDS[task])
+        if task in ("pack", "cruft"):
+            mark_repacked(repo)  # even a failed one may have deleted packs
         if error:
             report.errors.append(f"{task}: {error}")
             continue
@@ -330,12 +342,40 @@ def _clear_stale_locks(repo: Path) -> None:
             path.unlink(missing_ok=True)
 
 
+def _clear_temporaries(repo: Path) -> None:
+    """Remove what killed writers left in the pack folder (a write's pack, whose temporary
+    files or index never landed: `gitstore.backend.packfile`; git's own repack and
+    index-pack), once older than `TEMPORARY_SECONDS` and open in no process. Nothing there
+    was acknowledged: a write names its objects only once their pack and index landed."""
+    cutoff = time.time() - TEMPORARY_SECONDS
+    found = [
+        Path(entry.path)
+        for entry in _files(repo / "objects" / "pack")
+        if _temporary(entry) and entry.stat(follow_symlinks=False).st_mtime < cutoff
+    ]
+    if not found:
+        return
+    in_use = _open_files()
+    for path in found:
+        if str(path) not in in_use:
+            path.unlink(missing_ok=True)
+
+
+def _temporary(entry: os.DirEntry) -> bool:
+    name = entry.name
+    if name.startswith(("tmp_", ".tmp-")):
+        return True
+    return name.endswith(".pack") and not os.path.exists(entry.path[: -len(".pack")] + ".idx")
+
+
 def _open_files() -> set[str]:
     """Every file some process has open now (Linux `/proc`)."""
     found: set[str] = set()
     for fd_dir in Path("/proc").glob("[0-9]*/fd"):
         with contextlib.suppress(OSError):  # a process that ended, or one we may not see
-            found.update(os.readlink(fd) for fd in fd_dir.iterdir())
+            for fd in list(fd_dir.iterdir()):
+                with contextlib.suppress(OSError):  # closed meanwhile (the listing's own)
+                    found.add(os.readlink(fd))
     return found
 
 
@@ -398,6 +438,16 @@ def loose_estimate(repo: Path) -> int:
         return 0
 
 
+def pack_count(repo: Path) -> int:
+    """Packs of a repository: one `scandir` of its pack folder, which `PACK_LIMIT` keeps
+    short, so it can be asked every second."""
+    try:
+        with os.scandir(Path(repo) / "objects" / "pack") as entries:
+            return sum(1 for entry in entries if entry.name.endswith(".pack"))
+    except FileNotFoundError:
+        return 0
+
+
 def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:
     """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
     repository's index and pack those whose loose objects passed `PACK_AT`; every minute,
@@ -416,7 +466,7 @@ def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> 
                 extra = ("cruft", "commit-graph", "index") if settled else ()
                 _logged(maintain(path, name, extra=extra))
                 idle[name] = usage(path).objects
-            elif loose_estimate(path) >= PACK_AT:
+            elif loose_estimate(path) >= PACK_AT or pack_count(path) >= PACK_LIMIT:
                 _logged(maintain(path, name))
             _index(path, name)  # reads walk only what main gained since
         if full:
