@@ -20,8 +20,13 @@ the issue's targets (issue 38):
 - `gitstore maintenance --env 1` on A SIGKILLed at a random moment, `--kills` times: no object
   reachable before is missing, and `git fsck --strict` is clean.
 
+`--before DIR` serves B with the gitstore of another checkout (the code before a change): every
+round of writes lands as a pack, which B, without maintenance, keeps, so B's own rate falls as
+its packs pile up; B as served by a checkout that wrote loose objects is the reference without
+that cost.
+
 Usage:
-  .venv/bin/python bench/longevity.py [--writes 20000] [--kills 50] [--workdir DIR]
+  .venv/bin/python bench/longevity.py [--writes 20000] [--kills 50] [--workdir DIR] [--before DIR]
   .venv/bin/python bench/longevity.py --smoke        # 600 writes, 5 kills (about a minute)
 """
 
@@ -239,7 +244,7 @@ def kill_loop(root: Path, repo: Path, kills: int) -> tuple[int, str]:
     return missing, "clean" if fsck.returncode == 0 else fsck.stderr.strip()[-300:]
 
 
-def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
+def run(scratch: Path, writes: int, kills: int, smoke: bool, before: Path | None = None) -> bool:
     roots = {name: scratch / name for name in ("a", "b")}
     for root in roots.values():
         make_store.build(root, NODES, make_store.FACADE_COMMITS + 1, keys=100)
@@ -249,7 +254,7 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
     failures = 0
     with (
         harness.Server(roots["a"], workers=2) as a,
-        harness.Server(roots["b"], workers=2, extra=("--no-maintenance",)) as b,
+        harness.Server(roots["b"], workers=2, code=before, extra=("--no-maintenance",)) as b,
     ):
         servers = {"a": a, "b": b}
         for name, server in servers.items():  # the first 100 writes, then the costs at 100
@@ -278,7 +283,9 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
         size_after = disk_bytes(repo_a)
         rest = at_rest(repo_a, 600)
         sampler.stop.set()
-    size_a, size_b = disk_bytes(repo_a), disk_bytes(roots["b"] / "environments" / "1.git")
+    repo_b = roots["b"] / "environments" / "1.git"
+    size_a, size_b = disk_bytes(repo_a), disk_bytes(repo_b)
+    packs_b = maintenance.usage(repo_b).packs
     objects_a = disk_bytes(repo_a / "objects")
     cold_head, cold_version = cold_reads(roots["a"])
     aggressive, gc_seconds = aggressive_size(repo_a, scratch)
@@ -297,7 +304,9 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
          f"(sampled every 0.5 s)"),
         ("write rate with maintenance vs without", rate_a / rate_b, ">= 0.8",
          f"A {rate_a:.0f} writes/s, B {rate_b:.0f} writes/s (medians of "
-         f"{len(rates['a'])} alternated rounds of {chunk}); {failures} failed requests"),
+         f"{len(rates['a'])} alternated rounds of {chunk}); {failures} failed requests; "
+         f"B {'served by ' + str(before) + ', ' if before else ''}holds {packs_b} packs "
+         f"(without maintenance they pile up: each one slows its reads)"),
         ("explain of one key at depth vs at 100", deep["explain"] / shallow["explain"], "<= 2",
          f"{deep['explain']:.1f} ms at {depth} commits, {shallow['explain']:.1f} ms at ~100; "
          f"without an index (B) {deep_b['explain']:.1f} ms"),
@@ -324,11 +333,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = harness.options(__doc__)
     parser.add_argument("--writes", type=int, default=20_000, help="REST writes per store")
     parser.add_argument("--kills", type=int, default=50, help="maintenance runs SIGKILLed")
+    parser.add_argument(
+        "--before", type=Path, help="serve store B with the gitstore of this checkout instead"
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # servers stopped on the way out
     writes, kills = (600, 5) if args.smoke else (args.writes, args.kills)
     with harness.scratch("gitstore-longevity-", args.workdir) as scratch:
-        ok = run(scratch, max(writes, 200), kills, args.smoke)
+        ok = run(scratch, max(writes, 200), kills, args.smoke, args.before)
     sys.exit(0 if ok else 1)
 
 

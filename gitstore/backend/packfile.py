@@ -31,6 +31,9 @@ KINDS = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 #: Offsets a version 2 index stores in 31 bits; a larger pack needs its 64-bit table, which
 #: a pack of one write never does.
 MAX_PACK_BYTES = 0x7FFFFFFF
+#: zlib's fastest level, libgit2's for loose objects: the pack is written under the write lock,
+#: and the full repack (`git repack -f`) compresses everything again.
+COMPRESSION = 1
 #: Prefixes of the temporary files (git's own, which its tools ignore).
 TMP_PACK = "tmp_pack_"
 TMP_IDX = "tmp_idx_"
@@ -78,7 +81,7 @@ def _pack(objects: Iterable[tuple[int, bytes]]) -> tuple[bytes, list[tuple[bytes
         oid = object_id(kind, data)
         if oid in entries:
             continue  # an index names each object once
-        packed = _entry_header(kind, len(data)) + zlib.compress(data)
+        packed = _entry_header(kind, len(data)) + zlib.compress(data, COMPRESSION)
         entries[oid] = (oid, zlib.crc32(packed), 12 + len(body))
         body += packed
     pack = b"PACK" + struct.pack(">II", 2, len(entries)) + bytes(body)

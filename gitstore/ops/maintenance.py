@@ -1,18 +1,24 @@
-"""Git maintenance of a store's repositories: pack loose objects, keep a commit-graph.
+"""Git maintenance of a store's repositories: roll up packs and loose objects, keep a
+commit-graph.
 
-git packs nothing that libgit2 wrote (every REST commit leaves loose objects), so gitstore does
+Every round of REST writes lands as a small pack (`gitstore.backend.newobjects`), pushes and
+replicas may leave loose objects, and git rolls up nothing that gitstore wrote, so gitstore does
 it, with git's own thresholds and commands (the `git maintenance` incremental strategy):
 
-- `pack`: when a repository holds `PACK_AT` loose objects (half of git's `gc.auto`, 6,700: git
-  packs synchronously after its own commands, while this pack runs beside the writers that keep
-  adding loose objects, so it starts early enough to stay below git's mark), or `LOOSE_HOURLY`
-  (git's `maintenance.loose-objects.auto`) an hour after its last run, `git repack -d -l
-  --geometric=2 --window=0`: loose objects go into a new pack, and small packs are rolled up so
-  that each pack holds at least twice the objects of the next smaller one (a few packs, each
-  object rewritten a logarithmic number of times). No deltas are searched for (`--window=0`):
-  that search was most of the CPU maintenance took from the writers it runs beside; the
-  full repacks below (weekly, and once a repository is idle) find them. Nothing is deleted but
-  loose copies of packed objects and packs whose every object is in the new pack.
+- `pack`: when a repository holds `PACK_LIMIT` packs (git's `gc.autoPackLimit`: libgit2
+  searches every pack for an object, and scans them all again when one is missing) or
+  `PACK_AT` loose objects (half of git's `gc.auto`, 6,700: git packs synchronously after its
+  own commands, while this pack runs beside the writers that keep adding objects, so it starts
+  early enough to stay below git's mark), or, an hour after its last run, more than
+  `PACKS_HOURLY` packs or `LOOSE_HOURLY` loose objects (git's `maintenance.*.auto`), `git
+  repack -d -l --geometric=2 --window=0`: loose objects go into a new pack, and small packs
+  are rolled up so that each pack holds at least twice the objects of the next smaller one (a
+  few packs, each object rewritten a logarithmic number of times). The server's handles on the
+  repository are then opened again (`gitstore.backend.handles.mark_repacked`). No deltas are
+  searched for (`--window=0`): that search was most of the CPU maintenance took from the
+  writers it runs beside; the full repacks below (weekly, and once a repository is idle) find
+  them. Nothing is deleted but loose copies of packed objects and packs whose every object is
+  in the new pack.
 - `commit-graph`: hourly when main moved, `git commit-graph write --reachable
   --changed-paths --split`: generation numbers and changed-path Bloom filters for git itself
   (`git log -- path`, backups, fsck).
@@ -34,7 +40,8 @@ Writes never wait for it: git writes new packs under temporary names and renames
 removes an old file only once its objects are elsewhere; libgit2 readers in other processes
 re-scan the pack folder when an object is not where they last saw it. Two runs on one
 repository never overlap (a `flock` on `gitstore-maintenance.lock`, across processes).
-A run killed at any point leaves at worst a temporary file (`tmp_pack_*`), never a lost object.
+A run killed at any point leaves at worst a temporary file (`tmp_pack_*`), never a lost object;
+such files, and those of killed writers, are removed by a later run (`_clear_temporaries`).
 """
 
 from __future__ import annotations
@@ -450,7 +457,8 @@ def pack_count(repo: Path) -> int:
 
 def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:
     """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
-    repository's index and pack those whose loose objects passed `PACK_AT`; every minute,
+    repository's index and pack those whose packs reached `PACK_LIMIT` or whose loose objects
+    passed `PACK_AT`; every minute,
     every task due, a full repack (`cruft`, with deltas) of a repository left idle that
     `regrown` (no new objects for a minute: its writers are done, its loose files and the
     undeltified packs of busy times need not wait), and the metrics of every repository. It
