@@ -313,9 +313,9 @@ def test_an_idle_repository_is_at_rest_only_after_a_full_repack(fuel_store, env_
 
 
 def test_a_full_repack_stopped_by_its_time_limit_loses_nothing(fuel_store, env_repo):
-    _grow(fuel_store, 4)
+    _grow(fuel_store, 6)  # enough objects that the repack takes several times the limit
     reachable = _reachable(env_repo)
-    error = maintenance._git(env_repo, *maintenance._COMMANDS["cruft"], seconds=0.05)
+    error = maintenance._git(env_repo, *maintenance._COMMANDS["cruft"], seconds=0.02)
     assert error == "stopped after 0 s"
     assert not _git_children(os.getpid())  # git and its pack-objects are gone
     assert not _missing(env_repo, reachable)
