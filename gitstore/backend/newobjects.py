@@ -15,6 +15,7 @@ libgit2 reads objects (a revision walk, `Repository.walk`) must not run on it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,7 +36,9 @@ class NewObjects:
         odb = pygit2.Odb()
         # The repository's own stores as alternates, which libgit2 never writes to: a write
         # goes to the memory layer, or is skipped when the object exists already.
-        odb.add_disk_alternate(str(self._path / "objects"))
+        # Interned: pygit2 keeps a reference to the path string it is given (one string per
+        # repository, not one per round; see snapshot.py).
+        odb.add_disk_alternate(sys.intern(str(self._path / "objects")))
         odb.add_backend(self._memory, 1)
         #: The handle to build commits with (and to read them back before they are written).
         self.git = pygit2.Repository(str(self._path))

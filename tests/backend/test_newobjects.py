@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import tracemalloc
 from pathlib import Path
 
 import pygit2
@@ -101,3 +102,18 @@ def test_a_reader_in_another_process_finds_the_new_pack(repo):
     finally:
         reader.kill()
     assert out.strip() == "b: 2"
+
+
+def test_a_handle_per_round_does_not_grow_memory(repo):
+    objects = NewObjects(repo, durable=False)
+    _commit(objects.git, [])
+    objects.write()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(5_000):  # a round's handle each, on a path object made anew
+            assert len(NewObjects(Path(str(repo)), durable=False)) == 0
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 100_000, f"{grown} bytes kept by 5,000 handles"
