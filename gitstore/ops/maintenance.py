@@ -71,6 +71,9 @@ LOOSE_AUTO = 6700
 PACK_AT = LOOSE_AUTO // 2
 #: git's `gc.autoPackLimit`: packs that make a pack (a roll-up of the small ones) due at once.
 PACK_LIMIT = 50
+#: How often the server's maintenance counts each repository's packs and loose objects: a round
+#: of writes lands a pack, so under load packs pass `PACK_LIMIT` by the tens within a second.
+CROWDED_SECONDS = 0.25
 #: Packs above which the hourly run rolls them up (git's `maintenance.incremental-repack.auto`).
 PACKS_HOURLY = 10
 #: git's `maintenance.loose-objects.auto`: loose objects packed by the hourly run.
@@ -438,7 +441,7 @@ def _save_state(repo: Path, state: State) -> None:
 
 def loose_estimate(repo: Path) -> int:
     """Loose objects of a repository estimated from one of its 256 folders, as `git gc --auto`
-    does (`objects/17`): one `scandir`, so it can be asked every second."""
+    does (`objects/17`): one `scandir`, so it can be asked several times a second."""
     try:
         return 256 * sum(1 for _ in os.scandir(Path(repo) / "objects" / "17"))
     except FileNotFoundError:
@@ -447,7 +450,7 @@ def loose_estimate(repo: Path) -> int:
 
 def pack_count(repo: Path) -> int:
     """Packs of a repository: one `scandir` of its pack folder, which `PACK_LIMIT` keeps
-    short, so it can be asked every second."""
+    short, so it can be asked several times a second."""
     try:
         with os.scandir(Path(repo) / "objects" / "pack") as entries:
             return sum(1 for entry in entries if entry.name.endswith(".pack"))
@@ -456,17 +459,17 @@ def pack_count(repo: Path) -> int:
 
 
 def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:
-    """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
-    repository's index and pack those whose packs reached `PACK_LIMIT` or whose loose objects
-    passed `PACK_AT`; every minute,
-    every task due, a full repack (`cruft`, with deltas) of a repository left idle that
-    `regrown` (no new objects for a minute: its writers are done, its loose files and the
-    undeltified packs of busy times need not wait), and the metrics of every repository. It
-    ends when `parent` is gone."""
-    last_full = 0.0
+    """The server's background maintenance (`gitstore serve`): every `CROWDED_SECONDS`, pack
+    the repositories whose packs reached `PACK_LIMIT` or whose loose objects passed `PACK_AT`;
+    every `seconds`, extend each repository's index; every minute, every task due, a full
+    repack (`cruft`, with deltas) of a repository left idle that `regrown` (no new objects for
+    a minute: its writers are done, its loose files and the undeltified packs of busy times
+    need not wait), and the metrics of every repository. It ends when `parent` is gone."""
+    last_full = last_index = 0.0
     idle: dict[str, int] = {}  # objects of each repository at the last minute's pass
     while parent is None or _alive(parent):
-        full = time.monotonic() - last_full >= 60
+        now = time.monotonic()
+        full, index = now - last_full >= 60, now - last_index >= seconds
         for name, path in repository_paths(Path(root)):
             if full:
                 found = usage(path)
@@ -476,11 +479,13 @@ def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> 
                 idle[name] = usage(path).objects
             elif loose_estimate(path) >= PACK_AT or pack_count(path) >= PACK_LIMIT:
                 _logged(maintain(path, name))
-            _index(path, name)  # reads walk only what main gained since
+            if index:
+                _index(path, name)  # reads walk only what main gained since
+        last_index = now if index else last_index
         if full:
             observe_store(root)
             last_full = time.monotonic()
-        time.sleep(seconds)
+        time.sleep(CROWDED_SECONDS)
 
 
 def at_rest(repo: Path) -> bool:
