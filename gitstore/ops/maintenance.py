@@ -71,9 +71,11 @@ LOOSE_AUTO = 6700
 PACK_AT = LOOSE_AUTO // 2
 #: git's `gc.autoPackLimit`: packs that make a pack (a roll-up of the small ones) due at once.
 PACK_LIMIT = 50
-#: How often the server's maintenance counts each repository's packs and loose objects: a round
-#: of writes lands a pack, so under load packs pass `PACK_LIMIT` by the tens within a second.
+#: How often the server's maintenance counts each repository's packs and loose objects for
+#: `BUSY_SECONDS` after one was due: a round of writes lands a pack, so under load packs pass
+#: `PACK_LIMIT` by the tens within a second (idle, once a second is enough).
 CROWDED_SECONDS = 0.25
+BUSY_SECONDS = 10.0
 #: Packs above which the hourly run rolls them up (git's `maintenance.incremental-repack.auto`).
 PACKS_HOURLY = 10
 #: git's `maintenance.loose-objects.auto`: loose objects packed by the hourly run.
@@ -459,13 +461,14 @@ def pack_count(repo: Path) -> int:
 
 
 def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:
-    """The server's background maintenance (`gitstore serve`): every `CROWDED_SECONDS`, pack
-    the repositories whose packs reached `PACK_LIMIT` or whose loose objects passed `PACK_AT`;
-    every `seconds`, extend each repository's index; every minute, every task due, a full
-    repack (`cruft`, with deltas) of a repository left idle that `regrown` (no new objects for
-    a minute: its writers are done, its loose files and the undeltified packs of busy times
-    need not wait), and the metrics of every repository. It ends when `parent` is gone."""
-    last_full = last_index = 0.0
+    """The server's background maintenance (`gitstore serve`): every `seconds`, extend each
+    repository's index and pack those whose packs reached `PACK_LIMIT` or whose loose objects
+    passed `PACK_AT` (looked at every `CROWDED_SECONDS` while writes keep making a pack due);
+    every minute, every task due, a full repack (`cruft`, with deltas) of a repository left
+    idle that `regrown` (no new objects for a minute: its writers are done, its loose files and
+    the undeltified packs of busy times need not wait), and the metrics of every repository.
+    It ends when `parent` is gone."""
+    last_full = last_index = busy_until = 0.0
     idle: dict[str, int] = {}  # objects of each repository at the last minute's pass
     while parent is None or _alive(parent):
         now = time.monotonic()
@@ -479,13 +482,14 @@ def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> 
                 idle[name] = usage(path).objects
             elif loose_estimate(path) >= PACK_AT or pack_count(path) >= PACK_LIMIT:
                 _logged(maintain(path, name))
+                busy_until = time.monotonic() + BUSY_SECONDS
             if index:
                 _index(path, name)  # reads walk only what main gained since
         last_index = now if index else last_index
         if full:
             observe_store(root)
             last_full = time.monotonic()
-        time.sleep(CROWDED_SECONDS)
+        time.sleep(CROWDED_SECONDS if time.monotonic() < busy_until else seconds)
 
 
 def at_rest(repo: Path) -> bool:
