@@ -431,7 +431,7 @@ def _client(job) -> tuple[list[float], int, list[int]]:
         for key, _ in selector.select(timeout=10):
             sock = key.fileobj
             started, buffer, number = state[sock]
-            data = sock.recv(1 << 20)
+            data = _receive(sock)
             if not data:  # the server closed the connection: count it, stop using it
                 errors += 1
                 selector.unregister(sock)
@@ -456,6 +456,15 @@ def _client(job) -> tuple[list[float], int, list[int]]:
     for sock in socks:
         sock.close()
     return latencies, errors, answered
+
+
+def _receive(sock: socket.socket) -> bytes:
+    """What arrived on `sock`; b"" once closed, or reset (a worker restarting after gunicorn's
+    `max_requests` resets its keep-alive connections)."""
+    try:
+        return sock.recv(1 << 20)
+    except ConnectionResetError:
+        return b""
 
 
 def _complete(buffer: bytes) -> int | None:

@@ -21,13 +21,18 @@ the issue's targets (issue 38):
   reachable before is missing, and `git fsck --strict` is clean.
 
 With `--first-reads N` only the first reads are measured, quicker: a store of N commits made
-by key writes through the Store (each leaves its loose objects, as a REST write does), then one
+by key writes through the Store (each lands as a pack, as a REST write does), then one
 maintenance run (packs, main's index), then first reads in fresh processes, alternated `--rounds`
 times between the checkouts named by `--code` (default: this one), so a change is compared with
 the code before it in the same run.
 
+`--before DIR` serves B with the gitstore of another checkout (the code before a change): every
+round of writes lands as a pack, which B, without maintenance, keeps, so B's own rate falls as
+its packs pile up; B as served by a checkout that wrote loose objects is the reference without
+that cost.
+
 Usage:
-  .venv/bin/python bench/longevity.py [--writes 20000] [--kills 50] [--workdir DIR]
+  .venv/bin/python bench/longevity.py [--writes 20000] [--kills 50] [--workdir DIR] [--before DIR]
   .venv/bin/python bench/longevity.py --smoke        # 600 writes, 5 kills (about a minute)
   .venv/bin/python bench/longevity.py --first-reads 10000 --code /work/main --code .
   .venv/bin/python bench/longevity.py --first-reads 0 --root STORE --code ...  # a store kept
@@ -79,15 +84,17 @@ class Writes:
 
 
 class LooseSampler(threading.Thread):
-    """The most loose objects a repository held, sampled every half second."""
+    """The most loose objects and packs a repository held, sampled every half second."""
 
     def __init__(self, repo: Path) -> None:
         super().__init__(daemon=True)
-        self.repo, self.most, self.stop = repo, 0, threading.Event()
+        self.repo, self.most, self.most_packs, self.stop = repo, 0, 0, threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(0.5):
-            self.most = max(self.most, maintenance.usage(self.repo).loose)
+            found = maintenance.usage(self.repo)
+            self.most = max(self.most, found.loose)
+            self.most_packs = max(self.most_packs, found.packs)
 
 
 def write_round(server: harness.Server, count: int, prefix: str) -> tuple[float, int]:
@@ -321,7 +328,7 @@ def kill_loop(root: Path, repo: Path, kills: int) -> tuple[int, str]:
     return missing, "clean" if fsck.returncode == 0 else fsck.stderr.strip()[-300:]
 
 
-def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
+def run(scratch: Path, writes: int, kills: int, smoke: bool, before: Path | None = None) -> bool:
     roots = {name: scratch / name for name in ("a", "b")}
     for root in roots.values():
         make_store.build(root, NODES, make_store.FACADE_COMMITS + 1, keys=100)
@@ -331,7 +338,7 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
     failures = 0
     with (
         harness.Server(roots["a"], workers=2) as a,
-        harness.Server(roots["b"], workers=2, extra=("--no-maintenance",)) as b,
+        harness.Server(roots["b"], workers=2, code=before, extra=("--no-maintenance",)) as b,
     ):
         servers = {"a": a, "b": b}
         for name, server in servers.items():  # the first 100 writes, then the costs at 100
@@ -348,7 +355,11 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
                 rates[name].append(rate)
                 failures += failed
             done += count
-            print(f"  {done} writes each; loose in A at most {sampler.most}", flush=True)
+            print(
+                f"  {done} writes each; in A at most {sampler.most} loose objects, "
+                f"{sampler.most_packs} packs",
+                flush=True,
+            )
         time.sleep(4)
         deep, deep_b = depth_costs(a), depth_costs(b)
         head_rate, version_rate = version_ratio(a, 3 if smoke else 10)
@@ -356,7 +367,9 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
         size_after = disk_bytes(repo_a)
         rest = at_rest(repo_a, 600)
         sampler.stop.set()
-    size_a, size_b = disk_bytes(repo_a), disk_bytes(roots["b"] / "environments" / "1.git")
+    repo_b = roots["b"] / "environments" / "1.git"
+    size_a, size_b = disk_bytes(repo_a), disk_bytes(repo_b)
+    packs_b = maintenance.usage(repo_b).packs
     objects_a = disk_bytes(repo_a / "objects")
     cold = cold_reads(roots["a"])
     cold_head, cold_version = cold["head"], cold["version"]
@@ -372,10 +385,13 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool) -> bool:
          f"aggressive {aggressive / 1e6:.1f} MB ({gc_seconds:.0f} s); "
          f"B (no maintenance) {size_b / 1e6:.1f} MB"),
         ("loose objects at any time", sampler.most / 10_000, "<= 1",
-         f"at most {sampler.most} loose objects in A (sampled every 0.5 s)"),
+         f"at most {sampler.most} loose objects and {sampler.most_packs} packs in A "
+         f"(sampled every 0.5 s)"),
         ("write rate with maintenance vs without", rate_a / rate_b, ">= 0.8",
          f"A {rate_a:.0f} writes/s, B {rate_b:.0f} writes/s (medians of "
-         f"{len(rates['a'])} alternated rounds of {chunk}); {failures} failed requests"),
+         f"{len(rates['a'])} alternated rounds of {chunk}); {failures} failed requests; "
+         f"B {'served by ' + str(before) + ', ' if before else ''}holds {packs_b} packs "
+         f"(without maintenance they pile up: each one slows its reads)"),
         ("explain of one key at depth vs at 100", deep["explain"] / shallow["explain"], "<= 2",
          f"{deep['explain']:.1f} ms at {depth} commits, {shallow['explain']:.1f} ms at ~100; "
          f"without an index (B) {deep_b['explain']:.1f} ms"),
@@ -410,6 +426,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--rounds", type=int, default=3, help="processes per checkout")
     parser.add_argument("--root", type=Path, help="--first-reads on this store, kept as it is")
+    parser.add_argument(
+        "--before", type=Path, help="serve store B with the gitstore of this checkout instead"
+    )
     args = parser.parse_args(argv)
     if args.first_reads is not None:
         codes = args.code or [Path(__file__).resolve().parents[1]]
@@ -419,7 +438,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # servers stopped on the way out
     writes, kills = (600, 5) if args.smoke else (args.writes, args.kills)
     with harness.scratch("gitstore-longevity-", args.workdir) as scratch:
-        ok = run(scratch, max(writes, 200), kills, args.smoke)
+        ok = run(scratch, max(writes, 200), kills, args.smoke, args.before)
     sys.exit(0 if ok else 1)
 
 

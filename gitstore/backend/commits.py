@@ -53,8 +53,9 @@ from gitstore import metrics
 from gitstore.backend import refs
 from gitstore.backend.cache import Caches
 from gitstore.backend.changes import ChangeSet
+from gitstore.backend.newobjects import NewObjects
 from gitstore.backend.snapshot import Snapshot, commit_of
-from gitstore.backend.trees import build_tree, store_blobs
+from gitstore.backend.trees import build_tree
 from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import Conflict, NotFound
 from gitstore.files import exclusive_lock
@@ -96,7 +97,14 @@ class Branch(Protocol):
     def git(self) -> pygit2.Repository: ...
     def head(self) -> str | None: ...
     def depth(self, commit_id: str) -> int: ...
-    def snapshot_of(self, commit: pygit2.Commit) -> Snapshot: ...
+    def snapshot_of(
+        self,
+        commit: pygit2.Commit,
+        numbered: bool = True,
+        *,
+        git: pygit2.Repository | None = None,
+        depth: int | None = None,
+    ) -> Snapshot: ...
 
 
 class Replication(Protocol):
@@ -240,11 +248,13 @@ class CommitQueue:
     def first(self, head: str | None, changes: ChangeSet, author: Author) -> WriteResult | None:
         """Commit `changes` on `head` at once, outside any round: a repository's first commit,
         or the commit a clone adds (nothing else writes to a repository being created)."""
-        built = self.build(head, changes, author)
+        objects = self._new_objects()
+        built = self.build(objects.git, head, changes, author)
         if built is None:
             assert head is not None  # `build` finds no change only on an existing head
             return WriteResult(head, self._repo.depth(head), changed=False)
         commit_id, message = built
+        objects.write()
         if not self.accepts(head, commit_id):
             return None
         if not refs.compare_and_swap(
@@ -262,14 +272,18 @@ class CommitQueue:
         if head is None:
             raise NotFound(f"repository {repo.name} has no commits")
         changes = operation(repo.snapshot_of(commit_of(repo.git, head)))
-        built = self.build(head, changes, author)
+        objects = self._new_objects()
+        built = self.build(objects.git, head, changes, author)
         if built is None:
             return WriteResult(head, repo.depth(head), changed=False)
+        objects.write()  # readable by its id from any process
         return WriteResult(built[0], repo.depth(built[0]), changed=True)
 
-    def build(self, head: str | None, changes: ChangeSet, author: Author) -> tuple[str, str] | None:
-        """(commit id, message) of `changes` made on `head`, nothing moved; None: no change."""
-        git = self._repo.git
+    def build(
+        self, git: pygit2.Repository, head: str | None, changes: ChangeSet, author: Author
+    ) -> tuple[str, str] | None:
+        """(commit id, message) of `changes` made on `head` with the handle `git` (a
+        `NewObjects`'), nothing moved; None: no change."""
         base_tree = commit_of(git, head).tree if head else None
         tree_id = build_tree(git, base_tree, changes.entries)
         if base_tree is not None and tree_id == base_tree.id:
@@ -290,9 +304,7 @@ class CommitQueue:
         commit = commit_of(repo.git, head)
         depth = repo.depth(head)
         snapshot = Snapshot(repo.git, commit, repo.name, depth, caches=repo.caches, tracked=True)
-        changes = operation(snapshot)
-        changes.entries = store_blobs(repo.git, changes.entries)
-        return _Guess(head, snapshot, changes)
+        return _Guess(head, snapshot, operation(snapshot))
 
     # -- group commit: the writers queued in this process, one ref update (and guard) ------
     def _in_round(self, ticket: _Ticket) -> WriteResult | None:
@@ -324,7 +336,9 @@ class CommitQueue:
         head = self._repo.head()
         links: list[_Link] = []
         try:
-            tip = self._build_round(head, batch, links)
+            objects = self._new_objects()
+            tip = self._build_round(objects.git, head, batch, links)
+            objects.write()  # one pack, on disk before main names it (or a peer is asked)
             # (a tip other than main's is a commit of this round, never None)
             if tip != head and tip is not None and not self._accept_chain(head, tip):
                 for link in links:  # main moved: each re-applies its operation on the new head
@@ -341,16 +355,19 @@ class CommitQueue:
                 ticket.done = True
 
     def _build_round(
-        self, head: str | None, batch: list[_Ticket], links: list[_Link]
+        self, git: pygit2.Repository, head: str | None, batch: list[_Ticket], links: list[_Link]
     ) -> str | None:
-        """Build each ticket's commit on the one before (main first); the chain's tip. Whose
-        operation refused on main itself is refused now; every other outcome (a commit, no
-        change, a refusal on top of commits of this round) rests on the round (`links`)."""
-        tip = head
+        """Build each ticket's commit on the one before (main first) with `git` (the round's
+        `NewObjects`); the chain's tip. Whose operation refused on main itself is refused now;
+        every other outcome (a commit, no change, a refusal on top of commits of this round)
+        rests on the round (`links`)."""
+        tip, depth = head, None  # depth: the tip's, once it is a commit of this round
         for ticket in batch:
             try:
-                changes = self._changes_on(tip, ticket)
-                made = self.build(tip, changes, ticket.author)
+                changes = self._changes_on(git, tip, depth, ticket)
+                made = self.build(git, tip, changes, ticket.author)
+                if made is not None:
+                    depth = (depth or (self._repo.depth(tip) if tip else 0)) + 1
             except Exception as exc:
                 ticket.error = exc
                 if tip != head:
@@ -370,8 +387,12 @@ class CommitQueue:
         metrics.commit_made(self._repo.name, link.commit, link.message, link.changes.entries)
         return WriteResult(link.commit, depth, changed=True)
 
-    def _changes_on(self, tip: str | None, ticket: _Ticket) -> ChangeSet:
-        guess, git = ticket.guess, self._repo.git
+    def _changes_on(
+        self, git: pygit2.Repository, tip: str | None, depth: int | None, ticket: _Ticket
+    ) -> ChangeSet:
+        """The ticket's changes on `tip` (of `depth` when a commit of this round, which only
+        `git` can read): its guess if that still holds there, else its operation run again."""
+        guess = ticket.guess
         if guess is not None and tip is not None:
             held = guess.holds_at(tip, commit_of(git, tip).tree)
             self._guesses.record(held)
@@ -379,18 +400,22 @@ class CommitQueue:
                 return guess.changes
         if tip is None:  # a repository without commits: its first commit needs no snapshot
             return ticket.operation(None)  # type: ignore[arg-type]
-        return ticket.operation(self._repo.snapshot_of(commit_of(git, tip)))
+        return ticket.operation(self._repo.snapshot_of(commit_of(git, tip), git=git, depth=depth))
 
     def _accept_chain(self, head: str | None, tip: str) -> bool:
         if not self.accepts(head, tip):
             return False
         return refs.compare_and_swap(self._repo.path, MAIN, head, tip, durable=self._durable())
 
+    def _new_objects(self) -> NewObjects:
+        """Where a write's objects go until it lands them as one pack (`newobjects.py`)."""
+        return NewObjects(self._repo.path, durable=self._durable())
+
     def _durable(self) -> bool:
         """Whether writes must survive a power loss (git's `core.fsyncObjectFiles`).
 
-        libgit2 obeys that setting for the objects it writes; the ref is then flushed after
-        them. Without it, as in plain git, a process crash loses nothing but a power cut may.
+        The pack of a write's objects is then flushed (`packfile.write_pack`), and the ref
+        after it. Without it, as in plain git, a process crash loses nothing but a power cut may.
         """
         try:
             return self._repo.git.config.get_bool("core.fsyncObjectFiles")

@@ -29,11 +29,11 @@ from gitstore.backend.commits import (
     WriteResult,
 )
 from gitstore.backend.damage import damaged, first_unreadable, recorded
+from gitstore.backend.handles import Handles
 from gitstore.backend.revisions import FileChange, TagInfo
 from gitstore.backend.snapshot import CommitInfo, Snapshot, commit_info, commit_of
 from gitstore.deadlines import UNBOUNDED, Deadline
 from gitstore.errors import Conflict, Damaged, NotFound, Unavailable, UnknownRevision
-from gitstore.files import os_thread_local
 from gitstore.names import is_commit_id, is_number
 
 #: Names other modules import from here; they live in `commits.py`.
@@ -75,7 +75,7 @@ class Repository:
         self.name = name
         self.caches = caches if caches is not None else Caches()
         self._depths, self._chains = self.caches.depths, self.caches.chains
-        self._local = os_thread_local()  # one pygit2 handle per OS thread (see there)
+        self._handles = Handles(self.path)  # one pygit2 handle per OS thread (see there)
         # Called before every `update`; it raises to refuse the write (the facade refuses
         # writes to a repository in mirror mode, whose source of truth is elsewhere).
         self._write_guard = write_guard
@@ -115,14 +115,10 @@ class Repository:
     @property
     def git(self) -> pygit2.Repository:
         """This thread's pygit2 handle (handles are not shared between threads)."""
-        handle = getattr(self._local, "repo", None)
-        if handle is None:
-            try:
-                handle = pygit2.Repository(str(self.path))
-            except pygit2.GitError as exc:
-                raise self._damaged(f"git cannot open it ({exc})") from exc
-            self._local.repo = handle
-        return handle
+        try:
+            return self._handles.get()
+        except pygit2.GitError as exc:
+            raise self._damaged(f"git cannot open it ({exc})") from exc
 
     # -- reading ---------------------------------------------------------------------------
     def head(self) -> str | None:
@@ -191,10 +187,20 @@ class Repository:
         `snapshot()` makes, without reading the ref a second time."""
         return self.snapshot_of(self._head_commit(head))
 
-    def snapshot_of(self, commit: pygit2.Commit, numbered: bool = True) -> Snapshot:
+    def snapshot_of(
+        self,
+        commit: pygit2.Commit,
+        numbered: bool = True,
+        *,
+        git: pygit2.Repository | None = None,
+        depth: int | None = None,
+    ) -> Snapshot:
+        """The tree of `commit`, read through `git` (default this thread's handle; a commit
+        not written yet is read through the `NewObjects` handle that made it, its `depth`
+        given: only what is on disk can be walked)."""
         try:
-            number = self.depth(str(commit.id)) if numbered else None
-            return Snapshot(self.git, commit, self.name, number, caches=self.caches)
+            number = (depth or self.depth(str(commit.id))) if numbered else None
+            return Snapshot(git or self.git, commit, self.name, number, caches=self.caches)
         except (KeyError, pygit2.GitError) as exc:
             raise self._damaged(
                 f"commit {str(commit.id)[:12]} or its history is incomplete ({exc})"

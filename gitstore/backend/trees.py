@@ -24,18 +24,6 @@ def build_tree(
     return oid if oid is not None else repo.TreeBuilder().write()
 
 
-def store_blobs(repo: pygit2.Repository, entries: dict[str, _Change]) -> dict[str, _Change]:
-    """`entries` with file contents written as blobs already (grafts of them), order kept.
-
-    A blob is named by its content, so it can be written before the tree it goes into is
-    known: a writer does this before it takes the write lock (`CommitQueue._speculate`).
-    """
-    return {
-        path: Graft(str(repo.create_blob(change)), False) if isinstance(change, bytes) else change
-        for path, change in entries.items()
-    }
-
-
 def _build(
     repo: pygit2.Repository, tree: pygit2.Tree | None, entries: dict[str, _Change]
 ) -> pygit2.Oid | None:

@@ -1,18 +1,24 @@
-"""Git maintenance of a store's repositories: pack loose objects, keep a commit-graph.
+"""Git maintenance of a store's repositories: roll up packs and loose objects, keep a
+commit-graph.
 
-git packs nothing that libgit2 wrote (every REST commit leaves loose objects), so gitstore does
+Every round of REST writes lands as a small pack (`gitstore.backend.newobjects`), pushes and
+replicas may leave loose objects, and git rolls up nothing that gitstore wrote, so gitstore does
 it, with git's own thresholds and commands (the `git maintenance` incremental strategy):
 
-- `pack`: when a repository holds `PACK_AT` loose objects (half of git's `gc.auto`, 6,700: git
-  packs synchronously after its own commands, while this pack runs beside the writers that keep
-  adding loose objects, so it starts early enough to stay below git's mark), or `LOOSE_HOURLY`
-  (git's `maintenance.loose-objects.auto`) an hour after its last run, `git repack -d -l
-  --geometric=2 --window=0`: loose objects go into a new pack, and small packs are rolled up so
-  that each pack holds at least twice the objects of the next smaller one (a few packs, each
-  object rewritten a logarithmic number of times). No deltas are searched for (`--window=0`):
-  that search was most of the CPU maintenance took from the writers it runs beside; the
-  full repacks below (weekly, and once a repository is idle) find them. Nothing is deleted but
-  loose copies of packed objects and packs whose every object is in the new pack.
+- `pack`: when a repository holds `PACK_LIMIT` packs (git's `gc.autoPackLimit`: libgit2
+  searches every pack for an object, and scans them all again when one is missing) or
+  `PACK_AT` loose objects (half of git's `gc.auto`, 6,700: git packs synchronously after its
+  own commands, while this pack runs beside the writers that keep adding objects, so it starts
+  early enough to stay below git's mark), or, an hour after its last run, more than
+  `PACKS_HOURLY` packs or `LOOSE_HOURLY` loose objects (git's `maintenance.*.auto`), `git
+  repack -d -l --geometric=2 --window=0`: loose objects go into a new pack, and small packs
+  are rolled up so that each pack holds at least twice the objects of the next smaller one (a
+  few packs, each object rewritten a logarithmic number of times). The server's handles on the
+  repository are then opened again (`gitstore.backend.handles.mark_repacked`). No deltas are
+  searched for (`--window=0`): that search was most of the CPU maintenance took from the
+  writers it runs beside; the full repacks below (weekly, and once a repository is idle) find
+  them. Nothing is deleted but loose copies of packed objects and packs whose every object is
+  in the new pack.
 - `commit-graph`: hourly when main moved, `git commit-graph write --reachable
   --changed-paths --split`: generation numbers and changed-path Bloom filters for git itself
   (`git log -- path`, backups, fsck).
@@ -35,7 +41,8 @@ Writes never wait for it: git writes new packs under temporary names and renames
 removes an old file only once its objects are elsewhere; libgit2 readers in other processes
 re-scan the pack folder when an object is not where they last saw it. Two runs on one
 repository never overlap (a `flock` on `gitstore-maintenance.lock`, across processes).
-A run killed at any point leaves at worst a temporary file (`tmp_pack_*`), never a lost object.
+A run killed at any point leaves at worst a temporary file (`tmp_pack_*`), never a lost object;
+such files, and those of killed writers, are removed by a later run (`_clear_temporaries`).
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from pathlib import Path
 
 from gitstore import metrics
 from gitstore.backend import chainindex
+from gitstore.backend.handles import mark_repacked
 from gitstore.backend.repository import Repository
 from gitstore.errors import GitstoreError
 from gitstore.ops.health import repository_paths
@@ -64,6 +72,15 @@ from gitstore.ops.health import repository_paths
 LOOSE_AUTO = 6700
 #: Loose objects that make a pack due at once (see the module's docstring).
 PACK_AT = LOOSE_AUTO // 2
+#: git's `gc.autoPackLimit`: packs that make a pack (a roll-up of the small ones) due at once.
+PACK_LIMIT = 50
+#: How often the server's maintenance counts each repository's packs and loose objects for
+#: `BUSY_SECONDS` after one was due: a round of writes lands a pack, so under load packs pass
+#: `PACK_LIMIT` by the tens within a second (idle, once a second is enough).
+CROWDED_SECONDS = 0.25
+BUSY_SECONDS = 10.0
+#: Packs above which the hourly run rolls them up (git's `maintenance.incremental-repack.auto`).
+PACKS_HOURLY = 10
 #: git's `maintenance.loose-objects.auto`: loose objects packed by the hourly run.
 LOOSE_HOURLY = 100
 HOUR = 3600.0
@@ -76,6 +93,9 @@ FULL_DEPTH = 50
 REGROW = 8
 #: A full repack running longer is stopped (nothing is lost; the next idle moment retries).
 FULL_SECONDS = 30 * 60
+#: Temporary files in the pack folder this old, and open in no process, were left by a killed
+#: writer (`_clear_temporaries`).
+TEMPORARY_SECONDS = HOUR
 #: git's `gc.pruneExpire`: unreachable objects younger than this are kept.
 GRACE = "2.weeks.ago"
 LOCK = "gitstore-maintenance.lock"
@@ -168,7 +188,8 @@ def due(repo: Path, found: Usage, state: State, now: float) -> list[str]:
     """The tasks a run at `now` should do, in order."""
     hourly = now - state.last_run >= HOUR
     tasks = []
-    if found.loose >= PACK_AT or (hourly and found.loose >= LOOSE_HOURLY):
+    crowded = found.loose >= PACK_AT or found.packs >= PACK_LIMIT
+    if crowded or (hourly and (found.loose >= LOOSE_HOURLY or found.packs > PACKS_HOURLY)):
         tasks.append("pack")
     if now - state.last_cruft >= WEEK and (found.packs > 1 or found.loose):
         tasks.append("cruft")
@@ -236,6 +257,7 @@ def observe_store(root: Path) -> None:
 def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> None:
     now = time.time()
     _clear_stale_locks(repo)
+    _clear_temporaries(repo)
     for task in tasks:
         if task == "index":
             error = _index(repo, report.name)
@@ -245,6 +267,8 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
             )
         else:
             error = _git(repo, *_COMMANDS[task])
+        if task in ("pack", "cruft"):
+            mark_repacked(repo)  # even a failed or stopped one may have deleted packs
         if error == YIELDED:
             report.deferred.append(task)
             continue
@@ -292,11 +316,11 @@ YIELD_POLL = 0.5
 
 
 def _writes_resumed(repo: Path) -> Callable[[], bool]:
-    """Whether a repository's writers left a pack's worth of loose objects: a full repack
-    holds the repository's maintenance lock for minutes on a long history, and the packs of
-    loose objects must not wait that long (the loose objects would pile up past git's mark).
-    Stopped, it loses nothing and is due again at the next idle minute."""
-    return lambda: loose_estimate(repo) >= PACK_AT
+    """Whether a repository's writers made a pack due (`PACK_LIMIT` packs, or `PACK_AT`
+    loose objects): a full repack holds the repository's maintenance lock for minutes on a
+    long history, and the roll-up of packs must not wait that long (every read searches each
+    pack). Stopped, it loses nothing and is due again at the next idle minute."""
+    return lambda: loose_estimate(repo) >= PACK_AT or pack_count(repo) >= PACK_LIMIT
 
 
 def _git(
@@ -375,12 +399,40 @@ def _clear_stale_locks(repo: Path) -> None:
             path.unlink(missing_ok=True)
 
 
+def _clear_temporaries(repo: Path) -> None:
+    """Remove what killed writers left in the pack folder (a write's pack, whose temporary
+    files or index never landed: `gitstore.backend.packfile`; git's own repack and
+    index-pack), once older than `TEMPORARY_SECONDS` and open in no process. Nothing there
+    was acknowledged: a write names its objects only once their pack and index landed."""
+    cutoff = time.time() - TEMPORARY_SECONDS
+    found = [
+        Path(entry.path)
+        for entry in _files(repo / "objects" / "pack")
+        if _temporary(entry) and entry.stat(follow_symlinks=False).st_mtime < cutoff
+    ]
+    if not found:
+        return
+    in_use = _open_files()
+    for path in found:
+        if str(path) not in in_use:
+            path.unlink(missing_ok=True)
+
+
+def _temporary(entry: os.DirEntry) -> bool:
+    name = entry.name
+    if name.startswith(("tmp_", ".tmp-")):
+        return True
+    return name.endswith(".pack") and not os.path.exists(entry.path[: -len(".pack")] + ".idx")
+
+
 def _open_files() -> set[str]:
     """Every file some process has open now (Linux `/proc`)."""
     found: set[str] = set()
     for fd_dir in Path("/proc").glob("[0-9]*/fd"):
         with contextlib.suppress(OSError):  # a process that ended, or one we may not see
-            found.update(os.readlink(fd) for fd in fd_dir.iterdir())
+            for fd in list(fd_dir.iterdir()):
+                with contextlib.suppress(OSError):  # closed meanwhile (the listing's own)
+                    found.add(os.readlink(fd))
     return found
 
 
@@ -436,21 +488,33 @@ def _save_state(repo: Path, state: State) -> None:
 
 def loose_estimate(repo: Path) -> int:
     """Loose objects of a repository estimated from one of its 256 folders, as `git gc --auto`
-    does (`objects/17`): one `scandir`, so it can be asked every second."""
+    does (`objects/17`): one `scandir`, so it can be asked several times a second."""
     try:
         return 256 * sum(1 for _ in os.scandir(Path(repo) / "objects" / "17"))
     except FileNotFoundError:
         return 0
 
 
+def pack_count(repo: Path) -> int:
+    """Packs of a repository: one `scandir` of its pack folder, which `PACK_LIMIT` keeps
+    short, so it can be asked several times a second."""
+    try:
+        with os.scandir(Path(repo) / "objects" / "pack") as entries:
+            return sum(1 for entry in entries if entry.name.endswith(".pack"))
+    except FileNotFoundError:
+        return 0
+
+
 def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:
     """The server's background maintenance (`gitstore serve`): every `seconds`, pack the
-    repositories whose loose objects passed `PACK_AT`; every minute, every task due, a full
-    repack (`cruft`, with deltas) of a repository left idle that `regrown` (no new objects for
-    a minute: its writers are done, its loose files and the undeltified packs of busy times
-    need not wait), and the metrics of every repository. Meanwhile a thread of its own
-    extends each repository's index every `seconds`: reads walk only what main gained since,
-    and a full repack of a long history takes minutes. It ends when `parent` is gone."""
+    repositories whose packs reached `PACK_LIMIT` or whose loose objects passed `PACK_AT`
+    (looked at every `CROWDED_SECONDS` while writes keep making a pack due); every minute,
+    every task due, a full repack (`cruft`, with deltas) of a repository left idle that
+    `regrown` (no new objects for a minute: its writers are done, its loose files and the
+    undeltified packs of busy times need not wait), and the metrics of every repository.
+    Meanwhile a thread of its own extends each repository's index every `seconds`: reads walk
+    only what main gained since, and a full repack of a long history takes minutes. It ends
+    when `parent` is gone."""
 
     def alive() -> bool:
         return parent is None or _alive(parent)
@@ -459,7 +523,7 @@ def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> 
         target=_keep_indexes, args=(root, seconds, alive), name="indexes", daemon=True
     )
     indexes.start()
-    last_full = 0.0
+    last_full = busy_until = 0.0
     idle: dict[str, int] = {}  # objects of each repository at the last minute's pass
     while alive():
         full = time.monotonic() - last_full >= 60
@@ -470,12 +534,13 @@ def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> 
                 extra = ("cruft", "commit-graph", "index") if settled else ()
                 _logged(maintain(path, name, extra=extra))
                 idle[name] = usage(path).objects
-            elif loose_estimate(path) >= PACK_AT:
+            elif loose_estimate(path) >= PACK_AT or pack_count(path) >= PACK_LIMIT:
                 _logged(maintain(path, name))
+                busy_until = time.monotonic() + BUSY_SECONDS
         if full:
             observe_store(root)
             last_full = time.monotonic()
-        time.sleep(seconds)
+        time.sleep(CROWDED_SECONDS if time.monotonic() < busy_until else seconds)
     indexes.join()
 
 

@@ -18,7 +18,9 @@ from gitstore.backend import commits, refs
 #: Where the crash writer pauses: what a kill there leaves behind.
 CRASH_POINTS = {
     "operation": "the flock held, no object written yet",
-    "objects": "blob, trees and commit written, the ref lock not taken",
+    "pack-files": "the pack and its index written under temporary names, not renamed",
+    "pack": "the pack renamed into place, its index not yet (a pack no reader uses)",
+    "objects": "blob, trees and commit landed as a pack, the ref lock not taken",
     "ref-lock": "main.lock created and holding the new id, not yet renamed over main",
     "ref-moved": "main moved, the write lock still held, the caller not yet answered",
 }
@@ -61,15 +63,17 @@ def _pause_at(point: str, marker: Path) -> None:
         return moved
 
     def rename(source, target, *args, **kwargs):
-        if str(source).endswith("main.lock"):
+        if Path(source).name.startswith(paused_at):
             pause()
         return real_rename(source, target, *args, **kwargs)
+
+    paused_at = {"ref-lock": "main.lock", "pack-files": "tmp_pack_", "pack": "tmp_idx_"}.get(point)
 
     if point == "operation":
         commits.build_tree = build_tree
     elif point in ("objects", "ref-moved"):
         refs.compare_and_swap = compare_and_swap
-    elif point == "ref-lock":
+    elif paused_at is not None:
         os.rename = rename
     else:
         raise ValueError(f"unknown crash point {point!r}")

@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 import requests
+from loose_objects import loose_object
 
 from gitstore import Store
 from gitstore.errors import Damaged
@@ -31,6 +32,8 @@ def damaged(tmp_path_factory):
             {"id": env_id, "components": ["fuel"], "hierarchy_levels": ["nodes"]}
         )
         store.config.put(env_id, [], "astute", "values", {"port": env_id})
+    blob = _blob(store.environment_path(4), "global/values/astute.yaml")
+    loose_object(store.environment_path(4), blob)  # the corrupt-blob case overwrites its file
     server = start_gunicorn(store.root, workdir)
     yield store, server
     server.stop()
@@ -47,15 +50,19 @@ def _corrupt(store: Store, env_id: int) -> str:
     if case == "missing-object":
         main.write_text("0123456789" * 4 + "\n")
         return "refs/heads/main points at 0123456789012345678901234567890123456789"
-    done = subprocess.run(
-        ["git", "--git-dir", str(repo), "rev-parse", "main:global/values/astute.yaml"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    blob = done.stdout.strip()
+    blob = _blob(repo, "global/values/astute.yaml")
     path = repo / "objects" / blob[:2] / blob[2:]
     os.chmod(path, 0o644)
     path.write_bytes(b"this is not a zlib stream")
     return f"global/values/astute.yaml (object {blob}) is unreadable"
+
+
+def _blob(repo, path: str) -> str:
+    done = subprocess.run(
+        ["git", "--git-dir", str(repo), "rev-parse", f"main:{path}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
 
 
 def _status(server, verify: bool = False) -> dict:

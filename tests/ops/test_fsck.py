@@ -8,6 +8,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from loose_objects import loose_object
 
 from cli.main import cli
 from gitstore import Store
@@ -50,7 +51,7 @@ def test_a_missing_object_is_a_git_fsck_problem(sample):
         text=True,
         check=True,
     ).stdout.strip()
-    loose = repo / "objects" / blob[:2] / blob[2:]
+    loose = loose_object(repo, blob)
     assert loose.exists()
     loose.chmod(0o644)
     loose.unlink()
