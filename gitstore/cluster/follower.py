@@ -114,7 +114,7 @@ class Follower:
             if theirs is not None and mine is None:
                 mine = {name: label_digest(repo) for name, repo in local.items()}
             for name, repo in local.items():
-                if theirs is None or theirs.get(name, mine[name]) != mine[name]:
+                if theirs is None or mine is None or theirs.get(name, mine[name]) != mine[name]:
                     self._gather_labels(name, repo, [base])
                     if mine is not None:
                         mine[name] = label_digest(repo)
