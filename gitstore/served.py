@@ -8,8 +8,9 @@ entries it takes unchanged from elsewhere are those very objects, not copies:
 - `secrets/mask.py` masks a document entry by entry and keeps a masked entry while a document
   holds the very same value at that key (`_mask_entries`): an entry without secrets is
   passed on as it is;
-- `api/http.py` keeps the JSON of a shared answer by its identity and builds a new answer's
-  JSON from the JSON of the entries it shares, by identity, with an earlier one (fragments).
+- `answers.py` keeps the JSON of a shared answer by its identity (the Store's answers) and
+  builds a new answer's JSON from the JSON of the entries it shares, by identity, with an
+  earlier one (fragments).
 A copy anywhere on the way is no wrong answer, only a slow one: every lookup would mask and
 encode every entry again. tests/test_identity_contract.py breaks when a copy is made.
 """

@@ -17,6 +17,7 @@ from pathlib import Path
 from gitstore import limits, storeformat
 from gitstore.access.policy import AccessFile
 from gitstore.access.ratelimit import FailureLog
+from gitstore.answers import Answers, Encoder
 from gitstore.backend.cache import Caches
 from gitstore.backend.changes import ChangeSet
 from gitstore.backend.repository import Author, Repository
@@ -71,10 +72,13 @@ class Store:
         local_executor: bool = False,
         cluster: Mapping | None = None,
         caller: Caller = NOBODY,
+        encoder: Encoder | None = None,
     ) -> None:
         """`caller` decides whether a write's caller may compare sent secrets with stored ones
         (`secrets/caller.py`): nobody unless the front end names its rule (`KEYRING_HOLDER`
-        for the one who holds the keyring on disk; the REST API binds its own per request)."""
+        for the one who holds the keyring on disk; the REST API binds its own per request).
+        `encoder` gives the JSON bytes of answers (`answers.py`): the REST API hands over its
+        JSON provider's settings; plain `json.dumps` settings otherwise."""
         self.root = Path(root)
         self.default_author = author
         # Refuses a newer or unreadable store here; an older one is served read-only.
@@ -95,6 +99,8 @@ class Store:
             store_guard=self.format.check_writable,
             caches=self.caches,
         )
+        #: Answers with their JSON bytes, kept in `caches.answers`.
+        self.answers = Answers(self.caches.answers, encoder)
         self._build_services(self.repos, local_executor)
         self.secrets.bind_caller(caller)
         self._subscribe()

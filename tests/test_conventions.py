@@ -177,6 +177,7 @@ LAYERS = [
     ("gitstore.backend",),
     (
         "gitstore.served",
+        "gitstore.answers",
         "gitstore.schemas",
         "gitstore.layout",
         "gitstore.documents",
@@ -213,6 +214,7 @@ FACADE = (
     "gitstore.keypaths",
     "gitstore.layout",
     "gitstore.served",
+    "gitstore.answers",
     "gitstore.validation",
     "gitstore.limits",
     "gitstore.deadlines",

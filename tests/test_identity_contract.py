@@ -1,8 +1,8 @@
 """The identity contract (gitstore/served.py): a merged document shares the entries it takes
 unchanged from its layers by identity, through merging, masking and the read caches, so the
 entries of two nodes' effective documents are the very same objects. Masking entry by entry
-(`secrets/mask.py`) and the API's JSON fragments (`api/http.py`) rely on it; a copy anywhere
-on the way makes them re-mask and re-encode every entry of every lookup."""
+(`secrets/mask.py`) and the JSON fragments of the store's answers (`answers.py`) rely on it; a
+copy anywhere on the way makes them re-mask and re-encode every entry of every lookup."""
 
 from __future__ import annotations
 

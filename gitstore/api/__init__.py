@@ -94,6 +94,10 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
     app = Flask("gitstore")
     app.config.update(GITSTORE_ROOT=os.environ.get("GITSTORE_ROOT"))
     app.config.update(config or {})
+    if isinstance(app.json, DefaultJSONProvider):
+        app.json.sort_keys = False
+    # The store encodes answers with the app's JSON settings, so its kept bytes are the app's.
+    encoder = http.encoder_of(app)
     if store is None:
         root = app.config.get("GITSTORE_ROOT")
         if not root:
@@ -102,13 +106,14 @@ def create_app(config: dict[str, Any] | None = None, store: Store | None = None)
             root,
             local_executor=bool(app.config.get("GITSTORE_LOCAL_EXECUTOR")),
             cluster=app.config.get(CLUSTER),
+            encoder=encoder,
         )
+    elif encoder is not None:
+        store.answers.use(encoder)
     store.check()
     app.extensions[STORE] = store
     bounds = limits.configure(store.root, app.config.get("GITSTORE_LIMITS"))
     app.config["MAX_CONTENT_LENGTH"] = bounds.body_bytes  # 413 before a byte is read
-    if isinstance(app.json, DefaultJSONProvider):
-        app.json.sort_keys = False
     app.url_map.strict_slashes = False
     errors.register(app)
     observe.register(app)  # first: a refused request too gets an id, a log line, a count

@@ -5,11 +5,13 @@ the view, the answer cache and the response object: several times what the serve
 to send the same bytes (docs/performance.md). Yet an answer of
 `.../resources/<r>/values|overrides` follows from the request and three ids only: the head of
 the environment, the head of the catalog and the parsed access file (whose grants decide 200
-or 401/403). So the first answer of a request is made by the app as always and kept whole
-(status, headers, body); the same request is answered from it while those three are the same
-objects, with what the app adds per request done here the same way: a fresh `X-Request-Id`,
-the `Date` of the second it is answered in (a cache ages an answer by it), the request metrics
-and the request's log line (`observe.answered`).
+or 401/403). So the first answer of a request is made by the app as always, and how it was
+given is kept in the store's answers (`store.answers.keep`: the `Answer` the app rendered,
+whose data and bytes the store keeps anyway, with the status and the app's headers); the same
+request is answered from it while those three are the same objects, with what the app adds
+per request done here the same way: a fresh `X-Request-Id`, the `Date` of the second it is
+answered in (a cache ages an answer by it), the request metrics and the request's log line
+(`observe.answered`, naming the answer's commit). The fast path keeps no cache of its own.
 
 A request it cannot answer goes to the app with the heads read here (`RequestState.heads`,
 request_state.py): the values view reads a plain read of the head at them (and says so,
@@ -29,9 +31,10 @@ The Hiera node document (`/api/v1/hiera/<env>/<node>`, which a Puppet master ask
 compile with the ETag of the one it has) is answered here too, its 200 and its 304 alike (the
 `If-None-Match` header is part of the key). It also follows from the keyring (a revealed
 document: the keyring's epoch is compared too), and every reveal is audited: a repeated request
-records the reveal its answer made (`hiera.record_reveal`: the same audit line the view's read
-writes) or, for a pinned document, calls the store's `hiera.node_document` as the view does;
-only Flask, the access check, the ETag and the response are skipped.
+records the reveal its answer made (`hiera.record_reveal` of `hiera.reveal_of(answer.served)`:
+the same audit line the view's read writes) or, for a pinned document, calls the store's
+`hiera.node_document` as the view does; only Flask, the access check, the ETag and the response
+are skipped.
 """
 
 from __future__ import annotations
@@ -43,10 +46,10 @@ from typing import Any
 
 from flask import Flask
 
+from gitstore.answers import Answer
 from gitstore.api import auth, observe, request_state
 from gitstore.api.http import STORE, date_now
 from gitstore.api.request_state import RequestState
-from gitstore.backend.cache import LRUCache
 from gitstore.errors import GitstoreError
 from gitstore.names import is_commit_id
 
@@ -67,32 +70,36 @@ _APP_DECIDES = (
     "HTTP_IF_RANGE",
     "HTTP_RANGE",
 )
-#: Bound of the answers a worker keeps (part of its memory budget, docs/performance.md).
-MAX_ANSWERS = 1024
-MAX_BYTES = 16 * 1024 * 1024
 StartResponse = Callable[..., Any]
 
 
 @dataclass(frozen=True)
-class _Answer:
-    """A 200 the app gave, and the ids it followed from."""
+class _Replay:
+    """How the app answered a request (kept in the store's answers, `Answers.keep`): its
+    answer with the bytes, and what else the response followed from."""
 
     heads: tuple[str | None, str | None]
     policy: Any  # the parsed access file it was authorised under (compared by identity)
+    answer: Answer  # the data and its bytes; the commit of the log line, what a reveal audits
     status: str
-    headers: list[tuple[str, str]]  # without X-Request-Id, which is made per request
-    body: bytes
+    #: The app's headers but X-Request-Id, made per request: those that follow from the answer
+    #: (commit, version, masked paths, length) and from the request (ETag, Cache-Control).
+    headers: list[tuple[str, str]]
     env: int | None
-    commit: str | None
     user: str | None
     route: str = ROUTE
     epoch: Any = None  # the keyring's epoch (a Hiera document only)
     #: Where `Date` is in `headers`: replaced by the second it is answered in (a cache ages an
     #: answer by it, and `max-age` counts from it).
     date_at: int | None = None
-    #: A Hiera document's (env, node, version, resources, reveal, who, what its audit line
-    #: names: `Hiera.reveal_of`, never the document itself): audited again per request.
+    #: A Hiera document's (env, node, version, resources, reveal, who): audited again per
+    #: request, with the paths its answer revealed (`Hiera.reveal_of`).
     hiera_read: tuple | None = None
+
+    @property
+    def body(self) -> bytes:
+        """A 200's answer; a 304 has none."""
+        return self.answer.body if self.status.startswith("200 ") else b""
 
 
 class FastPath:
@@ -101,7 +108,7 @@ class FastPath:
     def __init__(self, app: Flask, inner: Callable) -> None:
         self._inner = inner
         self._store = app.extensions[STORE]
-        self._answers = LRUCache(MAX_ANSWERS, MAX_BYTES, name="fast_answers")
+        self._answers = self._store.answers  # no cache of its own: replays live there
 
     def __call__(self, environ: dict, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -114,15 +121,15 @@ class FastPath:
             return self._inner(environ, start_response)  # the app explains what is wrong
         if not auth.replayable(environ, policy, self._store.failures):
             return self._inner(environ, start_response)  # the app checks these credentials
-        answer = self._answers.get(key)
+        kept = self._answers.replay(key)
         if (
-            answer is not None
-            and answer.heads == heads
-            and answer.policy is policy
-            and answer.epoch == epoch
-            and self._read_again(answer)
+            kept is not None
+            and kept.heads == heads
+            and kept.policy is policy
+            and kept.epoch == epoch
+            and self._read_again(kept)
         ):
-            return _replay(answer, environ, start_response, started)
+            return _replay(kept, environ, start_response, started)
         return self._fill(key, (heads, policy, epoch), environ, start_response)
 
     def _ids(self, key: tuple) -> tuple:
@@ -142,20 +149,21 @@ class FastPath:
         to the app, which answers 404. A ref is still read per request: a push is seen at once."""
         return self._store.repos.remembered_heads(env_id)
 
-    def _read_again(self, answer: _Answer) -> bool:
+    def _read_again(self, kept: _Replay) -> bool:
         """A Hiera document's reveal is audited per request. At the head (no pin) the answer
         is the document of the heads and keyring epoch just compared, so the reveal it made
         is recorded again as it is; a pinned document is read again through the store (cached:
         what the view does), which audits it; False (the app answers) if that read fails."""
-        if answer.hiera_read is None:
+        if kept.hiera_read is None:
             return True
-        env, node, version, resources, reveal, who, audit = answer.hiera_read
+        env, node, version, resources, reveal, who = kept.hiera_read
+        hiera = self._store.hiera
         if version is None:
             if reveal:
-                self._store.hiera.record_reveal(env, who, *audit)
+                hiera.record_reveal(env, who, *hiera.reveal_of(kept.answer.served))
             return True
         try:
-            self._store.hiera.node_document(env, node, version, resources, reveal=reveal, who=who)
+            hiera.node_document(env, node, version, resources, reveal=reveal, who=who)
         except GitstoreError:
             return False
         return True
@@ -181,38 +189,46 @@ class FastPath:
                 close()
         status, headers, exc_info = captured
         start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
-        answered = state.answered
-        route = answered[0] if answered is not None else None
-        hiera_read = state.hiera_read if route == HIERA_ROUTE else None
-        keep = route == ROUTE or (route == HIERA_ROUTE and hiera_read is not None)
-        if (
-            keep
-            and (status.startswith("200 ") or (hiera_read and status.startswith("304 ")))
-            and None not in ids[0]
-            and self._still(ids, key, state.read_at is ids[0])
-        ):
-            kept = [(name, value) for name, value in headers if name != observe.REQUEST_ID]
-            date_at = next((i for i, (name, _) in enumerate(kept) if name == "Date"), None)
-            commit = next((v for n, v in headers if n == "X-Gitstore-Commit"), None)
-            heads, policy, epoch = ids
-            assert answered is not None and route is not None  # `keep` needs the route
-            _, env, user = answered
-            entry = _Answer(
-                heads,
-                policy,
-                status,
-                kept,
-                body,
-                env,
-                commit,
-                user,
-                route,
-                epoch,
-                date_at=date_at,
-                hiera_read=hiera_read,
-            )
-            self._answers.put(key, entry, len(body) + 256)
+        kept = self._keeps(state, status, body) and None not in ids[0]
+        if kept and self._still(ids, key, state.read_at is ids[0]):
+            self._keep(key, ids, state, status, headers)
         return [body]
+
+    @staticmethod
+    def _keeps(state: RequestState, status: str, body: bytes) -> bool:
+        """Whether the app's response is one to give again: a 200 of values or a Hiera
+        document (or the latter's 304) that is the very answer `http.served` rendered."""
+        answered, answer = state.answered, state.answer
+        route = answered[0] if answered is not None else None
+        if answer is None or not (route == ROUTE or (route == HIERA_ROUTE and state.hiera_read)):
+            return False
+        if status.startswith("200 "):
+            return body == answer.body
+        return route == HIERA_ROUTE and status.startswith("304 ")
+
+    def _keep(
+        self, key: tuple, ids: tuple, state: RequestState, status: str, headers: list
+    ) -> None:
+        kept = [(name, value) for name, value in headers if name != observe.REQUEST_ID]
+        date_at = next((i for i, (name, _) in enumerate(kept) if name == "Date"), None)
+        heads, policy, epoch = ids
+        assert state.answered is not None and state.answer is not None  # as `_keeps` checked
+        route, env, user = state.answered
+        hiera_read = state.hiera_read if route == HIERA_ROUTE else None
+        replay = _Replay(
+            heads,
+            policy,
+            state.answer,
+            status,
+            kept,
+            env,
+            user,
+            route,
+            epoch,
+            date_at=date_at,
+            hiera_read=hiera_read,
+        )
+        self._answers.keep(key, replay, state.answer)
 
     def _still(self, ids: tuple, key: tuple, read_at_heads: bool) -> bool:
         """Whether the ids read before the app answered are still the current ones: a commit
@@ -228,19 +244,17 @@ class FastPath:
 
 
 def _replay(
-    answer: _Answer, environ: dict, start_response: StartResponse, started: float
+    kept: _Replay, environ: dict, start_response: StartResponse, started: float
 ) -> list[bytes]:
     request_id = observe.new_request_id(environ.get("HTTP_X_REQUEST_ID", ""))
-    headers = [*answer.headers, (observe.REQUEST_ID, request_id)]
-    if answer.date_at is not None:
-        headers[answer.date_at] = ("Date", date_now())
-    start_response(answer.status, headers)
+    headers = [*kept.headers, (observe.REQUEST_ID, request_id)]
+    if kept.date_at is not None:
+        headers[kept.date_at] = ("Date", date_now())
+    start_response(kept.status, headers)
     seconds = time.perf_counter() - started
-    status = int(answer.status[:3])
-    observe.answered(
-        "GET", answer.route, status, seconds, request_id, answer.env, answer.commit, answer.user
-    )
-    return [answer.body]
+    status, commit = int(kept.status[:3]), kept.answer.served.commit
+    observe.answered("GET", kept.route, status, seconds, request_id, kept.env, commit, kept.user)
+    return [kept.body]
 
 
 def _key(environ: dict) -> tuple | None:

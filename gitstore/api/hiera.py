@@ -44,11 +44,10 @@ def node_document(env_id: int, node: str):
 
     def read_at(version: str | None) -> Served:
         result = hiera.node_document(env_id, node, version, resources, reveal=reveal, who=who)
-        # How the document was read and what it revealed, for the fast path to audit a reveal
-        # when it repeats the answer (and to read a pinned document again).
+        # How the document was read, for the fast path to audit a reveal when it repeats the
+        # answer (what it revealed is the answer's) and to read a pinned document again.
         if state is not None:
-            audit = hiera.reveal_of(result)
-            state.hiera_read = (env_id, node, version, resources, reveal, who, audit)
+            state.hiera_read = (env_id, node, version, resources, reveal, who)
         return result
 
     def respond(result: Served) -> Response:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,8 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import http_date, parse_etags
 
 from gitstore import logs
-from gitstore.backend.cache import LRUCache
+from gitstore.answers import Answer, Encoder
+from gitstore.api import request_state
 from gitstore.backend.repository import Author
 from gitstore.errors import InvalidInput, PreconditionFailed, UnsupportedMediaType
 from gitstore.limits import check_plain_data
@@ -30,15 +30,6 @@ if TYPE_CHECKING:
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 MOVING = "public, max-age=5"
-#: Bound of the encoded bodies each app keeps (docs/performance.md: the worker memory budget).
-BODY_CACHE_BYTES = 16 * 1024 * 1024
-_BODIES = "gitstore.bodies"
-_FRAGMENTS = "gitstore.json_fragments"
-#: Fewer top-level entries than this are encoded whole (nothing to gain from fragments).
-FRAGMENT_MIN_ENTRIES = 16
-#: The answers kept as heads (`_Fragments`), and the largest kept (its JSON's characters).
-FRAGMENT_HEADS = 8
-HEAD_BYTES = 4 * 1024 * 1024
 #: Where the app factory keeps the facade it serves.
 STORE = "gitstore"
 #: The parameters of a blocking query (gitstore/api/blocking.py): one answer, one ETag, whatever
@@ -278,148 +269,32 @@ def to_json(data: Any) -> bytes:
     return current_app.json.dumps(data).encode("utf-8")
 
 
-class _Head:
-    """An earlier answer's entries (the very key and value objects, in order) and the JSON of
-    each, encoded when an answer first shares it."""
-
-    __slots__ = ("keys", "values", "texts")
-
-    def __init__(self, data: dict) -> None:
-        self.keys = tuple(data)
-        self.values = tuple(data.values())
-        self.texts: list[str | None] = [None] * len(self.keys)
+def encoder_of(app: Flask) -> Encoder | None:
+    """The `Encoder` giving the very bytes of `app.json.dumps` (`answers.py`): for Flask's
+    default provider without sorted keys (fragments keep the entries' order); None for any
+    other provider, whose answers are encoded whole, per request."""
+    settings = _settings(app.json)
+    return None if settings is None else Encoder(*settings)
 
 
-class _Fragments:
-    """The JSON of a shared answer assembled from the entries it shares, in place, with an
-    earlier answer (a head), so that only its other entries are encoded: a node's effective
-    document is its parent scope's kept document with the node's keys merged over it
-    (`configdb.scopes`), so every node of a scope shares the head's entries but its own: a
-    cold node's answer costs a fraction of encoding it whole. Bytes are exactly
-    `app.json.dumps(data)`'s: the same encoder settings, entries in the same order, joined by
-    its item separator.
-
-    A head is found by its first value (the same object: answers of one document, whoever's
-    node, start with the parent's first entry), so the answers of several resources each find
-    theirs, and an answer sharing nothing (`show_lookup` wraps every entry) finds none: it is
-    encoded whole and kept as a head, replacing the least recently used of `FRAGMENT_HEADS`. A head
-    that an answer shares fewer than `FRAGMENT_MIN_ENTRIES` entries with (its document
-    changed) is replaced by that answer.
-
-    Used only for shared answers (`Served.shared`: documents of the read caches, never
-    mutated), so an entry's objects keep their JSON; answers share entries only as the
-    identity contract (gitstore/served.py) says. An entry's JSON is used only while the
-    answer holds that very key and value at the same place (`is`), and the head holds those
-    objects, so a reused id can never serve another object's JSON. A head's JSON is at most
-    its answer's, and answers of more than `HEAD_BYTES` are not kept as heads.
-    """
-
-    def __init__(self, encoder: json.JSONEncoder) -> None:
-        self.encode = encoder.encode
-        self.heads: dict[int, _Head] = {}  # by the id of the first value, oldest use first
-        self._mutex = threading.Lock()  # gthread workers: one thread reorders, one evicts
-
-    def body(self, data: dict) -> str:
-        first = next(iter(data.values()))
-        head = self._head(first)
-        if head is None:
-            text = self.encode(data)
-            self._keep(first, data, text)
-            return text
-        encode, texts = self.encode, head.texts
-        parts: list[str] = []
-        run: dict = {}
-        shared = 0
-        items = iter(data.items())
-        # The head first: zip stops before taking an entry of `items` once the head is done.
-        for index, kept_key, kept_value, (key, value) in zip(
-            range(len(texts)), head.keys, head.values, items, strict=False
-        ):
-            if key is not kept_key or value is not kept_value:
-                run[key] = value  # encoded with its unshared neighbours
-                continue
-            piece = texts[index]
-            if piece is None:
-                piece = texts[index] = encode({key: value})[1:-1]
-            if run:
-                parts.append(encode(run)[1:-1])
-                run = {}
-            parts.append(piece)
-            shared += 1
-        run.update(items)  # entries past the head's
-        if run:
-            parts.append(encode(run)[1:-1])
-        text = "{" + ", ".join(parts) + "}"
-        if shared < FRAGMENT_MIN_ENTRIES:
-            self._keep(first, data, text)  # its document changed: this answer is the new head
-        return text
-
-    def _head(self, first: Any) -> _Head | None:
-        """The head of answers starting with `first`, now the most recently used."""
-        with self._mutex:
-            head = self.heads.pop(id(first), None)
-            if head is None or head.values[0] is not first:
-                return None
-            self.heads[id(first)] = head
-            return head
-
-    def _keep(self, first: Any, data: dict, text: str) -> None:
-        """Keep `data` as the head of answers starting with `first`."""
-        if len(text) > HEAD_BYTES:
-            return
-        head = _Head(data)
-        with self._mutex:
-            self.heads.pop(id(first), None)
-            if len(self.heads) >= FRAGMENT_HEADS:
-                del self.heads[next(iter(self.heads))]  # the least recently used
-            self.heads[id(first)] = head
-
-
-def _fragments() -> _Fragments | None:
-    """The app's fragments while its JSON provider is Flask's default without sorted keys
-    (assembling keeps the entries' order); None otherwise."""
-    provider = current_app.json
+def _settings(provider: Any) -> tuple | None:
     if (
         not isinstance(provider, DefaultJSONProvider)
         or type(provider).dumps is not DefaultJSONProvider.dumps
         or provider.sort_keys
     ):
         return None
-    settings = (provider.default, provider.ensure_ascii)
-    found = current_app.extensions.get(_FRAGMENTS)
-    if found is None or found[0] != settings:
-        # What `json.dumps(data, default=..., ensure_ascii=..., sort_keys=False)` builds.
-        encoder = json.JSONEncoder(default=settings[0], ensure_ascii=settings[1])
-        found = current_app.extensions[_FRAGMENTS] = (settings, _Fragments(encoder))
-    return found[1]
+    return provider.default, provider.ensure_ascii
 
 
-def _encoded(data: Any) -> bytes:
-    """`to_json(data)` of a shared answer, assembled from kept fragments for a large mapping."""
-    if type(data) is dict and len(data) >= FRAGMENT_MIN_ENTRIES:
-        fragments = _fragments()
-        if fragments is not None:
-            return fragments.body(data).encode("utf-8")
-    return to_json(data)
-
-
-def _body(result: Served) -> bytes:
-    """The JSON of `result.data`; kept per app for a shared answer (encoding a large document
-    costs more than the rest of a warm lookup). Keyed by the object's identity: the entry
-    holds the object, so the id cannot be reused while the entry lives."""
-    if not result.shared:
-        return to_json(result.data)
-    cache = current_app.extensions.get(_BODIES)
-    if cache is None:
-        cache = current_app.extensions.setdefault(
-            _BODIES, LRUCache(1024, BODY_CACHE_BYTES, name="response_bodies")
-        )
-    found = cache.get(id(result.data))
-    if found is not None and found[0] is result.data:
-        return found[1]
-    body = _encoded(result.data)
-    cache.put(id(result.data), (result.data, body), len(body))
-    return body
+def answer_of(result: Served) -> Answer:
+    """`result` with its JSON bytes from the store's answers (`store.answers`: kept there for
+    a shared answer), while the app's JSON provider still has the settings the store encodes
+    with (`create_app` hands them over); else `to_json` of its data."""
+    answers = app_store().answers
+    if _settings(current_app.json) != answers.encoder.settings:
+        return Answer(result, to_json(result.data))  # the provider was changed since
+    return answers.of(result)
 
 
 def served(result: Served, status: int = 200, *, weak: bool = False) -> Response:
@@ -428,7 +303,11 @@ def served(result: Served, status: int = 200, *, weak: bool = False) -> Response
     `weak` marks the ETag weak (`W/"..."`): for documents whose bytes name the commit they were
     read at while the ETag follows only the data inputs (equal meaning, not equal bytes).
     """
-    body = _body(result)
+    answer = answer_of(result)
+    state = request_state.of(request.environ)
+    if state is not None:
+        state.answer = answer  # what the fast path keeps to give this answer again
+    body = answer.body
     response = Response(body, status=status, mimetype="application/json")
     if result.commit:
         response.headers["X-Gitstore-Commit"] = result.commit

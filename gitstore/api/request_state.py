@@ -9,6 +9,10 @@ come through the fast path (a test client, the CLI's local calls) has none: `of`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitstore.answers import Answer
 
 #: The one environ key the state travels under.
 KEY = "gitstore.request_state"
@@ -29,6 +33,9 @@ class RequestState:
     answered: tuple[str, int | None, str | None] | None = None
     #: How the Hiera view read its document (`api/hiera.py`): to audit a replayed reveal.
     hiera_read: tuple | None = None
+    #: The answer `http.served` rendered, with its bytes (`store.answers`): what a replay
+    #: gives again.
+    answer: Answer | None = None
 
 
 def of(environ: dict) -> RequestState | None:

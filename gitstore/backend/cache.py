@@ -96,6 +96,8 @@ def parsed(
     return value
 
 
+#: The most JSON bytes of answers kept (`Caches.answers`; part of a worker's memory budget).
+ANSWER_BYTES = 32 * 1024 * 1024
 #: The most SVG text the console's graph drawings keep (room for many drawings of Fuel's
 #: default graph, the largest known).
 DRAWINGS_BYTES = 32 * 1024 * 1024
@@ -153,6 +155,10 @@ class Caches:
 
     def _answers(self) -> None:
         """What services keep of their answers and of masking."""
+        #: Answers with their JSON bytes (`gitstore/answers.py`): a shared answer's by the
+        #: identity of its data, and the API fast path's replays of them by request. Weighed
+        #: by the bytes (a replay counts its answer's again: it may outlive that entry).
+        self.answers = LRUCache(2048, ANSWER_BYTES, name="answers")
         #: Masked documents by (immutable key, rules) (`secrets/mask.py`).
         self.masked_documents = LRUCache(max_entries=1024, name="masked_documents")
         #: Masked entries per (rules, inherited): a table of key -> (entry, masked entry,

@@ -1,8 +1,9 @@
 """A shared answer's JSON assembled from the entries it shares with a kept answer
-(`http._Fragments`) is the very bytes the app's JSON provider gives for the whole answer: over
-real Fuel answers through the real app (nodes' effective documents, masked and revealed,
-`show_lookup`, `explain`, a key, the global layer), after writes, and on generated documents
-sharing entries by identity, in place or moved."""
+(`answers.Fragments`, the store's `Encoder` of the app's JSON settings) is the very bytes the
+app's JSON provider gives for the whole answer: over real Fuel answers through the real app
+(nodes' effective documents, masked and revealed, `show_lookup`, `explain`, a key, the global
+layer), after writes, and on generated documents sharing entries by identity, in place or
+moved."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from fuel_data import ASTUTE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gitstore import Store
+from gitstore.answers import FRAGMENT_HEADS, FRAGMENT_MIN_ENTRIES
 from gitstore.api import create_app, http
+from gitstore.served import Served
 
 GLOBAL = "/api/v1/config/environments/1/resources/astute/values"
 NODE = "/api/v1/config/environments/1/nodes/{}/resources/astute/values"
@@ -55,10 +59,11 @@ def _paths(nodes) -> list[str]:
 def test_real_answers_are_the_providers_bytes(fuel_app, fuel_store, inventory, monkeypatch):
     paths = _paths(inventory) * 2  # twice: the second time every shared entry is kept
     assembled = bodies(fuel_app, paths)
-    heads = fuel_app.extensions[http._FRAGMENTS][1].heads.values()
+    heads = fuel_store.answers.encoder.fragments.heads.values()
     assert max(sum(text is not None for text in head.texts) for head in heads) > 20  # used
-    monkeypatch.setattr(http, "FRAGMENT_MIN_ENTRIES", 10**9)  # whole encoding only
-    plain = bodies(create_app({"TESTING": True}, store=fuel_store), paths)
+    monkeypatch.setattr("gitstore.answers.FRAGMENT_MIN_ENTRIES", 10**9)  # whole encoding only
+    fresh = Store(fuel_store.root)  # none of the first store's bytes
+    plain = bodies(create_app({"TESTING": True}, store=fresh), paths)
     assert assembled == plain
     assert b"\\u2713" in assembled[0] and b'"******"' in assembled[0]  # ensure_ascii, masked
 
@@ -74,9 +79,22 @@ def test_a_written_entry_is_encoded_anew(fuel_app, inventory):
         assert json.loads(body)["quantum_settings"]["changed"] == "yes it is"
 
 
+def _fragments(app):
+    """The fragments of the app's store, while its encoder is the app's JSON provider's."""
+    encoder = http.encoder_of(app)
+    answers = app.extensions[http.STORE].answers
+    same = encoder is not None and encoder.settings == answers.encoder.settings
+    return answers.encoder.fragments if same else None
+
+
+def _encoded(app, data) -> bytes:
+    """The bytes the app serves for shared `data` (`http.answer_of`)."""
+    return http.answer_of(Served(data, shared=True)).body
+
+
 def test_an_entry_is_used_only_for_the_very_object_it_encodes(app):
     with app.app_context():
-        fragments = http._fragments()
+        fragments = _fragments(app)
         base = {f"k{i}": i for i in range(20)}
         for round_ in range(200):  # new lists of the same size: their ids are reused
             data = {**base, "entry": [round_] * 4}
@@ -88,7 +106,7 @@ def test_an_entry_is_used_only_at_its_place_and_under_its_very_key(app):
     """Equal keys of another type (`True` and `1`) and entries moved by an insertion or a
     deletion before them are encoded anew."""
     with app.app_context():
-        fragments = http._fragments()
+        fragments = _fragments(app)
         base = {f"k{i}": [i] for i in range(30)}
         head = {**base, 1: "one", 2.0: "two"}
         assert fragments.body(head) == app.json.dumps(head)
@@ -102,7 +120,7 @@ def test_an_entry_is_used_only_at_its_place_and_under_its_very_key(app):
 
 def test_each_document_keeps_its_head_and_a_changed_one_is_replaced(app):
     with app.app_context():
-        fragments = http._fragments()
+        fragments = _fragments(app)
         node = {f"k{i}": [i] for i in range(30)}
         odd = {key: {"value": value} for key, value in node.items()}  # `show_lookup`-like
         other = {f"other{i}": [i] for i in range(30)}
@@ -119,21 +137,21 @@ def test_each_document_keeps_its_head_and_a_changed_one_is_replaced(app):
         for data in (changed, changed):
             assert fragments.body(data) == app.json.dumps(data)
         assert heads[id(node["k0"])].values[1] is changed["k1"]
-        for index in range(http.FRAGMENT_HEADS):
+        for index in range(FRAGMENT_HEADS):
             data = {f"k{i}": [index] for i in range(20)}
             assert fragments.body(data) == app.json.dumps(data)
-        assert id(node["k0"]) not in heads and len(heads) == http.FRAGMENT_HEADS
+        assert id(node["k0"]) not in heads and len(heads) == FRAGMENT_HEADS
 
 
 def test_other_json_settings_encode_whole(app):
     with app.app_context():
         app.json.sort_keys = True
-        assert http._fragments() is None
+        assert _fragments(app) is None
         app.json.sort_keys = False
         app.json.ensure_ascii = False
         data = {f"k{i}": ["é"] for i in range(20)}
-        assert http._encoded(data) == app.json.dumps(data).encode()
-        assert "é".encode() in http._encoded(data)
+        assert _encoded(app, data) == app.json.dumps(data).encode()
+        assert "é".encode() in _encoded(app, data)
 
 
 _SCALARS = st.one_of(
@@ -185,7 +203,7 @@ def test_nodes_over_each_fuel_file_are_the_providers_bytes(app, name, nodes):
                 node[keys[index % len(keys)]] = {"node": index}
             node.update(own)
             for data in (node, parent, node):
-                assert http._encoded(data) == app.json.dumps(data).encode("utf-8")
+                assert _encoded(app, data) == app.json.dumps(data).encode("utf-8")
 
 
 @settings(
@@ -207,5 +225,5 @@ def test_documents_sharing_entries_are_the_providers_bytes(app, pairs, changes):
         third = dict(reversed(list(second.items())))  # the same objects, other places
         fourth = {key: value for index, (key, value) in enumerate(first.items()) if index != 3}
         for data in (first, second, first, second, third, fourth, third, first):
-            if len(data) >= http.FRAGMENT_MIN_ENTRIES:
-                assert http._encoded(data) == app.json.dumps(data).encode("utf-8")
+            if len(data) >= FRAGMENT_MIN_ENTRIES:
+                assert _encoded(app, data) == app.json.dumps(data).encode("utf-8")
