@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable
 
 from gitstore.errors import DeadlineExceeded
 
@@ -32,14 +33,24 @@ class Deadline:
     """When an operation must have ended: `seconds` after it began, set by the limit `limit`
     (None: never)."""
 
-    __slots__ = ("limit", "seconds", "ends", "_next_yield")
+    __slots__ = ("limit", "seconds", "ends", "_next_yield", "_yield")
 
-    def __init__(self, seconds: float | None, limit: str = "", *, began: float | None = None):
+    def __init__(
+        self,
+        seconds: float | None,
+        limit: str = "",
+        *,
+        began: float | None = None,
+        give_way: Callable[[], None] | None = None,
+    ):
+        """`give_way` replaces the yield between steps: background work that must wait for the
+        worker's requests to be done, not only let them run first, waits in it."""
         self.limit = limit
         self.seconds = seconds
         began = time.monotonic() if began is None else began
         self.ends = math.inf if seconds is None else began + seconds
         self._next_yield = began + SLICE
+        self._yield = give_way or let_requests_run
 
     def remaining(self) -> float:
         """Seconds left (never negative; `math.inf` without a deadline)."""
@@ -50,7 +61,7 @@ class Deadline:
         one has run for `SLICE`, and raise `DeadlineExceeded` once the deadline has passed."""
         now = time.monotonic()
         if now >= self._next_yield:
-            _yield()
+            self._yield()
             now = time.monotonic()
             self._next_yield = now + SLICE
         if now >= self.ends:
@@ -67,7 +78,7 @@ class Deadline:
         )
 
 
-def _yield() -> None:
+def let_requests_run() -> None:
     """Let the other requests of this worker run.
 
     In a gevent worker, wait until its event loop is idle: every request that is ready (a

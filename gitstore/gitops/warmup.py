@@ -18,8 +18,10 @@ go on. A later check parses only the files that changed; the rest is replayed.
 
 Bounded, and polite to the worker's requests:
 
-- each file judged and each index made is a step of the warm-up's deadline: in a gevent
-  worker it yields to the requests every `deadlines.SLICE`, so a lookup waits about one step;
+- each file judged and each index made is a step of the warm-up's deadline; every
+  `deadlines.SLICE` the served warm-up waits until its worker has had no request in flight for
+  `serve.activity.QUIET` (it runs in the worker's idle time: a CPU it shared with a stream of
+  cold lookups was CPU the lookups lacked), so a lookup waits about one step;
 - an environment of more than `MAX_FILES` files is left cold (its first preview pays);
 - one round over the environments stops after `BUDGET` seconds; what it kept stays kept.
 """
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -94,10 +97,11 @@ class Warmer:
         self._checked: dict[int, tuple] = {}
         self._rounds = 0
 
-    def round(self) -> list[Warmed]:
+    def round(self, give_way: Callable[[], None] | None = None) -> list[Warmed]:
         """Check each environment whose `main` or context changed since the last round (every
-        one, the first time); stop after `budget` s."""
-        deadline = Deadline(self._budget, _LIMIT)
+        one, the first time); stop after `budget` s. Between steps it waits in `give_way`
+        (default: it lets the worker's ready requests run first)."""
+        deadline = Deadline(self._budget, _LIMIT, give_way=give_way)
         catalog = CatalogView(self._repos.catalog().snapshot())
         context = (catalog.snapshot.commit_id, limits.current())
         env_ids = self._repos.environment_ids()
@@ -132,11 +136,14 @@ class Warmer:
             self._seen[env_id] = seen = (head, now)
         return now - seen[1] >= self._settle
 
-    def follow(self, interval: float = INTERVAL) -> None:
-        """Run a round every `interval` s, forever (a worker's background task)."""
+    def follow(
+        self, interval: float = INTERVAL, give_way: Callable[[], None] | None = None
+    ) -> None:
+        """Run a round every `interval` s, forever (a worker's background task), each waiting
+        in `give_way` between its steps."""
         while True:
             try:
-                self.round()
+                self.round(give_way)
             except Exception:  # a cold first preview is slower, never wrong: keep following
                 log.exception("the warm-up of the gate's results failed")
             time.sleep(interval)

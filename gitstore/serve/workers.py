@@ -28,6 +28,7 @@ from gunicorn.workers.gthread import ThreadWorker as _GunicornThreads
 
 from gitstore import metrics
 from gitstore.serve import wire_errors
+from gitstore.serve.activity import Activity
 
 
 def _leave_at_once(sig: int, frame: Any) -> None:
@@ -90,14 +91,15 @@ def _store_of(app: Any) -> Any:
     return getattr(app, "extensions", {}).get(STORE)
 
 
-def keep_warm(app: Any) -> None:
+def keep_warm(app: Any, activity: Activity) -> None:
     """Check each environment's main as the worker's first edit preview would, and again
     whenever it moves (`gitstore.gitops.warmup`): run in the background once the app is
-    loaded, in steps that yield to the worker's requests, for as long as the worker runs."""
+    loaded, in steps taken while the worker has no requests (`activity`), for as long as the
+    worker runs."""
     store = _store_of(app)
     warmer = None if store is None else store.previews.warmer()
     if warmer is not None:
-        warmer.follow()
+        warmer.follow(give_way=activity.give_way)
 
 
 def _flush_counts() -> None:
@@ -141,12 +143,22 @@ class _StopsOnce(_Mixed):
     """Mixed into a gunicorn worker class, before it."""
 
     _quitting = False
+    activity = Activity()  # replaced per worker in load_wsgi
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
         settle_collector()
-        app = self.wsgi
-        self.in_background(lambda: keep_warm(app))
+        app, self.activity = self.wsgi, Activity()
+        self.in_background(lambda: keep_warm(app, self.activity))
+
+    def handle_request(self, *args: Any) -> Any:
+        """gunicorn's handling of one request (its arguments differ by worker class), marked
+        in the worker's activity at its start and end."""
+        self.activity.touch()
+        try:
+            return super().handle_request(*args)  # type: ignore[misc] # each worker class has one
+        finally:
+            self.activity.touch()
 
     def init_process(self) -> None:
         # Until gunicorn installs the worker's handlers, the master's inherited ones would
