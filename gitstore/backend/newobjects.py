@@ -23,6 +23,12 @@ import pygit2
 
 from gitstore.backend import packfile
 
+#: Packs past which a round's objects are written loose instead. Maintenance rolls packs up
+#: long before (`ops.maintenance.PACK_LIMIT`); a store that is never served (the library or the
+#: command line alone) has none, and there packs would pile up one per commit, while every
+#: read that misses a pack searches them all: loose objects cost a file each but no search.
+PACKS_BEFORE_LOOSE = 100
+
 
 class NewObjects:
     """A write-only layer over one repository: what is written stays here until `write()`."""
@@ -48,12 +54,19 @@ class NewObjects:
         return len(self._memory.objects)
 
     def write(self) -> Path | None:
-        """Land every object written so far as one pack (None: there were none), and start
-        empty again."""
+        """Land every object written so far as one pack (None: there were none, or too many
+        packs wait for maintenance and they were written loose), and start empty again."""
         if not self._memory.objects:
             return None
         objects = self._memory.objects.values()
-        pack = packfile.write_pack(self._path / "objects" / "pack", objects, durable=self._durable)
+        folder = self._path / "objects" / "pack"
+        pack = None
+        if packfile.count(folder) < PACKS_BEFORE_LOOSE:
+            pack = packfile.write_pack(folder, objects, durable=self._durable)
+        else:
+            loose = pygit2.Repository(str(self._path)).odb
+            for kind, data in objects:
+                loose.write(kind, data)
         self._memory.objects = {}
         return pack
 

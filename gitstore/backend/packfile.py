@@ -44,6 +44,15 @@ def object_id(kind: int, data: bytes) -> bytes:
     return hashlib.sha1(KINDS[kind] + b" %d\0" % len(data) + data).digest()
 
 
+def count(folder: Path) -> int:
+    """Packs in a pack folder (one `scandir`)."""
+    try:
+        with os.scandir(folder) as entries:
+            return sum(1 for entry in entries if entry.name.endswith(".pack"))
+    except FileNotFoundError:
+        return 0
+
+
 def write_pack(folder: Path, objects: Iterable[tuple[int, bytes]], *, durable: bool) -> Path:
     """Write `objects` ((kind, data), each distinct) into the pack folder `folder`
     (`objects/pack`) as one pack and its index; the path of the pack.

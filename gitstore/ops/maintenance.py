@@ -62,7 +62,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gitstore import metrics
-from gitstore.backend import chainindex
+from gitstore.backend import chainindex, packfile
 from gitstore.backend.handles import mark_repacked
 from gitstore.backend.repository import Repository
 from gitstore.errors import GitstoreError
@@ -498,11 +498,7 @@ def loose_estimate(repo: Path) -> int:
 def pack_count(repo: Path) -> int:
     """Packs of a repository: one `scandir` of its pack folder, which `PACK_LIMIT` keeps
     short, so it can be asked several times a second."""
-    try:
-        with os.scandir(Path(repo) / "objects" / "pack") as entries:
-            return sum(1 for entry in entries if entry.name.endswith(".pack"))
-    except FileNotFoundError:
-        return 0
+    return packfile.count(Path(repo) / "objects" / "pack")
 
 
 def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> None:

@@ -117,3 +117,22 @@ def test_a_handle_per_round_does_not_grow_memory(repo):
     finally:
         tracemalloc.stop()
     assert grown < 100_000, f"{grown} bytes kept by 5,000 handles"
+
+
+def test_past_the_packs_maintenance_has_not_rolled_up_objects_are_written_loose(repo, monkeypatch):
+    """A store never served has no maintenance: one pack per commit would pile up, and every
+    read that misses one searches them all (8 processes' 1,600 writes took 8x as long)."""
+    from gitstore.backend import newobjects
+
+    monkeypatch.setattr(newobjects, "PACKS_BEFORE_LOOSE", 1)
+    first = NewObjects(repo, durable=False)
+    parent = _commit(first.git, [])
+    assert first.write() is not None  # the first pack
+    objects = NewObjects(repo, durable=False)
+    commit = objects.git.create_commit(
+        None, SIGNATURE, SIGNATURE, "again\n", objects.git[parent].tree.id, [parent]
+    )
+    assert objects.write() is None
+    assert f"{str(commit)[:2]}/{str(commit)[2:]}" in _files(repo)  # loose, beside one pack
+    git(repo, "update-ref", "refs/heads/main", str(commit))
+    git(repo, "fsck", "--strict")
