@@ -15,19 +15,37 @@ libgit2 reads objects (a revision walk, `Repository.walk`) must not run on it.
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pygit2
 
-from gitstore.backend import packfile
+from gitstore.backend import handles, packfile
 
-#: Packs past which a round's objects are written loose instead. Maintenance rolls packs up
-#: long before (`ops.maintenance.PACK_LIMIT`); a store that is never served (the library or the
-#: command line alone) has none, and there packs would pile up one per commit, while every
-#: read that misses a pack searches them all: loose objects cost a file each but no search.
-PACKS_BEFORE_LOOSE = 100
+#: Packs past which a round's objects are written loose instead, while maintenance rolls packs
+#: up (a repack in the last `MAINTAINED_SECONDS`): under a burst of writes packs pass
+#: maintenance's `PACK_LIMIT` while a roll-up runs, and loose files would bring back the cost
+#: packs avoid (file creation on a disk where many were just deleted).
+PACKS_BEFORE_LOOSE = 300
+#: The same without maintenance (a store used by the library or the command line alone, never
+#: served): packs would pile up one per commit, and every read that misses one searches them
+#: all; a loose object costs a file but no search.
+PACKS_BEFORE_LOOSE_UNMAINTAINED = 50
+MAINTAINED_SECONDS = 60.0
+
+
+def packs_before_loose(repo: Path) -> int:
+    """How many packs `repo` may hold before a round is written loose (`handles.REPACKED` is
+    replaced by every repack maintenance makes)."""
+    try:
+        repacked = os.stat(repo / handles.REPACKED).st_mtime
+    except FileNotFoundError:
+        return PACKS_BEFORE_LOOSE_UNMAINTAINED
+    maintained = time.time() - repacked < MAINTAINED_SECONDS
+    return PACKS_BEFORE_LOOSE if maintained else PACKS_BEFORE_LOOSE_UNMAINTAINED
 
 
 class NewObjects:
@@ -61,7 +79,7 @@ class NewObjects:
         objects = self._memory.objects.values()
         folder = self._path / "objects" / "pack"
         pack = None
-        if packfile.count(folder) < PACKS_BEFORE_LOOSE:
+        if packfile.count(folder) < packs_before_loose(self._path):
             pack = packfile.write_pack(folder, objects, durable=self._durable)
         else:
             loose = pygit2.Repository(str(self._path)).odb
