@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import math
 import os
@@ -262,9 +263,11 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
         if task == "index":
             error = _index(repo, report.name)
         elif task == "cruft":
-            error = _git(
-                repo, *_COMMANDS[task], nice=True, seconds=FULL_SECONDS, until=_writes_resumed(repo)
-            )
+            # Stopped once writers made a pack due: it holds the lock the roll-up needs, for
+            # minutes on a long history (every read searches each pack meanwhile). Stopped, it
+            # loses nothing and is due again at the next idle minute.
+            due = functools.partial(pack_due, repo)
+            error = _git(repo, *_COMMANDS[task], nice=True, seconds=FULL_SECONDS, until=due)
         else:
             error = _git(repo, *_COMMANDS[task])
         if task in ("pack", "cruft"):
@@ -313,14 +316,6 @@ _COMMANDS = {
 YIELDED = "yielded to writes"
 #: How often a full repack looks whether it must yield.
 YIELD_POLL = 0.5
-
-
-def _writes_resumed(repo: Path) -> Callable[[], bool]:
-    """Whether a repository's writers made a pack due (`PACK_LIMIT` packs, or `PACK_AT`
-    loose objects): a full repack holds the repository's maintenance lock for minutes on a
-    long history, and the roll-up of packs must not wait that long (every read searches each
-    pack). Stopped, it loses nothing and is due again at the next idle minute."""
-    return lambda: loose_estimate(repo) >= PACK_AT or pack_count(repo) >= PACK_LIMIT
 
 
 def _git(
@@ -391,12 +386,7 @@ def _clear_stale_locks(repo: Path) -> None:
     """Remove the lock files of a killed run (we hold the maintenance lock, and git's own gc
     is off: none is in use unless a process has it open, e.g. an operator's `git gc`)."""
     found = [path for pattern in _GIT_LOCKS for path in repo.glob(pattern)]
-    if not found:
-        return
-    in_use = _open_files()
-    for path in found:
-        if str(path) not in in_use:
-            path.unlink(missing_ok=True)
+    _remove_unused(found)
 
 
 def _clear_temporaries(repo: Path) -> None:
@@ -410,6 +400,11 @@ def _clear_temporaries(repo: Path) -> None:
         for entry in _files(repo / "objects" / "pack")
         if _temporary(entry) and entry.stat(follow_symlinks=False).st_mtime < cutoff
     ]
+    _remove_unused(found)
+
+
+def _remove_unused(found: list[Path]) -> None:
+    """Remove those of `found` no process has open."""
     if not found:
         return
     in_use = _open_files()
@@ -495,6 +490,12 @@ def loose_estimate(repo: Path) -> int:
         return 0
 
 
+def pack_due(repo: Path) -> bool:
+    """Whether writers left a pack's worth of loose objects or `PACK_LIMIT` packs (both asked
+    cheaply enough for every second)."""
+    return loose_estimate(repo) >= PACK_AT or pack_count(repo) >= PACK_LIMIT
+
+
 def pack_count(repo: Path) -> int:
     """Packs of a repository: one `scandir` of its pack folder, which `PACK_LIMIT` keeps
     short, so it can be asked several times a second."""
@@ -530,7 +531,7 @@ def run_forever(root: Path, seconds: float = 1.0, parent: int | None = None) -> 
                 extra = ("cruft", "commit-graph", "index") if settled else ()
                 _logged(maintain(path, name, extra=extra))
                 idle[name] = usage(path).objects
-            elif loose_estimate(path) >= PACK_AT or pack_count(path) >= PACK_LIMIT:
+            elif pack_due(path):
                 _logged(maintain(path, name))
                 busy_until = time.monotonic() + BUSY_SECONDS
         if full:
