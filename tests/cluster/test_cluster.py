@@ -286,6 +286,19 @@ def git_requests_since(log: Path, offset: int) -> list[str]:
     return [line["message"] for line in found if " /git/" in line["message"]]
 
 
+def copy_live(source: Path, target: Path, attempts: int = 10) -> None:
+    """Copy a running member's directory. Its maintenance may remove a pack or a temporary
+    file between copytree's listing and its copy; a copy that met one is made again."""
+    for _ in range(attempts - 1):
+        try:
+            shutil.copytree(source, target, symlinks=True)
+            return
+        except shutil.Error:
+            shutil.rmtree(target, ignore_errors=True)
+            time.sleep(0.2)
+    shutil.copytree(source, target, symlinks=True)
+
+
 def test_gathering_labels_fetches_only_where_the_label_digests_differ(cluster, tmp_path):
     """A member gathering a peer's labels (a new primary, a member that starts) first asks it
     for the digests of its labels, in one call, and fetches only the repositories where they
@@ -293,7 +306,7 @@ def test_gathering_labels_fetches_only_where_the_label_digests_differ(cluster, t
     labelled(cluster)
     primary, replica = roles(cluster)
     root = tmp_path / "copy"  # the replica's repositories, labels included
-    shutil.copytree(cluster.nodes[replica].root, root, symlinks=True)
+    copy_live(cluster.nodes[replica].root, root)
     follower = Follower(Repositories(root), cluster.secret, timeout=5.0)
     source = cluster.nodes[primary]
     before = source.log.stat().st_size
