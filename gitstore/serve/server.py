@@ -9,6 +9,7 @@ each worker builds its own app and store after the fork.
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import shutil
 import socket
@@ -21,6 +22,7 @@ from gitstore.access.keystone import KEYSTONE, KeystoneSettings
 from gitstore.access.policy import ACCESS_REQUIRED, ANONYMOUS_READ, SERVED_HOSTS, AccessFile
 from gitstore.errors import Unavailable
 from gitstore.serve import children
+from gitstore.serve.activity import Activity
 from gitstore.serve.settings import KEEPALIVE_SECONDS, Checked, default_workers, is_loopback
 from gitstore.storeformat import hold_for_serving
 
@@ -184,9 +186,10 @@ def _logger_class() -> type:
 
 
 def _post_fork_hook() -> Any:
+    """gunicorn's `post_fork`, handing every worker the one `Activity` of the server."""
     from gitstore.serve.workers import post_fork  # imports gunicorn: only when serving
 
-    return post_fork
+    return functools.partial(post_fork, activity=Activity())
 
 
 def _worker_exit_hook() -> Any:

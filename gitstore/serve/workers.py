@@ -39,10 +39,13 @@ def _leave_at_once(sig: int, frame: Any) -> None:
 _STOPS = frozenset({signal.SIGTERM, signal.SIGQUIT})
 
 
-def post_fork(server: Any, worker: Any) -> None:
+def post_fork(server: Any, worker: Any, activity: Activity | None = None) -> None:
     """gunicorn's `post_fork` hook, run in the new worker: it keeps the master's signal queue
-    as the fork copied it, to look into once its own handlers are in (`init_process`)."""
+    as the fork copied it, to look into once its own handlers are in (`init_process`), and
+    hands the worker the server's `activity`, made by the master (`serve.activity`); without
+    one, the worker's background work waits for its own requests only."""
     worker.inherited_signals = server.SIG_QUEUE
+    worker.activity = activity or Activity()
 
 
 def worker_exit(server: Any, worker: Any) -> None:
@@ -143,12 +146,12 @@ class _StopsOnce(_Mixed):
     """Mixed into a gunicorn worker class, before it."""
 
     _quitting = False
-    activity = Activity()  # replaced per worker in load_wsgi
+    activity: Activity  # handed over by `post_fork`
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
         settle_collector()
-        app, self.activity = self.wsgi, Activity()
+        app = self.wsgi
         self.in_background(lambda: keep_warm(app, self.activity))
 
     def handle_request(self, *args: Any) -> Any:
