@@ -385,7 +385,7 @@ def pyload_requests(
         for n in range(processes)
     ]
     started = time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(processes) as pool:
+    with multiprocessing.get_context("fork").Pool(processes, _stopped_by_sigterm) as pool:
         results = pool.map(_client, jobs)
     elapsed = seconds if total is None else time.perf_counter() - started
     latencies = sorted(lat for lats, _, _ in results for lat in lats)
@@ -397,6 +397,13 @@ def pyload_requests(
     return Load(
         len(latencies) / elapsed, pick(0.50), pick(0.99), len(latencies), errors, "pyload", answered
     )
+
+
+def _stopped_by_sigterm() -> None:
+    """A pool process ends at the pool's SIGTERM, whatever handler its bench installed: one
+    that exits through Python (bench/longevity.py's) left a process waiting forever on the
+    pool's queue lock, which its sibling had held when it ended, and the bench with it."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _client(job) -> tuple[list[float], int, list[int]]:
