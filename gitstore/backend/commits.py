@@ -53,7 +53,7 @@ from gitstore import metrics
 from gitstore.backend import refs
 from gitstore.backend.cache import Caches
 from gitstore.backend.changes import ChangeSet
-from gitstore.backend.newobjects import NewObjects
+from gitstore.backend.newobjects import NewObjects, durable
 from gitstore.backend.snapshot import Snapshot, commit_of
 from gitstore.backend.trees import build_tree
 from gitstore.deadlines import UNBOUNDED, Deadline
@@ -412,15 +412,10 @@ class CommitQueue:
         return NewObjects(self._repo.path, durable=self._durable())
 
     def _durable(self) -> bool:
-        """Whether writes must survive a power loss (git's `core.fsyncObjectFiles`).
-
-        The pack of a write's objects is then flushed (`packfile.write_pack`), and the ref
-        after it. Without it, as in plain git, a process crash loses nothing but a power cut may.
-        """
-        try:
-            return self._repo.git.config.get_bool("core.fsyncObjectFiles")
-        except (KeyError, pygit2.GitError):
-            return False
+        """Whether writes must survive a power loss (`newobjects.durable`): the pack of a
+        write's objects is then flushed, and the ref after it. Without it, as in plain git, a
+        process crash loses nothing but a power cut may."""
+        return durable(self._repo.git)
 
     def _write_lock(self) -> contextlib.AbstractContextManager[None]:
         """The repository's write lock (a `flock`, dropped by the kernel if we die)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pygit2
@@ -46,6 +46,27 @@ def packs_before_loose(repo: Path) -> int:
         return PACKS_BEFORE_LOOSE_UNMAINTAINED
     maintained = time.time() - repacked < MAINTAINED_SECONDS
     return PACKS_BEFORE_LOOSE if maintained else PACKS_BEFORE_LOOSE_UNMAINTAINED
+
+
+def durable(git: pygit2.Repository) -> bool:
+    """Whether a repository's writes must survive a power loss (git's `core.fsyncObjectFiles`):
+    its packs are then flushed before a ref names them."""
+    try:
+        return git.config.get_bool("core.fsyncObjectFiles")
+    except (KeyError, pygit2.GitError):
+        return False
+
+
+def land(path: Path, objects: Collection[tuple[int, bytes]], *, durable: bool) -> Path | None:
+    """Write `objects` ((kind, data), each distinct) into repository `path` as one pack, and
+    return it; past `packs_before_loose` packs, one loose file each instead (None)."""
+    folder = path / "objects" / "pack"
+    if packfile.count(folder) < packs_before_loose(path):
+        return packfile.write_pack(folder, objects, durable=durable)
+    loose = pygit2.Repository(str(path)).odb
+    for kind, data in objects:
+        loose.write(kind, data)
+    return None
 
 
 class NewObjects:
@@ -76,15 +97,7 @@ class NewObjects:
         packs wait for maintenance and they were written loose), and start empty again."""
         if not self._memory.objects:
             return None
-        objects = self._memory.objects.values()
-        folder = self._path / "objects" / "pack"
-        pack = None
-        if packfile.count(folder) < packs_before_loose(self._path):
-            pack = packfile.write_pack(folder, objects, durable=self._durable)
-        else:
-            loose = pygit2.Repository(str(self._path)).odb
-            for kind, data in objects:
-                loose.write(kind, data)
+        pack = land(self._path, self._memory.objects.values(), durable=self._durable)
         self._memory.objects = {}
         return pack
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pygit2
 
-from gitstore.backend import refs, revisions
+from gitstore.backend import packfile, refs, revisions
 from gitstore.backend.changes import ChangeSet, Graft
+from gitstore.backend.newobjects import durable, land
 from gitstore.backend.repository import COMMITTER, MAIN, Repository
 from gitstore.backend.snapshot import commit_of
 from gitstore.backend.trees import build_tree
@@ -326,12 +327,13 @@ def _raw(git: pygit2.Repository, oid: pygit2.Oid) -> tuple[int, bytes]:
 
 
 def add_objects(repo: Repository, objects: list[tuple[int, bytes]]) -> None:
-    """Write raw objects (`new_objects` of another member) into `repo`'s object store, the
-    last first: a commit lands after its trees, a tree after its entries, so a member killed
-    half-way never holds a commit whose history is incomplete."""
-    odb = repo.git.odb
+    """Write raw objects (`new_objects` of another member) into `repo`'s object store as one
+    pack, as the member that made them wrote them (`newobjects.land`): a pack counts once its
+    index is in, so a member killed half-way holds all of them or none. Past the packs
+    maintenance has not rolled up they are written loose, the last first: a commit lands after
+    its trees, a tree after its entries, so no commit's history is ever incomplete."""
+    distinct = {packfile.object_id(kind, data): (kind, data) for kind, data in objects}
     try:
-        for kind, data in reversed(objects):
-            odb.write(kind, data)
-    except (pygit2.GitError, ValueError) as exc:
+        land(repo.path, list(reversed(distinct.values())), durable=durable(repo.git))
+    except (pygit2.GitError, ValueError, OSError) as exc:
         raise Unavailable(f"{repo.name}: objects could not be written ({exc})") from exc

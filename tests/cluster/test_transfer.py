@@ -40,9 +40,14 @@ def test_a_commit_sent_as_its_new_objects_is_whole_on_the_other_copy(two_copies)
     sent = decode_objects(encode_objects(remote.new_objects(repo, old, new)))
     copy = Repository(b / "environments/1.git", "copy")
     assert not remote.has_commit(copy, new)
+    before = _object_files(copy)
     remote.add_objects(copy, sent)
     assert remote.has_commit(copy, new)
     assert remote.follow(copy, old, new)
+    # one pack and its index, as the primary wrote them, not a loose file per object
+    added = sorted(_object_files(copy) - before)
+    assert [kind for kind, _ in added] == ["pack", "pack"], added
+    assert {name.rsplit(".", 1)[1] for _, name in added} == {"idx", "pack"}, added
     fsck = subprocess.run(
         ["git", "--git-dir", str(copy.path), "fsck", "--strict"], capture_output=True, text=True
     )
@@ -88,6 +93,17 @@ def test_a_round_of_chained_commits_is_sent_as_objects_oldest_commit_written_fir
         ["git", "--git-dir", str(copy.path), "fsck", "--strict"], capture_output=True, text=True
     )
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def _object_files(repo: Repository) -> set[tuple[str, int]]:
+    """Each file of the object store: ("loose", its path) or ("pack", its name)."""
+    found = set()
+    for path in (repo.path / "objects").rglob("*"):
+        if path.is_file() and path.parent.name == "pack":
+            found.add(("pack", path.name))
+        elif path.is_file() and len(path.parent.name) == 2:
+            found.add(("loose", str(path)))
+    return found
 
 
 def _object_id(kind: int, data: bytes) -> str:
