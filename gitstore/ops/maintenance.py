@@ -32,7 +32,8 @@ it, with git's own thresholds and commands (the `git maintenance` incremental st
   of `git gc --aggressive` (git's default window of 10 objects finds few deltas here: the
   files of all nodes share a name, `astute.yaml`, so the window sorted by name and size holds
   other nodes' files of the same size, not the earlier versions of the same file); at low
-  priority, stopped after `FULL_SECONDS`, and as soon as writers left `PACK_AT` loose objects
+  priority, stopped after `FULL_SECONDS` (twice that at the next try, and so on, up to 8
+  hours, until one fits), and as soon as writers left `PACK_AT` loose objects
   (it holds the lock the packs of loose objects need). Unreachable objects (lost races) go to
   a cruft pack and are dropped only once older than git's grace period (`gc.pruneExpire`), so
   a pushed but not yet referenced pack stays.
@@ -92,8 +93,12 @@ FULL_DEPTH = 50
 #: An idle repository gets a full repack once it gained 1/REGROW of the objects its last one
 #: packed: each object is then searched for deltas a bounded number of times in all.
 REGROW = 8
-#: A full repack running longer is stopped (nothing is lost; the next idle moment retries).
+#: A full repack running longer is stopped (nothing is lost; the next idle moment retries,
+#: allowed twice as long each time up to `FULL_SECONDS_MOST`: one of 100,000 commits took
+#: ~25 minutes on 2 vCPUs, and a limit it never fits in would have it begun every idle minute
+#: and stopped every half hour, for ever).
 FULL_SECONDS = 30 * 60
+FULL_SECONDS_MOST = 8 * 3600
 #: Temporary files in the pack folder this old, and open in no process, were left by a killed
 #: writer (`_clear_temporaries`).
 TEMPORARY_SECONDS = HOUR
@@ -122,6 +127,7 @@ class State:
     last_cruft: float = 0.0
     graph_head: str | None = None
     full_objects: int = 0  # `Usage.objects` right after the last full repack
+    full_seconds: float = 0.0  # what the next full repack may take, past `FULL_SECONDS`
 
 
 @dataclass
@@ -267,7 +273,9 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
             # minutes on a long history (every read searches each pack meanwhile). Stopped, it
             # loses nothing and is due again at the next idle minute.
             due = functools.partial(pack_due, repo)
-            error = _git(repo, *_COMMANDS[task], nice=True, seconds=FULL_SECONDS, until=due)
+            seconds = max(FULL_SECONDS, state.full_seconds)
+            error = _git(repo, *_COMMANDS[task], nice=True, seconds=seconds, until=due)
+            state.full_seconds = _next_limit(seconds, error)
         else:
             error = _git(repo, *_COMMANDS[task])
         if task in ("pack", "cruft"):
@@ -285,6 +293,14 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
             state.graph_head = _head(repo)
     state.last_run = now
     _save_state(repo, state)
+
+
+def _next_limit(seconds: float, error: str | None) -> float:
+    """What the next full repack may take after one that was allowed `seconds` ended with
+    `error`: twice as long if it was stopped for its time, else the default again (0)."""
+    if error is not None and error.startswith(STOPPED):
+        return min(2 * seconds, FULL_SECONDS_MOST)
+    return 0.0
 
 
 _COMMANDS = {
@@ -314,6 +330,7 @@ _COMMANDS = {
 
 #: What `_git` answers when it stopped git because `until` came true.
 YIELDED = "yielded to writes"
+STOPPED = "stopped after"  # its time, followed by the seconds it was allowed
 #: How often a full repack looks whether it must yield.
 YIELD_POLL = 0.5
 
@@ -361,7 +378,7 @@ def _why_stop(deadline: float, seconds: float | None, until: Callable[[], bool] 
     if until is not None and until():
         return YIELDED
     if time.monotonic() >= deadline:
-        return f"stopped after {seconds:.0f} s"
+        return f"{STOPPED} {seconds:.0f} s"
     return ""
 
 

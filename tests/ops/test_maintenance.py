@@ -324,6 +324,26 @@ def test_a_full_repack_stopped_by_its_time_limit_loses_nothing(fuel_store, env_r
     assert not _missing(env_repo, reachable)
 
 
+def test_a_full_repack_stopped_by_its_time_is_allowed_twice_as_long_next_time(
+    fuel_store, env_repo, monkeypatch
+):
+    """A limit the full repack never fits in (a long history on a slow host) would have it
+    begun at every idle minute and stopped at every limit, for ever."""
+    _grow(fuel_store, 6)
+    monkeypatch.setattr(maintenance, "FULL_SECONDS", 0.001)  # git cannot even start
+    monkeypatch.setattr(maintenance, "FULL_SECONDS_MOST", 0.003)
+    report = maintenance.maintain(env_repo, "environments/1.git", extra=("cruft",))
+    assert report.errors == ["cruft: stopped after 0 s"]
+    assert maintenance._load_state(env_repo).full_seconds == 0.002
+    maintenance.maintain(env_repo, "environments/1.git", extra=("cruft",))
+    assert maintenance._load_state(env_repo).full_seconds == 0.003  # never past the most
+    assert not maintenance.at_rest(env_repo)
+    monkeypatch.setattr(maintenance, "FULL_SECONDS", 600.0)
+    assert not maintenance.maintain(env_repo, "environments/1.git", extra=("cruft",)).errors
+    assert maintenance._load_state(env_repo).full_seconds == 0.0  # one fitted: the default
+    assert maintenance.at_rest(env_repo)
+
+
 def _git_children(pid: int) -> list[str]:
     """The git processes among `pid`'s children (other tests' servers may be children too)."""
     out = subprocess.run(["ps", "-o", "comm=,args=", "--ppid", str(pid)], capture_output=True)
