@@ -10,9 +10,11 @@ our own, which needs nothing installed and is what the smoke runs use.
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing
 import os
 import re
+import selectors
 import shutil
 import signal
 import socket
@@ -408,61 +410,80 @@ def _stopped_by_sigterm() -> None:
 
 def _client(job) -> tuple[list[float], int, list[int]]:
     """One process: `connections` sockets used in turn, each request sent and read whole."""
-    import selectors
-
     host, port, requests, seconds, connections, index, share = job
-    if share is not None:
-        seconds = float("inf")
-    socks = [socket.create_connection((host, port)) for _ in range(connections)]
-    for sock in socks:
+    client = _Client((host, port), requests, index, seconds if share is None else math.inf, share)
+    return client.run(connections)
+
+
+class _Client:
+    """The requests of one client process: sent in turn on its connections, each read whole."""
+
+    def __init__(self, address, requests, index: int, seconds: float, share: int | None):
+        self.address, self.requests, self.index, self.share = address, requests, index, share
+        self.deadline = time.perf_counter() + seconds
+        self.selector = selectors.DefaultSelector()
+        self.state: dict = {}  # socket -> [sent at, bytes read, request number]
+        self.socks: list[socket.socket] = []
+        self.sent = 0
+        self.latencies: list[float] = []
+        self.answered: list[int] = []
+        self.errors = 0
+
+    def run(self, connections: int) -> tuple[list[float], int, list[int]]:
+        for _ in range(connections):
+            self._start()
+        while self.state:
+            for key, _ in self.selector.select(timeout=10):
+                self._read(key.fileobj)
+        for sock in self.socks:
+            sock.close()
+        return self.latencies, self.errors, self.answered
+
+    def _more(self) -> bool:
+        return time.perf_counter() < self.deadline and (
+            self.share is None or self.sent < self.share
+        )
+
+    def _start(self) -> None:
+        sock = socket.create_connection(self.address)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    selector = selectors.DefaultSelector()
-    state: dict = {}
-    deadline = time.perf_counter() + seconds
-    sent = 0
-    latencies: list[float] = []
-    answered: list[int] = []
-    errors = 0
+        self.socks.append(sock)
+        self.selector.register(sock, selectors.EVENT_READ)
+        self._send(sock)
 
-    def send(sock) -> None:
-        nonlocal index, sent
-        sock.sendall(requests(index))
-        state[sock] = [time.perf_counter(), b"", index]
-        index += 1
-        sent += 1
+    def _send(self, sock) -> None:
+        sock.sendall(self.requests(self.index))
+        self.state[sock] = [time.perf_counter(), b"", self.index]
+        self.index += 1
+        self.sent += 1
 
-    for sock in socks:
-        selector.register(sock, selectors.EVENT_READ)
-        send(sock)
-    while state:
-        for key, _ in selector.select(timeout=10):
-            sock = key.fileobj
-            started, buffer, number = state[sock]
-            data = _receive(sock)
-            if not data:  # the server closed the connection: count it, stop using it
-                errors += 1
-                selector.unregister(sock)
-                del state[sock]
-                continue
-            buffer += data
-            status = _complete(buffer)
-            if status is None:
-                state[sock][1] = buffer
-                continue
-            now = time.perf_counter()
-            latencies.append(now - started)
-            if status >= 400:
-                errors += 1
-            elif status < 300:
-                answered.append(number)
-            del state[sock]
-            if now < deadline and (share is None or sent < share):
-                send(sock)
-            else:
-                selector.unregister(sock)  # done: a server closing it now is no answer
-    for sock in socks:
-        sock.close()
-    return latencies, errors, answered
+    def _read(self, sock) -> None:
+        started, buffer, number = self.state[sock]
+        data = _receive(sock)
+        if not data:  # closed (a worker restarting after `max_requests`): the request is an
+            self.errors += 1  # error, and the rest go on a new connection
+            self._stop(sock)
+            if self._more():
+                self._start()
+            return
+        buffer += data
+        status = _complete(buffer)
+        if status is None:
+            self.state[sock][1] = buffer
+            return
+        self.latencies.append(time.perf_counter() - started)
+        if status >= 400:
+            self.errors += 1
+        elif status < 300:
+            self.answered.append(number)
+        if self._more():
+            self._send(sock)
+        else:
+            self._stop(sock)  # done: a server closing it now is no answer
+
+    def _stop(self, sock) -> None:
+        self.selector.unregister(sock)
+        del self.state[sock]
 
 
 def _receive(sock: socket.socket) -> bytes:
