@@ -66,10 +66,10 @@ NODE = ENV + "/nodes/{node}/resources/astute/{kind}"
 KEY = "fact_0001"  # a fact of node 1 nobody writes
 CLIENTS = 8
 #: Seconds the bench waits, after the writes, for maintenance's idle full repack: at 100,000
-#: commits written without a pause it takes ~25 minutes on 2 vCPUs.
+#: commits written without a pause it takes ~22 minutes on 2 vCPUs.
 REST_WITHIN = 2400.0
 #: Seconds into a maintenance run within which the kill loop's SIGKILLs land: a full repack
-#: at 100,000 commits takes ~25 min, and kills spread over a whole run took 50 x 15 min.
+#: at 100,000 commits takes ~22 min, and 50 kills spread over whole runs would take hours.
 KILL_WINDOW = 60.0
 
 

@@ -95,7 +95,7 @@ FULL_DEPTH = 50
 REGROW = 8
 #: A full repack running longer is stopped (nothing is lost; the next idle moment retries,
 #: allowed twice as long each time up to `FULL_SECONDS_MOST`: one of 100,000 commits took
-#: ~25 minutes on 2 vCPUs, and a limit it never fits in would have it begun every idle minute
+#: ~22 minutes on 2 vCPUs, and a limit it never fits in would have it begun every idle minute
 #: and stopped every half hour, for ever).
 FULL_SECONDS = 30 * 60
 FULL_SECONDS_MOST = 8 * 3600
