@@ -28,6 +28,7 @@ from gitstore.backend import remote
 from gitstore.backend.repository import Repository
 from gitstore.cluster.secret import ClusterSecret
 from gitstore.errors import GitstoreError, InvalidInput, Unavailable
+from gitstore.layout import CATALOG
 from gitstore.repositories import Repositories
 
 #: Where the primary puts a commit its peers must fetch before etcd is asked to accept it.
@@ -122,7 +123,7 @@ def fetch_labels(
 def repositories_of(repos: Repositories) -> dict[str, Repository]:
     """{`catalog.git` or `environments/<id>.git`: its repository} of every repository of a
     root."""
-    paths = [repos.root / "catalog.git"]
+    paths = [repos.root / CATALOG]
     paths += [repos.environment_path(i) for i in repos.environment_ids()]
     return {repos.served_as(path): Repository(path, path.name) for path in paths}
 

@@ -19,9 +19,9 @@ go on. A later check parses only the files that changed; the rest is replayed.
 Bounded, and polite to the worker's requests:
 
 - each file judged and each index made is a step of the warm-up's deadline; every
-  `deadlines.SLICE` the served warm-up waits until its worker has had no request in flight for
-  `serve.activity.QUIET` (it runs in the worker's idle time: a CPU it shared with a stream of
-  cold lookups was CPU the lookups lacked), so a lookup waits about one step;
+  `deadlines.SLICE` the served warm-up waits until no worker of its server has had a request
+  start or end for `serve.activity.QUIET` (it runs in the server's idle time: a CPU it shared
+  with a stream of cold lookups was CPU the lookups lacked), so a lookup waits about one step;
 - an environment of more than `MAX_FILES` files is left cold (its first preview pays);
 - one round over the environments stops after `BUDGET` seconds; what it kept stays kept.
 """

@@ -275,7 +275,7 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
             due = functools.partial(pack_due, repo)
             seconds = max(FULL_SECONDS, state.full_seconds)
             error = _git(repo, *_COMMANDS[task], nice=True, seconds=seconds, until=due)
-            state.full_seconds = _next_limit(seconds, error)
+            state.full_seconds = _next_limit(seconds, error, state.full_seconds)
         else:
             error = _git(repo, *_COMMANDS[task])
         if task in ("pack", "cruft"):
@@ -295,12 +295,16 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
     _save_state(repo, state)
 
 
-def _next_limit(seconds: float, error: str | None) -> float:
+def _next_limit(seconds: float, error: str | None, grown: float) -> float:
     """What the next full repack may take after one that was allowed `seconds` ended with
-    `error`: twice as long if it was stopped for its time, else the default again (0)."""
-    if error is not None and error.startswith(STOPPED):
+    `error`: the default again (0) once one fitted, twice as long if it was stopped for its
+    time, and the `grown` limit still when it yielded to writers or failed (neither says
+    whether it fits)."""
+    if error is None:
+        return 0.0
+    if error.startswith(STOPPED):
         return min(2 * seconds, FULL_SECONDS_MOST)
-    return 0.0
+    return grown
 
 
 _COMMANDS = {

@@ -20,7 +20,7 @@ from multiprocessing.sharedctypes import RawValue
 
 from gitstore.deadlines import let_requests_run
 
-#: Seconds without a request starting or ending after which a worker counts as idle.
+#: Seconds without a request starting or ending after which the server counts as idle.
 QUIET = 0.05
 
 
@@ -43,9 +43,10 @@ class Activity:
         self._stamp.value = time.monotonic()
 
     def give_way(self) -> None:
-        """Let the requests that arrived run, then wait until the worker has been idle for
-        `quiet` s (`time.sleep`: a gevent worker's is patched to let its requests run
-        meanwhile). A request that arrived has not touched the activity before it ran."""
+        """Let the requests that arrived run, then wait until every process sharing this
+        activity has been idle for `quiet` s (`time.sleep`: a gevent worker's is patched to let
+        its requests run meanwhile). A request that arrived has not touched the activity before
+        it ran."""
         let_requests_run()
         while (idle := time.monotonic() - self._last) < self.quiet:
             time.sleep(self.quiet - idle)

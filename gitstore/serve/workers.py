@@ -97,7 +97,7 @@ def _store_of(app: Any) -> Any:
 def keep_warm(app: Any, activity: Activity) -> None:
     """Check each environment's main as the worker's first edit preview would, and again
     whenever it moves (`gitstore.gitops.warmup`): run in the background once the app is
-    loaded, in steps taken while the worker has no requests (`activity`), for as long as the
+    loaded, in steps taken while the server has no requests (`activity`), for as long as the
     worker runs."""
     store = _store_of(app)
     warmer = None if store is None else store.previews.warmer()
