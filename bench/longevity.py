@@ -33,6 +33,7 @@ that cost.
 
 Usage:
   .venv/bin/python bench/longevity.py [--writes 20000] [--kills 50] [--workdir DIR] [--before DIR]
+                                      [--keep DIR]  # store A, copied once at rest
   .venv/bin/python bench/longevity.py --smoke        # 600 writes, 5 kills (about a minute)
   .venv/bin/python bench/longevity.py --first-reads 10000 --code /work/main --code .
   .venv/bin/python bench/longevity.py --first-reads 0 --root STORE --code ...  # a store kept
@@ -334,7 +335,14 @@ def kill_loop(root: Path, repo: Path, kills: int) -> tuple[int, str]:
     return missing, "clean" if fsck.returncode == 0 else fsck.stderr.strip()[-300:]
 
 
-def run(scratch: Path, writes: int, kills: int, smoke: bool, before: Path | None = None) -> bool:
+def run(
+    scratch: Path,
+    writes: int,
+    kills: int,
+    smoke: bool,
+    before: Path | None = None,
+    keep: Path | None = None,
+) -> bool:
     roots = {name: scratch / name for name in ("a", "b")}
     for root in roots.values():
         make_store.build(root, NODES, make_store.FACADE_COMMITS + 1, keys=100)
@@ -410,6 +418,8 @@ def run(scratch: Path, writes: int, kills: int, smoke: bool, before: Path | None
          f"{version_rate:.0f} reads/s at 200 versions ({head_rate / version_rate:.2f}x)"),
         ("backup", backup / 60, "<= 1", f"{backup:.1f} s for {depth} commits"),
     ]  # fmt: skip
+    if keep is not None:  # for `--first-reads 0 --root KEEP` on a store written over HTTP
+        shutil.copytree(roots["a"], keep)
     print(f"longevity: {writes} REST writes into one environment, {harness.machine_load()}")
     for name, ratio, target, details in rows:  # before the kill loop, which takes long
         print(f"  {name}: {ratio:.2f} (target {target}): {details}", flush=True)
@@ -436,6 +446,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--before", type=Path, help="serve store B with the gitstore of this checkout instead"
     )
+    parser.add_argument("--keep", type=Path, help="copy store A here once at rest")
     args = parser.parse_args(argv)
     if args.first_reads is not None:
         codes = args.code or [Path(__file__).resolve().parents[1]]
@@ -445,7 +456,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # servers stopped on the way out
     writes, kills = (600, 5) if args.smoke else (args.writes, args.kills)
     with harness.scratch("gitstore-longevity-", args.workdir) as scratch:
-        ok = run(scratch, max(writes, 200), kills, args.smoke, args.before)
+        ok = run(scratch, max(writes, 200), kills, args.smoke, args.before, args.keep)
     sys.exit(0 if ok else 1)
 
 
