@@ -27,7 +27,7 @@ it, with git's own thresholds and commands (the `git maintenance` incremental st
   process, and by every run that writes the commit-graph: history, explain and `version=N`
   read it instead of walking the chain.
 - `cruft`: weekly, and a minute after the writes to a repository stopped once it gained an
-  eighth of the objects of its last full repack, `git repack -d -l -f --window=250 --depth=50
+  eighth of the objects of its last full repack, `git repack -d -l -f --window=250 --depth=20
   --cruft --cruft-expiration=2.weeks.ago`: one pack of what is reachable, with the delta search
   of `git gc --aggressive` (git's default window of 10 objects finds few deltas here: the
   files of all nodes share a name, `astute.yaml`, so the window sorted by name and size holds
@@ -87,9 +87,12 @@ PACKS_HOURLY = 10
 LOOSE_HOURLY = 100
 HOUR = 3600.0
 WEEK = 7 * 24 * HOUR
-#: git's `gc.aggressiveWindow` and `gc.aggressiveDepth`: the delta search of the full repack.
+#: The delta search of the full repack: git's `gc.aggressiveWindow`, and chains of at most
+#: 20 deltas, not `gc.aggressiveDepth`'s 50: a read at an old version (`version=N`) applies
+#: each delta of its trees' chains, and at 50 that cost a fifth of a first read's time (docs/
+#: performance.md); the pack is a few percent larger.
 FULL_WINDOW = 250
-FULL_DEPTH = 50
+FULL_DEPTH = 20
 #: An idle repository gets a full repack once it gained 1/REGROW of the objects its last one
 #: packed: each object is then searched for deltas a bounded number of times in all.
 REGROW = 8
