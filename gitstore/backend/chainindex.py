@@ -1,5 +1,5 @@
-"""A persisted index of main's first-parent chain: version number -> commit, and the versions
-at which each path changed.
+"""A persisted index of main's first-parent chain: version number -> commit (and its root
+tree), and the versions at which each path changed.
 
 History questions would otherwise walk the chain commit by commit: `version=N` from the head,
 explain and key history down to the last change of a file that has not changed for 100,000
@@ -31,7 +31,9 @@ from gitstore.files import os_thread_local
 
 FILE = "gitstore-history.sqlite"
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS chain (version INTEGER PRIMARY KEY, commit_id TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS chain (
+    version INTEGER PRIMARY KEY, commit_id TEXT NOT NULL UNIQUE, tree_id TEXT
+);
 CREATE TABLE IF NOT EXISTS changes (
     path TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (path, version)
 ) WITHOUT ROWID;
@@ -44,8 +46,14 @@ _PAGE = 64
 #: index (which maintenance extends meanwhile).
 MAX_TAIL = 20_000
 
-#: (commit id) -> (first parent id or None, paths changed against it).
-Diff = Callable[[str], tuple[str | None, list[str]]]
+#: (commit id) -> (first parent id or None, paths changed against it, its root tree's id).
+Diff = Callable[[str], tuple[str | None, list[str], str]]
+#: (commit id) -> its root tree's id.
+TreeOf = Callable[[str], str]
+#: Rows whose tree id an index made before the column existed gains per transaction.
+_FILL_BATCH = 5000
+#: The index's `user_version` once every row holds its commit's tree.
+_WITH_TREES = 1
 
 Error = sqlite3.Error
 
@@ -70,11 +78,13 @@ class ChainIndex:
         return db
 
     # -- extending (maintenance only) ------------------------------------------------------
-    def update(self, head: str, diff: Diff) -> int:
-        """Index main's chain up to `head`; `head`'s version."""
+    def update(self, head: str, diff: Diff, tree_of: TreeOf) -> int:
+        """Index main's chain up to `head`; `head`'s version. An index made before rows held
+        their commit's tree gains the column, and the trees, first."""
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             db.executescript(_SCHEMA)
+            _fill_trees(db, tree_of)
             return _extend(db, head, diff)
         finally:
             db.close()
@@ -88,13 +98,18 @@ class ChainIndex:
         )
         return row[0] if row else None
 
-    def commit_at(self, version: int) -> str | None:
-        row = (
-            self._db()
-            .execute("SELECT commit_id FROM chain WHERE version = ?", (version,))
-            .fetchone()
-        )
-        return row[0] if row else None
+    def entry_at(self, version: int) -> tuple[str, str | None] | None:
+        """(commit id, its root tree's id, or None in a row made before rows held it)."""
+        db = self._db()
+        try:
+            row = db.execute(
+                "SELECT commit_id, tree_id FROM chain WHERE version = ?", (version,)
+            ).fetchone()
+        except sqlite3.OperationalError:  # an index maintenance has not given the column yet
+            row = db.execute(
+                "SELECT commit_id, NULL FROM chain WHERE version = ?", (version,)
+            ).fetchone()
+        return (row[0], row[1]) if row else None
 
     def top(self) -> int:
         row = self._db().execute("SELECT max(version) FROM chain").fetchone()
@@ -137,6 +152,30 @@ class ChainIndex:
             high = rows[-1][0] - 1
 
 
+def _fill_trees(db: sqlite3.Connection, tree_of: TreeOf) -> None:
+    """Give an index made before rows held their commit's tree the column and the trees: a
+    `version=N` read then finds the tree it reads without reading the commit."""
+    if db.execute("PRAGMA user_version").fetchone()[0] >= _WITH_TREES:
+        return
+    columns = {row[1] for row in db.execute("PRAGMA table_info(chain)")}
+    if "tree_id" not in columns:
+        db.execute("ALTER TABLE chain ADD COLUMN tree_id TEXT")
+    while rows := db.execute(
+        "SELECT version, commit_id FROM chain WHERE tree_id IS NULL LIMIT ?", (_FILL_BATCH,)
+    ).fetchall():
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(
+                "UPDATE chain SET tree_id = ? WHERE version = ?",
+                ((tree_of(commit_id), version) for version, commit_id in rows),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+    db.execute(f"PRAGMA user_version = {_WITH_TREES}")  # every row holds its tree from now on
+
+
 def _extend(db: sqlite3.Connection, head: str, diff: Diff) -> int:
     def version_of(commit_id: str) -> int | None:
         row = db.execute("SELECT version FROM chain WHERE commit_id = ?", (commit_id,)).fetchone()
@@ -145,20 +184,20 @@ def _extend(db: sqlite3.Connection, head: str, diff: Diff) -> int:
     known = version_of(head)
     if known is not None:
         return known
-    walked: list[tuple[str, list[str]]] = []
+    walked: list[tuple[str, list[str], str]] = []
     current: str | None = head
     base = 0
     while current is not None and (base := version_of(current) or 0) == 0:
-        parent, paths = diff(current)
-        walked.append((current, paths))
+        parent, paths, tree_id = diff(current)
+        walked.append((current, paths, tree_id))
         current = parent
     db.execute("BEGIN IMMEDIATE")
     try:
         db.execute("DELETE FROM chain WHERE version > ?", (base,))
         db.execute("DELETE FROM changes WHERE version > ?", (base,))
-        for offset, (commit_id, paths) in enumerate(reversed(walked), start=1):
+        for offset, (commit_id, paths, tree_id) in enumerate(reversed(walked), start=1):
             version = base + offset
-            db.execute("INSERT INTO chain VALUES (?, ?)", (version, commit_id))
+            db.execute("INSERT INTO chain VALUES (?, ?, ?)", (version, commit_id, tree_id))
             db.executemany(
                 "INSERT OR IGNORE INTO changes VALUES (?, ?)", ((p, version) for p in paths)
             )
@@ -192,11 +231,16 @@ class ChainView:
         return found if found is not None and found <= self.base else None
 
     def commit_at(self, version: int) -> str | None:
+        entry = self.entry_at(version)
+        return entry[0] if entry is not None else None
+
+    def entry_at(self, version: int) -> tuple[str, str | None] | None:
+        """(commit id, its root tree's id when the index holds it) of `version`."""
         if version > self.length or version < 1:
             return None
         if version > self.base:
-            return self.tail[self.length - version][0]
-        return self.index.commit_at(version)
+            return self.tail[self.length - version][0], None
+        return self.index.entry_at(version)
 
     def changed(self, paths: Sequence[str], high: int, low: int) -> Iterator[str]:
         """Commits of versions in (`low`, `high`], newest first, that changed `paths` (files,
@@ -227,7 +271,7 @@ def view(index: ChainIndex, head: str, diff: Diff, previous: ChainView | None) -
             return _made(index, head, version, tuple(walked))
         if len(walked) >= MAX_TAIL:
             raise LookupError("the index is too far behind main")
-        parent, paths = diff(current)
+        parent, paths, _tree = diff(current)
         walked.append((current, tuple(paths)))
         current = parent
     return _made(index, head, 0, tuple(walked))

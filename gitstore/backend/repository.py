@@ -160,9 +160,11 @@ class Repository:
         """
         if head is None:
             head = self._head_for(version)
-        commit = self._resolve(version, head)
         text = "" if version is None else str(version).strip()
-        numbered = not text or is_number(text) or self._on_main_chain(str(commit.id), head)
+        if is_number(text):
+            return self._snapshot_at_version(int(text), text, head)
+        commit = self._resolve(version, head)
+        numbered = not text or self._on_main_chain(str(commit.id), head)
         return self.snapshot_of(commit, numbered)
 
     def _head_for(self, version: str | int | None) -> str | None:
@@ -245,6 +247,28 @@ class Repository:
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
             raise UnknownRevision(text, self.name) from exc
         return commit
+
+    def _snapshot_at_version(self, number: int, text: str, head: str | None) -> Snapshot:
+        """The tree of version `number`; from main's index, its tree is read without its
+        commit (a first read at an old version reads what it must, docs/performance.md)."""
+        if head is None or number < 1:
+            raise UnknownRevision(text, self.name)
+        view = self._view(head)
+        entry = view.entry_at(number) if view is not None else None
+        if view is not None and entry is None:
+            raise UnknownRevision(text, self.name)
+        commit_id, tree_id = entry if entry is not None else (None, None)
+        if commit_id is None or tree_id is None:  # no index, or above it, or made before trees
+            return self.snapshot_of(self._commit_at_version(number, text, head), depth=number)
+        self._depths.put((self.path, commit_id), number)  # its depth: no walk to learn it again
+        try:
+            tree = self.git[tree_id]
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            damage = f"tree {tree_id[:12]} of version {number} is unreadable ({exc})"
+            raise self._damaged(damage, tree_id) from exc
+        if not isinstance(tree, pygit2.Tree):
+            raise self._damaged(f"main's index names {tree_id[:12]}, not a tree, at {number}")
+        return Snapshot(self.git, commit_id, self.name, number, caches=self.caches, tree=tree)
 
     def _commit_at_version(self, number: int, text: str, head: str | None) -> pygit2.Commit:
         """The `number`-th commit of main's first-parent chain at `head` (not past it)."""
@@ -340,13 +364,19 @@ class Repository:
         """Extend main's index to the head (maintenance does, in the background); the head's
         version."""
         head = self.head()
-        return self._index.update(head, self._first_parent_diff) if head else None
+        if head is None:
+            return None
+        return self._index.update(head, self._first_parent_diff, self._tree_of)
 
-    def _first_parent_diff(self, commit_id: str) -> tuple[str | None, list[str]]:
+    def _first_parent_diff(self, commit_id: str) -> tuple[str | None, list[str], str]:
         commit = commit_of(self.git, commit_id)
         parent = str(commit.parent_ids[0]) if commit.parent_ids else None
         before = commit_of(self.git, parent).tree if parent else None
-        return parent, [change.path for change in revisions.compare(before, commit.tree)]
+        changed = [change.path for change in revisions.compare(before, commit.tree)]
+        return parent, changed, str(commit.tree_id)
+
+    def _tree_of(self, commit_id: str) -> str:
+        return str(commit_of(self.git, commit_id).tree_id)
 
     def commits_changing(
         self,

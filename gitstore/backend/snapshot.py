@@ -75,20 +75,23 @@ class Snapshot:
     def __init__(
         self,
         repo: pygit2.Repository,
-        commit: pygit2.Commit,
+        commit: pygit2.Commit | str,
         name: str,
         version: int | None,
         *,
         caches: Caches,
         tracked: bool = False,
+        tree: pygit2.Tree | None = None,
     ):
+        """`commit`, or its id and its `tree` (read as main's index names it: the commit is
+        read only if `info` asks for it)."""
         self._repo = repo
         #: The store's read caches (its repository's): what reads of this commit keep.
         self.caches = caches
-        self._commit = commit
-        self._tree = commit.tree
+        self._commit = commit if isinstance(commit, pygit2.Commit) else None
+        self._commit_id = commit if isinstance(commit, str) else str(commit.id)
+        self._tree = tree if tree is not None else cast(pygit2.Commit, commit).tree
         self.repository = name
-        self._commit_id = str(commit.id)
         self._version = version
         self._reads: dict[str, pygit2.Oid | None] | None = {} if tracked else None
         self._pinned = False
@@ -262,6 +265,8 @@ class Snapshot:
     # -- the commit ------------------------------------------------------------------------
     def info(self) -> CommitInfo:
         self._pinned = True
+        if self._commit is None:
+            self._commit = commit_of(self._repo, self._commit_id)
         return commit_info(self._commit)
 
 

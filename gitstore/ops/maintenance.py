@@ -28,10 +28,11 @@ it, with git's own thresholds and commands (the `git maintenance` incremental st
   read it instead of walking the chain.
 - `cruft`: weekly, and a minute after the writes to a repository stopped once it gained an
   eighth of the objects of its last full repack, `git repack -d -l -f --window=250 --depth=20
-  --cruft --cruft-expiration=2.weeks.ago`: one pack of what is reachable, with the delta search
+  --cruft --cruft-expiration=2.weeks.ago`: one pack of what is reachable, with the delta window
   of `git gc --aggressive` (git's default window of 10 objects finds few deltas here: the
   files of all nodes share a name, `astute.yaml`, so the window sorted by name and size holds
-  other nodes' files of the same size, not the earlier versions of the same file); at low
+  other nodes' files of the same size, not the earlier versions of the same file), in chains
+  of at most `FULL_DEPTH` deltas; at low
   priority, stopped after `FULL_SECONDS` (twice that at the next try, and so on, up to 8
   hours, until one fits), and as soon as writers left `PACK_AT` loose objects
   (it holds the lock the packs of loose objects need). Unreachable objects (lost races) go to

@@ -154,3 +154,34 @@ def test_an_index_too_far_behind_main_is_left_for_the_walk(history, monkeypatch)
     monkeypatch.setattr(chainindex, "MAX_TAIL", 5)
     assert repo._view(repo.head()) is None  # 30 commits above the index: walk instead
     assert repo.snapshot(80).version == 80
+
+
+def _without_trees(index_file) -> None:
+    """Make the index as it was before rows held their commit's tree."""
+    import sqlite3
+
+    db = sqlite3.connect(index_file, isolation_level=None)
+    db.execute("ALTER TABLE chain DROP COLUMN tree_id")
+    db.execute("PRAGMA user_version = 0")
+    db.close()
+
+
+def test_an_index_made_before_trees_is_read_and_given_them_by_maintenance(history):
+    store, _ = history
+    repo = store.environment_repo(1)
+    repo.update_index()
+    _forget(repo)
+    walked = _answers(store)
+    _without_trees(repo.path / chainindex.FILE)
+    _forget(repo)
+    assert repo._view(repo.head()).entry_at(50) == (repo.snapshot(50).commit_id, None)
+    assert _answers(store) == walked  # each version's commit read for its tree
+    repo.update_index()
+    _forget(repo)
+    for number in (1, 50, repo.depth(repo.head())):
+        commit = repo.git[repo._view(repo.head()).commit_at(number)]
+        assert repo._view(repo.head()).entry_at(number) == (str(commit.id), str(commit.tree_id))
+        snapshot = repo.snapshot(number)
+        assert snapshot.info().commit == str(commit.id)  # the commit, read when asked for
+        assert sorted(snapshot.walk()) == sorted(repo.snapshot_of(commit).walk())
+    assert _answers(store) == walked
