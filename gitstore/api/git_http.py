@@ -169,6 +169,7 @@ def _cgi_environ(root: Path, repo_path: Path, subpath: str) -> dict[str, str]:
         "receive.maxInputSize": str(limits.current().push_bytes),  # also bounds chunked bodies
         "core.hooksPath": str(Path(repo_path).resolve() / "hooks"),  # never bypass the gate
         "receive.fsckObjects": "true",
+        "receive.unpackLimit": "1",  # a push lands as the pack it came in, as a REST write does
     }
     env["GIT_CONFIG_COUNT"] = str(len(settings))
     for index, (key, value) in enumerate(settings.items()):

@@ -113,6 +113,8 @@ def fetch(
             raise ValueError("a fetch never writes main; fetch into a quarantine ref")
     command = [
         "git",
+        "-c",
+        "fetch.unpackLimit=1",  # what is fetched stays the pack it came in, never loose files
         "--git-dir",
         str(repo.path),
         "fetch",

@@ -96,6 +96,8 @@ def test_a_signed_push_event_serves_the_new_commit(gitops_store, remote, client,
     assert row["mirror"]["webhook_secret"] == "***"
     values = client.get("/api/v1/config/environments/1/resources/astute/values")
     assert values.get_json() == {"port": 9000}
+    objects = gitops_store.environment_repo(1).path / "objects"
+    assert not (objects / new[:2] / new[2:]).exists()  # kept as the pack fetched, not loose
 
 
 def test_a_failing_commit_is_recorded_and_the_last_good_one_stays_served(

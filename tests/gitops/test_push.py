@@ -34,7 +34,7 @@ def push(work, *args: str):
 
 
 def test_good_push_is_served_on_the_next_get_by_every_worker(served, tmp_path):
-    _, server = served
+    store, server = served
     work = clone(server, tmp_path)
     new = commit_files(
         work, {"global/values/astute.yaml": "port: 9000\ndebug: false\nregion: one\n"}
@@ -46,6 +46,8 @@ def test_good_push_is_served_on_the_next_get_by_every_worker(served, tmp_path):
         assert response.json()["port"] == 9000
         assert response.headers["X-Gitstore-Commit"] == new
     assert served_commit(server) == new
+    objects = store.environment_repo(1).path / "objects"
+    assert not (objects / new[:2] / new[2:]).exists()  # kept as the pack it came in, not loose
 
 
 BAD_PUSHES = {
