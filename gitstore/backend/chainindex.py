@@ -31,9 +31,8 @@ from gitstore.files import os_thread_local
 
 FILE = "gitstore-history.sqlite"
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS chain (
-    version INTEGER PRIMARY KEY, commit_id TEXT NOT NULL UNIQUE, tree_id TEXT
-);
+CREATE TABLE IF NOT EXISTS chain (version INTEGER PRIMARY KEY, commit_id TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS trees (commit_id TEXT PRIMARY KEY, tree_id TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes (
     path TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (path, version)
 ) WITHOUT ROWID;
@@ -50,12 +49,23 @@ MAX_TAIL = 20_000
 Diff = Callable[[str], tuple[str | None, list[str], str]]
 #: (commit id) -> its root tree's id.
 TreeOf = Callable[[str], str]
-#: Rows whose tree id an index made before the column existed gains per transaction.
+#: Commits of an index made without their trees (by an older gitstore) given theirs per
+#: transaction.
 _FILL_BATCH = 5000
-#: The index's `user_version` once every row holds its commit's tree.
-_WITH_TREES = 1
 
 Error = sqlite3.Error
+
+#: A version's commit and its tree. Trees are keyed by commit, a fact that never goes stale:
+#: an older gitstore (a downgrade) extends `chain` without them, and a rewritten main leaves
+#: its old commits' rows unread.
+_ENTRY = (
+    "SELECT chain.commit_id, trees.tree_id FROM chain LEFT JOIN trees "
+    "ON trees.commit_id = chain.commit_id WHERE chain.version = ?"
+)
+_WITHOUT_TREES = (
+    "SELECT chain.commit_id FROM chain LEFT JOIN trees ON trees.commit_id = chain.commit_id "
+    "WHERE trees.commit_id IS NULL LIMIT ?"
+)
 
 
 class ChainIndex:
@@ -79,8 +89,8 @@ class ChainIndex:
 
     # -- extending (maintenance only) ------------------------------------------------------
     def update(self, head: str, diff: Diff, tree_of: TreeOf) -> int:
-        """Index main's chain up to `head`; `head`'s version. An index made before rows held
-        their commit's tree gains the column, and the trees, first."""
+        """Index main's chain up to `head`; `head`'s version. The commits an older gitstore
+        indexed without their trees get them first."""
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             db.executescript(_SCHEMA)
@@ -99,16 +109,13 @@ class ChainIndex:
         return row[0] if row else None
 
     def entry_at(self, version: int) -> tuple[str, str | None] | None:
-        """(commit id, its root tree's id, or None in a row made before rows held it)."""
+        """(commit id, its root tree's id, or None for a commit an older gitstore indexed)."""
         db = self._db()
         try:
-            row = db.execute(
-                "SELECT commit_id, tree_id FROM chain WHERE version = ?", (version,)
-            ).fetchone()
-        except sqlite3.OperationalError:  # an index maintenance has not given the column yet
-            row = db.execute(
-                "SELECT commit_id, NULL FROM chain WHERE version = ?", (version,)
-            ).fetchone()
+            row = db.execute(_ENTRY, (version,)).fetchone()
+        except sqlite3.OperationalError:  # an older index: no `trees` until maintenance
+            row = db.execute("SELECT commit_id, NULL FROM chain WHERE version = ?", (version,))
+            row = row.fetchone()
         return (row[0], row[1]) if row else None
 
     def top(self) -> int:
@@ -153,27 +160,23 @@ class ChainIndex:
 
 
 def _fill_trees(db: sqlite3.Connection, tree_of: TreeOf) -> None:
-    """Give an index made before rows held their commit's tree the column and the trees: a
-    `version=N` read then finds the tree it reads without reading the commit."""
-    if db.execute("PRAGMA user_version").fetchone()[0] >= _WITH_TREES:
+    """Give the commits an older gitstore indexed without their trees (an index it made, or
+    extended after a downgrade: its rows are on top) theirs, so a `version=N` read finds the
+    tree it reads without reading the commit. Checked at the top row: one lookup a run."""
+    top = db.execute(_ENTRY, (db.execute("SELECT max(version) FROM chain").fetchone()[0],))
+    if (top.fetchone() or ("", ""))[1] is not None:
         return
-    columns = {row[1] for row in db.execute("PRAGMA table_info(chain)")}
-    if "tree_id" not in columns:
-        db.execute("ALTER TABLE chain ADD COLUMN tree_id TEXT")
-    while rows := db.execute(
-        "SELECT version, commit_id FROM chain WHERE tree_id IS NULL LIMIT ?", (_FILL_BATCH,)
-    ).fetchall():
+    while rows := db.execute(_WITHOUT_TREES, (_FILL_BATCH,)).fetchall():
         db.execute("BEGIN IMMEDIATE")
         try:
             db.executemany(
-                "UPDATE chain SET tree_id = ? WHERE version = ?",
-                ((tree_of(commit_id), version) for version, commit_id in rows),
+                "INSERT OR IGNORE INTO trees VALUES (?, ?)",
+                ((commit_id, tree_of(commit_id)) for (commit_id,) in rows),
             )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-    db.execute(f"PRAGMA user_version = {_WITH_TREES}")  # every row holds its tree from now on
 
 
 def _extend(db: sqlite3.Connection, head: str, diff: Diff) -> int:
@@ -197,7 +200,8 @@ def _extend(db: sqlite3.Connection, head: str, diff: Diff) -> int:
         db.execute("DELETE FROM changes WHERE version > ?", (base,))
         for offset, (commit_id, paths, tree_id) in enumerate(reversed(walked), start=1):
             version = base + offset
-            db.execute("INSERT INTO chain VALUES (?, ?, ?)", (version, commit_id, tree_id))
+            db.execute("INSERT INTO chain VALUES (?, ?)", (version, commit_id))
+            db.execute("INSERT OR IGNORE INTO trees VALUES (?, ?)", (commit_id, tree_id))
             db.executemany(
                 "INSERT OR IGNORE INTO changes VALUES (?, ?)", ((p, version) for p in paths)
             )

@@ -156,23 +156,29 @@ def test_an_index_too_far_behind_main_is_left_for_the_walk(history, monkeypatch)
     assert repo.snapshot(80).version == 80
 
 
-def _without_trees(index_file) -> None:
-    """Make the index as it was before rows held their commit's tree."""
+def _sql(index_file, statement: str) -> None:
     import sqlite3
 
     db = sqlite3.connect(index_file, isolation_level=None)
-    db.execute("ALTER TABLE chain DROP COLUMN tree_id")
-    db.execute("PRAGMA user_version = 0")
+    db.execute(statement)
     db.close()
 
 
-def test_an_index_made_before_trees_is_read_and_given_them_by_maintenance(history):
+@pytest.mark.parametrize(
+    "older",
+    [
+        "DROP TABLE trees",  # an index an older gitstore made
+        "DELETE FROM trees WHERE commit_id IN (SELECT commit_id FROM chain WHERE version > 40)",
+    ],  # the rows it added on top after a downgrade
+    ids=["made-by-an-older-gitstore", "extended-by-one"],
+)
+def test_commits_indexed_without_their_trees_are_read_and_given_them_by_maintenance(history, older):
     store, _ = history
     repo = store.environment_repo(1)
     repo.update_index()
     _forget(repo)
     walked = _answers(store)
-    _without_trees(repo.path / chainindex.FILE)
+    _sql(repo.path / chainindex.FILE, older)
     _forget(repo)
     assert repo._view(repo.head()).entry_at(50) == (repo.snapshot(50).commit_id, None)
     assert _answers(store) == walked  # each version's commit read for its tree
