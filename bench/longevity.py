@@ -20,6 +20,9 @@ the issue's targets (issue 38):
 - `gitstore maintenance --env 1` on A SIGKILLed at a random moment, `--kills` times: no object
   reachable before is missing, and `git fsck --strict` is clean.
 
+With `--rate-at STORE` only the write rate is measured, on two copies of a store kept by
+`--keep` (at its depth: 100,000 commits take an hour to write), A and B as above.
+
 With `--first-reads N` only the first reads are measured, quicker: a store of N commits made
 by key writes through the Store (each lands as a pack, as a REST write does), then one
 maintenance run (packs, main's index), then first reads in fresh processes, alternated `--rounds`
@@ -37,6 +40,7 @@ Usage:
   .venv/bin/python bench/longevity.py --smoke        # 600 writes, 5 kills (about a minute)
   .venv/bin/python bench/longevity.py --first-reads 10000 --code /work/main --code .
   .venv/bin/python bench/longevity.py --first-reads 0 --root STORE --code ...  # a store kept
+  .venv/bin/python bench/longevity.py --rate-at STORE --before DIR --rounds 8  # at its depth
 """
 
 from __future__ import annotations
@@ -73,6 +77,8 @@ REST_WITHIN = 2400.0
 #: Seconds into a maintenance run within which the kill loop's SIGKILLs land: a full repack
 #: at 100,000 commits takes ~22 min, and 50 kills spread over whole runs would take hours.
 KILL_WINDOW = 60.0
+#: Writes per round of `--rate-at`.
+RATE_ROUND = 2000
 
 
 class Writes:
@@ -345,6 +351,35 @@ def kill_loop(root: Path, repo: Path, kills: int) -> tuple[int, str]:
     return missing, "clean" if fsck.returncode == 0 else fsck.stderr.strip()[-300:]
 
 
+def rates_at(scratch: Path, store: Path, before: Path | None, rounds: int) -> None:
+    """The write-rate row on copies of a kept store (`--keep`): A served with maintenance, B
+    without (by `before`'s gitstore), `rounds` alternated rounds of `RATE_ROUND` writes each."""
+    roots = {name: scratch / name for name in ("a", "b")}
+    for root in roots.values():
+        shutil.copytree(store, root)
+    rates: dict[str, list[float]] = {"a": [], "b": []}
+    with (
+        harness.Server(roots["a"], workers=2) as a,
+        harness.Server(roots["b"], workers=2, code=before, extra=("--no-maintenance",)) as b,
+    ):
+        servers = {"a": a, "b": b}
+        for number in range(rounds):
+            for name in ("a", "b") if number % 2 == 0 else ("b", "a"):
+                rate, failed = write_round(servers[name], RATE_ROUND, f"{name}r{number}_")
+                rates[name].append(rate)
+                if failed:
+                    raise SystemExit(f"{failed} writes failed on {name}")
+    commits = Store(roots["a"]).environment_repo(make_store.ENV_ID).snapshot().version
+    took = {name: sum(RATE_ROUND / rate for rate in found) for name, found in rates.items()}
+    median = {name: statistics.median(found) for name, found in rates.items()}
+    print(
+        f"write rate at {commits} commits, {harness.machine_load()}: with maintenance vs "
+        f"without {median['a'] / median['b']:.2f} (target >= 0.8; medians of {rounds} "
+        f"alternated rounds of {RATE_ROUND}: A {median['a']:.0f}/s, B {median['b']:.0f}/s); "
+        f"by total time {took['b'] / took['a']:.2f}"
+    )
+
+
 def run(
     scratch: Path,
     writes: int,
@@ -451,12 +486,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--code", type=Path, action="append", help="a checkout to measure (--first-reads)"
     )
-    parser.add_argument("--rounds", type=int, default=3, help="processes per checkout")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="processes per checkout (--first-reads); write rounds (--rate-at)",
+    )
     parser.add_argument("--root", type=Path, help="--first-reads on this store, kept as it is")
     parser.add_argument(
         "--before", type=Path, help="serve store B with the gitstore of this checkout instead"
     )
     parser.add_argument("--keep", type=Path, help="copy store A here once at rest")
+    parser.add_argument(
+        "--rate-at", type=Path, metavar="STORE", help="only the write-rate row, on a kept store"
+    )
     args = parser.parse_args(argv)
     if args.first_reads is not None:
         codes = args.code or [Path(__file__).resolve().parents[1]]
@@ -464,6 +507,10 @@ def main(argv: list[str] | None = None) -> None:
             first_reads(scratch, args.first_reads, codes, args.rounds, args.root)
         return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # servers stopped on the way out
+    if args.rate_at is not None:
+        with harness.scratch("gitstore-rates-", args.workdir) as scratch:
+            rates_at(scratch, args.rate_at, args.before, args.rounds)
+        return
     writes, kills = (600, 5) if args.smoke else (args.writes, args.kills)
     with harness.scratch("gitstore-longevity-", args.workdir) as scratch:
         ok = run(scratch, max(writes, 200), kills, args.smoke, args.before, args.keep)

@@ -10,10 +10,11 @@ it, with git's own thresholds and commands (the `git maintenance` incremental st
   `PACK_AT` loose objects (half of git's `gc.auto`, 6,700: git packs synchronously after its
   own commands, while this pack runs beside the writers that keep adding objects, so it starts
   early enough to stay below git's mark), or, an hour after its last run, more than
-  `PACKS_HOURLY` packs or `LOOSE_HOURLY` loose objects (git's `maintenance.*.auto`), `git
-  repack -d -l --geometric=2 --window=0`: loose objects go into a new pack, and small packs
-  are rolled up so that each pack holds at least twice the objects of the next smaller one (a
-  few packs, each object rewritten a logarithmic number of times). The server's handles on the
+  `PACKS_HOURLY` packs or `LOOSE_HOURLY` loose objects (git's `maintenance.*.auto`),
+  `gitstore.ops.rollup`: loose objects go into a new pack, and small packs are rolled up so
+  that each pack holds at least twice the objects of all smaller ones together (`git repack
+  --geometric=2`'s choice, copied by object list without its walk: a few packs, each object
+  rewritten a logarithmic number of times). The server's handles on the
   repository are then opened again (`gitstore.backend.handles.mark_repacked`). No deltas are
   searched for (`--window=0`): that search was most of the CPU maintenance took from the
   writers it runs beside; the full repacks below (weekly, and once a repository is idle) find
@@ -69,6 +70,7 @@ from gitstore.backend import chainindex, packfile
 from gitstore.backend.handles import mark_repacked
 from gitstore.backend.repository import Repository
 from gitstore.errors import GitstoreError
+from gitstore.ops import rollup
 from gitstore.ops.health import repository_paths
 
 #: git's `gc.auto`: the loose objects git itself would pack at.
@@ -280,6 +282,8 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
             seconds = max(FULL_SECONDS, state.full_seconds)
             error = _git(repo, *_COMMANDS[task], nice=True, seconds=seconds, until=due)
             state.full_seconds = _next_limit(seconds, error, state.full_seconds)
+        elif task == "pack":
+            error = rollup.roll_up(repo)
         else:
             error = _git(repo, *_COMMANDS[task])
         if task in ("pack", "cruft"):
@@ -312,7 +316,6 @@ def _next_limit(seconds: float, error: str | None, grown: float) -> float:
 
 
 _COMMANDS = {
-    "pack": ("repack", "-d", "-l", "-q", "--geometric=2", "--window=0", "--no-write-bitmap-index"),
     "cruft": (
         "repack",
         "-d",
