@@ -70,8 +70,8 @@ from gitstore.backend import chainindex, packfile
 from gitstore.backend.handles import mark_repacked
 from gitstore.backend.repository import Repository
 from gitstore.errors import GitstoreError
-from gitstore.ops import rollup
 from gitstore.ops.health import repository_paths
+from gitstore.ops.rollup import roll_up
 
 #: git's `gc.auto`: the loose objects git itself would pack at.
 LOOSE_AUTO = 6700
@@ -283,7 +283,7 @@ def _run_tasks(repo: Path, tasks: list[str], state: State, report: Report) -> No
             error = _git(repo, *_COMMANDS[task], nice=True, seconds=seconds, until=due)
             state.full_seconds = _next_limit(seconds, error, state.full_seconds)
         elif task == "pack":
-            error = rollup.roll_up(repo)
+            error = roll_up(repo)
         else:
             error = _git(repo, *_COMMANDS[task])
         if task in ("pack", "cruft"):

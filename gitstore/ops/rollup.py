@@ -39,10 +39,13 @@ def roll_up(repo: Path) -> str | None:
     objects = Path(repo) / "objects"
     packs = sorted(_packs(objects / "pack"))
     chosen = [idx for _count, idx in packs[: to_roll_up([count for count, _ in packs])]]
-    loose = list(_loose(objects))
-    if not loose and len(chosen) < 2:
-        return None
-    ids = loose + [object_id for idx in chosen for object_id in _ids(idx)]
+    try:
+        loose = list(_loose(objects))
+        if not loose and len(chosen) < 2:
+            return None
+        ids = loose + [object_id for idx in chosen for object_id in _ids(idx)]
+    except OSError as exc:  # a pack index or object folder that cannot be read
+        return f"reading what to roll up failed: {exc}"
     done = _git(repo, "pack-objects", "--window=0", "--local", "-q", "--delta-base-offset",
                 str(objects / "pack" / "pack"), stdin="\n".join(ids) + "\n")  # fmt: skip
     if done.returncode != 0:
