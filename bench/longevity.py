@@ -45,6 +45,7 @@ Usage:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -56,6 +57,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -351,6 +353,29 @@ def kill_loop(root: Path, repo: Path, kills: int) -> tuple[int, str]:
     return missing, "clean" if fsck.returncode == 0 else fsck.stderr.strip()[-300:]
 
 
+@contextlib.contextmanager
+def serving(roots: dict[str, Path], before: Path | None) -> Iterator[dict[str, harness.Server]]:
+    """Store A served with its maintenance, B without (by `before`'s gitstore when given)."""
+    with (
+        harness.Server(roots["a"], workers=2) as a,
+        harness.Server(roots["b"], workers=2, code=before, extra=("--no-maintenance",)) as b,
+    ):
+        yield {"a": a, "b": b}
+
+
+def alternated_round(
+    servers: dict[str, harness.Server], turn: int, count: int, tag: str, rates: dict
+) -> int:
+    """`count` writes into each store, B first at odd turns (a load change hits both alike);
+    each store's rate is appended to `rates`; the failed requests."""
+    failures = 0
+    for name in ("a", "b") if turn % 2 == 0 else ("b", "a"):
+        rate, failed = write_round(servers[name], count, f"{name}{tag}")
+        rates[name].append(rate)
+        failures += failed
+    return failures
+
+
 def rates_at(scratch: Path, store: Path, before: Path | None, rounds: int) -> None:
     """The write-rate row on copies of a kept store (`--keep`): A served with maintenance, B
     without (by `before`'s gitstore), `rounds` alternated rounds of `RATE_ROUND` writes each."""
@@ -358,17 +383,10 @@ def rates_at(scratch: Path, store: Path, before: Path | None, rounds: int) -> No
     for root in roots.values():
         shutil.copytree(store, root)
     rates: dict[str, list[float]] = {"a": [], "b": []}
-    with (
-        harness.Server(roots["a"], workers=2) as a,
-        harness.Server(roots["b"], workers=2, code=before, extra=("--no-maintenance",)) as b,
-    ):
-        servers = {"a": a, "b": b}
+    with serving(roots, before) as servers:
         for number in range(rounds):
-            for name in ("a", "b") if number % 2 == 0 else ("b", "a"):
-                rate, failed = write_round(servers[name], RATE_ROUND, f"{name}r{number}_")
-                rates[name].append(rate)
-                if failed:
-                    raise SystemExit(f"{failed} writes failed on {name}")
+            if failed := alternated_round(servers, number, RATE_ROUND, f"r{number}_", rates):
+                raise SystemExit(f"{failed} writes failed")
     commits = Store(roots["a"]).environment_repo(make_store.ENV_ID).snapshot().version
     took = {name: sum(RATE_ROUND / rate for rate in found) for name, found in rates.items()}
     median = {name: statistics.median(found) for name, found in rates.items()}
@@ -395,11 +413,8 @@ def run(
     chunk = max(100, min(2000, writes // 10))
     rates: dict[str, list[float]] = {"a": [], "b": []}
     failures = 0
-    with (
-        harness.Server(roots["a"], workers=2) as a,
-        harness.Server(roots["b"], workers=2, code=before, extra=("--no-maintenance",)) as b,
-    ):
-        servers = {"a": a, "b": b}
+    with serving(roots, before) as servers:
+        a, b = servers["a"], servers["b"]
         for name, server in servers.items():  # the first 100 writes, then the costs at 100
             failures += write_round(server, 100, f"{name}w")[1]
         time.sleep(4)  # the background maintenance extends A's index every second
@@ -409,10 +424,7 @@ def run(
         done = 100
         while done < writes:
             count = min(chunk, writes - done)
-            for name in ("a", "b") if (done // chunk) % 2 == 0 else ("b", "a"):
-                rate, failed = write_round(servers[name], count, f"{name}{done}_")
-                rates[name].append(rate)
-                failures += failed
+            failures += alternated_round(servers, done // chunk, count, f"{done}_", rates)
             done += count
             print(
                 f"  {done} writes each; in A at most {sampler.most} loose objects, "

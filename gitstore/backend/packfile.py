@@ -37,6 +37,9 @@ COMPRESSION = 1
 #: Prefixes of the temporary files (git's own, which its tools ignore).
 TMP_PACK = "tmp_pack_"
 TMP_IDX = "tmp_idx_"
+#: A version 2 index begins with this magic and its version, before its fan-out table.
+_IDX_V2 = b"\377tOc"
+_V2_FANOUT = 8
 
 
 def object_id(kind: int, data: bytes) -> bytes:
@@ -51,6 +54,30 @@ def count(folder: Path) -> int:
             return sum(1 for entry in entries if entry.name.endswith(".pack"))
     except FileNotFoundError:
         return 0
+
+
+def indexed_count(idx: Path) -> int:
+    """Objects a pack index (version 1 or 2) lists, from the last of its 256 fan-out counts;
+    0 when it is unreadable or gone."""
+    try:
+        with idx.open("rb") as file:
+            head = file.read(_V2_FANOUT + 256 * 4)
+    except OSError:
+        return 0
+    end = (_V2_FANOUT if head[:4] == _IDX_V2 else 0) + 256 * 4
+    return int.from_bytes(head[end - 4 : end], "big") if len(head) >= end else 0
+
+
+def indexed_ids(idx: Path) -> list[str]:
+    """The object ids a pack index (version 1 or 2) lists; OSError when it is unreadable."""
+    data = idx.read_bytes()
+    if data[:4] == _IDX_V2:  # the fan-out table, then the sorted ids
+        start = _V2_FANOUT + 256 * 4
+        total = int.from_bytes(data[start - 4 : start], "big")
+        return [data[at : at + 20].hex() for at in range(start, start + 20 * total, 20)]
+    total = int.from_bytes(data[256 * 4 - 4 : 256 * 4], "big")  # then (offset, id) entries
+    starts = range(256 * 4 + 4, 256 * 4 + 24 * total, 24)
+    return [data[at : at + 20].hex() for at in starts]
 
 
 def write_pack(folder: Path, objects: Iterable[tuple[int, bytes]], *, durable: bool) -> Path:
@@ -122,7 +149,7 @@ def _index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes
         fanout[byte] += fanout[byte - 1]
     index = b"".join(
         [
-            b"\377tOc",
+            _IDX_V2,
             struct.pack(">I", 2),
             struct.pack(">256I", *fanout),
             *(oid for oid, _, _ in ordered),

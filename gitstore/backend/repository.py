@@ -209,7 +209,8 @@ class Repository:
             ) from exc
 
     def _resolve(self, version: str | int | None, head: str | None) -> pygit2.Commit:
-        """The commit of `version`; `head` is main's head the request reads at (`_head_for`)."""
+        """The commit of `version`, not a number (`_snapshot_at_version`); `head` is main's
+        head the request reads at (`_head_for`)."""
         if version is None or version == "":
             if head is None:
                 raise NotFound(f"repository {self.name} has no commits")
@@ -217,8 +218,6 @@ class Repository:
         text = str(version).strip()
         if is_commit_id(text):
             return self._commit_by_id(text)
-        if is_number(text):
-            return self._commit_at_version(int(text), text, head)
         return self._revparse(text)
 
     def _head_commit(self, head: str) -> pygit2.Commit:
@@ -254,13 +253,15 @@ class Repository:
         if head is None or number < 1:
             raise UnknownRevision(text, self.name)
         view = self._view(head)
-        entry = view.entry_at(number) if view is not None else None
-        if view is not None and entry is None:
+        if view is None:
+            return self.snapshot_of(self._walked_to(number, text, head), depth=number)
+        entry = view.entry_at(number)
+        if entry is None:
             raise UnknownRevision(text, self.name)
-        commit_id, tree_id = entry if entry is not None else (None, None)
-        if commit_id is None or tree_id is None:  # no index, or above it, or made before trees
-            return self.snapshot_of(self._commit_at_version(number, text, head), depth=number)
+        commit_id, tree_id = entry
         self._depths.put((self.path, commit_id), number)  # its depth: no walk to learn it again
+        if tree_id is None:  # above the index, or indexed by an older gitstore
+            return self.snapshot_of(commit_of(self.git, commit_id), depth=number)
         try:
             tree = self.git[tree_id]
         except (KeyError, ValueError, pygit2.GitError) as exc:
@@ -270,17 +271,9 @@ class Repository:
             raise self._damaged(f"main's index names {tree_id[:12]}, not a tree, at {number}")
         return Snapshot(self.git, commit_id, self.name, number, caches=self.caches, tree=tree)
 
-    def _commit_at_version(self, number: int, text: str, head: str | None) -> pygit2.Commit:
-        """The `number`-th commit of main's first-parent chain at `head` (not past it)."""
-        if head is None or number < 1:
-            raise UnknownRevision(text, self.name)
-        view = self._view(head)
-        if view is not None:
-            found = view.commit_at(number)
-            if found is None:
-                raise UnknownRevision(text, self.name)
-            self._depths.put((self.path, found), number)  # its depth: no walk to learn it again
-            return commit_of(self.git, found)
+    def _walked_to(self, number: int, text: str, head: str) -> pygit2.Commit:
+        """The `number`-th commit of main's first-parent chain at `head` (not past it), found
+        by walking the chain (no index)."""
         try:
             chain = self._chain(head)
         except (KeyError, pygit2.GitError) as exc:

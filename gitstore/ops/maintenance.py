@@ -172,17 +172,10 @@ def usage(repo: Path) -> Usage:
 
 
 def _indexed(idx: Path) -> int:
-    """Objects of a pack other than a cruft pack, from its index's fan-out table (the last of
-    its 256 counts, after the 8-byte header of a version 2 index)."""
+    """Objects of a pack other than a cruft pack (0 for one replaced meanwhile)."""
     if idx.with_suffix(".mtimes").exists():
         return 0  # a cruft pack: unreachable objects, not growth
-    try:
-        with idx.open("rb") as file:
-            head = file.read(1032)
-    except OSError:
-        return 0  # replaced meanwhile
-    offset = 1028 if head[:4] == b"\377tOc" else 1020
-    return int.from_bytes(head[offset : offset + 4], "big") if len(head) >= offset + 4 else 0
+    return packfile.indexed_count(idx)
 
 
 def _files(folder: Path) -> Iterator[os.DirEntry]:

@@ -23,6 +23,8 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from gitstore.backend import packfile
+
 #: Each pack kept must hold this many times the objects of all smaller packs together
 #: (`git repack --geometric=2`).
 FACTOR = 2
@@ -43,7 +45,7 @@ def roll_up(repo: Path) -> str | None:
         loose = list(_loose(objects))
         if not loose and len(chosen) < 2:
             return None
-        ids = loose + [object_id for idx in chosen for object_id in _ids(idx)]
+        ids = loose + [object_id for idx in chosen for object_id in packfile.indexed_ids(idx)]
     except OSError as exc:  # a pack index or object folder that cannot be read
         return f"reading what to roll up failed: {exc}"
     done = _git(repo, "pack-objects", "--window=0", "--local", "-q", "--delta-base-offset",
@@ -87,32 +89,9 @@ def _packs(folder: Path) -> Iterator[tuple[int, Path]]:
             continue
         if any(stem + other in names for other in _LEAVE_ALONE):
             continue
-        count = _count(folder / name)
+        count = packfile.indexed_count(folder / name)
         if count:
             yield count, folder / name
-
-
-def _count(idx: Path) -> int:
-    """Objects of a version 2 pack index (the last entry of its fan-out table); 0 if it is
-    unreadable or gone."""
-    try:
-        with idx.open("rb") as file:
-            head = file.read(8 + 256 * 4)
-    except OSError:
-        return 0
-    if head[:4] != b"\377tOc" or len(head) < 8 + 256 * 4:
-        return 0
-    return int.from_bytes(head[-4:], "big")
-
-
-def _ids(idx: Path) -> Iterator[str]:
-    """The object ids a version 2 pack index lists (its sorted table of ids)."""
-    count = _count(idx)
-    with idx.open("rb") as file:
-        file.seek(8 + 256 * 4)
-        table = file.read(20 * count)
-    for start in range(0, len(table), 20):
-        yield table[start : start + 20].hex()
 
 
 def _loose(objects: Path) -> Iterator[str]:

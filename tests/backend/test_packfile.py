@@ -60,6 +60,19 @@ def test_the_index_is_the_one_git_index_pack_makes(repo, tmp_path):
         assert shown.stdout == data
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_index_of_either_version_lists_what_git_show_index_lists(repo, tmp_path, version):
+    pack = packfile.write_pack(repo / "objects" / "pack", OBJECTS, durable=False)
+    idx = tmp_path / f"v{version}.idx"
+    git(repo, "index-pack", f"--index-version={version}", "-o", str(idx), str(pack))
+    with idx.open("rb") as file:
+        shown = subprocess.run(["git", "show-index"], stdin=file, capture_output=True, text=True)
+    listed = [line.split()[1] for line in shown.stdout.splitlines()]
+    assert packfile.indexed_ids(idx) == listed and len(listed) == len(OBJECTS)
+    assert packfile.indexed_count(idx) == len(OBJECTS)
+    assert packfile.indexed_count(tmp_path / "gone.idx") == 0
+
+
 def test_only_the_pack_and_its_index_are_left_read_only(repo):
     folder = repo / "objects" / "pack"
     pack = packfile.write_pack(folder, OBJECTS[:1] * 3, durable=False)  # repeats packed once

@@ -5,6 +5,7 @@ exactly what the walk down the chain answers: without an index, with an index th
 from __future__ import annotations
 
 import random
+import sqlite3
 
 import pytest
 
@@ -157,8 +158,6 @@ def test_an_index_too_far_behind_main_is_left_for_the_walk(history, monkeypatch)
 
 
 def _sql(index_file, statement: str) -> None:
-    import sqlite3
-
     db = sqlite3.connect(index_file, isolation_level=None)
     db.execute(statement)
     db.close()
